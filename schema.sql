@@ -1,0 +1,1 @@
+src/pgmq_sim/sql/schema.sql

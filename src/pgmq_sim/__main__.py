@@ -1,0 +1,3 @@
+from pgmq_sim.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""The audit: exactly-once and per-group order, judged from the journal table.
+
+The journal is written by the completing transaction itself, so the verdict
+holds with -delmsg, across processes and after crashes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+
+from pgmq_sim.sqlfiles import statement
+
+SHOW = 5
+
+
+@dataclass(frozen=True)
+class AuditVerdict:
+    expected: int
+    processed: int
+    duplicates: int
+    missing: int
+    left_behind: int
+    order_violations: int
+    ordered: bool
+    complete: bool
+    duplicate_ids: tuple[int, ...]
+    missing_ids: tuple[int, ...]
+    order_violation_ids: tuple[int, ...]
+
+    @property
+    def passed(self) -> bool:
+        """A partial run (stopped early) may leave messages pending, never lose or repeat one."""
+        if self.duplicates or (self.ordered and self.order_violations):
+            return False
+        if self.complete:
+            return self.missing == 0 and self.left_behind == 0
+        return self.missing <= self.left_behind
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.duplicates:
+            found.append(f"{self.duplicates} duplicate(s), e.g. msg_id {_ids(self.duplicate_ids)}")
+        if self.missing and (self.complete or self.missing > self.left_behind):
+            found.append(f"{self.missing} missing, e.g. msg_id {_ids(self.missing_ids)}")
+        if self.complete and self.left_behind:
+            found.append(f"{self.left_behind} left behind in msg_queue")
+        if self.order_violations:
+            what = "order violation(s)" if self.ordered else "out-of-order (unordered strategy)"
+            found.append(f"{self.order_violations} {what}, e.g. msg_id {_ids(self.order_violation_ids)}")
+        return found
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "expected": self.expected,
+            "processed": self.processed,
+            "duplicates": self.duplicates,
+            "missing": self.missing,
+            "left_behind": self.left_behind,
+            "order_violations": self.order_violations,
+            "order_checked": self.ordered,
+            "complete": self.complete,
+            "duplicate_ids": list(self.duplicate_ids),
+            "missing_ids": list(self.missing_ids),
+            "order_violation_ids": list(self.order_violation_ids),
+        }
+
+
+def _ids(ids: tuple[int, ...]) -> str:
+    return ", ".join(map(str, ids))
+
+
+def audit(conn: psycopg.Connection, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
+    cur = psycopg.RawCursor(conn)
+    cur.execute(statement("audit_counts"), (expected,))
+    processed, duplicates, missing, left_behind = cur.fetchone()
+    cur.execute(statement("audit_duplicates"), (SHOW,))
+    duplicate_ids = tuple(r[0] for r in cur.fetchall())
+    cur.execute(statement("audit_missing"), (expected, SHOW))
+    missing_ids = tuple(r[0] for r in cur.fetchall())
+    cur.execute(statement("audit_order"))
+    violations = [r[0] for r in cur.fetchall()]
+    conn.rollback()
+    return AuditVerdict(
+        expected=expected,
+        processed=processed,
+        duplicates=duplicates,
+        missing=missing,
+        left_behind=left_behind,
+        order_violations=len(violations),
+        ordered=ordered,
+        complete=complete,
+        duplicate_ids=duplicate_ids,
+        missing_ids=missing_ids,
+        order_violation_ids=tuple(violations[:SHOW]),
+    )

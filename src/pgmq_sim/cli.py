@@ -1,0 +1,275 @@
+"""Command line: the Go tool's flags, Go-style (-fill-db 10) or GNU-style (--fill-db 10)."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from pgmq_sim import __version__
+from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.report import RunResult, print_comparison, print_summary, write_json, write_plot
+from pgmq_sim.run import RunInput, run_once
+from pgmq_sim.runlog import RunLog
+from pgmq_sim.server import open_server
+from pgmq_sim.settings import WAKEUPS, Settings, WorkTime
+from pgmq_sim.sqlfiles import known_strategies, load_strategy, read_sql, user_file
+
+F = TypeVar("F", bound=Callable[..., Any])
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+DEFAULT_DSN_HELP = "default: $PGMQ_SIM_DSN, else an embedded PostgreSQL started for the run"
+
+
+def flag(name: str, dest: str | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """An option spelled both -name (as the Go tool) and --name."""
+    return click.option(f"-{name}", f"--{name}", dest or name.replace("-", "_"), **kwargs)
+
+
+def parse_compare(text: str) -> list[tuple[str, str]]:
+    """'all' or a comma list of STRATEGY[/WAKEUP] cells."""
+    strategies = known_strategies()
+    if text.strip() == "all":
+        return [(s, w) for s in strategies for w in WAKEUPS]
+    cells = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, wakeup = item.partition("/")
+        if name not in strategies:
+            raise UsageError(
+                f"unknown claim strategy '{name}' in -compare; use one of: {', '.join(strategies)}"
+            )
+        if wakeup and wakeup not in WAKEUPS:
+            raise UsageError(f"unknown wake-up '{wakeup}' in -compare; use one of: {', '.join(WAKEUPS)}")
+        cells.append((name, wakeup or "poll"))
+    if not cells:
+        raise UsageError("-compare needs 'all' or STRATEGY[/WAKEUP],... e.g. seed,indexed/notify")
+    return cells
+
+
+@click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
+@flag("delmsg", is_flag=True, help="Delete a message once handled (default: mark it processed).")
+@flag("dsn", metavar="URL", default=None, help=f"PostgreSQL to use ({DEFAULT_DSN_HELP}).")
+@flag(
+    "fill-db", type=int, default=1000, show_default=True, metavar="N", help="Messages to write and process."
+)
+@flag(
+    "logfile",
+    default="msg_queue.log",
+    show_default=True,
+    metavar="FILE",
+    help="Log of handled messages and run events; - for stdout.",
+)
+@flag(
+    "rate",
+    type=float,
+    default=0.0,
+    metavar="R",
+    help="Insert at R messages/s while workers run instead of prefilling.",
+)
+@flag(
+    "schema",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Schema file (default: ./schema.sql, else the packaged seed schema).",
+)
+@flag(
+    "workers",
+    type=int,
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="Worker threads, dealt over type1..type3 (at least 3).",
+)
+@flag(
+    "next-msg",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Claim query (default: ./next_msg.sql, else the seed's; $1 is the type).",
+)
+@flag(
+    "work-ms",
+    default="1-10",
+    show_default=True,
+    metavar="MIN-MAX",
+    help="Simulated work per message in ms, uniform.",
+)
+@flag(
+    "orders",
+    type=int,
+    default=2,
+    show_default=True,
+    metavar="K",
+    help="Distinct order_ids (groups per type).",
+)
+@flag(
+    "poll-interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Idle wait after an empty claim (poll), or fallback wait (notify).",
+)
+@flag(
+    "claim",
+    default="seed",
+    show_default=True,
+    metavar="NAME",
+    help="Claim strategy: seed, indexed, advisory, fifo, or ./strategies/NAME/claim.sql.",
+)
+@flag(
+    "wakeup",
+    default="poll",
+    show_default=True,
+    metavar="poll|notify",
+    help="How idle workers learn of new messages.",
+)
+@flag(
+    "compare",
+    default=None,
+    metavar="CELLS",
+    help="Run each STRATEGY[/WAKEUP] (comma list, or 'all') on the same workload; one table.",
+)
+@flag("no-audit", is_flag=True, help="Skip the journal and audit (raw speed runs).")
+@flag(
+    "stall-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Stop with a diagnosis if nothing commits for S seconds while messages remain.",
+)
+@flag(
+    "json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the whole result as JSON.",
+)
+@flag(
+    "plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE.png",
+    help="Draw throughput, backlog and latency over time (needs pgmq-sim[plot]).",
+)
+@flag("seed", type=int, default=None, metavar="N", help="Random seed, for repeatable runs.")
+@flag(
+    "progress",
+    type=click.Choice(["auto", "bars", "plain", "off"]),
+    default="auto",
+    show_default=True,
+    help="Live bars on a terminal, plain lines otherwise.",
+)
+@click.version_option(__version__, "-version", "--version", prog_name="pgmq-sim")
+def command(**options: object) -> None:
+    """Simulate load on a PostgreSQL table used as a message queue with ordered
+    processing per (queue_type, order_id), then report throughput, latency and an
+    exactly-once/order audit. A port of pggo_msg_queue.
+
+    Example: pgmq-sim -fill-db 100000 -workers 12 -rate 100 -delmsg
+    """
+    sys.exit(execute(options))
+
+
+def _settings(options: dict) -> Settings:
+    json_path = options.pop("json_path")
+    plot_path = options.pop("plot_path")
+    return Settings(
+        dsn=options["dsn"],
+        delmsg=options["delmsg"],
+        fill_db=options["fill_db"],
+        logfile=options["logfile"],
+        rate=options["rate"],
+        schema=options["schema"],
+        next_msg=options["next_msg"],
+        workers=options["workers"],
+        work=WorkTime.parse(options["work_ms"]),
+        orders=options["orders"],
+        poll_interval=options["poll_interval"],
+        claim=options["claim"],
+        wakeup=options["wakeup"],
+        audit=not options["no_audit"],
+        stall_timeout=options["stall_timeout"],
+        json_path=json_path,
+        plot_path=plot_path,
+        seed=options["seed"],
+        progress=options["progress"],
+    )
+
+
+def execute(options: dict) -> int:
+    settings = _settings(dict(options))
+    cells = parse_compare(options["compare"]) if options["compare"] else [(settings.claim, settings.wakeup)]
+    schema_path = user_file("schema.sql", settings.schema)
+    schema_sql = read_sql(schema_path, "schema", "pass an existing, readable file with -schema")
+    inputs = [
+        RunInput(
+            dataclasses.replace(settings, claim=name, wakeup=wakeup),
+            schema_sql,
+            str(schema_path),
+            load_strategy(name, settings.next_msg),
+        )
+        for name, wakeup in cells
+    ]
+    console = Console(highlight=False)
+    progress_console = Console(stderr=True, highlight=False)
+    log = RunLog(settings.logfile)
+    interrupt = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        interrupt.set()
+
+    for signum in SIGNAL_EXIT:
+        signal.signal(signum, on_signal)
+    results: list[RunResult] = []
+    try:
+        with open_server(settings.dsn) as server:
+            console.print(f"pgmq-sim {__version__}: using {server.label}")
+            log.event(f"run start: server {server.label}")
+            for given in inputs:
+                if interrupt.is_set():
+                    break
+                results.append(run_once(given, server, progress_console, log, interrupt))
+                if len(inputs) == 1:
+                    print_summary(console, results[-1])
+    finally:
+        log.close()
+    if len(inputs) > 1:
+        print_comparison(console, results)
+    if settings.json_path:
+        document = results[0].as_json() if len(inputs) == 1 else {"runs": [r.as_json() for r in results]}
+        write_json(settings.json_path, document)
+    if settings.plot_path and results:
+        write_plot(settings.plot_path, results)
+    if received:
+        return SIGNAL_EXIT[signal.Signals(received[0])]
+    return max((r.exit_code for r in results), default=0)
+
+
+def main() -> None:
+    try:
+        command.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        message = exc.format_message().replace("\n", " ")
+        click.echo(f"pgmq-sim: error: {message} (see pgmq-sim --help)", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except SimError as exc:
+        click.echo(f"pgmq-sim: error: {exc}", err=True)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,293 @@
+"""The run's result and how it is shown: a summary table, JSON and a picture."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pgmq_sim.audit import AuditVerdict
+from pgmq_sim.diagnose import TableHealth
+from pgmq_sim.errors import UsageError
+from pgmq_sim.settings import Settings
+from pgmq_sim.stats import SecondSample
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    name: str
+    queue_type: str
+    processed: int
+    empty_claims: int
+    busy_share: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    settings: Settings
+    server: str
+    strategy: str
+    ordered: bool
+    target: int
+    produced: int
+    processed: int
+    elapsed_s: float
+    outcome: str  # completed | interrupted | stalled | failed
+    per_type: dict[str, int]
+    e2e_ms: dict[str, float | None]
+    claim_ms: dict[str, float | None]
+    empty_claims: int
+    workers: tuple[WorkerResult, ...]
+    groups: int
+    work_mean_ms: float
+    timeline: tuple[SecondSample, ...]
+    health: TableHealth | None
+    audit: AuditVerdict | None
+    stall_causes: tuple[str, ...] = ()
+
+    @property
+    def throughput_per_s(self) -> float:
+        return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def ordering_bound_per_s(self) -> float | None:
+        """G groups, each at most one message per mean work time."""
+        if not self.ordered or self.work_mean_ms <= 0:
+            return None
+        return self.groups / (self.work_mean_ms / 1000)
+
+    @property
+    def bound_share(self) -> float | None:
+        bound = self.ordering_bound_per_s
+        return self.throughput_per_s / bound if bound else None
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == "stalled":
+            return 3
+        if self.audit is not None and not self.audit.passed:
+            return 1
+        return 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "server": self.server,
+            "strategy": self.strategy,
+            "ordered": self.ordered,
+            "target": self.target,
+            "produced": self.produced,
+            "processed": self.processed,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "throughput_per_s": round(self.throughput_per_s, 2),
+            "throughput_per_type_per_s": {
+                t: round(n / self.elapsed_s, 2) if self.elapsed_s else 0.0 for t, n in self.per_type.items()
+            },
+            "processed_per_type": self.per_type,
+            "latency_ms": {"e2e": self.e2e_ms, "claim": self.claim_ms},
+            "empty_claims": self.empty_claims,
+            "groups": self.groups,
+            "work_mean_ms": round(self.work_mean_ms, 3),
+            "ordering_bound_per_s": _round(self.ordering_bound_per_s),
+            "ordering_bound_share": _round(self.bound_share, 3),
+            "workers": [w.__dict__ for w in self.workers],
+            "audit": self.audit.as_json() if self.audit else None,
+            "table": self.health.as_json() if self.health else None,
+            "timeline": [s.__dict__ for s in self.timeline],
+            "advice": advice(self),
+            "stall_causes": list(self.stall_causes),
+            "settings": self.settings.as_json(),
+        }
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def advice(result: RunResult) -> list[str]:
+    """One line for each figure that calls for action."""
+    lines = []
+    claim_p50 = result.claim_ms["p50"]
+    if claim_p50 is not None and result.work_mean_ms > 0 and claim_p50 > result.work_mean_ms:
+        lines.append(
+            f"claim p50 {claim_p50:.1f} ms exceeds the mean work {result.work_mean_ms:.1f} ms:"
+            " the claim query scans the backlog; try -claim indexed"
+        )
+    claims = result.processed + result.empty_claims
+    if claims and result.empty_claims > result.processed:
+        lines.append(
+            f"{result.empty_claims} of {claims} claims found nothing: more workers than"
+            f" claimable groups ({result.groups}); use fewer workers or more -orders"
+        )
+    share = result.bound_share
+    if share is not None and share < 0.5 and result.settings.wakeup == "poll" and result.processed:
+        lines.append(
+            f"throughput is {share:.0%} of the ordering bound while idle workers sleep"
+            f" {result.settings.poll_interval:g} s; try -wakeup notify or a shorter -poll-interval"
+        )
+    health = result.health
+    if health and health.dead_tuples > max(1000, health.live_tuples):
+        lines.append(
+            f"{health.dead_tuples} dead tuples against {health.live_tuples} live:"
+            " vacuum the queue table more often (autovacuum_vacuum_scale_factor)"
+        )
+    if result.settings.rate and result.timeline and result.outcome == "completed":
+        last = result.timeline[-1].backlog
+        if last > result.settings.rate * 5:
+            lines.append(
+                f"backlog ended at {last}: -rate {result.settings.rate:g}/s exceeds what the"
+                " workers process; add workers or groups"
+            )
+    return lines
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def print_summary(console: Console, result: RunResult) -> None:
+    table = Table(title=f"pgmq-sim: {result.outcome}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("server", result.server)
+    table.add_row("strategy / wake-up", f"{result.strategy} / {result.settings.wakeup}")
+    table.add_row("processed", f"{result.processed} of {result.target} in {result.elapsed_s:.2f} s")
+    per_type = ", ".join(
+        f"{t} {n / result.elapsed_s:.0f}" if result.elapsed_s else f"{t} 0"
+        for t, n in result.per_type.items()
+    )
+    table.add_row("messages/s", f"{result.throughput_per_s:.1f} ({per_type})")
+    for label, values in (("end-to-end ms", result.e2e_ms), ("claim ms", result.claim_ms)):
+        table.add_row(label, "  ".join(f"{k} {_ms(v)}" for k, v in values.items()))
+    table.add_row("empty claims", str(result.empty_claims))
+    bound = result.ordering_bound_per_s
+    if bound is not None:
+        table.add_row(
+            "ordering bound",
+            f"{bound:.0f}/s ({result.groups} groups / {result.work_mean_ms:.2f} ms work);"
+            f" run reached {result.bound_share:.0%}",
+        )
+    if result.health:
+        h = result.health
+        table.add_row(
+            "table",
+            f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
+            f" + {h.index_bytes // 1024} KiB indexes, autovacuum x{h.autovacuum_runs}",
+        )
+    if result.audit:
+        a = result.audit
+        verdict = "[green]pass[/]" if a.passed else "[red]FAIL[/]"
+        detail = "; ".join(a.problems()) or (
+            f"{a.processed}/{a.expected} exactly once, order "
+            + ("kept" if a.ordered else "not checked (unordered strategy)")
+        )
+        table.add_row("audit", f"{verdict}: {detail}")
+    console.print(table)
+    workers = Table(title="workers", title_justify="left")
+    for column in ("worker", "type", "processed", "empty claims", "busy"):
+        workers.add_column(column, justify="right" if column != "worker" else "left")
+    for w in result.workers:
+        workers.add_row(w.name, w.queue_type, str(w.processed), str(w.empty_claims), f"{w.busy_share:.0%}")
+    console.print(workers)
+    for cause in result.stall_causes:
+        console.print(f"[red]stall:[/] {cause}")
+    for line in advice(result):
+        console.print(f"[yellow]advice:[/] {line}")
+
+
+def print_comparison(console: Console, results: list[RunResult]) -> None:
+    table = Table(title="claim strategies compared", title_justify="left")
+    for column in (
+        "strategy",
+        "wake-up",
+        "msg/s",
+        "e2e p50",
+        "e2e p99",
+        "claim p50",
+        "claim p99",
+        "empty claims",
+        "bound",
+        "audit",
+    ):
+        table.add_column(column, justify="left" if column in ("strategy", "wake-up") else "right")
+    for r in results:
+        share = r.bound_share
+        table.add_row(
+            r.strategy,
+            r.settings.wakeup,
+            f"{r.throughput_per_s:.0f}",
+            _ms(r.e2e_ms["p50"]),
+            _ms(r.e2e_ms["p99"]),
+            _ms(r.claim_ms["p50"]),
+            _ms(r.claim_ms["p99"]),
+            str(r.empty_claims),
+            "-" if share is None else f"{share:.0%}",
+            r.audit.verdict if r.audit else "off",
+        )
+    console.print(table)
+
+
+def write_json(path: Path, document: dict[str, Any]) -> None:
+    """Write atomically: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}; choose a writable -json path") from None
+
+
+def write_plot(path: Path, results: list[RunResult]) -> None:
+    """Throughput, backlog and end-to-end latency over time, one column per run."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("-plot needs matplotlib; install it with: pip install 'pgmq-sim[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
+    for r in results:
+        label = f"{r.strategy}/{r.settings.wakeup}"
+        seconds = [s.second + 1 for s in r.timeline]
+        axes[0].plot(seconds, [s.processed for s in r.timeline], label=label)
+        axes[1].plot(seconds, [s.backlog for s in r.timeline], label=label)
+        for key, style in (("e2e_p50_ms", "-"), ("e2e_p99_ms", ":")):
+            values = [getattr(s, key) for s in r.timeline]
+            axes[2].plot(
+                seconds,
+                [v if v is not None else float("nan") for v in values],
+                style,
+                label=f"{label} {key[4:7]}",
+            )
+        if len(results) == 1 and r.ordering_bound_per_s:
+            axes[0].axhline(
+                r.ordering_bound_per_s,
+                color="grey",
+                linestyle="--",
+                label=f"ordering bound {r.ordering_bound_per_s:.0f}/s",
+            )
+    axes[0].set_ylabel("processed per second")
+    axes[1].set_ylabel("backlog (messages)")
+    axes[2].set_ylabel("end-to-end latency (ms)")
+    axes[2].set_yscale("log")
+    axes[2].set_xlabel("seconds since start")
+    first = results[0]
+    fig.suptitle(
+        f"pgmq-sim: {first.settings.fill_db} messages, {first.settings.workers} workers,"
+        f" work {first.settings.work} ms"
+        + (f", rate {first.settings.rate:g}/s" if first.settings.rate else "")
+    )
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small")
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}; choose a writable -plot path") from None
+    finally:
+        plt.close(fig)

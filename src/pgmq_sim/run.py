@@ -1,0 +1,294 @@
+"""One run, end to end: schema, producer, workers, then stats, health and audit."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+from rich.console import Console
+
+from pgmq_sim.audit import audit
+from pgmq_sim.diagnose import stall_causes, table_health
+from pgmq_sim.errors import SimError
+from pgmq_sim.producer import MessageSource, RateProducer, prefill
+from pgmq_sim.progress import RunProgress
+from pgmq_sim.report import RunResult, WorkerResult
+from pgmq_sim.runlog import RunLog
+from pgmq_sim.server import APPLICATION_NAME, Server, connect, first_line
+from pgmq_sim.settings import QUEUE_TYPES, Settings
+from pgmq_sim.sqlfiles import ClaimStrategy, statement
+from pgmq_sim.stats import LatencyHistogram, WorkerStats, timeline
+from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
+from pgmq_sim.worker import ProcessedCounter, Worker, WorkerPlan
+
+TICK_S = 0.2
+SPARE_CONNECTIONS = 5
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """Everything a run needs that was read and checked before the server was touched."""
+
+    settings: Settings
+    schema_sql: str
+    schema_source: str
+    strategy: ClaimStrategy
+
+
+class FirstError:
+    """The first failure reported by any thread; it stops the run."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self._lock = threading.Lock()
+        self._stop = stop
+        self.error: tuple[str, BaseException] | None = None
+
+    def report(self, where: str, exc: BaseException) -> None:
+        with self._lock:
+            if self.error is None:
+                self.error = (where, exc)
+        self._stop.set()
+
+    def raise_if_any(self) -> None:
+        if self.error is not None:
+            where, exc = self.error
+            raise SimError(f"{where} failed: {first_line(exc)}; check the server and the SQL files")
+
+
+def _execute_file(conn: psycopg.Connection, sql: str, what: str, fix: str) -> None:
+    try:
+        conn.execute(sql)
+    except psycopg.Error as exc:
+        conn.rollback()
+        raise SimError(f"{what} failed on the server: {first_line(exc)}; {fix}") from None
+
+
+def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
+    """Create the queue, the strategy's additions, the journal and the wake-up trigger in one
+    transaction, then try the claim once and roll back: a broken file changes nothing."""
+    settings, strategy = given.settings, given.strategy
+    max_conn = int(conn.execute("show max_connections").fetchone()[0])
+    if settings.workers + SPARE_CONNECTIONS > max_conn:
+        raise SimError(
+            f"-workers {settings.workers} needs {settings.workers + SPARE_CONNECTIONS} connections"
+            f" but the server allows {max_conn}; use fewer workers or raise max_connections"
+        )
+    _execute_file(
+        conn,
+        given.schema_sql,
+        f"schema file {given.schema_source}",
+        "fix the SQL or pass another file with -schema",
+    )
+    if strategy.schema_sql:
+        _execute_file(
+            conn, strategy.schema_sql, f"strategy '{strategy.name}' schema", "fix the strategy's schema.sql"
+        )
+    if settings.audit:
+        _execute_file(conn, statement("journal"), "journal table", "check the user may create tables")
+    if settings.wakeup == "notify":
+        _execute_file(
+            conn,
+            statement("notify_trigger"),
+            "notify trigger",
+            "check the user may create functions and triggers",
+        )
+    try:
+        cursor = psycopg.RawCursor(conn)
+        cursor.execute(strategy.wrapped_claim_sql, (QUEUE_TYPES[0],))
+        cursor.fetchall()
+    except psycopg.Error as exc:
+        conn.rollback()
+        raise SimError(
+            f"claim query {strategy.claim_source} failed on the server: {first_line(exc)};"
+            " fix it (it must return msg_id, queue_type, order_id) or pass -next-msg FILE"
+        ) from None
+    conn.commit()
+
+
+def run_once(
+    given: RunInput, server: Server, console: Console, log: RunLog, interrupt: threading.Event
+) -> RunResult:
+    settings, strategy = given.settings, given.strategy
+    stop = threading.Event()
+    done = threading.Event()
+    errors = FirstError(stop)
+    rng = random.Random(settings.seed)
+    source = MessageSource(settings.orders, random.Random(rng.random()))
+    with ExitStack() as resources:
+        admin = resources.enter_context(connect(server.dsn))
+        prepare_database(admin, given)
+        log.event(
+            f"schema ready from {given.schema_source}; claim strategy {strategy.name}"
+            f" ({strategy.claim_source}); wake-up {settings.wakeup}"
+        )
+        produced_at: list[tuple[float, int]] = []
+        if settings.rate == 0:
+            began = time.monotonic()
+            prefill(admin, source, settings.fill_db)
+            log.event(f"prefilled {settings.fill_db} messages in {time.monotonic() - began:.2f} s")
+            produced_at.append((0.0, settings.fill_db))
+
+        pool = ConnectionPool(
+            server.dsn,
+            min_size=settings.workers,
+            max_size=settings.workers,
+            kwargs={"application_name": APPLICATION_NAME},
+            open=False,
+            name="workers",
+        )
+        resources.callback(pool.close)
+        pool.open()
+        try:
+            pool.wait(timeout=30)
+        except PoolTimeout:
+            raise SimError(
+                f"could not open {settings.workers} worker connections within 30 s;"
+                " check the server's max_connections and load"
+            ) from None
+        wakeup: Wakeup
+        if settings.wakeup == "notify":
+            listener = resources.enter_context(connect(server.dsn, autocommit=True))
+            wakeup = NotifyWakeup(
+                listener,
+                settings.poll_interval or 1.0,
+                stop,
+                lambda exc: errors.report("notify listener", exc),
+            )
+        else:
+            wakeup = PollWakeup(settings.poll_interval, stop)
+        resources.callback(wakeup.close)
+
+        started = time.perf_counter()
+
+        def clock() -> float:
+            return time.perf_counter() - started
+
+        counter = ProcessedCounter(settings.fill_db, done)
+        plan = WorkerPlan(
+            claim_sql=strategy.wrapped_claim_sql,
+            complete_sql=statement(
+                ("complete_delete" if settings.delmsg else "complete_mark")
+                + ("_audited" if settings.audit else "")
+            ),
+            audited=settings.audit,
+            work=settings.work,
+            clock=clock,
+        )
+        stats = [WorkerStats(f"w{i + 1}", settings.worker_type(i)) for i in range(settings.workers)]
+        workers = [
+            Worker(
+                s,
+                plan,
+                pool,
+                wakeup,
+                log,
+                counter,
+                stop,
+                lambda exc, name=s.name: errors.report(f"worker {name}", exc),
+                random.Random(rng.random()),
+            )
+            for s in stats
+        ]
+        producer = None
+        if settings.rate > 0:
+            producer_conn = resources.enter_context(connect(server.dsn, autocommit=True))
+            producer = RateProducer(
+                producer_conn,
+                source,
+                settings.fill_db,
+                settings.rate,
+                stop,
+                clock,
+                lambda exc: errors.report("producer", exc),
+            )
+        log.event(
+            f"starting {settings.workers} workers"
+            + (f" and a producer at {settings.rate:g}/s" if producer else "")
+        )
+        for w in workers:
+            w.start()
+        if producer:
+            producer.start()
+
+        progress = RunProgress(console, stats, settings.fill_db, lambda: source.produced, settings.progress)
+        outcome, causes = "completed", ()
+        last_count, last_change = 0, time.monotonic()
+        try:
+            while not done.wait(TICK_S):
+                progress.update()
+                if interrupt.is_set():
+                    outcome = "interrupted"
+                    break
+                if stop.is_set():
+                    outcome = "failed"
+                    break
+                count = counter.count
+                now = time.monotonic()
+                if count != last_count:
+                    last_count, last_change = count, now
+                elif now - last_change >= settings.stall_timeout and source.produced > count:
+                    pids = [w.backend_pid for w in workers if w.backend_pid is not None]
+                    causes = tuple(stall_causes(admin, {s.queue_type for s in stats}, pids))
+                    outcome = "stalled"
+                    break
+        finally:
+            elapsed = clock()
+            stop.set()
+            wakeup.close()
+            for w in workers:
+                w.join(timeout=10)
+            if producer:
+                producer.join(timeout=10)
+            progress.close()
+        errors.raise_if_any()
+        log.event(f"{outcome}: {counter.count} processed in {elapsed:.2f} s")
+        for cause in causes:
+            log.event(f"stall: {cause}")
+
+        health = table_health(admin)
+        verdict = None
+        if settings.audit:
+            verdict = audit(admin, source.produced, strategy.ordered, outcome == "completed")
+            log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
+        if producer:
+            produced_at = producer.produced_at
+
+    processed = sum(s.processed for s in stats)
+    work_s = sum(s.work_s for s in stats)
+    per_type = {t: sum(s.processed for s in stats if s.queue_type == t) for t in QUEUE_TYPES}
+    return RunResult(
+        settings=settings,
+        server=server.label,
+        strategy=strategy.name,
+        ordered=strategy.ordered,
+        target=settings.fill_db,
+        produced=source.produced,
+        processed=processed,
+        elapsed_s=elapsed,
+        outcome=outcome,
+        per_type=per_type,
+        e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
+        claim_ms=LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
+        empty_claims=sum(s.empty_claims for s in stats),
+        workers=tuple(
+            WorkerResult(
+                s.name,
+                s.queue_type,
+                s.processed,
+                s.empty_claims,
+                round(s.busy_s / elapsed, 4) if elapsed else 0.0,
+            )
+            for s in stats
+        ),
+        groups=sum(len(orders) for orders in source.groups.values()),
+        work_mean_ms=(work_s / processed * 1000) if processed else settings.work.mean_ms,
+        timeline=tuple(timeline(stats, produced_at, elapsed)),
+        health=health,
+        audit=verdict,
+        stall_causes=causes,
+    )

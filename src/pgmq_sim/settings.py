@@ -1,0 +1,96 @@
+"""The run's settings: what the user asked for, validated once, then frozen."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pgmq_sim.errors import UsageError
+
+QUEUE_TYPES = ("type1", "type2", "type3")
+WAKEUPS = ("poll", "notify")
+
+
+@dataclass(frozen=True)
+class WorkTime:
+    """Simulated work per message, uniform in [min_ms, max_ms]."""
+
+    min_ms: float
+    max_ms: float
+
+    @property
+    def mean_ms(self) -> float:
+        return (self.min_ms + self.max_ms) / 2
+
+    @classmethod
+    def parse(cls, text: str) -> WorkTime:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:-\s*(\d+(?:\.\d+)?)\s*)?", text)
+        if not match:
+            raise UsageError(
+                f"-work-ms '{text}' is not a range; give MIN-MAX in milliseconds, e.g. 1-10 or 0"
+            )
+        low = float(match.group(1))
+        high = float(match.group(2)) if match.group(2) is not None else low
+        if high < low:
+            raise UsageError(f"-work-ms '{text}' has MAX below MIN; give MIN-MAX with MIN <= MAX")
+        return cls(low, high)
+
+    def __str__(self) -> str:
+        return f"{self.min_ms:g}-{self.max_ms:g}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    dsn: str | None
+    delmsg: bool
+    fill_db: int
+    logfile: str
+    rate: float
+    schema: Path | None
+    next_msg: Path | None
+    workers: int
+    work: WorkTime
+    orders: int
+    poll_interval: float
+    claim: str = "seed"
+    wakeup: str = "poll"
+    audit: bool = True
+    stall_timeout: float = 30.0
+    json_path: Path | None = None
+    plot_path: Path | None = None
+    seed: int | None = None
+    progress: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.fill_db <= 0:
+            raise UsageError(f"-fill-db {self.fill_db} must be a positive number of messages")
+        if self.workers < len(QUEUE_TYPES):
+            raise UsageError(
+                f"-workers {self.workers} leaves a message type without a worker;"
+                f" use at least {len(QUEUE_TYPES)} (one per type)"
+            )
+        if self.rate < 0:
+            raise UsageError(f"-rate {self.rate:g} is negative; give 0 to prefill or a rate > 0")
+        if self.orders <= 0:
+            raise UsageError(f"-orders {self.orders} must be at least 1")
+        if self.poll_interval < 0:
+            raise UsageError(f"-poll-interval {self.poll_interval:g} must be >= 0 seconds")
+        if self.stall_timeout <= 0:
+            raise UsageError(f"-stall-timeout {self.stall_timeout:g} must be > 0 seconds")
+        if self.wakeup not in WAKEUPS:
+            raise UsageError(f"unknown -wakeup '{self.wakeup}'; use one of: {', '.join(WAKEUPS)}")
+
+    def worker_type(self, index: int) -> str:
+        """Workers are dealt round-robin over the types, so each type gets one."""
+        return QUEUE_TYPES[index % len(QUEUE_TYPES)]
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["dsn"] = None if self.dsn is None else "(given)"
+        data["work_ms"] = str(self.work)
+        del data["work"]
+        for key in ("schema", "next_msg", "json_path", "plot_path"):
+            data[key] = None if data[key] is None else str(data[key])
+        return data

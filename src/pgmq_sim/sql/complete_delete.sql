@@ -1,0 +1,1 @@
+delete from msg_queue where msg_id = $1 returning time_added

@@ -1,0 +1,11 @@
+-- Audit journal: one row per completed message, written in the transaction
+-- that completes it, so it survives -delmsg, crashes and several processes.
+drop table if exists msg_journal;
+create table msg_journal(
+    msg_id integer not null,
+    queue_type varchar(10) not null,
+    order_id integer not null,
+    worker text not null,
+    claimed_at timestamp with time zone not null,
+    completed_at timestamp with time zone not null
+);

@@ -1,0 +1,1 @@
+select queue_type, count(*) from msg_queue where status = 'N' group by queue_type order by queue_type

@@ -1,0 +1,94 @@
+"""How an idle worker learns that a message may be waiting: polling or LISTEN/NOTIFY.
+
+A worker takes a token before its claim and waits with it after an empty
+claim; a notification that arrived in between changes the token, so the wait
+returns at once and no wake-up is lost in that window.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+import psycopg
+
+from pgmq_sim.settings import QUEUE_TYPES
+
+CHANNEL = "pgmq_sim"
+
+
+class Wakeup(Protocol):
+    def token(self, queue_type: str) -> int: ...
+
+    def wait(self, queue_type: str, token: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class PollWakeup:
+    """The Go tool's behaviour: sleep a fixed interval after finding nothing."""
+
+    def __init__(self, interval: float, stop: threading.Event) -> None:
+        self._interval = interval
+        self._stop = stop
+
+    def token(self, queue_type: str) -> int:
+        return 0
+
+    def wait(self, queue_type: str, token: int) -> None:
+        self._stop.wait(self._interval)
+
+    def close(self) -> None:
+        pass
+
+
+class NotifyWakeup:
+    """One listening connection; a notification for a type wakes that type's idle workers.
+
+    The fallback bounds the cost of any wake-up that is missed anyway.
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        fallback: float,
+        stop: threading.Event,
+        on_error: Callable[[BaseException], None],
+    ) -> None:
+        self._conn = conn
+        self._fallback = fallback
+        self._stop = stop
+        self._on_error = on_error
+        self._changed = threading.Condition()
+        self._generation = dict.fromkeys(QUEUE_TYPES, 0)
+        conn.execute(f"listen {CHANNEL}")
+        self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for note in self._conn.notifies(timeout=0.2):
+                    with self._changed:
+                        self._generation[note.payload] = self._generation.get(note.payload, 0) + 1
+                        self._changed.notify_all()
+        except psycopg.Error as exc:
+            if not self._stop.is_set():
+                self._on_error(exc)
+
+    def token(self, queue_type: str) -> int:
+        with self._changed:
+            return self._generation[queue_type]
+
+    def wait(self, queue_type: str, token: int) -> None:
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._generation[queue_type] != token or self._stop.is_set(),
+                timeout=self._fallback,
+            )
+
+    def close(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+        self._thread.join(timeout=2)
