@@ -90,6 +90,8 @@ def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
         )
     if settings.audit:
         _execute_file(conn, statement("journal"), "journal table", "check the user may create tables")
+    else:  # a journal left by an earlier run would describe that run, not this one
+        _execute_file(conn, statement("drop_journal"), "journal table", "check the user may drop tables")
     if settings.wakeup == "notify":
         _execute_file(
             conn,

@@ -68,7 +68,7 @@ def connect(dsn: str, **kwargs: object) -> psycopg.Connection:
     try:
         return psycopg.connect(dsn, application_name=APPLICATION_NAME, connect_timeout=10, **kwargs)
     except psycopg.OperationalError as exc:
-        message = str(exc).replace("\n", " ").strip()
+        message = " ".join(str(exc).split())
         if "password" in message and "authentication failed" in message:
             fix = "check the user and password in -dsn or PGMQ_SIM_DSN"
         else:

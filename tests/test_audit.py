@@ -1,0 +1,376 @@
+"""The audit's verdict, judged from the journal: it passes correct runs and catches broken ones."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from conftest import REPO, Cli
+from pgmq_sim.audit import audit
+from pgmq_sim.sqlfiles import statement
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def at(ms: float) -> datetime:
+    return T0 + timedelta(milliseconds=ms)
+
+
+@pytest.fixture
+def crafted(db: psycopg.Connection) -> psycopg.Connection:
+    """An empty queue and journal to write runs into by hand."""
+    db.execute((REPO / "schema.sql").read_text())
+    db.execute(statement("journal"))
+    return db
+
+
+def queue(db: psycopg.Connection, msg_id: int, status: str, order_id: int = 1) -> None:
+    db.execute(
+        "insert into msg_queue values (%s, 'type1', %s, %s, %s, null)", (msg_id, status, order_id, at(msg_id))
+    )
+
+
+def journal(db: psycopg.Connection, msg_id: int, claimed: float, done: float, order_id: int = 1) -> None:
+    db.execute(
+        "insert into msg_journal values (%s, 'type1', %s, 'w1', %s, %s)",
+        (msg_id, order_id, at(claimed), at(done)),
+    )
+
+
+def test_clean_run_passes(crafted: psycopg.Connection) -> None:
+    for i in (1, 2, 3):
+        queue(crafted, i, "P")
+        journal(crafted, i, claimed=10 * i, done=10 * i + 5)
+    verdict = audit(crafted, 3, ordered=True, complete=True)
+    assert verdict.passed and verdict.verdict == "pass"
+    assert (
+        verdict.processed,
+        verdict.duplicates,
+        verdict.missing,
+        verdict.left_behind,
+        verdict.order_violations,
+    ) == (3, 0, 0, 0, 0)
+
+
+def test_each_field_fails_the_verdict(crafted: psycopg.Connection) -> None:
+    queue(crafted, 1, "P")
+    journal(crafted, 1, 0, 5)
+    journal(crafted, 1, 6, 9)  # processed twice
+    queue(crafted, 2, "N")  # never processed: missing and left behind
+    queue(crafted, 3, "P", order_id=2)
+    journal(crafted, 3, 20, 30, order_id=2)
+    queue(crafted, 4, "P", order_id=2)
+    journal(crafted, 4, 25, 35, order_id=2)  # claimed before 3 completed
+    verdict = audit(crafted, 5, ordered=True, complete=True)  # msg 5 was produced but vanished
+    assert verdict.verdict == "fail"
+    assert verdict.processed == 3
+    assert verdict.duplicates == 1 and verdict.duplicate_ids == (1,)
+    assert verdict.missing == 2 and verdict.missing_ids == (2, 5)
+    assert verdict.left_behind == 1
+    assert verdict.order_violations == 1 and verdict.order_violation_ids == (4,)
+    text = "; ".join(verdict.problems())
+    assert "1 duplicate" in text and "2 missing" in text and "left behind" in text and "order" in text
+
+
+def test_order_violation_alone_fails_only_ordered_strategies(crafted: psycopg.Connection) -> None:
+    for i, (claimed, done) in enumerate([(0, 10), (5, 12)], start=1):
+        queue(crafted, i, "P")
+        journal(crafted, i, claimed, done)
+    assert not audit(crafted, 2, ordered=True, complete=True).passed
+    unordered = audit(crafted, 2, ordered=False, complete=True)
+    assert unordered.passed and unordered.order_violations == 1
+
+
+def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection) -> None:
+    queue(crafted, 1, "P")
+    journal(crafted, 1, 0, 5)
+    queue(crafted, 2, "N")
+    assert audit(crafted, 2, ordered=True, complete=False).passed
+    assert not audit(crafted, 2, ordered=True, complete=True).passed
+    assert not audit(crafted, 3, ordered=True, complete=False).passed  # msg 3 is nowhere
+
+
+NO_LOCK_CLAIM = """
+select msg_id, queue_type, order_id from msg_queue
+where queue_type = $1 and status = 'N'
+order by msg_id limit 1
+"""
+
+UNORDERED_CLAIM = """
+with next_msg as (
+    select msg_id from msg_queue where queue_type = $1 and status = 'N'
+    order by msg_id limit 1 for update skip locked)
+update msg_queue mq set status = 'P' from next_msg where mq.msg_id = next_msg.msg_id
+returning mq.msg_id, mq.queue_type, mq.order_id
+"""
+
+
+def test_claim_without_row_lock_is_caught_as_duplicates(cli: Cli, db: psycopg.Connection) -> None:
+    """Seed 001's exercise: without locking, two workers take the same message."""
+    (cli.workdir / "nolock.sql").write_text(NO_LOCK_CLAIM)
+    result = cli.run(
+        "-next-msg",
+        "nolock.sql",
+        "-fill-db",
+        "300",
+        "-workers",
+        "6",
+        "-work-ms",
+        "1-3",
+        "-orders",
+        "50",
+        "-json",
+        "out.json",
+        "-stall-timeout",
+        "5",
+    )
+    assert result.returncode == 1, result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["audit"]["verdict"] == "fail"
+    assert report["audit"]["duplicates"] > 0
+    assert report["audit"]["duplicate_ids"]
+    # The journal really holds the repeats the verdict counts.
+    rows, distinct = db.execute("select count(*), count(distinct msg_id) from msg_journal").fetchone()
+    assert rows - distinct == report["audit"]["duplicates"]
+    assert "FAIL" in result.stdout and "duplicate" in result.stdout
+
+
+def test_unordered_claim_is_caught_as_order_violations(cli: Cli) -> None:
+    (cli.workdir / "unordered.sql").write_text(UNORDERED_CLAIM)
+    result = cli.run(
+        "-next-msg",
+        "unordered.sql",
+        "-fill-db",
+        "300",
+        "-workers",
+        "12",
+        "-work-ms",
+        "2-6",
+        "-json",
+        "out.json",
+    )
+    assert result.returncode == 1, result.stderr
+    audit_json = json.loads((cli.workdir / "out.json").read_text())["audit"]
+    assert audit_json["verdict"] == "fail"
+    assert audit_json["order_violations"] > 0 and audit_json["order_violation_ids"]
+    assert audit_json["duplicates"] == 0 and audit_json["missing"] == 0
+
+
+JSON_KEYS = [
+    "processed",
+    "elapsed_s",
+    "throughput_per_s",
+    "empty_claims",
+    "ordering_bound_per_s",
+    "settings",
+    "throughput_per_type_per_s",
+    "workers",
+    "timeline",
+    "advice",
+]
+
+
+def test_json_document_keys(cli: Cli) -> None:
+    result = cli.run("-fill-db", "200", "-workers", "6", "-work-ms", "0-2", "-json", "out.json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    for key in JSON_KEYS:
+        assert key in doc, key
+    for kind in ("e2e", "claim"):
+        assert set(doc["latency_ms"][kind]) == {"p50", "p95", "p99", "max"}
+        values = [doc["latency_ms"][kind][k] for k in ("p50", "p95", "p99", "max")]
+        assert all(v is not None and v > 0 for v in values) and values == sorted(values)
+    assert doc["audit"]["verdict"] == "pass"
+    for key in ("duplicates", "missing", "order_violations", "left_behind"):
+        assert doc["audit"][key] == 0
+    assert doc["table"]["size_bytes"] > 0 and doc["table"]["dead_tuples"] >= 0
+    assert doc["settings"]["fill_db"] == 200 and doc["settings"]["workers"] == 6
+    assert doc["processed"] == 200
+    assert sum(w["processed"] for w in doc["workers"]) == 200
+    assert sum(s["processed"] for s in doc["timeline"]) == 200
+    # 3 types x 2 orders, each at most one message per mean work time
+    assert doc["groups"] == 6
+    assert doc["ordering_bound_per_s"] == pytest.approx(6 / (doc["work_mean_ms"] / 1000), rel=0.01)
+
+
+def test_no_audit_skips_the_journal(cli: Cli, db: psycopg.Connection) -> None:
+    result = cli.run("-fill-db", "50", "-workers", "3", "-work-ms", "0", "-no-audit", "-json", "out.json")
+    assert result.returncode == 0
+    assert json.loads((cli.workdir / "out.json").read_text())["audit"] is None
+    assert db.execute("select to_regclass('msg_journal')").fetchone()[0] is None
+
+
+def test_plot_is_a_png(cli: Cli) -> None:
+    result = cli.run(
+        "-fill-db",
+        "300",
+        "-workers",
+        "6",
+        "-rate",
+        "300",
+        "-work-ms",
+        "1-3",
+        "-poll-interval",
+        "0.1",
+        "-plot",
+        "run.png",
+    )
+    assert result.returncode == 0, result.stderr
+    data = (cli.workdir / "run.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+TYPE3_TO_TYPE9 = """
+create function reroute() returns trigger language plpgsql as $$
+begin
+    if new.queue_type = 'type3' then new.queue_type := 'type9'; end if;
+    return new;
+end $$;
+create trigger reroute before insert on msg_queue for each row execute function reroute();
+"""
+
+TIE_GROUP = """
+create function tie() returns trigger language plpgsql as $$
+begin
+    if new.queue_type = 'type1' and new.order_id = 1 then new.time_added := '2001-01-01'; end if;
+    return new;
+end $$;
+create trigger tie before insert on msg_queue for each row execute function tie();
+"""
+
+
+def custom_schema(cli: Cli, extra: str) -> str:
+    (cli.workdir / "custom.sql").write_text((REPO / "schema.sql").read_text() + extra)
+    return "custom.sql"
+
+
+def test_stall_names_a_type_without_worker(cli: Cli) -> None:
+    result = cli.run(
+        "-schema",
+        custom_schema(cli, TYPE3_TO_TYPE9),
+        "-fill-db",
+        "90",
+        "-workers",
+        "3",
+        "-work-ms",
+        "0",
+        "-stall-timeout",
+        "1.5",
+        "-poll-interval",
+        "0.1",
+        "-json",
+        "out.json",
+    )
+    assert result.returncode == 3, result.stderr
+    assert "type 'type9' but no worker serves that type" in result.stdout
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "stalled" and any("type9" in c for c in doc["stall_causes"])
+
+
+def test_stall_names_a_group_whose_head_cannot_be_claimed(cli: Cli) -> None:
+    result = cli.run(
+        "-schema",
+        custom_schema(cli, TIE_GROUP),
+        "-fill-db",
+        "120",
+        "-workers",
+        "3",
+        "-work-ms",
+        "0",
+        "-stall-timeout",
+        "1.5",
+        "-poll-interval",
+        "0.1",
+    )
+    assert result.returncode == 3, result.stderr
+    out = " ".join(result.stdout.split())
+    assert "group (type1, order_id 1)" in out and "shares its time_added" in out
+
+
+def test_stall_names_the_session_holding_a_lock(cli: Cli, dsn: str) -> None:
+    proc = cli.start(
+        "-fill-db",
+        "300",
+        "-rate",
+        "300",
+        "-workers",
+        "3",
+        "-orders",
+        "1",
+        "-work-ms",
+        "0",
+        "-stall-timeout",
+        "1.5",
+        "-poll-interval",
+        "0.05",
+    )
+    holder = psycopg.connect(dsn, application_name="lock-holder-test")
+    try:
+        deadline = time.monotonic() + 20
+        locked: list[tuple[int]] = []
+        while not locked and time.monotonic() < deadline:
+            time.sleep(0.05)
+            holder.rollback()
+            if holder.execute("select to_regclass('msg_queue')").fetchone()[0] is None:
+                continue
+            locked = holder.execute(
+                "select msg_id from msg_queue where queue_type = 'type2' and status = 'N'"
+                " for update skip locked"
+            ).fetchall()
+        assert locked, "producer wrote nothing to lock"
+        pid = holder.info.backend_pid
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        holder.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, stderr
+    out = " ".join(stdout.split())
+    assert f"locked by another session, pid {pid}" in out and "lock-holder-test" in out
+
+
+def test_slow_producer_is_not_a_stall(cli: Cli) -> None:
+    """A run whose producer is still behind schedule is not a stall: nothing is pending."""
+    result = cli.run(
+        "-fill-db",
+        "4",
+        "-rate",
+        "2",
+        "-workers",
+        "3",
+        "-work-ms",
+        "0",
+        "-stall-timeout",
+        "1",
+        "-poll-interval",
+        "0.05",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_threads_share_nothing_unsafe(cli: Cli) -> None:
+    """Many workers on few groups: counters add up exactly (no lost updates across threads)."""
+    result = cli.run(
+        "-fill-db",
+        "1500",
+        "-workers",
+        "24",
+        "-orders",
+        "2",
+        "-work-ms",
+        "0",
+        "-poll-interval",
+        "0.01",
+        "-json",
+        "out.json",
+        "-claim",
+        "indexed",
+    )
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["processed"] == 1500 == sum(w["processed"] for w in doc["workers"])
+    assert doc["audit"]["verdict"] == "pass"

@@ -1,0 +1,110 @@
+"""Bad input: one line naming the problem and the fix, a non-zero exit, no traceback, nothing lost."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import Cli, assert_one_line_error
+
+
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["-fill-db", "0"], ["-fill-db 0", "positive"]),
+        (["-fill-db", "-5"], ["-fill-db -5"]),
+        (["-fill-db", "abc"], ["abc", "integer"]),
+        (["-workers", "2"], ["-workers 2", "at least 3"]),
+        (["-rate", "-1"], ["-rate -1", "negative"]),
+        (["-rate", "fast"], ["fast"]),
+        (["-work-ms", "ten"], ["-work-ms 'ten'", "MIN-MAX"]),
+        (["-work-ms", "9-3"], ["MAX below MIN"]),
+        (["-orders", "0"], ["-orders 0"]),
+        (["-claim", "bogus"], ["unknown claim strategy 'bogus'", "advisory", "fifo", "indexed", "seed"]),
+        (["-wakeup", "smoke"], ["unknown -wakeup 'smoke'", "notify"]),
+        (["-compare", "seed,nope"], ["unknown claim strategy 'nope'"]),
+        (["-no-such-flag"], ["No such option"]),
+    ],
+)
+def test_bad_flag_values_are_usage_errors(cli: Cli, args: list[str], needles: list[str]) -> None:
+    assert_one_line_error(cli.run(*args), 2, *needles)
+    assert not (cli.workdir / "msg_queue.log").exists()
+
+
+def test_missing_and_unreadable_sql_files(cli: Cli) -> None:
+    assert_one_line_error(cli.run("-schema", "nope.sql"), 2, "nope.sql does not exist", "-schema")
+    (cli.workdir / "adir.sql").mkdir()
+    assert_one_line_error(cli.run("-schema", "adir.sql"), 2, "cannot read schema file", "adir.sql")
+    assert_one_line_error(cli.run("-next-msg", "gone.sql"), 2, "gone.sql does not exist", "-next-msg")
+    (cli.workdir / "empty.sql").write_text("  \n")
+    assert_one_line_error(cli.run("-next-msg", "empty.sql"), 2, "is empty")
+
+
+def test_broken_schema_shows_server_message_and_keeps_old_table(cli: Cli, db: psycopg.Connection) -> None:
+    assert cli.run("-fill-db", "25", "-workers", "3", "-work-ms", "0").returncode == 0
+    (cli.workdir / "bad.sql").write_text("drop table if exists msg_queue;\ncreate tabel msg_queue(x int);\n")
+    line = assert_one_line_error(cli.run("-schema", "bad.sql"), 1, "schema file bad.sql", "syntax error")
+    assert "tabel" in line
+    # One transaction: the drop was rolled back with the failed create.
+    assert db.execute("select count(*) from msg_queue").fetchone()[0] == 25
+
+
+def test_broken_claim_query_shows_server_message(cli: Cli) -> None:
+    (cli.workdir / "claim.sql").write_text("select msg_id from msg_queue where no_such_column = $1")
+    assert_one_line_error(cli.run("-next-msg", "claim.sql"), 1, "claim query claim.sql", "no_such_column")
+
+
+def test_unreachable_server(cli: Cli) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = cli.run("-dsn", f"postgres://test:s3cret-pw@127.0.0.1:{port}/test", dsn=False)
+    line = assert_one_line_error(result, 1, "cannot connect", "server is running")
+    assert "s3cret-pw" not in result.stdout + result.stderr
+    assert "***" in line
+
+
+def test_failed_login_never_shows_password(cli: Cli, db: psycopg.Connection, pg: object) -> None:
+    db.execute("drop role if exists pgmq_login")
+    db.execute("create role pgmq_login login password 'right-password'")
+    hba = Path(pg.pgdata) / "pg_hba.conf"  # type: ignore[attr-defined]
+    original = hba.read_text()
+    hba.write_text("local all pgmq_login scram-sha-256\n" + original)
+    db.execute("select pg_reload_conf()")
+    try:
+        host = psycopg.conninfo.conninfo_to_dict(cli.dsn)["host"]
+        dsn = f"postgresql://pgmq_login:wrong-secret@/postgres?host={host}"
+        result = cli.run("-dsn", dsn, dsn=False)
+        assert_one_line_error(result, 1, "password authentication failed", "check the user and password")
+        assert "wrong-secret" not in result.stdout + result.stderr
+    finally:
+        hba.write_text(original)
+        db.execute("select pg_reload_conf()")
+
+
+def test_dsn_from_environment_is_used(cli: Cli, dsn: str) -> None:
+    import subprocess
+
+    env = cli.env() | {"PGMQ_SIM_DSN": dsn}
+    result = subprocess.run(
+        cli.command("-fill-db", "10", "-workers", "3", "-work-ms", "0", dsn=False),
+        cwd=cli.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "embedded" not in result.stdout
+
+
+def test_unwritable_log_file(cli: Cli) -> None:
+    assert_one_line_error(cli.run("-logfile", "no/such/dir/run.log"), 2, "cannot write log file", "-logfile")
+
+
+def test_too_many_workers_for_the_server(cli: Cli) -> None:
+    assert_one_line_error(cli.run("-workers", "500"), 1, "-workers 500", "max_connections")

@@ -1,0 +1,160 @@
+"""The faithful port: runs on a real server, processes every message once, in group order."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from datetime import datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from checks import assert_exactly_once_in_order, handled_lines
+from conftest import REPO, Cli
+
+
+@pytest.mark.parametrize("delmsg", [False, True], ids=["mark", "delmsg"])
+@pytest.mark.parametrize("rate", [0, 800], ids=["prefill", "rate"])
+def test_run_processes_every_message_once_in_group_order(
+    cli: Cli, db: psycopg.Connection, delmsg: bool, rate: int
+) -> None:
+    n = 400
+    args = [
+        "-fill-db",
+        str(n),
+        "-workers",
+        "6",
+        "-orders",
+        "3",
+        "-work-ms",
+        "0-2",
+        "-poll-interval",
+        "0.05",
+        "-json",
+        "out.json",
+    ]
+    args += ["-delmsg"] if delmsg else []
+    args += ["-rate", str(rate)] if rate else []
+    result = cli.run(*args)
+    assert result.returncode == 0, result.stderr
+    assert_exactly_once_in_order(db, n, delmsg)
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["processed"] == n and report["outcome"] == "completed"
+    assert sum(report["processed_per_type"].values()) == n
+    handled = handled_lines(cli.workdir / "msg_queue.log")
+    assert sorted(h[2] for h in handled) == list(range(1, n + 1))
+    # msg_id increases with insertion and time_added is distinct and increasing.
+    added = [datetime.fromisoformat(h[4]) for h in sorted(handled, key=lambda h: h[2])]
+    assert all(a < b for a, b in zip(added, added[1:], strict=False))
+    if rate:
+        # paced: n messages at `rate`/s cannot all be in before (n - 1) / rate seconds
+        assert report["elapsed_s"] >= (n - 1) / rate * 0.95
+
+
+def test_summary_reports_processed_and_rates(cli: Cli) -> None:
+    result = cli.run("-fill-db", "300", "-workers", "3", "-work-ms", "0")
+    assert result.returncode == 0, result.stderr
+    assert "300 of 300" in result.stdout
+    assert "messages/s" in result.stdout and "type1" in result.stdout
+    assert "audit" in result.stdout and "pass" in result.stdout
+
+
+def test_seed_example_two_claim_third_finds_none(db: psycopg.Connection, dsn: str) -> None:
+    """Seed 000: orders 1,2,2,1,1 of one type, three workers: two claim, the third gets nothing."""
+    db.execute((REPO / "schema.sql").read_text())
+    for msg_id, order_id in enumerate([1, 2, 2, 1, 1], start=1):
+        db.execute(
+            "insert into msg_queue values (%s, 'type1', 'N', %s, clock_timestamp(), null)",
+            (msg_id, order_id),
+        )
+    claim = (REPO / "next_msg.sql").read_text()
+    workers = [psycopg.connect(dsn) for _ in range(3)]
+    try:
+        got = []
+        for conn in workers:  # each keeps its transaction open, as a worker mid-message does
+            got.append(psycopg.RawCursor(conn).execute(claim, ("type1",)).fetchone())
+        assert sorted(g[0] for g in got[:2]) == [1, 2]
+        assert got[2] is None
+    finally:
+        for conn in workers:
+            conn.close()
+
+
+def test_go_style_and_gnu_style_flags(cli: Cli, db: psycopg.Connection) -> None:
+    for args in (["--fill-db", "30", "--workers", "3"], ["-fill-db=30", "-workers=3"]):
+        result = cli.run(*args, "--work-ms", "0", "-no-audit")
+        assert result.returncode == 0, result.stderr
+        assert db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0] == 30
+
+
+def test_logfile_dash_writes_to_stdout_and_file_starts_afresh(cli: Cli) -> None:
+    log = cli.workdir / "msg_queue.log"
+    log.write_text("stale line from an earlier run\n")
+    result = cli.run("-fill-db", "20", "-workers", "3", "-work-ms", "0")
+    assert result.returncode == 0
+    assert "stale line" not in log.read_text()
+    assert len(handled_lines(log)) == 20
+    result = cli.run("-fill-db", "20", "-workers", "3", "-work-ms", "0", "-logfile", "-")
+    assert result.returncode == 0
+    assert result.stdout.count(" handled worker=") == 20
+
+
+def test_packaged_sql_used_outside_repo_and_local_file_wins(cli: Cli, db: psycopg.Connection) -> None:
+    result = cli.run("-fill-db", "10", "-workers", "3", "-work-ms", "0")
+    assert result.returncode == 0, result.stderr
+    assert "note" not in [c.name for c in db.execute("select * from msg_queue limit 0").description]
+    local = (
+        (REPO / "schema.sql")
+        .read_text()
+        .replace(
+            "time_processed timestamp with time zone", "time_processed timestamp with time zone, note text"
+        )
+    )
+    (cli.workdir / "schema.sql").write_text(local)
+    result = cli.run("-fill-db", "10", "-workers", "3", "-work-ms", "0")
+    assert result.returncode == 0, result.stderr
+    assert "note" in [c.name for c in db.execute("select * from msg_queue limit 0").description]
+
+
+def test_go_tool_never_exits_but_we_stop_at_target_and_feeder_stops(cli: Cli, db: psycopg.Connection) -> None:
+    result = cli.run("-fill-db", "50", "-workers", "3", "-rate", "500", "-work-ms", "0", "-delmsg")
+    assert result.returncode == 0
+    time.sleep(0.3)
+    assert db.execute("select count(*) from msg_journal").fetchone()[0] == 50
+    assert db.execute("select count(*) from msg_queue").fetchone()[0] == 0
+
+
+def test_time_processed_is_when_work_finished(cli: Cli, db: psycopg.Connection) -> None:
+    result = cli.run("-fill-db", "60", "-workers", "3", "-work-ms", "5", "-no-audit")
+    assert result.returncode == 0
+    bad = db.execute("select count(*) from msg_queue where time_processed < time_added").fetchone()[0]
+    assert bad == 0
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_cleanly_with_partial_summary(
+    cli: Cli, db: psycopg.Connection, signum: int, code: int
+) -> None:
+    proc = cli.start(
+        "-fill-db", "5000", "-workers", "6", "-work-ms", "20-30", "-orders", "4", "-json", "out.json"
+    )
+    log = cli.workdir / "msg_queue.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 20):
+        time.sleep(0.1)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr
+    assert "interrupted" in stdout
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["outcome"] == "interrupted"
+    assert 0 < report["processed"] < 5000
+    assert report["audit"]["verdict"] == "pass" and report["audit"]["duplicates"] == 0
+    # Messages in flight at the signal were rolled back, not left marked.
+    journaled = db.execute("select count(*) from msg_journal").fetchone()[0]
+    marked = db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0]
+    assert journaled == marked == report["processed"]
+    assert Path(cli.workdir / "out.json").exists()
