@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-
 from conftest import REPO, Cli
+
 from pgmq_sim.audit import audit
 from pgmq_sim.sqlfiles import statement
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from conftest import Cli, assert_one_line_error
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import time
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from checks import assert_exactly_once_in_order, handled_lines
 from conftest import REPO, Cli
 
@@ -47,7 +47,7 @@ def test_run_processes_every_message_once_in_group_order(
     assert sorted(h[2] for h in handled) == list(range(1, n + 1))
     # msg_id increases with insertion and time_added is distinct and increasing.
     added = [datetime.fromisoformat(h[4]) for h in sorted(handled, key=lambda h: h[2])]
-    assert all(a < b for a, b in zip(added, added[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(added))
     if rate:
         # paced: n messages at `rate`/s cannot all be in before (n - 1) / rate seconds
         assert report["elapsed_s"] >= (n - 1) / rate * 0.95

@@ -254,9 +254,11 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     for r in results:
         label = f"{r.strategy}/{r.settings.wakeup}"
         seconds = [s.second + 1 for s in r.timeline]
-        axes[0].plot(seconds, [s.processed for s in r.timeline], label=label)
+        axes[0].plot(seconds, [s.processed for s in r.timeline], label=f"{label} processed")
+        if r.settings.rate and len(results) == 1:
+            axes[0].plot(seconds, [s.arrived for s in r.timeline], ":", label="arrived")
         axes[1].plot(seconds, [s.backlog for s in r.timeline], label=label)
-        for key, style in (("e2e_p50_ms", "-"), ("e2e_p99_ms", ":")):
+        for key, style in (("e2e_p50_ms", "-"), ("e2e_p95_ms", "--"), ("e2e_p99_ms", ":")):
             values = [getattr(s, key) for s in r.timeline]
             axes[2].plot(
                 seconds,
@@ -271,7 +273,7 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
                 linestyle="--",
                 label=f"ordering bound {r.ordering_bound_per_s:.0f}/s",
             )
-    axes[0].set_ylabel("processed per second")
+    axes[0].set_ylabel("messages per second")
     axes[1].set_ylabel("backlog (messages)")
     axes[2].set_ylabel("end-to-end latency (ms)")
     axes[2].set_yscale("log")

@@ -84,6 +84,7 @@ class SecondSample:
     """One second of the run, for the time series and the plot."""
 
     second: int
+    arrived: int
     processed: int
     backlog: int
     e2e_p50_ms: float | None
@@ -114,6 +115,7 @@ def timeline(
     done = 0
     produced_index = 0
     produced = 0
+    previous = 0
     for second, bucket in enumerate(per_second):
         done += len(bucket)
         latencies = sorted(v for v in bucket if not math.isnan(v))
@@ -121,5 +123,6 @@ def timeline(
             produced = produced_at_s[produced_index][1]
             produced_index += 1
         pct = [percentile(latencies, p) if latencies else None for p in (50, 95, 99)]
-        samples.append(SecondSample(second, len(bucket), max(0, produced - done), *pct))
+        samples.append(SecondSample(second, produced - previous, len(bucket), max(0, produced - done), *pct))
+        previous = produced
     return samples

@@ -1,0 +1,151 @@
+"""Claim strategies and wake-ups: each ordered claim keeps order, fifo is flagged, notify wakes at once."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import psycopg
+import pytest
+from conftest import REPO, Cli, assert_one_line_error
+
+from pgmq_sim.sqlfiles import load_strategy
+
+ORDERED = ["seed", "indexed", "advisory"]
+
+
+@pytest.mark.parametrize("orders", [2, 50])
+@pytest.mark.parametrize("claim", ORDERED)
+def test_ordered_strategy_passes_audit_with_12_workers(cli: Cli, claim: str, orders: int) -> None:
+    result = cli.run(
+        "-claim",
+        claim,
+        "-fill-db",
+        "600",
+        "-workers",
+        "12",
+        "-orders",
+        str(orders),
+        "-work-ms",
+        "0-2",
+        "-poll-interval",
+        "0.02",
+        "-json",
+        "out.json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["strategy"] == claim and doc["ordered"] is True
+    audit = doc["audit"]
+    assert (audit["verdict"], audit["order_checked"], audit["processed"]) == ("pass", True, 600)
+    assert audit["duplicates"] == audit["missing"] == audit["order_violations"] == 0
+
+
+def test_fifo_is_flagged_unordered_not_failed(cli: Cli) -> None:
+    result = cli.run(
+        "-claim",
+        "fifo",
+        "-fill-db",
+        "600",
+        "-workers",
+        "12",
+        "-orders",
+        "2",
+        "-work-ms",
+        "1-4",
+        "-json",
+        "out.json",
+    )
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["ordered"] is False and doc["ordering_bound_per_s"] is None
+    assert doc["audit"]["verdict"] == "pass" and doc["audit"]["order_checked"] is False
+    assert doc["audit"]["order_violations"] > 0  # reported, as expected for this strategy
+    assert "unordered strategy" in " ".join(result.stdout.split())
+
+
+def test_notify_wakes_an_idle_worker_at_once(cli: Cli) -> None:
+    """Messages trickle into an idle system; the fallback wait is 2 s, so only notify explains
+    a fast pickup."""
+    common = ["-fill-db", "8", "-rate", "4", "-workers", "3", "-work-ms", "0", "-poll-interval", "2"]
+    assert cli.run(*common, "-wakeup", "notify", "-json", "notify.json").returncode == 0
+    assert cli.run(*common, "-wakeup", "poll", "-json", "poll.json").returncode == 0
+    notify = json.loads((cli.workdir / "notify.json").read_text())["latency_ms"]["e2e"]
+    poll = json.loads((cli.workdir / "poll.json").read_text())["latency_ms"]["e2e"]
+    assert notify["max"] < 500, notify
+    assert poll["p50"] > notify["max"], (poll, notify)
+
+
+def plan_and_buffers(db: psycopg.Connection, claim: str, backlog: int) -> tuple[str, int]:
+    """Build a backlog, then EXPLAIN ANALYZE one claim: its plan and the buffers it touched."""
+    strategy = load_strategy(claim, None)
+    db.execute((REPO / "schema.sql").read_text())
+    if strategy.schema_sql:
+        db.execute(strategy.schema_sql)
+    db.execute(
+        """insert into msg_queue
+           select g, 'type' || (1 + g %% 3), 'N', 1 + (g / 3) %% 20,
+                  timestamptz '2026-01-01' + g * interval '1 microsecond', null
+           from generate_series(1, %s) g""",
+        (backlog,),
+    )
+    db.execute("analyze msg_queue")
+    with db.transaction(force_rollback=True):
+        sql = "explain (analyze, buffers, format text) " + strategy.claim_sql
+        plan = "\n".join(r[0] for r in psycopg.RawCursor(db).execute(sql, ("type1",)).fetchall())
+    hits = re.search(r"Buffers: shared hit=(\d+)", plan)
+    return plan, int(hits.group(1)) if hits else 0
+
+
+@pytest.mark.parametrize("claim", ["indexed", "advisory"])
+def test_index_driven_claim_uses_the_index_and_cost_does_not_grow(db: psycopg.Connection, claim: str) -> None:
+    _, small = plan_and_buffers(db, claim, 3_000)
+    plan_large, large = plan_and_buffers(db, claim, 120_000)
+    assert "msg_queue_pending_by_group" in plan_large
+    assert "Seq Scan on msg_queue" not in plan_large
+    assert large <= small * 2, (small, large)
+
+
+def test_seed_claim_scans_the_backlog(db: psycopg.Connection) -> None:
+    _, small = plan_and_buffers(db, "seed", 3_000)
+    plan, large = plan_and_buffers(db, "seed", 120_000)
+    assert "Seq Scan on msg_queue" in plan
+    assert large > small * 10, (small, large)
+
+
+def test_compare_runs_each_cell_on_one_workload(cli: Cli) -> None:
+    result = cli.run(
+        "-compare",
+        "seed,indexed/notify,fifo",
+        "-fill-db",
+        "300",
+        "-workers",
+        "6",
+        "-work-ms",
+        "0-2",
+        "-poll-interval",
+        "0.05",
+        "-json",
+        "cmp.json",
+    )
+    assert result.returncode == 0, result.stderr
+    runs = json.loads((cli.workdir / "cmp.json").read_text())["runs"]
+    assert [(r["strategy"], r["settings"]["wakeup"]) for r in runs] == [
+        ("seed", "poll"),
+        ("indexed", "notify"),
+        ("fifo", "poll"),
+    ]
+    assert all(r["processed"] == 300 for r in runs)
+    assert "claim strategies compared" in result.stdout
+    for name in ("seed", "indexed", "fifo", "notify"):
+        assert name in result.stdout
+
+
+def test_user_strategy_is_found_by_dropping_in_files(cli: Cli) -> None:
+    folder = cli.workdir / "strategies" / "mine"
+    folder.mkdir(parents=True)
+    folder.joinpath("claim.sql").write_text((REPO / "next_msg.sql").read_text())
+    result = cli.run("-claim", "mine", "-fill-db", "60", "-workers", "3", "-work-ms", "0", "-json", "o.json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((cli.workdir / "o.json").read_text())["strategy"] == "mine"
+    assert_one_line_error(cli.run("-claim", "theirs"), 2, "mine", "seed", "indexed", "advisory", "fifo")
