@@ -6,11 +6,13 @@ Not a benchmark itself; every script in bench/ imports it (run them as `python b
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import logging
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -98,6 +100,8 @@ def run_cli(args: Sequence[str], dsn: str | None, keep_log: Path | None = None) 
     """Run `python -m pgmq_sim ARGS -json TMP -progress off` and return the JSON result.
 
     The per-message log goes to a temporary file (or keep_log) so the run pays its real cost.
+    Adds "_bench": {"wall_s", "cpu_s"}: the subprocess's wall time and CPU time (user + system),
+    which covers the Python process only when the server is given by dsn.
     """
     with tempfile.TemporaryDirectory(prefix="pgmq-bench-run-") as tmp:
         result = Path(tmp) / "result.json"
@@ -106,14 +110,24 @@ def run_cli(args: Sequence[str], dsn: str | None, keep_log: Path | None = None) 
         cmd += ["-logfile", str(log)]
         if dsn is not None:
             cmd += ["-dsn", dsn]
+        cpu_before = _children_cpu_s()
+        began = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+        wall_s = time.monotonic() - began
+        cpu_s = _children_cpu_s() - cpu_before
         if proc.returncode != 0 or not result.exists():
             tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-5:]
             raise CliFailed(f"pgmq-sim {' '.join(args)} exited {proc.returncode}: " + " | ".join(tail))
         data: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
     if data.get("outcome") != "completed":
         raise CliFailed(f"pgmq-sim {' '.join(args)} ended {data.get('outcome')!r}, not 'completed'")
+    data["_bench"] = {"wall_s": wall_s, "cpu_s": cpu_s}
     return data
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cli_command_text(args: Sequence[str]) -> str:
@@ -301,6 +315,13 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: st
     print("-" * len(line))
     for row in rows:
         print("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+
+
+def common_args(parser: argparse.ArgumentParser, repeat: int = 3) -> None:
+    parser.add_argument("--repeat", type=int, default=repeat, help=f"rounds, median reported (default {repeat})")
+    parser.add_argument(
+        "--dsn", default=None, help="use this server instead of one embedded server started for the script"
+    )
 
 
 def verdict(ratio: float | None, target: float, higher_is_better: bool = True) -> str:

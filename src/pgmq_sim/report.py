@@ -40,6 +40,7 @@ class RunResult:
     per_type: dict[str, int]
     e2e_ms: dict[str, float | None]
     claim_ms: dict[str, float | None]
+    complete_ms: dict[str, float | None]
     empty_claims: int
     workers: tuple[WorkerResult, ...]
     groups: int
@@ -88,7 +89,7 @@ class RunResult:
                 t: round(n / self.elapsed_s, 2) if self.elapsed_s else 0.0 for t, n in self.per_type.items()
             },
             "processed_per_type": self.per_type,
-            "latency_ms": {"e2e": self.e2e_ms, "claim": self.claim_ms},
+            "latency_ms": {"e2e": self.e2e_ms, "claim": self.claim_ms, "complete": self.complete_ms},
             "empty_claims": self.empty_claims,
             "groups": self.groups,
             "work_mean_ms": round(self.work_mean_ms, 3),
@@ -161,7 +162,11 @@ def print_summary(console: Console, result: RunResult) -> None:
         for t, n in result.per_type.items()
     )
     table.add_row("messages/s", f"{result.throughput_per_s:.1f} ({per_type})")
-    for label, values in (("end-to-end ms", result.e2e_ms), ("claim ms", result.claim_ms)):
+    for label, values in (
+        ("end-to-end ms", result.e2e_ms),
+        ("claim ms", result.claim_ms),
+        ("complete+commit ms", result.complete_ms),
+    ):
         table.add_row(label, "  ".join(f"{k} {_ms(v)}" for k, v in values.items()))
     table.add_row("empty claims", str(result.empty_claims))
     bound = result.ordering_bound_per_s

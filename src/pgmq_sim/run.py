@@ -276,6 +276,7 @@ def run_once(
         per_type=per_type,
         e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
         claim_ms=LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
+        complete_ms=LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
         empty_claims=sum(s.empty_claims for s in stats),
         workers=tuple(
             WorkerResult(

@@ -62,6 +62,7 @@ class WorkerStats:
     busy_s: float = 0.0
     work_s: float = 0.0
     claim: LatencyHistogram = field(default_factory=LatencyHistogram)
+    complete: LatencyHistogram = field(default_factory=LatencyHistogram)
     e2e: LatencyHistogram = field(default_factory=LatencyHistogram)
     commit_at_s: array = field(default_factory=lambda: array("d"))
     e2e_ms: array = field(default_factory=lambda: array("d"))

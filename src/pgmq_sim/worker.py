@@ -121,6 +121,7 @@ class Worker(threading.Thread):
         done_row = cursor.fetchone()
         conn.commit()
         committed = time.perf_counter()
+        stats.complete.record_ms((committed - worked) * 1000)
         done_at = datetime.now(UTC)
         added = done_row[0] if done_row else None
         e2e_ms = (done_at - added).total_seconds() * 1000 if added else None

@@ -1,0 +1,1 @@
+analyze msg_queue
