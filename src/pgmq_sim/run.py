@@ -100,9 +100,8 @@ def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
             "check the user may create functions and triggers",
         )
     try:
-        cursor = psycopg.RawCursor(conn)
-        cursor.execute(strategy.wrapped_claim_sql, (QUEUE_TYPES[0],))
-        cursor.fetchall()
+        with conn.transaction(force_rollback=True):
+            psycopg.RawCursor(conn).execute(strategy.wrapped_claim_sql, (QUEUE_TYPES[0],)).fetchall()
     except psycopg.Error as exc:
         conn.rollback()
         raise SimError(
