@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
 import threading
@@ -25,6 +26,7 @@ from pgmq_sim.sqlfiles import known_strategies, load_strategy, read_sql, user_fi
 
 F = TypeVar("F", bound=Callable[..., Any])
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+REPORT_WIDTH = 120  # when stdout is a file or pipe; a terminal uses its own width
 DEFAULT_DSN_HELP = "default: $PGMQ_SIM_DSN, else an embedded PostgreSQL started for the run"
 
 
@@ -222,7 +224,8 @@ def execute(options: dict) -> int:
         )
         for name, wakeup in cells
     ]
-    console = Console(highlight=False)
+    wide = sys.stdout.isatty() or "COLUMNS" in os.environ
+    console = Console(highlight=False, width=None if wide else REPORT_WIDTH)
     progress_console = Console(stderr=True, highlight=False)
     log = RunLog(settings.logfile)
     interrupt = threading.Event()

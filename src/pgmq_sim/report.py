@@ -112,24 +112,42 @@ def _round(value: float | None, digits: int = 2) -> float | None:
 def advice(result: RunResult) -> list[str]:
     """One line for each figure that calls for action."""
     lines = []
-    claim_p50 = result.claim_ms["p50"]
-    if claim_p50 is not None and result.work_mean_ms > 0 and claim_p50 > result.work_mean_ms:
-        lines.append(
-            f"claim p50 {claim_p50:.1f} ms exceeds the mean work {result.work_mean_ms:.1f} ms:"
-            " the claim query scans the backlog; try -claim indexed"
-        )
+    claim_p50, complete_p50 = result.claim_ms["p50"], result.complete_ms["p50"]
+    work = result.work_mean_ms
+    if claim_p50 is not None and complete_p50 is not None:
+        overhead = claim_p50 + complete_p50
+        if work > 0 and claim_p50 > work:
+            lines.append(
+                f"claim p50 {claim_p50:.1f} ms exceeds the mean work {work:.1f} ms:"
+                " the claim query scans the backlog; try -claim indexed"
+            )
+        elif result.ordered and overhead > 0.2 * (work + overhead):
+            cause = (
+                "the claim query; try -claim indexed"
+                if claim_p50 > complete_p50
+                else "completing and committing (server load, WAL flush)"
+            )
+            lines.append(
+                f"each message spends {claim_p50:.2f} ms claiming and {complete_p50:.2f} ms"
+                f" completing against {work:.2f} ms of work, which caps the run at"
+                f" {work / (work + overhead):.0%} of the ordering bound; most of it is {cause}"
+            )
     claims = result.processed + result.empty_claims
     if claims and result.empty_claims > result.processed:
         lines.append(
             f"{result.empty_claims} of {claims} claims found nothing: more workers than"
             f" claimable groups ({result.groups}); use fewer workers or more -orders"
         )
-    share = result.bound_share
-    if share is not None and share < 0.5 and result.settings.wakeup == "poll" and result.processed:
-        lines.append(
-            f"throughput is {share:.0%} of the ordering bound while idle workers sleep"
-            f" {result.settings.poll_interval:g} s; try -wakeup notify or a shorter -poll-interval"
-        )
+    worker_s = len(result.workers) * result.elapsed_s
+    if result.settings.wakeup == "poll" and worker_s > 0:
+        asleep = result.empty_claims * result.settings.poll_interval / worker_s
+        share = result.bound_share
+        if asleep > 0.3 and share is not None and share < 0.8:
+            lines.append(
+                f"workers spent about {min(asleep, 1):.0%} of their time asleep after empty claims"
+                f" (-poll-interval {result.settings.poll_interval:g} s) while the run reached"
+                f" {share:.0%} of the ordering bound; try -wakeup notify"
+            )
     health = result.health
     if health and health.dead_tuples > max(1000, health.live_tuples):
         lines.append(
