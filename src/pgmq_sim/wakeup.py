@@ -44,7 +44,9 @@ class PollWakeup:
 
 
 class NotifyWakeup:
-    """One listening connection; a notification for a type wakes that type's idle workers.
+    """One listening connection; a notification wakes one idle worker of the type per
+    message that arrived (seed 000 proposes signalling one handler), and a woken worker
+    keeps claiming until it finds nothing.
 
     The fallback bounds the cost of any wake-up that is missed anyway.
     """
@@ -60,7 +62,9 @@ class NotifyWakeup:
         self._fallback = fallback
         self._stop = stop
         self._on_error = on_error
-        self._changed = threading.Condition()
+        lock = threading.Lock()
+        self._changed = {t: threading.Condition(lock) for t in QUEUE_TYPES}
+        self._lock = lock
         self._generation = dict.fromkeys(QUEUE_TYPES, 0)
         conn.execute(f"listen {CHANNEL}")
         self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
@@ -70,25 +74,31 @@ class NotifyWakeup:
         try:
             while not self._stop.is_set():
                 for note in self._conn.notifies(timeout=0.2):
-                    with self._changed:
-                        self._generation[note.payload] = self._generation.get(note.payload, 0) + 1
-                        self._changed.notify_all()
+                    queue_type, _, count = note.payload.partition(":")
+                    changed = self._changed.get(queue_type)
+                    if changed is None:  # a type no worker serves
+                        continue
+                    with changed:
+                        self._generation[queue_type] += 1
+                        changed.notify(int(count) if count.isdigit() else 1)
         except psycopg.Error as exc:
             if not self._stop.is_set():
                 self._on_error(exc)
 
     def token(self, queue_type: str) -> int:
-        with self._changed:
+        with self._lock:
             return self._generation[queue_type]
 
     def wait(self, queue_type: str, token: int) -> None:
-        with self._changed:
-            self._changed.wait_for(
+        with self._lock:
+            self._changed[queue_type].wait_for(
                 lambda: self._generation[queue_type] != token or self._stop.is_set(),
                 timeout=self._fallback,
             )
 
     def close(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
+        """Called once the run's stop event is set: release every waiting worker."""
+        with self._lock:
+            for changed in self._changed.values():
+                changed.notify_all()
         self._thread.join(timeout=2)

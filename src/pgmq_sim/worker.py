@@ -103,7 +103,9 @@ class Worker(threading.Thread):
         claimed = time.perf_counter()
         stats.claim.record_ms((claimed - started) * 1000)
         if row is None:
-            conn.rollback()
+            # Commit, not roll back: nothing changed, and psycopg drops its prepared
+            # statements (DEALLOCATE ALL) on every rollback.
+            conn.commit()
             stats.empty_claims += 1
             self._wakeup.wait(stats.queue_type, token)
             return True

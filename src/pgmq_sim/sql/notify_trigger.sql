@@ -1,7 +1,9 @@
--- Wake-up for -wakeup notify: every insert signals the types it added.
+-- Wake-up for -wakeup notify: every insert signals, per type it added, how many
+-- messages arrived ('type1:3'), so the listener wakes that many idle workers.
 create or replace function msg_queue_notify() returns trigger language plpgsql as $$
 begin
-    perform pg_notify('pgmq_sim', queue_type) from (select distinct queue_type from inserted) t;
+    perform pg_notify('pgmq_sim', queue_type || ':' || n)
+    from (select queue_type, count(*) as n from inserted group by queue_type) t;
     return null;
 end $$;
 create trigger msg_queue_notify after insert on msg_queue

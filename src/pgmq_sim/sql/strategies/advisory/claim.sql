@@ -1,6 +1,7 @@
 -- Ordered claim guarded by a transaction-scoped advisory lock on the group key
--- (seed 003): a worker tries the group lock and moves on when it is taken,
--- never waiting on a row lock held by another worker.
+-- (seed 003): walk the group heads and take the first group whose lock is free,
+-- never waiting on a row lock held by another worker. The lock is tried on the
+-- heads only (a filter over the CTE), never on rows a scan merely passes.
 with recursive heads as (
     (select order_id, msg_id from msg_queue
       where queue_type = $1 and status = 'N'
@@ -13,13 +14,14 @@ with recursive heads as (
         order by order_id, msg_id limit 1) n
 ),
 next_msg as (
-    select mq.msg_id from heads h join msg_queue mq on mq.msg_id = h.msg_id
-    where mq.status = 'N' and pg_try_advisory_xact_lock(hashtext(mq.queue_type), mq.order_id)
+    select h.msg_id from heads h
+    where pg_try_advisory_xact_lock(hashtext($1), h.order_id)
     limit 1
-    for update of mq
 )
+-- status is checked again on the current row: a head that committed after this
+-- statement's snapshot is skipped rather than processed twice.
 update msg_queue mq
 set status = 'P'
 from next_msg
-where mq.msg_id = next_msg.msg_id
+where mq.msg_id = next_msg.msg_id and mq.status = 'N'
 returning mq.msg_id, mq.queue_type, mq.order_id

@@ -12,11 +12,15 @@ with recursive heads as (
         where queue_type = $1 and status = 'N' and order_id > h.order_id
         order by order_id, msg_id limit 1) n
 ),
+-- Each head is locked through a lookup by msg_id, so the plan stays an index
+-- probe per group even before the table has statistics.
 next_msg as (
-    select mq.msg_id from heads h join msg_queue mq on mq.msg_id = h.msg_id
-    where mq.status = 'N'
+    select locked.msg_id from heads h
+    cross join lateral (
+        select msg_id from msg_queue m
+        where m.msg_id = h.msg_id and m.status = 'N'
+        for update skip locked) locked
     limit 1
-    for update of mq skip locked
 )
 update msg_queue mq
 set status = 'P'
