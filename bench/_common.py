@@ -22,6 +22,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,41 @@ def cli_command_text(args: Sequence[str]) -> str:
     return "pgmq-sim " + " ".join(args) + " -dsn DSN -json FILE -progress off"
 
 
+HANDLED = re.compile(
+    r" handled worker=(?P<worker>\S+) type=(?P<type>\S+) msg_id=(?P<msg_id>\d+) order_id=(?P<order_id>\d+)"
+    r" added=(?P<added>\S+) claimed=(?P<claimed>\S+) done=(?P<done>\S+)"
+)
+
+
+@dataclass(frozen=True)
+class Handled:
+    """One `handled` line of the run log: claimed is the server's clock right after the claim locked
+    the row, done is the tool's clock after the commit."""
+
+    worker: str
+    queue_type: str
+    msg_id: int
+    order_id: int
+    claimed: datetime
+    done: datetime
+
+
+def read_handled(log: Path) -> list[Handled]:
+    out = []
+    for match in HANDLED.finditer(log.read_text(encoding="utf-8")):
+        out.append(
+            Handled(
+                match["worker"],
+                match["type"],
+                int(match["msg_id"]),
+                int(match["order_id"]),
+                datetime.fromisoformat(match["claimed"]),
+                datetime.fromisoformat(match["done"]),
+            )
+        )
+    return out
+
+
 # --- the queue's SQL --------------------------------------------------------------------------
 
 
@@ -167,11 +203,20 @@ def strip_sql(text: str) -> str:
 
 
 def prepare_queue(
-    dsn: str, strategy: Strategy, messages: int, orders: int, analyze: bool = False, seed: float = 0.42
+    dsn: str,
+    strategy: Strategy,
+    messages: int,
+    orders: int,
+    analyze: bool = True,
+    vacuum: bool = False,
+    autovacuum: bool = True,
+    seed: float = 0.42,
 ) -> None:
     """Recreate the tool's table (schema.sql + the strategy's schema.sql) and prefill it by SQL the
     way the tool's producer does: msg_id 1..N, distinct increasing time_added, random type and
-    order_id, status 'N'."""
+    order_id, status 'N'; then ANALYZE it as the tool does after its prefill (analyze), or VACUUM
+    ANALYZE it (vacuum). autovacuum=False turns autovacuum off for the table, so no background pass
+    changes its plan or visibility map during a measurement."""
     schema = (sql_dir() / "schema.sql").read_text(encoding="utf-8")
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("drop table if exists msg_journal")
@@ -188,7 +233,11 @@ def prepare_queue(
             """,
             {"n": messages, "k": orders},
         )
-        if analyze:
+        if not autovacuum:
+            conn.execute("alter table msg_queue set (autovacuum_enabled = false)")
+        if vacuum:
+            conn.execute("vacuum (analyze) msg_queue")
+        elif analyze:
             conn.execute("analyze msg_queue")
 
 
@@ -232,6 +281,7 @@ class PgbenchResult:
     tps: float
     elapsed_s: float
     processed: int  # messages completed, counted in the table
+    cpu_s: float  # pgbench's own user + system CPU
 
     @property
     def msg_per_s(self) -> float:
@@ -255,7 +305,9 @@ def run_pgbench(
     try:
         cmd = [pg.tool("pgbench"), "-n", "-f", path, "-c", str(clients), "-j", str(min(threads, clients))]
         cmd += ["-t", str(transactions_per_client), "-M", protocol, pg.dsn]
+        cpu_before = _children_cpu_s()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
+        cpu_s = _children_cpu_s() - cpu_before
     finally:
         os.unlink(path)
     out = proc.stdout + proc.stderr
@@ -266,7 +318,7 @@ def run_pgbench(
     if not txn or not tps:
         raise RuntimeError("cannot read pgbench output: " + " | ".join(out.strip().splitlines()[-6:]))
     transactions, rate = int(txn.group(1)), float(tps.group(1))
-    return PgbenchResult(transactions, rate, transactions / rate, processed_count(pg.dsn) - before)
+    return PgbenchResult(transactions, rate, transactions / rate, processed_count(pg.dsn) - before, cpu_s)
 
 
 # --- measuring and printing -------------------------------------------------------------------
@@ -287,8 +339,11 @@ def interleaved(
             began = time.monotonic()
             value = measure(cell, r)
             results[cell].append(value)
-            print(f"  round {r + 1}/{repeat} {label}{cell}: {describe(value)} ({time.monotonic() - began:.1f} s)",
-                  flush=True)
+            print(
+                f"  round {r + 1}/{repeat} {label}{cell}: {describe(value)}"
+                f" ({time.monotonic() - began:.1f} s)",
+                flush=True,
+            )
     return results
 
 
@@ -297,6 +352,8 @@ def describe(value: Any) -> str:
         return f"{value:.1f}"
     if isinstance(value, dict) and "throughput_per_s" in value:
         return f"{value['throughput_per_s']:.1f} msg/s"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
     return str(value)
 
 
@@ -310,15 +367,25 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: st
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
     if title:
         print(f"\n{title}")
-    line = "  ".join(str(h).ljust(w) if i == 0 else str(h).rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))
+    line = "  ".join(
+        str(h).ljust(w) if i == 0 else str(h).rjust(w)
+        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+    )
     print(line)
     print("-" * len(line))
     for row in rows:
-        print("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+        print(
+            "  ".join(
+                str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
 
 
 def common_args(parser: argparse.ArgumentParser, repeat: int = 3) -> None:
-    parser.add_argument("--repeat", type=int, default=repeat, help=f"rounds, median reported (default {repeat})")
+    parser.add_argument(
+        "--repeat", type=int, default=repeat, help=f"rounds, median reported (default {repeat})"
+    )
     parser.add_argument(
         "--dsn", default=None, help="use this server instead of one embedded server started for the script"
     )

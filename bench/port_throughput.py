@@ -24,13 +24,19 @@ TARGET_SHARE = 0.9
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--fill-db", type=int, default=20000, help="messages per run (default 20000)")
     parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
     parser.add_argument("--orders", type=int, default=2, help="order_ids per type; groups = 3x (default 2)")
     parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
-    parser.add_argument("--claims", default="seed,indexed", help="comma list of strategies (default seed,indexed)")
-    parser.add_argument("--no-audit", action="store_true", help="pass -no-audit (default: audit on, as users run it)")
+    parser.add_argument(
+        "--claims", default="seed,indexed", help="comma list of strategies (default seed,indexed)"
+    )
+    parser.add_argument(
+        "--no-audit", action="store_true", help="pass -no-audit (default: audit on, as users run it)"
+    )
     c.common_args(parser)
     args = parser.parse_args()
 
@@ -58,29 +64,45 @@ def main() -> None:
     for claim in claims:
         verdicts = sorted({(r.get("audit") or {}).get("verdict", "off") for r in runs[claim]})
         share = med(claim, "ordering_bound_share")
-        rows.append([
-            claim,
-            c.fmt(med(claim, "throughput_per_s")),
-            c.fmt(med(claim, "ordering_bound_per_s")),
-            c.fmt(med(claim, "work_mean_ms"), 2),
-            c.fmt(share, 3),
-            c.verdict(share, TARGET_SHARE),
-            c.fmt(med(claim, "latency_ms", "e2e", "p50")),
-            c.fmt(med(claim, "latency_ms", "claim", "p50"), 2),
-            c.fmt(med(claim, "latency_ms", "claim", "p95"), 2),
-            c.fmt(med(claim, "empty_claims"), 0),
-            "/".join(verdicts),
-        ])
+        rows.append(
+            [
+                claim,
+                c.fmt(med(claim, "throughput_per_s")),
+                c.fmt(med(claim, "ordering_bound_per_s")),
+                c.fmt(med(claim, "work_mean_ms"), 2),
+                c.fmt(share, 3),
+                c.verdict(share, TARGET_SHARE),
+                c.fmt(med(claim, "latency_ms", "e2e", "p50")),
+                c.fmt(med(claim, "latency_ms", "claim", "p50"), 2),
+                c.fmt(med(claim, "latency_ms", "claim", "p95"), 2),
+                c.fmt(med(claim, "empty_claims"), 0),
+                "/".join(verdicts),
+            ]
+        )
     c.print_table(
-        ["claim", "msg/s", "bound/s", "work ms", "share", f">={TARGET_SHARE}", "e2e p50 ms", "claim p50 ms",
-         "claim p95 ms", "empty", "audit"],
+        [
+            "claim",
+            "msg/s",
+            "bound/s",
+            "work ms",
+            "share",
+            f">={TARGET_SHARE}",
+            "e2e p50 ms",
+            "claim p50 ms",
+            "claim p95 ms",
+            "empty",
+            "audit",
+        ],
         rows,
         f"medians of {args.repeat} interleaved rounds; -fill-db {args.fill_db} -workers {args.workers}"
         f" -orders {args.orders} ({3 * args.orders} groups) -work-ms {args.work_ms}",
     )
-    print("all runs msg/s: " + "; ".join(
-        f"{claim} " + ", ".join(c.fmt(r["throughput_per_s"]) for r in runs[claim]) for claim in claims
-    ))
+    print(
+        "all runs msg/s: "
+        + "; ".join(
+            f"{claim} " + ", ".join(c.fmt(r["throughput_per_s"]) for r in runs[claim]) for claim in claims
+        )
+    )
     if "seed" in claims:
         base = med("seed", "throughput_per_s")
         for claim in claims:

@@ -28,6 +28,7 @@ from pgmq_sim.worker import ProcessedCounter, Worker, WorkerPlan
 
 TICK_S = 0.2
 SPARE_CONNECTIONS = 5
+TRIAL_CLAIM = "pgmq_sim_trial_claim"
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,11 @@ def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
             "notify trigger",
             "check the user may create functions and triggers",
         )
-    try:
+    try:  # prepared exactly as the workers prepare it, run, rolled back
+        conn.execute(f"prepare {TRIAL_CLAIM}(text) as {strategy.wrapped_claim_sql}")
         with conn.transaction(force_rollback=True):
-            psycopg.RawCursor(conn).execute(strategy.wrapped_claim_sql, (QUEUE_TYPES[0],)).fetchall()
+            conn.execute(f"execute {TRIAL_CLAIM}('{QUEUE_TYPES[0]}')").fetchall()
+        conn.execute(f"deallocate {TRIAL_CLAIM}")
     except psycopg.Error as exc:
         conn.rollback()
         raise SimError(

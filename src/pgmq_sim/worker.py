@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import psycopg
+from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from pgmq_sim.runlog import RunLog
@@ -54,6 +56,64 @@ class WorkerPlan:
     clock: Callable[[], float]
 
 
+class QueueSession:
+    """A worker's connection, speaking in two round trips per message.
+
+    The claim and the completion are prepared once on the server; each message then
+    takes "begin; execute claim" and "execute complete; commit", half the round trips
+    of issuing BEGIN, claim, completion and COMMIT one by one. The connection is in
+    autocommit mode, so these explicit statements are the only transaction control.
+    """
+
+    CLAIM = "pgmq_sim_claim"
+    COMPLETE = "pgmq_sim_complete"
+
+    def __init__(self, conn: psycopg.Connection, plan: WorkerPlan) -> None:
+        conn.autocommit = True
+        self._conn = conn
+        self._cursor = conn.cursor()
+        self._audited = plan.audited
+        self._cursor.execute("deallocate all")
+        self._cursor.execute(f"prepare {self.CLAIM}(text) as {plan.claim_sql}")
+        self._cursor.execute(f"prepare {self.COMPLETE} as {plan.complete_sql}")
+
+    def _literal(self, value: object) -> str:
+        return sql.Literal(value).as_string(self._conn)
+
+    def claim(self, queue_type: str) -> tuple | None:
+        """Open the message's transaction and claim; None (transaction ended) if nothing is free."""
+        cursor = self._cursor
+        cursor.execute(f"begin; execute {self.CLAIM}({self._literal(queue_type)})")
+        cursor.nextset()
+        row = cursor.fetchone()
+        if row is None:
+            cursor.execute("commit")
+        return row
+
+    def complete(self, row: tuple, worker: str) -> tuple | None:
+        """Complete the claimed message and commit; returns the completion's row."""
+        msg_id, queue_type, order_id, claimed_at = row
+        if self._audited:
+            args = ", ".join(
+                (
+                    str(int(msg_id)),
+                    self._literal(queue_type),
+                    str(int(order_id)),
+                    self._literal(worker),
+                    self._literal(claimed_at),
+                )
+            )
+        else:
+            args = str(int(msg_id))
+        self._cursor.execute(f"execute {self.COMPLETE}({args}); commit")
+        return self._cursor.fetchone()
+
+    def abandon(self) -> None:
+        """Roll back whatever is open: the message goes back to the queue."""
+        if self._conn.info.transaction_status != TransactionStatus.IDLE:
+            self._cursor.execute("rollback")
+
+
 class Worker(threading.Thread):
     def __init__(
         self,
@@ -83,48 +143,38 @@ class Worker(threading.Thread):
         try:
             with self._pool.connection() as conn:
                 self.backend_pid = conn.info.backend_pid
-                cursor = psycopg.RawCursor(conn)
-                while not self._halt.is_set():
-                    if not self._handle_one(conn, cursor):
-                        break
-                conn.rollback()
+                session = QueueSession(conn, self._plan)
+                try:
+                    while not self._halt.is_set() and self._handle_one(session):
+                        pass
+                finally:
+                    session.abandon()
         except BaseException as exc:  # reported to the run, which stops with one line
             if not self._halt.is_set():
                 self._on_error(exc)
 
-    def _handle_one(self, conn: psycopg.Connection, cursor: psycopg.RawCursor) -> bool:
+    def _handle_one(self, session: QueueSession) -> bool:
         """Claim and process at most one message; False when the run is stopping mid-message."""
         stats = self.stats
         plan = self._plan
         token = self._wakeup.token(stats.queue_type)
         started = time.perf_counter()
-        cursor.execute(plan.claim_sql, (stats.queue_type,))
-        row = cursor.fetchone()
+        row = session.claim(stats.queue_type)
         claimed = time.perf_counter()
         stats.claim.record_ms((claimed - started) * 1000)
         if row is None:
-            # Commit, not roll back: nothing changed, and psycopg drops its prepared
-            # statements (DEALLOCATE ALL) on every rollback.
-            conn.commit()
             stats.empty_claims += 1
             self._wakeup.wait(stats.queue_type, token)
             return True
-        msg_id, queue_type, order_id, claimed_at = row
         work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
         if work_s > 0 and self._halt.wait(work_s):
-            conn.rollback()
             return False
         worked = time.perf_counter()
-        if plan.audited:
-            params: tuple = (msg_id, queue_type, order_id, stats.name, claimed_at)
-        else:
-            params = (msg_id,)
-        cursor.execute(plan.complete_sql, params)
-        done_row = cursor.fetchone()
-        conn.commit()
+        done_row = session.complete(row, stats.name)
         committed = time.perf_counter()
         stats.complete.record_ms((committed - worked) * 1000)
         done_at = datetime.now(UTC)
+        msg_id, queue_type, order_id, claimed_at = row
         added = done_row[0] if done_row else None
         e2e_ms = (done_at - added).total_seconds() * 1000 if added else None
         stats.record_processed(plan.clock(), e2e_ms, committed - started, worked - claimed)
