@@ -70,6 +70,7 @@ class QueueSession:
 
     def __init__(self, conn: psycopg.Connection, plan: WorkerPlan) -> None:
         conn.autocommit = True
+        conn.prepare_threshold = None  # every message's text differs; the server holds the plans
         self._conn = conn
         self._cursor = conn.cursor()
         self._audited = plan.audited
@@ -138,6 +139,7 @@ class Worker(threading.Thread):
         self._on_error = on_error
         self._rng = rng
         self.backend_pid: int | None = None
+        self._handed_off = False
 
     def run(self) -> None:
         try:
@@ -164,8 +166,14 @@ class Worker(threading.Thread):
         stats.claim.record_ms((claimed - started) * 1000)
         if row is None:
             stats.empty_claims += 1
-            self._wakeup.wait(stats.queue_type, token)
+            if self._handed_off:
+                # Right after a commit, an empty claim is often a race with another worker
+                # over the head this worker just freed: claim once more before waiting.
+                self._handed_off = False
+            else:
+                self._wakeup.wait(stats.queue_type, token)
             return True
+        self._handed_off = True
         work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
         if work_s > 0 and self._halt.wait(work_s):
             return False
