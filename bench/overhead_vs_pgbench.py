@@ -20,8 +20,10 @@ Both sides, per round and interleaved (order alternates), on one server:
                  where msg_id = :claimed_id returning time_added;
                COMMIT;
 
-           i.e. the statements the tool sends (it wraps the claim the same way and its completion is
-           complete_mark.sql). -M prepared matches psycopg, which prepares statements after 5 uses.
+           i.e. the statements the tool runs (it wraps the claim the same way and its completion is
+           complete_mark.sql), one round trip each and prepared (-M prepared). The tool prepares the
+           two statements on the server and sends them as "begin; execute claim" and "execute
+           complete; commit": two round trips per message.
            An empty claim yields id 0 and a no-op completion instead of aborting the client; pgbench's
            msg/s counts messages completed in the table, divided by pgbench's run time (transactions /
            tps without connection time), so empty claims do not count.
@@ -51,8 +53,9 @@ TARGET = 0.9
 
 
 def psycopg_loop(dsn: str, strategy: c.Strategy, clients: int, messages: int) -> float:
-    """The tool's worker loop with nothing else: C threads, one connection each, types dealt
-    round-robin, the tool's wrapped claim and complete_mark.sql, commit; msg/s until N are done."""
+    """A bare worker loop with nothing else: C threads, one connection each, types dealt
+    round-robin, the tool's wrapped claim and complete_mark.sql issued one by one (BEGIN, claim,
+    completion, COMMIT: four round trips, psycopg auto-preparing), msg/s until N are done."""
     body = strategy.claim_sql.strip().rstrip(";").strip()
     claim = (
         f"with claimed as (\n{body}\n)\n"
@@ -252,8 +255,8 @@ def report(results: dict[int, dict[str, list[dict[str, float]]]], args: argparse
             )
         )
     print(
-        "psycopg = the tool's statements in a bare loop of Python threads (no stats, log or pool): the part"
-        " of the gap that Python + psycopg costs before any tool logic.\n"
+        "psycopg = the tool's statements one by one (four round trips) in a bare loop of Python threads"
+        " (no stats, log or pool): what a plain Python + psycopg client gets.\n"
         "CPU ms/msg = the client process's own user+system CPU per message (pgmq-sim: start-up and prefill"
         " included); on a small machine the client's CPU is taken from the server's."
     )

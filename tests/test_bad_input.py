@@ -107,3 +107,9 @@ def test_unwritable_log_file(cli: Cli) -> None:
 
 def test_too_many_workers_for_the_server(cli: Cli) -> None:
     assert_one_line_error(cli.run("-workers", "500"), 1, "-workers 500", "max_connections")
+
+
+@pytest.mark.parametrize("flag", ["-json", "-plot"])
+def test_unwritable_result_file_is_refused_before_the_run(cli: Cli, flag: str) -> None:
+    assert_one_line_error(cli.run(flag, "no/such/dir/out"), 2, f"cannot write {flag} file", "writable")
+    assert not (cli.workdir / "msg_queue.log").exists()

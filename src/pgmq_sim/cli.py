@@ -13,14 +13,23 @@ from types import FrameType
 from typing import Any, TypeVar
 
 import click
+import psycopg
 from rich.console import Console
 
 from pgmq_sim import __version__
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.report import RunResult, print_comparison, print_summary, write_json, write_plot
+from pgmq_sim.report import (
+    RunResult,
+    check_output_path,
+    check_plot_support,
+    print_comparison,
+    print_summary,
+    write_json,
+    write_plot,
+)
 from pgmq_sim.run import RunInput, run_once
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.server import open_server
+from pgmq_sim.server import first_line, open_server
 from pgmq_sim.settings import WAKEUPS, Settings, WorkTime
 from pgmq_sim.sqlfiles import known_strategies, load_strategy, read_sql, user_file
 
@@ -185,8 +194,6 @@ def command(**options: object) -> None:
 
 
 def _settings(options: dict) -> Settings:
-    json_path = options.pop("json_path")
-    plot_path = options.pop("plot_path")
     return Settings(
         dsn=options["dsn"],
         delmsg=options["delmsg"],
@@ -203,15 +210,20 @@ def _settings(options: dict) -> Settings:
         wakeup=options["wakeup"],
         audit=not options["no_audit"],
         stall_timeout=options["stall_timeout"],
-        json_path=json_path,
-        plot_path=plot_path,
+        json_path=options["json_path"],
+        plot_path=options["plot_path"],
         seed=options["seed"],
         progress=options["progress"],
     )
 
 
 def execute(options: dict) -> int:
-    settings = _settings(dict(options))
+    settings = _settings(options)
+    if settings.json_path:
+        check_output_path(settings.json_path, "-json")
+    if settings.plot_path:
+        check_output_path(settings.plot_path, "-plot")
+        check_plot_support()
     cells = parse_compare(options["compare"]) if options["compare"] else [(settings.claim, settings.wakeup)]
     schema_path = user_file("schema.sql", settings.schema)
     schema_sql = read_sql(schema_path, "schema", "pass an existing, readable file with -schema")
@@ -276,3 +288,6 @@ def main() -> None:
     except SimError as exc:
         click.echo(f"pgmq-sim: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except psycopg.Error as exc:  # the server went away or refused something mid-run
+        click.echo(f"pgmq-sim: error: database error: {first_line(exc)}; check the server", err=True)
+        sys.exit(1)

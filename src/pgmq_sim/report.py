@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,6 +256,18 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
     console.print(table)
 
 
+def check_output_path(path: Path, flag: str) -> None:
+    """Refuse before the run, not after it, a result file that cannot be written."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {flag} file {path}; choose a path in a writable directory")
+
+
+def check_plot_support() -> None:
+    if importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("-plot needs matplotlib; install it with: pip install 'pgmq-sim[plot]'")
+
+
 def write_json(path: Path, document: dict[str, Any]) -> None:
     """Write atomically: a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
@@ -265,11 +279,10 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
 
 def write_plot(path: Path, results: list[RunResult]) -> None:
-    """Throughput, backlog and end-to-end latency over time, one column per run."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("-plot needs matplotlib; install it with: pip install 'pgmq-sim[plot]'") from None
+    """Throughput, backlog and end-to-end latency over time; runs of a comparison overlaid."""
+    check_plot_support()
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -7,6 +7,7 @@ import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -114,6 +115,51 @@ def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
     conn.commit()
 
 
+def _open_pool(resources: ExitStack, server: Server, size: int) -> ConnectionPool:
+    pool = ConnectionPool(
+        server.dsn,
+        min_size=size,
+        max_size=size,
+        kwargs={"application_name": APPLICATION_NAME},
+        open=False,
+        name="workers",
+    )
+    resources.callback(pool.close)
+    pool.open()
+    try:
+        pool.wait(timeout=30)
+    except PoolTimeout:
+        raise SimError(
+            f"could not open {size} worker connections within 30 s;"
+            " check the server's max_connections and load"
+        ) from None
+    return pool
+
+
+def _open_wakeup(
+    resources: ExitStack, server: Server, settings: Settings, stop: threading.Event, errors: FirstError
+) -> Wakeup:
+    wakeup: Wakeup
+    if settings.wakeup == "notify":
+        listener = resources.enter_context(connect(server.dsn, autocommit=True))
+        wakeup = NotifyWakeup(
+            listener,
+            settings.poll_interval or 1.0,
+            stop,
+            lambda exc: errors.report("notify listener", exc),
+        )
+    else:
+        wakeup = PollWakeup(settings.poll_interval, stop)
+    resources.callback(wakeup.close)
+    return wakeup
+
+
+def _completion_sql(settings: Settings) -> str:
+    return statement(
+        ("complete_delete" if settings.delmsg else "complete_mark") + ("_audited" if settings.audit else "")
+    )
+
+
 def run_once(
     given: RunInput, server: Server, console: Console, log: RunLog, interrupt: threading.Event
 ) -> RunResult:
@@ -136,36 +182,8 @@ def run_once(
             prefill(admin, source, settings.fill_db)
             log.event(f"prefilled {settings.fill_db} messages in {time.monotonic() - began:.2f} s")
             produced_at.append((0.0, settings.fill_db))
-
-        pool = ConnectionPool(
-            server.dsn,
-            min_size=settings.workers,
-            max_size=settings.workers,
-            kwargs={"application_name": APPLICATION_NAME},
-            open=False,
-            name="workers",
-        )
-        resources.callback(pool.close)
-        pool.open()
-        try:
-            pool.wait(timeout=30)
-        except PoolTimeout:
-            raise SimError(
-                f"could not open {settings.workers} worker connections within 30 s;"
-                " check the server's max_connections and load"
-            ) from None
-        wakeup: Wakeup
-        if settings.wakeup == "notify":
-            listener = resources.enter_context(connect(server.dsn, autocommit=True))
-            wakeup = NotifyWakeup(
-                listener,
-                settings.poll_interval or 1.0,
-                stop,
-                lambda exc: errors.report("notify listener", exc),
-            )
-        else:
-            wakeup = PollWakeup(settings.poll_interval, stop)
-        resources.callback(wakeup.close)
+        pool = _open_pool(resources, server, settings.workers)
+        wakeup = _open_wakeup(resources, server, settings, stop, errors)
 
         started = time.perf_counter()
 
@@ -174,14 +192,7 @@ def run_once(
 
         counter = ProcessedCounter(settings.fill_db, done)
         plan = WorkerPlan(
-            claim_sql=strategy.wrapped_claim_sql,
-            complete_sql=statement(
-                ("complete_delete" if settings.delmsg else "complete_mark")
-                + ("_audited" if settings.audit else "")
-            ),
-            audited=settings.audit,
-            work=settings.work,
-            clock=clock,
+            strategy.wrapped_claim_sql, _completion_sql(settings), settings.audit, settings.work, clock
         )
         stats = [WorkerStats(f"w{i + 1}", settings.worker_type(i)) for i in range(settings.workers)]
         workers = [
@@ -220,34 +231,18 @@ def run_once(
             producer.start()
 
         progress = RunProgress(console, stats, settings.fill_db, lambda: source.produced, settings.progress)
-        outcome, causes = "completed", ()
-        last_count, last_change = 0, time.monotonic()
         try:
-            while not done.wait(TICK_S):
-                progress.update()
-                if interrupt.is_set():
-                    outcome = "interrupted"
-                    break
-                if stop.is_set():
-                    outcome = "failed"
-                    break
-                count = counter.count
-                now = time.monotonic()
-                if count != last_count:
-                    last_count, last_change = count, now
-                elif now - last_change >= settings.stall_timeout and source.produced > count:
-                    pids = [w.backend_pid for w in workers if w.backend_pid is not None]
-                    causes = tuple(stall_causes(admin, {s.queue_type for s in stats}, pids))
-                    outcome = "stalled"
-                    break
+            outcome = _watch(settings, done, stop, interrupt, counter, source, progress)
+            causes: tuple[str, ...] = ()
+            if outcome == "stalled":
+                pids = [w.backend_pid for w in workers if w.backend_pid is not None]
+                causes = tuple(stall_causes(admin, {s.queue_type for s in stats}, pids))
         finally:
             elapsed = clock()
             stop.set()
             wakeup.close()
-            for w in workers:
-                w.join(timeout=10)
-            if producer:
-                producer.join(timeout=10)
+            for thread in [*workers, *([producer] if producer else [])]:
+                thread.join(timeout=10)
             progress.close()
         errors.raise_if_any()
         log.event(f"{outcome}: {counter.count} processed in {elapsed:.2f} s")
@@ -262,9 +257,6 @@ def run_once(
         if producer:
             produced_at = producer.produced_at
 
-    processed = sum(s.processed for s in stats)
-    work_s = sum(s.work_s for s in stats)
-    per_type = {t: sum(s.processed for s in stats if s.queue_type == t) for t in QUEUE_TYPES}
     return RunResult(
         settings=settings,
         server=server.label,
@@ -272,15 +264,54 @@ def run_once(
         ordered=strategy.ordered,
         target=settings.fill_db,
         produced=source.produced,
-        processed=processed,
         elapsed_s=elapsed,
         outcome=outcome,
-        per_type=per_type,
-        e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
-        claim_ms=LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
-        complete_ms=LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
-        empty_claims=sum(s.empty_claims for s in stats),
-        workers=tuple(
+        groups=sum(len(orders) for orders in source.groups.values()),
+        timeline=tuple(timeline(stats, produced_at, elapsed)),
+        health=health,
+        audit=verdict,
+        stall_causes=causes,
+        **_worker_figures(stats, elapsed, settings),
+    )
+
+
+def _watch(
+    settings: Settings,
+    done: threading.Event,
+    stop: threading.Event,
+    interrupt: threading.Event,
+    counter: ProcessedCounter,
+    source: MessageSource,
+    progress: RunProgress,
+) -> str:
+    """Wait for the target, a signal, a failure or a stall; say which ended the run."""
+    last_count, last_change = 0, time.monotonic()
+    while not done.wait(TICK_S):
+        progress.update()
+        if interrupt.is_set():
+            return "interrupted"
+        if stop.is_set():
+            return "failed"
+        count, now = counter.count, time.monotonic()
+        if count != last_count:
+            last_count, last_change = count, now
+        elif now - last_change >= settings.stall_timeout and source.produced > count:
+            return "stalled"
+    return "completed"
+
+
+def _worker_figures(stats: list[WorkerStats], elapsed: float, settings: Settings) -> dict[str, Any]:
+    """The RunResult fields merged from the workers' own counters and histograms."""
+    processed = sum(s.processed for s in stats)
+    work_s = sum(s.work_s for s in stats)
+    return {
+        "processed": processed,
+        "per_type": {t: sum(s.processed for s in stats if s.queue_type == t) for t in QUEUE_TYPES},
+        "e2e_ms": LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
+        "claim_ms": LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
+        "complete_ms": LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
+        "empty_claims": sum(s.empty_claims for s in stats),
+        "workers": tuple(
             WorkerResult(
                 s.name,
                 s.queue_type,
@@ -290,10 +321,5 @@ def run_once(
             )
             for s in stats
         ),
-        groups=sum(len(orders) for orders in source.groups.values()),
-        work_mean_ms=(work_s / processed * 1000) if processed else settings.work.mean_ms,
-        timeline=tuple(timeline(stats, produced_at, elapsed)),
-        health=health,
-        audit=verdict,
-        stall_causes=causes,
-    )
+        "work_mean_ms": (work_s / processed * 1000) if processed else settings.work.mean_ms,
+    }
