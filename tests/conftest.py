@@ -45,8 +45,10 @@ class Cli:
         self.workdir = workdir
 
     def command(self, *args: str, dsn: bool = True) -> list[str]:
+        """Each argument is split on white space: cli.run("-fill-db 10 -workers 3")."""
         base = [sys.executable, "-m", "pgmq_sim", "-progress", "plain"]
-        return base + (["-dsn", self.dsn] if dsn else []) + list(args)
+        words = [word for arg in args for word in arg.split()]
+        return base + (["-dsn", self.dsn] if dsn else []) + words
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "PGMQ_SIM_DSN"}

@@ -113,20 +113,7 @@ def test_claim_without_row_lock_is_caught_as_duplicates(cli: Cli, db: psycopg.Co
     """Seed 001's exercise: without locking, two workers take the same message."""
     (cli.workdir / "nolock.sql").write_text(NO_LOCK_CLAIM)
     result = cli.run(
-        "-next-msg",
-        "nolock.sql",
-        "-fill-db",
-        "300",
-        "-workers",
-        "6",
-        "-work-ms",
-        "1-3",
-        "-orders",
-        "50",
-        "-json",
-        "out.json",
-        "-stall-timeout",
-        "5",
+        "-next-msg nolock.sql -fill-db 300 -workers 6 -work-ms 1-3 -orders 50 -json out.json -stall-timeout 5"
     )
     assert result.returncode == 1, result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
@@ -141,18 +128,7 @@ def test_claim_without_row_lock_is_caught_as_duplicates(cli: Cli, db: psycopg.Co
 
 def test_unordered_claim_is_caught_as_order_violations(cli: Cli) -> None:
     (cli.workdir / "unordered.sql").write_text(UNORDERED_CLAIM)
-    result = cli.run(
-        "-next-msg",
-        "unordered.sql",
-        "-fill-db",
-        "300",
-        "-workers",
-        "12",
-        "-work-ms",
-        "2-6",
-        "-json",
-        "out.json",
-    )
+    result = cli.run("-next-msg unordered.sql -fill-db 300 -workers 12 -work-ms 2-6 -json out.json")
     assert result.returncode == 1, result.stderr
     audit_json = json.loads((cli.workdir / "out.json").read_text())["audit"]
     assert audit_json["verdict"] == "fail"
@@ -205,20 +181,7 @@ def test_no_audit_skips_the_journal(cli: Cli, db: psycopg.Connection) -> None:
 
 
 def test_plot_is_a_png(cli: Cli) -> None:
-    result = cli.run(
-        "-fill-db",
-        "300",
-        "-workers",
-        "6",
-        "-rate",
-        "300",
-        "-work-ms",
-        "1-3",
-        "-poll-interval",
-        "0.1",
-        "-plot",
-        "run.png",
-    )
+    result = cli.run("-fill-db 300 -workers 6 -rate 300 -work-ms 1-3 -poll-interval 0.1 -plot run.png")
     assert result.returncode == 0, result.stderr
     data = (cli.workdir / "run.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
@@ -252,18 +215,7 @@ def test_stall_names_a_type_without_worker(cli: Cli) -> None:
     result = cli.run(
         "-schema",
         custom_schema(cli, TYPE3_TO_TYPE9),
-        "-fill-db",
-        "90",
-        "-workers",
-        "3",
-        "-work-ms",
-        "0",
-        "-stall-timeout",
-        "1.5",
-        "-poll-interval",
-        "0.1",
-        "-json",
-        "out.json",
+        "-fill-db 90 -workers 3 -work-ms 0 -stall-timeout 1.5 -poll-interval 0.1 -json out.json",
     )
     assert result.returncode == 3, result.stderr
     assert "type 'type9' but no worker serves that type" in result.stdout
@@ -275,16 +227,7 @@ def test_stall_names_a_group_whose_head_cannot_be_claimed(cli: Cli) -> None:
     result = cli.run(
         "-schema",
         custom_schema(cli, TIE_GROUP),
-        "-fill-db",
-        "120",
-        "-workers",
-        "3",
-        "-work-ms",
-        "0",
-        "-stall-timeout",
-        "1.5",
-        "-poll-interval",
-        "0.1",
+        "-fill-db 120 -workers 3 -work-ms 0 -stall-timeout 1.5 -poll-interval 0.1",
     )
     assert result.returncode == 3, result.stderr
     out = " ".join(result.stdout.split())
@@ -293,20 +236,7 @@ def test_stall_names_a_group_whose_head_cannot_be_claimed(cli: Cli) -> None:
 
 def test_stall_names_the_session_holding_a_lock(cli: Cli, dsn: str) -> None:
     proc = cli.start(
-        "-fill-db",
-        "300",
-        "-rate",
-        "300",
-        "-workers",
-        "3",
-        "-orders",
-        "1",
-        "-work-ms",
-        "0",
-        "-stall-timeout",
-        "1.5",
-        "-poll-interval",
-        "0.05",
+        "-fill-db 300 -rate 300 -workers 3 -orders 1 -work-ms 0 -stall-timeout 1.5 -poll-interval 0.05"
     )
     holder = psycopg.connect(dsn, application_name="lock-holder-test")
     try:
@@ -335,40 +265,14 @@ def test_stall_names_the_session_holding_a_lock(cli: Cli, dsn: str) -> None:
 
 def test_slow_producer_is_not_a_stall(cli: Cli) -> None:
     """A run whose producer is still behind schedule is not a stall: nothing is pending."""
-    result = cli.run(
-        "-fill-db",
-        "4",
-        "-rate",
-        "2",
-        "-workers",
-        "3",
-        "-work-ms",
-        "0",
-        "-stall-timeout",
-        "1",
-        "-poll-interval",
-        "0.05",
-    )
+    result = cli.run("-fill-db 4 -rate 2 -workers 3 -work-ms 0 -stall-timeout 1 -poll-interval 0.05")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_threads_share_nothing_unsafe(cli: Cli) -> None:
     """Many workers on few groups: counters add up exactly (no lost updates across threads)."""
     result = cli.run(
-        "-fill-db",
-        "1500",
-        "-workers",
-        "24",
-        "-orders",
-        "2",
-        "-work-ms",
-        "0",
-        "-poll-interval",
-        "0.01",
-        "-json",
-        "out.json",
-        "-claim",
-        "indexed",
+        "-fill-db 1500 -workers 24 -orders 2 -work-ms 0 -poll-interval 0.01 -json out.json -claim indexed"
     )
     assert result.returncode == 0, result.stderr
     doc = json.loads((cli.workdir / "out.json").read_text())

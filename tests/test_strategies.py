@@ -20,18 +20,9 @@ def test_ordered_strategy_passes_audit_with_12_workers(cli: Cli, claim: str, ord
     result = cli.run(
         "-claim",
         claim,
-        "-fill-db",
-        "600",
-        "-workers",
-        "12",
-        "-orders",
+        "-fill-db 600 -workers 12 -orders",
         str(orders),
-        "-work-ms",
-        "0-2",
-        "-poll-interval",
-        "0.02",
-        "-json",
-        "out.json",
+        "-work-ms 0-2 -poll-interval 0.02 -json out.json",
     )
     assert result.returncode == 0, result.stdout + result.stderr
     doc = json.loads((cli.workdir / "out.json").read_text())
@@ -42,20 +33,7 @@ def test_ordered_strategy_passes_audit_with_12_workers(cli: Cli, claim: str, ord
 
 
 def test_fifo_is_flagged_unordered_not_failed(cli: Cli) -> None:
-    result = cli.run(
-        "-claim",
-        "fifo",
-        "-fill-db",
-        "600",
-        "-workers",
-        "12",
-        "-orders",
-        "2",
-        "-work-ms",
-        "1-4",
-        "-json",
-        "out.json",
-    )
+    result = cli.run("-claim fifo -fill-db 600 -workers 12 -orders 2 -work-ms 1-4 -json out.json")
     assert result.returncode == 0, result.stderr
     doc = json.loads((cli.workdir / "out.json").read_text())
     assert doc["ordered"] is False and doc["ordering_bound_per_s"] is None
@@ -115,18 +93,8 @@ def test_seed_claim_scans_the_backlog(db: psycopg.Connection) -> None:
 
 def test_compare_runs_each_cell_on_one_workload(cli: Cli) -> None:
     result = cli.run(
-        "-compare",
-        "seed,indexed/notify,fifo",
-        "-fill-db",
-        "300",
-        "-workers",
-        "6",
-        "-work-ms",
-        "0-2",
-        "-poll-interval",
-        "0.05",
-        "-json",
-        "cmp.json",
+        "-compare seed,indexed/notify,fifo",
+        "-fill-db 300 -workers 6 -work-ms 0-2 -poll-interval 0.05 -json cmp.json",
     )
     assert result.returncode == 0, result.stderr
     runs = json.loads((cli.workdir / "cmp.json").read_text())["runs"]
