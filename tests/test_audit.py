@@ -171,6 +171,17 @@ def test_json_document_keys(cli: Cli) -> None:
     # 3 types x 2 orders, each at most one message per mean work time
     assert doc["groups"] == 6
     assert doc["ordering_bound_per_s"] == pytest.approx(6 / (doc["work_mean_ms"] / 1000), rel=0.01)
+    assert doc["groups_per_type"] == {"type1": 2, "type2": 2, "type3": 2}
+    assert doc["worker_bound_per_s"] == pytest.approx(doc["ordering_bound_per_s"], rel=0.01)
+
+
+def test_fewer_workers_than_groups_lowers_the_bound_and_says_so(cli: Cli) -> None:
+    result = cli.run("-fill-db 300 -workers 3 -orders 4 -work-ms 0-2 -json out.json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["groups"] == 12
+    assert doc["worker_bound_per_s"] == pytest.approx(doc["ordering_bound_per_s"] / 4, rel=0.01)
+    assert any("fewer workers than groups" in line for line in doc["advice"])
 
 
 def test_no_audit_skips_the_journal(cli: Cli, db: psycopg.Connection) -> None:

@@ -44,7 +44,10 @@ class RunProgress:
                 transient=False,
             )
             self._total = self._bars.add_task("total", total=target, note="")
-            self._per_worker = [self._bars.add_task(w.name, total=None, note=w.queue_type) for w in workers]
+            fair_share = max(1, -(-target // len(workers)))  # a worker's bar fills at its even share
+            self._per_worker = [
+                self._bars.add_task(w.name, total=fair_share, note=w.queue_type) for w in workers
+            ]
             self._bars.start()
 
     def processed(self) -> int:
@@ -54,10 +57,11 @@ class RunProgress:
         done = self.processed()
         now = time.monotonic()
         if self._bars is not None:
-            rate = done / max(now - self._started, 1e-9)
-            self._bars.update(self._total, completed=done, note=f"{rate:.0f} msg/s")
+            elapsed = max(now - self._started, 1e-9)
+            self._bars.update(self._total, completed=done, note=f"{done / elapsed:.0f} msg/s")
             for task, w in zip(self._per_worker, self._workers, strict=True):
-                self._bars.update(task, completed=w.processed)
+                busy = min(1.0, w.busy_s / elapsed)
+                self._bars.update(task, completed=w.processed, note=f"{w.queue_type} busy {busy:.0%}")
         elif self._plain and now - self._last_plain >= PLAIN_EVERY_S:
             self._last_plain = now
             self._console.print(self.line(done, now), highlight=False)

@@ -45,7 +45,7 @@ class RunResult:
     complete_ms: dict[str, float | None]
     empty_claims: int
     workers: tuple[WorkerResult, ...]
-    groups: int
+    groups_per_type: dict[str, int]
     work_mean_ms: float
     timeline: tuple[SecondSample, ...]
     health: TableHealth | None
@@ -57,11 +57,27 @@ class RunResult:
         return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     @property
+    def groups(self) -> int:
+        return sum(self.groups_per_type.values())
+
+    @property
     def ordering_bound_per_s(self) -> float | None:
         """G groups, each at most one message per mean work time."""
         if not self.ordered or self.work_mean_ms <= 0:
             return None
         return self.groups / (self.work_mean_ms / 1000)
+
+    @property
+    def worker_bound_per_s(self) -> float | None:
+        """The ordering bound with these workers: a type's groups advance at most as many at a
+        time as the type has workers."""
+        if not self.ordered or self.work_mean_ms <= 0:
+            return None
+        busy = sum(
+            min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
+            for queue_type, groups in self.groups_per_type.items()
+        )
+        return busy / (self.work_mean_ms / 1000)
 
     @property
     def bound_share(self) -> float | None:
@@ -94,9 +110,11 @@ class RunResult:
             "latency_ms": {"e2e": self.e2e_ms, "claim": self.claim_ms, "complete": self.complete_ms},
             "empty_claims": self.empty_claims,
             "groups": self.groups,
+            "groups_per_type": self.groups_per_type,
             "work_mean_ms": round(self.work_mean_ms, 3),
             "ordering_bound_per_s": _round(self.ordering_bound_per_s),
             "ordering_bound_share": _round(self.bound_share, 3),
+            "worker_bound_per_s": _round(self.worker_bound_per_s),
             "workers": [w.__dict__ for w in self.workers],
             "audit": self.audit.as_json() if self.audit else None,
             "table": self.health.as_json() if self.health else None,
@@ -134,22 +152,30 @@ def advice(result: RunResult) -> list[str]:
                 f" completing against {work:.2f} ms of work, which caps the run at"
                 f" {work / (work + overhead):.0%} of the ordering bound; most of it is {cause}"
             )
+    worker_bound, bound = result.worker_bound_per_s, result.ordering_bound_per_s
+    if worker_bound is not None and bound is not None and worker_bound < 0.9 * bound:
+        lines.append(
+            f"fewer workers than groups in some type: {len(result.workers)} workers can keep at most"
+            f" {worker_bound:.0f}/s of the {bound:.0f}/s ordering bound; add workers"
+        )
     claims = result.processed + result.empty_claims
     if claims and result.empty_claims > result.processed:
         lines.append(
             f"{result.empty_claims} of {claims} claims found nothing: more workers than"
             f" claimable groups ({result.groups}); use fewer workers or more -orders"
         )
-    worker_s = len(result.workers) * result.elapsed_s
-    if result.settings.wakeup == "poll" and worker_s > 0:
-        asleep = result.empty_claims * result.settings.poll_interval / worker_s
-        share = result.bound_share
-        if asleep > 0.3 and share is not None and share < 0.8:
-            lines.append(
-                f"workers spent about {min(asleep, 1):.0%} of their time asleep after empty claims"
-                f" (-poll-interval {result.settings.poll_interval:g} s) while the run reached"
-                f" {share:.0%} of the ordering bound; try -wakeup notify"
-            )
+    e2e_p50, poll_ms = result.e2e_ms["p50"], result.settings.poll_interval * 1000
+    if (
+        result.settings.wakeup == "poll"
+        and result.settings.rate
+        and e2e_p50 is not None
+        and e2e_p50 > max(5 * work, 0.2 * poll_ms)
+        and e2e_p50 < 2 * poll_ms
+    ):
+        lines.append(
+            f"end-to-end p50 {e2e_p50:.0f} ms is mostly messages waiting for idle workers that poll"
+            f" every {result.settings.poll_interval:g} s; -wakeup notify wakes them at once"
+        )
     health = result.health
     if health and health.dead_tuples > max(1000, health.live_tuples):
         lines.append(
@@ -189,13 +215,16 @@ def print_summary(console: Console, result: RunResult) -> None:
     ):
         table.add_row(label, "  ".join(f"{k} {_ms(v)}" for k, v in values.items()))
     table.add_row("empty claims", str(result.empty_claims))
-    bound = result.ordering_bound_per_s
-    if bound is not None:
-        table.add_row(
-            "ordering bound",
+    bound, worker_bound = result.ordering_bound_per_s, result.worker_bound_per_s
+    if bound is not None and worker_bound is not None:
+        text = (
             f"{bound:.0f}/s ({result.groups} groups / {result.work_mean_ms:.2f} ms work);"
-            f" run reached {result.bound_share:.0%}",
+            f" run reached {result.bound_share:.0%}"
         )
+        if worker_bound < bound:
+            share = result.throughput_per_s / worker_bound
+            text += f"; {len(result.workers)} workers allow at most {worker_bound:.0f}/s ({share:.0%})"
+        table.add_row("ordering bound", text)
     if result.health:
         h = result.health
         table.add_row(

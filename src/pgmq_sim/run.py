@@ -266,7 +266,7 @@ def run_once(
         produced=source.produced,
         elapsed_s=elapsed,
         outcome=outcome,
-        groups=sum(len(orders) for orders in source.groups.values()),
+        groups_per_type={t: len(source.groups.get(t, ())) for t in QUEUE_TYPES},
         timeline=tuple(timeline(stats, produced_at, elapsed)),
         health=health,
         audit=verdict,
