@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -328,6 +328,22 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
+def median_at(runs: Iterable[Mapping[str, Any]], *path: str) -> float:
+    """The median over runs of the value at path in each, e.g. median_at(runs, "latency_ms", "e2e", "p50")."""
+    values: list[float] = []
+    for run in runs:
+        value: Any = run
+        for key in path:
+            value = value[key]
+        values.append(float(value))
+    return median(values)
+
+
+def audit_verdicts(runs: Iterable[Mapping[str, Any]]) -> str:
+    """The runs' distinct audit verdicts ("off" where the audit did not run), sorted, joined by "/"."""
+    return "/".join(sorted({(r.get("audit") or {}).get("verdict", "off") for r in runs}))
+
+
 def interleaved(
     cells: Sequence[str], repeat: int, measure: Callable[[str, int], Any], label: str = ""
 ) -> dict[str, list[Any]]:
@@ -388,6 +404,45 @@ def common_args(parser: argparse.ArgumentParser, repeat: int = 3) -> None:
     )
     parser.add_argument(
         "--dsn", default=None, help="use this server instead of one embedded server started for the script"
+    )
+
+
+def comma_list(text: str) -> list[str]:
+    """The names of a comma list: "seed, indexed," gives ["seed", "indexed"]."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def workload_args(
+    parser: argparse.ArgumentParser,
+    *,
+    fill_db: int,
+    claims: str,
+    claims_help: str = "strategies",
+    no_audit_help: str = "pass -no-audit",
+) -> None:
+    """The flags of a closed-loop run per claim strategy (--fill-db, --workers, --orders, --work-ms,
+    --claims, --no-audit; see workload_cli_args), then common_args' --repeat and --dsn."""
+    parser.add_argument("--fill-db", type=int, default=fill_db, help=f"messages per run (default {fill_db})")
+    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--orders", type=int, default=2, help="order_ids per type; groups = 3x (default 2)")
+    parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
+    parser.add_argument("--claims", default=claims, help=f"{claims_help} (default {claims})")
+    parser.add_argument("--no-audit", action="store_true", help=no_audit_help)
+    common_args(parser)
+
+
+def workload_cli_args(args: argparse.Namespace, claim: str) -> list[str]:
+    """pgmq-sim's arguments for one run of the workload_args flags with this claim strategy."""
+    out = ["-fill-db", str(args.fill_db), "-workers", str(args.workers), "-orders", str(args.orders)]
+    out += ["-work-ms", args.work_ms, "-claim", claim]
+    return out + (["-no-audit"] if args.no_audit else [])
+
+
+def workload_title(args: argparse.Namespace) -> str:
+    """The table title for medians of the workload_args runs."""
+    return (
+        f"medians of {args.repeat} interleaved rounds; -fill-db {args.fill_db} -workers {args.workers}"
+        f" -orders {args.orders} ({3 * args.orders} groups) -work-ms {args.work_ms}"
     )
 
 

@@ -80,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
 
     backlogs = sorted(int(x) for x in args.backlogs.split(",") if x.strip())
-    claims = [x.strip() for x in args.claims.split(",") if x.strip()]
+    claims = c.comma_list(args.claims)
     strategies = {name: c.load_strategy(name) for name in claims}
     scripts = {name: c.pgbench_script(s) for name, s in strategies.items()}
 

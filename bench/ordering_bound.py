@@ -61,70 +61,49 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--fill-db", type=int, default=5000, help="messages per run (default 5000)")
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
-    parser.add_argument("--orders", type=int, default=2, help="order_ids per type; groups = 3x (default 2)")
-    parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
-    parser.add_argument(
-        "--claims", default="seed,indexed,advisory", help="strategies (default seed,indexed,advisory)"
-    )
-    parser.add_argument("--no-audit", action="store_true", help="pass -no-audit")
-    c.common_args(parser)
+    c.workload_args(parser, fill_db=5000, claims="seed,indexed,advisory")
     args = parser.parse_args()
 
-    claims = [x.strip() for x in args.claims.split(",") if x.strip()]
-
-    def cli_args(claim: str) -> list[str]:
-        out = ["-fill-db", str(args.fill_db), "-workers", str(args.workers), "-orders", str(args.orders)]
-        out += ["-work-ms", args.work_ms, "-claim", claim]
-        return out + (["-no-audit"] if args.no_audit else [])
-
-    print("ordering bound: " + c.cli_command_text(cli_args("<claim>")))
+    claims = c.comma_list(args.claims)
+    print("ordering bound: " + c.cli_command_text(c.workload_cli_args(args, "<claim>")))
     with c.server_from_args(args.dsn) as pg:
-        runs = c.interleaved(claims, args.repeat, lambda claim, _r: run_with_log(cli_args(claim), pg.dsn))
-
-    def med(claim: str, *path: str) -> float:
-        values = []
-        for run in runs[claim]:
-            value: Any = run
-            for key in path:
-                value = value[key]
-            values.append(float(value))
-        return c.median(values)
+        runs = c.interleaved(
+            claims, args.repeat, lambda claim, _r: run_with_log(c.workload_cli_args(args, claim), pg.dsn)
+        )
 
     rows = []
     for claim in claims:
-        share = med(claim, "ordering_bound_share")
-        busy = c.median([c.median([w["busy_share"] for w in r["workers"]]) for r in runs[claim]])
-        held = c.median([r["_cycle"]["held_ms"] for r in runs[claim]])
-        gap = c.median([r["_cycle"]["gap_ms"] for r in runs[claim]])
-        work = med(claim, "work_mean_ms")
+        r = runs[claim]
+        share = c.median_at(r, "ordering_bound_share")
+        busy = c.median([c.median([w["busy_share"] for w in run["workers"]]) for run in r])
+        held = c.median_at(r, "_cycle", "held_ms")
+        gap = c.median_at(r, "_cycle", "gap_ms")
+        work = c.median_at(r, "work_mean_ms")
         rows.append(
             [
                 claim,
-                c.fmt(med(claim, "throughput_per_s")),
-                c.fmt(med(claim, "ordering_bound_per_s")),
-                c.fmt(med(claim, "work_mean_ms"), 2),
+                c.fmt(c.median_at(r, "throughput_per_s")),
+                c.fmt(c.median_at(r, "ordering_bound_per_s")),
+                c.fmt(work, 2),
                 c.fmt(share, 3),
                 c.verdict(share, TARGET),
-                c.fmt(med(claim, "latency_ms", "claim", "p50"), 2),
-                c.fmt(med(claim, "latency_ms", "claim", "p95"), 2),
+                c.fmt(c.median_at(r, "latency_ms", "claim", "p50"), 2),
+                c.fmt(c.median_at(r, "latency_ms", "claim", "p95"), 2),
                 c.fmt(busy, 2),
                 c.fmt(held, 2),
                 c.fmt(gap, 2),
                 c.fmt(work / (held + gap), 3),
-                c.fmt(c.median([r["_cycle"]["balance"] for r in runs[claim]]), 3),
-                c.fmt(med(claim, "empty_claims"), 0),
-                "/".join(sorted({(r.get("audit") or {}).get("verdict", "off") for r in runs[claim]})),
-                ", ".join(c.fmt(r["ordering_bound_share"], 3) for r in runs[claim]),
+                c.fmt(c.median_at(r, "_cycle", "balance"), 3),
+                c.fmt(c.median_at(r, "empty_claims"), 0),
+                c.audit_verdicts(r),
+                ", ".join(c.fmt(run["ordering_bound_share"], 3) for run in r),
             ]
         )
     c.print_table(
         ["claim", "msg/s", "bound/s", "work ms", "share", f">={TARGET}", "claim p50 ms", "claim p95 ms",
          "busy (med)", "held ms", "gap ms", "work/cycle", "balance", "empty", "audit", "all runs share"],
         rows,
-        f"medians of {args.repeat} interleaved rounds; -fill-db {args.fill_db} -workers {args.workers}"
-        f" -orders {args.orders} ({3 * args.orders} groups) -work-ms {args.work_ms}",
+        c.workload_title(args),
     )  # fmt: skip
     print(
         "held = claim to commit (work + completion + commit); gap = commit of a group's message to the claim"

@@ -16,7 +16,6 @@ bench/ordering_bound.py checks, and indexed is shown as a ratio of seed.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import _common as c
 
@@ -27,56 +26,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--fill-db", type=int, default=20000, help="messages per run (default 20000)")
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
-    parser.add_argument("--orders", type=int, default=2, help="order_ids per type; groups = 3x (default 2)")
-    parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
-    parser.add_argument(
-        "--claims", default="seed,indexed", help="comma list of strategies (default seed,indexed)"
+    c.workload_args(
+        parser,
+        fill_db=20000,
+        claims="seed,indexed",
+        claims_help="comma list of strategies",
+        no_audit_help="pass -no-audit (default: audit on, as users run it)",
     )
-    parser.add_argument(
-        "--no-audit", action="store_true", help="pass -no-audit (default: audit on, as users run it)"
-    )
-    c.common_args(parser)
     args = parser.parse_args()
 
-    claims = [x.strip() for x in args.claims.split(",") if x.strip()]
-
-    def cli_args(claim: str) -> list[str]:
-        out = ["-fill-db", str(args.fill_db), "-workers", str(args.workers), "-orders", str(args.orders)]
-        out += ["-work-ms", args.work_ms, "-claim", claim]
-        return out + (["-no-audit"] if args.no_audit else [])
-
-    print("port throughput: " + c.cli_command_text(cli_args("<claim>")))
+    claims = c.comma_list(args.claims)
+    print("port throughput: " + c.cli_command_text(c.workload_cli_args(args, "<claim>")))
     with c.server_from_args(args.dsn) as pg:
-        runs = c.interleaved(claims, args.repeat, lambda claim, _r: c.run_cli(cli_args(claim), pg.dsn))
-
-    def med(claim: str, *path: str) -> float:
-        values: list[float] = []
-        for run in runs[claim]:
-            value: Any = run
-            for key in path:
-                value = value[key]
-            values.append(float(value))
-        return c.median(values)
+        runs = c.interleaved(
+            claims, args.repeat, lambda claim, _r: c.run_cli(c.workload_cli_args(args, claim), pg.dsn)
+        )
 
     rows = []
     for claim in claims:
-        verdicts = sorted({(r.get("audit") or {}).get("verdict", "off") for r in runs[claim]})
-        share = med(claim, "ordering_bound_share")
+        r = runs[claim]
+        share = c.median_at(r, "ordering_bound_share")
         rows.append(
             [
                 claim,
-                c.fmt(med(claim, "throughput_per_s")),
-                c.fmt(med(claim, "ordering_bound_per_s")),
-                c.fmt(med(claim, "work_mean_ms"), 2),
+                c.fmt(c.median_at(r, "throughput_per_s")),
+                c.fmt(c.median_at(r, "ordering_bound_per_s")),
+                c.fmt(c.median_at(r, "work_mean_ms"), 2),
                 c.fmt(share, 3),
                 c.verdict(share, TARGET_SHARE),
-                c.fmt(med(claim, "latency_ms", "e2e", "p50")),
-                c.fmt(med(claim, "latency_ms", "claim", "p50"), 2),
-                c.fmt(med(claim, "latency_ms", "claim", "p95"), 2),
-                c.fmt(med(claim, "empty_claims"), 0),
-                "/".join(verdicts),
+                c.fmt(c.median_at(r, "latency_ms", "e2e", "p50")),
+                c.fmt(c.median_at(r, "latency_ms", "claim", "p50"), 2),
+                c.fmt(c.median_at(r, "latency_ms", "claim", "p95"), 2),
+                c.fmt(c.median_at(r, "empty_claims"), 0),
+                c.audit_verdicts(r),
             ]
         )
     c.print_table(
@@ -94,20 +76,20 @@ def main() -> None:
             "audit",
         ],
         rows,
-        f"medians of {args.repeat} interleaved rounds; -fill-db {args.fill_db} -workers {args.workers}"
-        f" -orders {args.orders} ({3 * args.orders} groups) -work-ms {args.work_ms}",
+        c.workload_title(args),
     )
     print(
         "all runs msg/s: "
         + "; ".join(
-            f"{claim} " + ", ".join(c.fmt(r["throughput_per_s"]) for r in runs[claim]) for claim in claims
+            f"{claim} " + ", ".join(c.fmt(run["throughput_per_s"]) for run in runs[claim]) for claim in claims
         )
     )
     if "seed" in claims:
-        base = med("seed", "throughput_per_s")
+        base = c.median_at(runs["seed"], "throughput_per_s")
         for claim in claims:
             if claim != "seed":
-                print(f"{claim} / seed msg/s: {c.fmt(med(claim, 'throughput_per_s') / base, 2)}x")
+                ratio = c.median_at(runs[claim], "throughput_per_s") / base
+                print(f"{claim} / seed msg/s: {c.fmt(ratio, 2)}x")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ and all but one find nothing.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import _common as c
 
@@ -56,20 +55,11 @@ def main() -> None:
     with c.server_from_args(args.dsn) as pg:
         runs = c.interleaved(wakeups, args.repeat, lambda w, _r: c.run_cli(cli_args(w), pg.dsn))
 
-    def med(runs_of: list[dict[str, Any]], *path: str) -> float:
-        values = []
-        for run in runs_of:
-            value: Any = run
-            for key in path:
-                value = value[key]
-            values.append(float(value))
-        return c.median(values)
-
     rows = []
     for wakeup in wakeups:
         r = runs[wakeup]
-        p50 = med(r, "latency_ms", "e2e", "p50")
-        work = med(r, "work_mean_ms")
+        p50 = c.median_at(r, "latency_ms", "e2e", "p50")
+        work = c.median_at(r, "work_mean_ms")
         over = c.median([x["latency_ms"]["e2e"]["p50"] - x["work_mean_ms"] for x in r])
         if wakeup == "notify":
             target, check = (
@@ -83,12 +73,12 @@ def main() -> None:
             [
                 wakeup,
                 c.fmt(p50, 2),
-                c.fmt(med(r, "latency_ms", "e2e", "p95"), 2),
-                c.fmt(med(r, "latency_ms", "e2e", "p99"), 2),
+                c.fmt(c.median_at(r, "latency_ms", "e2e", "p95"), 2),
+                c.fmt(c.median_at(r, "latency_ms", "e2e", "p99"), 2),
                 c.fmt(work, 2),
                 c.fmt(over, 2),
-                c.fmt(med(r, "throughput_per_s")),
-                c.fmt(med(r, "empty_claims"), 0),
+                c.fmt(c.median_at(r, "throughput_per_s")),
+                c.fmt(c.median_at(r, "empty_claims"), 0),
                 target,
                 check,
                 ", ".join(c.fmt(x["latency_ms"]["e2e"]["p50"], 2) for x in r),
@@ -102,8 +92,8 @@ def main() -> None:
         f" -workers {args.workers} -orders {args.orders} -claim {args.claim}"
         f" -poll-interval {args.poll_interval:g}",
     )  # fmt: skip
-    notify = med(runs["notify"], "latency_ms", "e2e", "p50")
-    poll = med(runs["poll"], "latency_ms", "e2e", "p50")
+    notify = c.median_at(runs["notify"], "latency_ms", "e2e", "p50")
+    poll = c.median_at(runs["poll"], "latency_ms", "e2e", "p50")
     print(f"poll p50 / notify p50: {c.fmt(poll / notify if notify else None, 1)}x")
 
 
