@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from conftest import REPO, Cli
+from checks import handled_lines
+from conftest import REPO, Cli, assert_one_line_error
 
 from pgmq_sim.audit import audit
 from pgmq_sim.sqlfiles import statement
@@ -60,16 +61,17 @@ def test_each_field_fails_the_verdict(crafted: psycopg.Connection) -> None:
     queue(crafted, 1, "P")
     journal(crafted, 1, 0, 5)
     journal(crafted, 1, 6, 9)  # processed twice
-    queue(crafted, 2, "N")  # never processed: missing and left behind
+    queue(crafted, 2, "N")  # never processed: left behind
     queue(crafted, 3, "P", order_id=2)
     journal(crafted, 3, 20, 30, order_id=2)
     queue(crafted, 4, "P", order_id=2)
     journal(crafted, 4, 25, 35, order_id=2)  # claimed before 3 completed
-    verdict = audit(crafted, 5, ordered=True, complete=True)  # msg 5 was produced but vanished
+    queue(crafted, 6, "P", order_id=3)  # marked processed, never journaled: lost
+    verdict = audit(crafted, 6, ordered=True, complete=True)  # msg 5 was produced but vanished
     assert verdict.verdict == "fail"
     assert verdict.processed == 3
     assert verdict.duplicates == 1 and verdict.duplicate_ids == (1,)
-    assert verdict.missing == 2 and verdict.missing_ids == (2, 5)
+    assert verdict.missing == 2 and verdict.missing_ids == (5, 6)
     assert verdict.left_behind == 1
     assert verdict.order_violations == 1 and verdict.order_violation_ids == (4,)
     text = "; ".join(verdict.problems())
@@ -92,6 +94,19 @@ def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection)
     assert audit(crafted, 2, ordered=True, complete=False).passed
     assert not audit(crafted, 2, ordered=True, complete=True).passed
     assert not audit(crafted, 3, ordered=True, complete=False).passed  # msg 3 is nowhere
+    # msg 2 marked processed by a claim whose work never completed: lost, even in a partial run
+    crafted.execute("update msg_queue set status = 'P' where msg_id = 2")
+    lost = audit(crafted, 2, ordered=True, complete=False)
+    assert not lost.passed and lost.missing_ids == (2,) and lost.left_behind == 0
+
+
+def test_claim_of_several_rows_fails_the_run_and_loses_nothing(cli: Cli, db: psycopg.Connection) -> None:
+    (cli.workdir / "two.sql").write_text(
+        (REPO / "src/pgmq_sim/sql/strategies/fifo/claim.sql").read_text().replace("limit 1", "limit 2")
+    )
+    result = cli.run("-next-msg two.sql -fill-db 30 -workers 3 -work-ms 0")
+    assert_one_line_error(result, 1, "returned 2 rows", "one message")
+    assert db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0] == 0
 
 
 NO_LOCK_CLAIM = """
@@ -289,3 +304,27 @@ def test_threads_share_nothing_unsafe(cli: Cli) -> None:
     doc = json.loads((cli.workdir / "out.json").read_text())
     assert doc["processed"] == 1500 == sum(w["processed"] for w in doc["workers"])
     assert doc["audit"]["verdict"] == "pass"
+
+
+def test_stall_names_the_session_holding_a_table_lock_and_stops(cli: Cli, dsn: str) -> None:
+    """A table lock held elsewhere blocks every worker; the run must still end, and say who."""
+    proc = cli.start(
+        "-fill-db 400 -rate 400 -workers 3 -orders 2 -work-ms 0 -stall-timeout 1.5 -poll-interval 0.05"
+    )
+    holder = psycopg.connect(dsn, application_name="table-lock-test")
+    try:
+        log = cli.workdir / "msg_queue.log"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 20):
+            time.sleep(0.05)
+        holder.execute("lock table msg_queue in access exclusive mode")
+        pid = holder.info.backend_pid
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        holder.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, stderr
+    out = " ".join(stdout.split())
+    assert f"wait on a lock held by pid {pid} (table-lock-test" in out
+    assert "Traceback" not in stderr

@@ -26,6 +26,11 @@ from conftest import Cli, assert_one_line_error
         (["-wakeup", "smoke"], ["unknown -wakeup 'smoke'", "notify"]),
         (["-compare", "seed,nope"], ["unknown claim strategy 'nope'"]),
         (["-no-such-flag"], ["No such option"]),
+        (["-rate", "nan"], ["-rate nan", "finite"]),
+        (["-poll-interval", "inf"], ["-poll-interval inf", "finite"]),
+        (["-stall-timeout", "0"], ["-stall-timeout 0", "polls or works"]),
+        (["-stall-timeout", "2", "-work-ms", "1000-3000"], ["-stall-timeout 2", "(3 s)"]),
+        (["-plot", "run.xyz"], ["-plot run.xyz", ".png"]),
     ],
 )
 def test_bad_flag_values_are_usage_errors(cli: Cli, args: list[str], needles: list[str]) -> None:

@@ -32,11 +32,9 @@ class AuditVerdict:
     @property
     def passed(self) -> bool:
         """A partial run (stopped early) may leave messages pending, never lose or repeat one."""
-        if self.duplicates or (self.ordered and self.order_violations):
+        if self.duplicates or self.missing or (self.ordered and self.order_violations):
             return False
-        if self.complete:
-            return self.missing == 0 and self.left_behind == 0
-        return self.missing <= self.left_behind
+        return self.left_behind == 0 or not self.complete
 
     @property
     def verdict(self) -> str:
@@ -46,7 +44,7 @@ class AuditVerdict:
         found = []
         if self.duplicates:
             found.append(f"{self.duplicates} duplicate(s), e.g. msg_id {_ids(self.duplicate_ids)}")
-        if self.missing and (self.complete or self.missing > self.left_behind):
+        if self.missing:
             found.append(f"{self.missing} missing, e.g. msg_id {_ids(self.missing_ids)}")
         if self.complete and self.left_behind:
             found.append(f"{self.left_behind} left behind in msg_queue")

@@ -223,7 +223,7 @@ def execute(options: dict) -> int:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:
         check_output_path(settings.plot_path, "-plot")
-        check_plot_support()
+        check_plot_support(settings.plot_path)
     cells = parse_compare(options["compare"]) if options["compare"] else [(settings.claim, settings.wakeup)]
     schema_path = user_file("schema.sql", settings.schema)
     schema_sql = read_sql(schema_path, "schema", "pass an existing, readable file with -schema")
@@ -246,6 +246,7 @@ def execute(options: dict) -> int:
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         received.append(signum)
         interrupt.set()
+        signal.signal(signum, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
 
     for signum in SIGNAL_EXIT:
         signal.signal(signum, on_signal)

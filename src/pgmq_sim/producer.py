@@ -99,11 +99,16 @@ class RateProducer(threading.Thread):
     def produced(self) -> int:
         return self._source.produced
 
+    def cancel(self) -> None:
+        """Cancel an insert that waits on the server (a lock held elsewhere), from another thread."""
+        self._conn.cancel_safe(timeout=2)
+
     def run(self) -> None:
         try:
             self._produce()
         except BaseException as exc:  # reported to the run, which stops
-            self._on_error(exc)
+            if not self._halt.is_set():  # else it is the cancel of a stopping run
+                self._on_error(exc)
 
     def _produce(self) -> None:
         start = time.monotonic()

@@ -63,7 +63,7 @@ class RunResult:
     @property
     def ordering_bound_per_s(self) -> float | None:
         """G groups, each at most one message per mean work time."""
-        if not self.ordered or self.work_mean_ms <= 0:
+        if not self.ordered or self.settings.work.mean_ms <= 0:  # no work: no bound to speak of
             return None
         return self.groups / (self.work_mean_ms / 1000)
 
@@ -71,7 +71,7 @@ class RunResult:
     def worker_bound_per_s(self) -> float | None:
         """The ordering bound with these workers: a type's groups advance at most as many at a
         time as the type has workers."""
-        if not self.ordered or self.work_mean_ms <= 0:
+        if not self.ordered or self.settings.work.mean_ms <= 0:
             return None
         busy = sum(
             min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
@@ -136,12 +136,12 @@ def advice(result: RunResult) -> list[str]:
     work = result.work_mean_ms
     if claim_p50 is not None and complete_p50 is not None:
         overhead = claim_p50 + complete_p50
-        if work > 0 and claim_p50 > work:
+        if result.settings.work.mean_ms > 0 and claim_p50 > work:
             lines.append(
                 f"claim p50 {claim_p50:.1f} ms exceeds the mean work {work:.1f} ms:"
                 " the claim query scans the backlog; try -claim indexed"
             )
-        elif result.ordered and overhead > 0.2 * (work + overhead):
+        elif result.ordered and result.settings.work.mean_ms > 0 and overhead > 0.2 * (work + overhead):
             cause = (
                 "the claim query; try -claim indexed"
                 if claim_p50 > complete_p50
@@ -216,7 +216,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         table.add_row(label, "  ".join(f"{k} {_ms(v)}" for k, v in values.items()))
     table.add_row("empty claims", str(result.empty_claims))
     bound, worker_bound = result.ordering_bound_per_s, result.worker_bound_per_s
-    if bound is not None and worker_bound is not None:
+    if bound and worker_bound:
         text = (
             f"{bound:.0f}/s ({result.groups} groups / {result.work_mean_ms:.2f} ms work);"
             f" run reached {result.bound_share:.0%}"
@@ -292,7 +292,12 @@ def check_output_path(path: Path, flag: str) -> None:
         raise UsageError(f"cannot write {flag} file {path}; choose a path in a writable directory")
 
 
-def check_plot_support() -> None:
+PLOT_FORMATS = (".png", ".svg", ".pdf")
+
+
+def check_plot_support(path: Path) -> None:
+    if path.suffix.lower() not in PLOT_FORMATS:
+        raise UsageError(f"-plot {path} has no picture format; end the name in {', '.join(PLOT_FORMATS)}")
     if importlib.util.find_spec("matplotlib") is None:
         raise UsageError("-plot needs matplotlib; install it with: pip install 'pgmq-sim[plot]'")
 
@@ -309,7 +314,7 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
 def write_plot(path: Path, results: list[RunResult]) -> None:
     """Throughput, backlog and end-to-end latency over time; runs of a comparison overlaid."""
-    check_plot_support()
+    check_plot_support(path)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -30,6 +30,8 @@ from pgmq_sim.worker import ProcessedCounter, Worker, WorkerPlan
 TICK_S = 0.2
 SPARE_CONNECTIONS = 5
 TRIAL_CLAIM = "pgmq_sim_trial_claim"
+ADMIN_LOCK_TIMEOUT_MS = 3_000
+STOP_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,20 @@ class FirstError:
     def raise_if_any(self) -> None:
         if self.error is not None:
             where, exc = self.error
+            if isinstance(exc, SimError):
+                raise SimError(f"{where}: {exc}")
             raise SimError(f"{where} failed: {first_line(exc)}; check the server and the SQL files")
 
 
 def _execute_file(conn: psycopg.Connection, sql: str, what: str, fix: str) -> None:
     try:
         conn.execute(sql)
+    except psycopg.errors.LockNotAvailable:
+        conn.rollback()
+        raise SimError(
+            f"{what} waited {ADMIN_LOCK_TIMEOUT_MS / 1000:g} s for a lock another session holds on"
+            " the queue; end that session's transaction and run again"
+        ) from None
     except psycopg.Error as exc:
         conn.rollback()
         raise SimError(f"{what} failed on the server: {first_line(exc)}; {fix}") from None
@@ -171,6 +181,9 @@ def run_once(
     source = MessageSource(settings.orders, random.Random(rng.random()))
     with ExitStack() as resources:
         admin = resources.enter_context(connect(server.dsn))
+        # A lock held elsewhere must not hang the schema, the diagnosis or the audit.
+        admin.execute(f"set lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
+        admin.commit()
         prepare_database(admin, given)
         log.event(
             f"schema ready from {given.schema_source}; claim strategy {strategy.name}"
@@ -241,19 +254,24 @@ def run_once(
             elapsed = clock()
             stop.set()
             wakeup.close()
-            for thread in [*workers, *([producer] if producer else [])]:
-                thread.join(timeout=10)
+            _join_or_cancel(workers, producer)
             progress.close()
         errors.raise_if_any()
         log.event(f"{outcome}: {counter.count} processed in {elapsed:.2f} s")
         for cause in causes:
             log.event(f"stall: {cause}")
 
-        health = table_health(admin)
-        verdict = None
-        if settings.audit:
-            verdict = audit(admin, source.produced, strategy.ordered, outcome == "completed")
-            log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
+        health, verdict = None, None
+        try:
+            health = table_health(admin)
+            if settings.audit:
+                verdict = audit(admin, source.produced, strategy.ordered, outcome == "completed")
+                log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
+        except psycopg.Error as exc:
+            if outcome == "completed":
+                raise
+            admin.rollback()  # e.g. the queue is still locked by the session that stalled the run
+            causes += (f"table health and audit skipped: {first_line(exc)}",)
         if producer:
             produced_at = producer.produced_at
 
@@ -273,6 +291,20 @@ def run_once(
         stall_causes=causes,
         **_worker_figures(stats, elapsed, settings),
     )
+
+
+def _join_or_cancel(workers: list[Worker], producer: RateProducer | None) -> None:
+    """Give the threads a grace period together, then cancel the queries of those still
+    waiting on the server (a lock held elsewhere), so a stop never hangs."""
+    threads: list[Worker | RateProducer] = [*workers, *([producer] if producer else [])]
+    deadline = time.monotonic() + STOP_GRACE_S
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    for thread in threads:
+        if thread.is_alive():
+            thread.cancel()
+    for thread in threads:
+        thread.join(timeout=STOP_GRACE_S)
 
 
 def _watch(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -28,17 +28,14 @@ class Server:
     embedded: bool
 
 
+URL_PASSWORD = re.compile(r"(://[^:/?#@]*):[^@/?#]*@")
+QUERY_PASSWORD = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
+
+
 def redact(dsn: str) -> str:
-    """The DSN with any password replaced, fit to print."""
+    """The DSN with any password replaced, fit to print (URL or key=value form)."""
     if "://" in dsn:
-        parts = urlsplit(dsn)
-        if parts.password is not None:
-            host = parts.hostname or ""
-            if parts.port:
-                host = f"{host}:{parts.port}"
-            user = f"{parts.username}:***@" if parts.username else ":***@"
-            parts = parts._replace(netloc=user + host)
-        return urlunsplit(parts)
+        return QUERY_PASSWORD.sub(r"\1***", URL_PASSWORD.sub(r"\1:***@", dsn))
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -64,6 +65,13 @@ class Settings:
     progress: str = "auto"
 
     def __post_init__(self) -> None:
+        for flag, value in (
+            ("-rate", self.rate),
+            ("-poll-interval", self.poll_interval),
+            ("-stall-timeout", self.stall_timeout),
+        ):
+            if not math.isfinite(value):
+                raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
         if self.fill_db <= 0:
             raise UsageError(f"-fill-db {self.fill_db} must be a positive number of messages")
         if self.workers < len(QUEUE_TYPES):
@@ -77,8 +85,12 @@ class Settings:
             raise UsageError(f"-orders {self.orders} must be at least 1")
         if self.poll_interval < 0:
             raise UsageError(f"-poll-interval {self.poll_interval:g} must be >= 0 seconds")
-        if self.stall_timeout <= 0:
-            raise UsageError(f"-stall-timeout {self.stall_timeout:g} must be > 0 seconds")
+        longest_wait = max(self.poll_interval, self.work.max_ms / 1000)
+        if self.stall_timeout <= longest_wait:
+            raise UsageError(
+                f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a worker"
+                f" polls or works ({longest_wait:g} s); give more than that"
+            )
         if self.wakeup not in WAKEUPS:
             raise UsageError(f"unknown -wakeup '{self.wakeup}'; use one of: {', '.join(WAKEUPS)}")
 

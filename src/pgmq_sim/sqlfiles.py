@@ -91,5 +91,6 @@ def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
         if (base / "schema.sql").exists():
             schema_sql = read_sql(base / "schema.sql", f"strategy '{name}' schema", fix)
     claim_sql = read_sql(claim_path, "claim query", fix)
-    ordered = UNORDERED_MARK not in claim_sql
+    first_line = next((line.strip() for line in claim_sql.splitlines() if line.strip()), "")
+    ordered = first_line != UNORDERED_MARK
     return ClaimStrategy(name, claim_sql, claim_path, schema_sql, ordered)

@@ -19,6 +19,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
+from pgmq_sim.errors import SimError
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime
 from pgmq_sim.stats import WorkerStats
@@ -86,10 +87,13 @@ class QueueSession:
         cursor = self._cursor
         cursor.execute(f"begin; execute {self.CLAIM}({self._literal(queue_type)})")
         cursor.nextset()
-        row = cursor.fetchone()
-        if row is None:
+        rows = cursor.fetchall()
+        if len(rows) > 1:  # the rest would be marked taken and never processed
+            raise SimError(f"the claim query returned {len(rows)} rows; it must claim one message (limit 1)")
+        if not rows:
             cursor.execute("commit")
-        return row
+            return None
+        return rows[0]
 
     def complete(self, row: tuple, worker: str) -> tuple | None:
         """Complete the claimed message and commit; returns the completion's row."""
@@ -139,12 +143,19 @@ class Worker(threading.Thread):
         self._on_error = on_error
         self._rng = rng
         self.backend_pid: int | None = None
+        self._conn: psycopg.Connection | None = None
         self._handed_off = False
+
+    def cancel(self) -> None:
+        """Cancel the query this worker waits on, from another thread (psycopg allows it)."""
+        if self._conn is not None:
+            self._conn.cancel_safe(timeout=2)
 
     def run(self) -> None:
         try:
             with self._pool.connection() as conn:
                 self.backend_pid = conn.info.backend_pid
+                self._conn = conn
                 session = QueueSession(conn, self._plan)
                 try:
                     while not self._halt.is_set() and self._handle_one(session):

@@ -1,7 +1,7 @@
--- $1: our own backend pids. Sessions that hold a transaction open elsewhere.
+-- $1: this run's worker pids. Every other session with a transaction open, and ours.
 select pid, coalesce(application_name, ''), coalesce(state, ''),
        coalesce(extract(epoch from clock_timestamp() - xact_start), 0)::float8,
-       coalesce(backend_xid::text, ''), left(coalesce(query, ''), 80)
+       coalesce(backend_xid::text, ''), left(coalesce(query, ''), 80), pid = any($1) as ours
 from pg_stat_activity
-where xact_start is not null and pid <> pg_backend_pid() and not (pid = any($1))
+where xact_start is not null and pid <> pg_backend_pid()
 order by xact_start
