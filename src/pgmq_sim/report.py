@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,7 +300,10 @@ def check_plot_support(path: Path) -> None:
     if path.suffix.lower() not in PLOT_FORMATS:
         raise UsageError(f"-plot {path} has no picture format; end the name in {', '.join(PLOT_FORMATS)}")
     if importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("-plot needs matplotlib; install it with: pip install 'pgmq-sim[plot]'")
+        raise UsageError(
+            "-plot needs matplotlib; install the plot extra: pip install '.[plot]' in a checkout,"
+            " or pip install 'pgmq-sim[plot]'"
+        )
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
@@ -316,27 +320,30 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     """Throughput, backlog and end-to-end latency over time; runs of a comparison overlaid."""
     check_plot_support(path)
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
+    single = len(results) == 1
+    percentiles = [("e2e_p50_ms", "-", "p50"), ("e2e_p95_ms", "--", "p95"), ("e2e_p99_ms", ":", "p99")]
+    if not single:  # one colour per run; p95 would crowd a comparison
+        percentiles = [percentiles[0], percentiles[2]]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True, constrained_layout=True)
-    for r in results:
+    for index, r in enumerate(results):
+        color = colors[index % len(colors)]
         label = f"{r.strategy}/{r.settings.wakeup}"
         seconds = [s.second + 1 for s in r.timeline]
-        axes[0].plot(seconds, [s.processed for s in r.timeline], label=f"{label} processed")
-        if r.settings.rate and len(results) == 1:
-            axes[0].plot(seconds, [s.arrived for s in r.timeline], ":", label="arrived")
-        axes[1].plot(seconds, [s.backlog for s in r.timeline], label=label)
-        for key, style in (("e2e_p50_ms", "-"), ("e2e_p95_ms", "--"), ("e2e_p99_ms", ":")):
+        axes[0].plot(seconds, [s.processed for s in r.timeline], color=color, label=f"{label} processed")
+        axes[1].plot(seconds, [s.backlog for s in r.timeline], color=color)
+        for key, style, _ in percentiles:
             values = [getattr(s, key) for s in r.timeline]
-            axes[2].plot(
-                seconds,
-                [v if v is not None else float("nan") for v in values],
-                style,
-                label=f"{label} {key[4:7]}",
-            )
-        if len(results) == 1 and r.ordering_bound_per_s:
+            axes[2].plot(seconds, [math.nan if v is None else v for v in values], style, color=color)
+        if single and r.settings.rate:
+            axes[0].plot(seconds, [s.arrived for s in r.timeline], ":", color="black", label="arrived")
+        if single and r.ordering_bound_per_s:
             axes[0].axhline(
                 r.ordering_bound_per_s,
                 color="grey",
@@ -344,9 +351,22 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
                 label=f"ordering bound {r.ordering_bound_per_s:.0f}/s",
             )
     axes[0].set_ylabel("messages per second")
+    axes[0].legend(loc="upper right", fontsize="small")
     axes[1].set_ylabel("backlog (messages)")
     axes[2].set_ylabel("end-to-end latency (ms)")
-    axes[2].set_yscale("log")
+    latencies = [v for r in results for s in r.timeline if (v := s.e2e_p50_ms) is not None and v > 0]
+    if latencies and max(latencies) > 50 * min(latencies):  # spans decades: log scale, plain labels
+        axes[2].set_yscale("log")
+        axes[2].yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        axes[2].yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    axes[2].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    axes[2].legend(
+        handles=[
+            Line2D([], [], color="black", linestyle=style, label=name) for _, style, name in percentiles
+        ],
+        loc="upper right",
+        fontsize="small",
+    )
     axes[2].set_xlabel("seconds since start")
     first = results[0]
     fig.suptitle(
@@ -356,7 +376,6 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     )
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="upper right", fontsize="small")
     try:
         fig.savefig(path, dpi=100)
     except OSError as exc:
