@@ -158,3 +158,28 @@ def test_signal_stops_cleanly_with_partial_summary(
     marked = db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0]
     assert journaled == marked == report["processed"]
     assert Path(cli.workdir / "out.json").exists()
+
+
+def test_version_and_help(cli: Cli) -> None:
+    version = cli.run("--version", dsn=False)
+    assert version.returncode == 0 and "pgmq-sim" in version.stdout and "0." in version.stdout
+    helptext = cli.run("-help", dsn=False)
+    assert helptext.returncode == 0
+    for name in (
+        "-delmsg",
+        "-dsn",
+        "-fill-db",
+        "-logfile",
+        "-rate",
+        "-schema",
+        "-workers",
+        "-next-msg",
+        "-work-ms",
+        "-orders",
+        "-poll-interval",
+        "-claim",
+        "-wakeup",
+        "-compare",
+        "-json",
+    ):
+        assert f"{name}, -{name}" in helptext.stdout, name
