@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -260,33 +261,54 @@ def test_stall_names_a_group_whose_head_cannot_be_claimed(cli: Cli) -> None:
     assert "group (type1, order_id 1)" in out and "shares its time_added" in out
 
 
-def test_stall_names_the_session_holding_a_lock(cli: Cli, dsn: str) -> None:
+def run_while_another_session_locks(
+    cli: Cli, dsn: str, app: str, lock_sql: str
+) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """Start a rate-fed run, take a lock from another session once this run's workers are
+    handling messages, and wait for the run to end; returns the locker's pid and the run."""
     proc = cli.start(
-        "-fill-db 300 -rate 300 -workers 3 -orders 1 -work-ms 0 -stall-timeout 1.5 -poll-interval 0.05"
+        "-fill-db 400 -rate 400 -workers 3 -orders 1 -work-ms 2-4 -stall-timeout 1.5 -poll-interval 0.05"
     )
-    holder = psycopg.connect(dsn, application_name="lock-holder-test")
+    holder = psycopg.connect(dsn, application_name=app)
     try:
+        log = cli.workdir / "msg_queue.log"
         deadline = time.monotonic() + 20
-        locked: list[tuple[int]] = []
-        while not locked and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 20):
             time.sleep(0.05)
-            holder.rollback()
-            if holder.execute("select to_regclass('msg_queue')").fetchone()[0] is None:
-                continue
-            locked = holder.execute(
-                "select msg_id from msg_queue where queue_type = 'type2' and status = 'N'"
-                " for update skip locked"
-            ).fetchall()
-        assert locked, "producer wrote nothing to lock"
-        pid = holder.info.backend_pid
+        while holder.execute(lock_sql).rowcount == 0 and time.monotonic() < deadline:
+            holder.rollback()  # nothing pending to lock yet: the producer is still catching up
+            time.sleep(0.01)
         stdout, stderr = proc.communicate(timeout=60)
+        return holder.info.backend_pid, subprocess.CompletedProcess(
+            proc.args, proc.returncode, stdout, stderr
+        )
     finally:
         holder.close()
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 3, stderr
-    out = " ".join(stdout.split())
+
+
+def test_stall_names_the_session_holding_a_row_lock(cli: Cli, dsn: str) -> None:
+    pid, result = run_while_another_session_locks(
+        cli,
+        dsn,
+        "lock-holder-test",
+        "select msg_id from msg_queue where queue_type = 'type2' and status = 'N' for update skip locked",
+    )
+    assert result.returncode == 3, result.stderr
+    out = " ".join(result.stdout.split())
     assert f"locked by another session, pid {pid}" in out and "lock-holder-test" in out
+
+
+def test_stall_names_the_session_holding_a_table_lock_and_stops(cli: Cli, dsn: str) -> None:
+    """A table lock held elsewhere blocks every worker; the run must still end, and say who."""
+    pid, result = run_while_another_session_locks(
+        cli, dsn, "table-lock-test", "lock table msg_queue in access exclusive mode"
+    )
+    assert result.returncode == 3, result.stderr
+    out = " ".join(result.stdout.split())
+    assert f"wait on a lock held by pid {pid} (table-lock-test" in out
+    assert "Traceback" not in result.stderr
 
 
 def test_slow_producer_is_not_a_stall(cli: Cli) -> None:
@@ -304,27 +326,3 @@ def test_threads_share_nothing_unsafe(cli: Cli) -> None:
     doc = json.loads((cli.workdir / "out.json").read_text())
     assert doc["processed"] == 1500 == sum(w["processed"] for w in doc["workers"])
     assert doc["audit"]["verdict"] == "pass"
-
-
-def test_stall_names_the_session_holding_a_table_lock_and_stops(cli: Cli, dsn: str) -> None:
-    """A table lock held elsewhere blocks every worker; the run must still end, and say who."""
-    proc = cli.start(
-        "-fill-db 400 -rate 400 -workers 3 -orders 2 -work-ms 0 -stall-timeout 1.5 -poll-interval 0.05"
-    )
-    holder = psycopg.connect(dsn, application_name="table-lock-test")
-    try:
-        log = cli.workdir / "msg_queue.log"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 20):
-            time.sleep(0.05)
-        holder.execute("lock table msg_queue in access exclusive mode")
-        pid = holder.info.backend_pid
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        holder.close()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 3, stderr
-    out = " ".join(stdout.split())
-    assert f"wait on a lock held by pid {pid} (table-lock-test" in out
-    assert "Traceback" not in stderr
