@@ -117,3 +117,16 @@ def test_user_strategy_is_found_by_dropping_in_files(cli: Cli) -> None:
     assert result.returncode == 0, result.stderr
     assert json.loads((cli.workdir / "o.json").read_text())["strategy"] == "mine"
     assert_one_line_error(cli.run("-claim", "theirs"), 2, "mine", "seed", "indexed", "advisory", "fifo")
+
+
+def test_compare_keeps_the_other_cells_when_one_fails(cli: Cli) -> None:
+    folder = cli.workdir / "strategies" / "broken"
+    folder.mkdir(parents=True)
+    folder.joinpath("claim.sql").write_text("select msg_id from no_such_table where $1 = 'x'")
+    result = cli.run("-compare broken,indexed -fill-db 100 -workers 3 -work-ms 0 -json cmp.json")
+    assert result.returncode == 1
+    assert "broken/poll" in result.stderr and "no_such_table" in result.stderr
+    assert "Traceback" not in result.stderr
+    doc = json.loads((cli.workdir / "cmp.json").read_text())
+    assert [r["strategy"] for r in doc["runs"]] == ["indexed"] and doc["runs"][0]["processed"] == 100
+    assert doc["failed"][0]["strategy"] == "broken" and "no_such_table" in doc["failed"][0]["error"]

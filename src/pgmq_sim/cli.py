@@ -251,6 +251,7 @@ def execute(options: dict) -> int:
     for signum in SIGNAL_EXIT:
         signal.signal(signum, on_signal)
     results: list[RunResult] = []
+    failed: list[dict[str, str]] = []  # comparison cells that ended in an error
     try:
         with open_server(settings.dsn) as server:
             console.print(f"pgmq-sim {__version__}: using {server.label}")
@@ -258,21 +259,30 @@ def execute(options: dict) -> int:
             for given in inputs:
                 if interrupt.is_set():
                     break
-                results.append(run_once(given, server, progress_console, log, interrupt))
                 if len(inputs) == 1:
+                    results.append(run_once(given, server, progress_console, log, interrupt))
                     print_summary(console, results[-1])
+                    continue
+                cell = {"strategy": given.strategy.name, "wakeup": given.settings.wakeup}
+                try:  # one broken cell should not cost the others their results
+                    results.append(run_once(given, server, progress_console, log, interrupt))
+                except SimError as exc:
+                    failed.append(cell | {"error": str(exc)})
+                    click.echo(f"pgmq-sim: error: {cell['strategy']}/{cell['wakeup']}: {exc}", err=True)
     finally:
         log.close()
     if len(inputs) > 1:
         print_comparison(console, results)
     if settings.json_path:
-        document = results[0].as_json() if len(inputs) == 1 else {"runs": [r.as_json() for r in results]}
-        write_json(settings.json_path, document)
+        if len(inputs) == 1:
+            write_json(settings.json_path, results[0].as_json())
+        else:
+            write_json(settings.json_path, {"runs": [r.as_json() for r in results], "failed": failed})
     if settings.plot_path and results:
         write_plot(settings.plot_path, results)
     if received:
         return SIGNAL_EXIT[signal.Signals(received[0])]
-    return max((r.exit_code for r in results), default=0)
+    return max([r.exit_code for r in results] + [1 if failed else 0])
 
 
 def main() -> None:
