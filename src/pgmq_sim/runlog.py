@@ -15,7 +15,8 @@ from pgmq_sim.errors import UsageError
 
 
 def stamp(moment: datetime | None = None) -> str:
-    return (moment or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+    """ISO 8601 with its UTC offset (server times keep the server's zone)."""
+    return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
 
 
 class RunLog:

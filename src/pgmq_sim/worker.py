@@ -69,7 +69,7 @@ class QueueSession:
     CLAIM = "pgmq_sim_claim"
     COMPLETE = "pgmq_sim_complete"
 
-    def __init__(self, conn: psycopg.Connection, plan: WorkerPlan) -> None:
+    def __init__(self, conn: psycopg.Connection, plan: WorkerPlan, queue_type: str, worker: str) -> None:
         conn.autocommit = True
         conn.prepare_threshold = None  # every message's text differs; the server holds the plans
         self._conn = conn
@@ -78,14 +78,24 @@ class QueueSession:
         self._cursor.execute("deallocate all")
         self._cursor.execute(f"prepare {self.CLAIM}(text) as {plan.claim_sql}")
         self._cursor.execute(f"prepare {self.COMPLETE} as {plan.complete_sql}")
+        # Quoting is the costliest Python step per message: quote fixed values once.
+        self._claim_text = f"begin; execute {self.CLAIM}({self._literal(queue_type)})"
+        self._worker = self._literal(worker)
+        self._quoted_types: dict[str, str] = {}
 
     def _literal(self, value: object) -> str:
         return sql.Literal(value).as_string(self._conn)
 
-    def claim(self, queue_type: str) -> tuple | None:
+    def _quoted_type(self, queue_type: str) -> str:
+        quoted = self._quoted_types.get(queue_type)
+        if quoted is None:
+            quoted = self._quoted_types[queue_type] = self._literal(queue_type)
+        return quoted
+
+    def claim(self) -> tuple | None:
         """Open the message's transaction and claim; None (transaction ended) if nothing is free."""
         cursor = self._cursor
-        cursor.execute(f"begin; execute {self.CLAIM}({self._literal(queue_type)})")
+        cursor.execute(self._claim_text)
         cursor.nextset()
         rows = cursor.fetchall()
         if len(rows) > 1:  # the rest would be marked taken and never processed
@@ -95,18 +105,14 @@ class QueueSession:
             return None
         return rows[0]
 
-    def complete(self, row: tuple, worker: str) -> tuple | None:
+    def complete(self, row: tuple) -> tuple | None:
         """Complete the claimed message and commit; returns the completion's row."""
         msg_id, queue_type, order_id, claimed_at = row
         if self._audited:
-            args = ", ".join(
-                (
-                    str(int(msg_id)),
-                    self._literal(queue_type),
-                    str(int(order_id)),
-                    self._literal(worker),
-                    self._literal(claimed_at),
-                )
+            # claimed_at is the server's own timestamptz; its ISO form carries the offset
+            claimed = f"'{claimed_at.isoformat()}'::timestamptz"
+            args = (
+                f"{int(msg_id)}, {self._quoted_type(queue_type)}, {int(order_id)}, {self._worker}, {claimed}"
             )
         else:
             args = str(int(msg_id))
@@ -156,7 +162,7 @@ class Worker(threading.Thread):
             with self._pool.connection() as conn:
                 self.backend_pid = conn.info.backend_pid
                 self._conn = conn
-                session = QueueSession(conn, self._plan)
+                session = QueueSession(conn, self._plan, self.stats.queue_type, self.stats.name)
                 try:
                     while not self._halt.is_set() and self._handle_one(session):
                         pass
@@ -172,7 +178,7 @@ class Worker(threading.Thread):
         plan = self._plan
         token = self._wakeup.token(stats.queue_type)
         started = time.perf_counter()
-        row = session.claim(stats.queue_type)
+        row = session.claim()
         claimed = time.perf_counter()
         stats.claim.record_ms((claimed - started) * 1000)
         if row is None:
@@ -189,7 +195,7 @@ class Worker(threading.Thread):
         if work_s > 0 and self._halt.wait(work_s):
             return False
         worked = time.perf_counter()
-        done_row = session.complete(row, stats.name)
+        done_row = session.complete(row)
         committed = time.perf_counter()
         stats.complete.record_ms((committed - worked) * 1000)
         done_at = datetime.now(UTC)
