@@ -244,9 +244,10 @@ def execute(options: dict) -> int:
     received: list[int] = []
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if interrupt.is_set():  # a second signal: stop waiting for a clean end, unwind now
+            raise KeyboardInterrupt
         received.append(signum)
         interrupt.set()
-        signal.signal(signum, signal.SIG_DFL)  # a second Ctrl-C ends the process at once
 
     for signum in SIGNAL_EXIT:
         signal.signal(signum, on_signal)
