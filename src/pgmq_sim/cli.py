@@ -260,23 +260,26 @@ def execute(options: dict) -> int:
             for given in inputs:
                 if interrupt.is_set():
                     break
-                if len(inputs) == 1:
-                    results.append(run_once(given, server, progress_console, log, interrupt))
-                    print_summary(console, results[-1])
-                    continue
-                cell = {"strategy": given.strategy.name, "wakeup": given.settings.wakeup}
-                try:  # one broken cell should not cost the others their results
+                try:
                     results.append(run_once(given, server, progress_console, log, interrupt))
                 except SimError as exc:
+                    if len(inputs) == 1:
+                        raise
+                    # one broken comparison cell should not cost the others their results
+                    cell = {"strategy": given.strategy.name, "wakeup": given.settings.wakeup}
                     failed.append(cell | {"error": str(exc)})
                     click.echo(f"pgmq-sim: error: {cell['strategy']}/{cell['wakeup']}: {exc}", err=True)
+                    continue
+                if len(inputs) == 1:
+                    print_summary(console, results[-1])
     finally:
         log.close()
     if len(inputs) > 1:
         print_comparison(console, results)
     if settings.json_path:
         if len(inputs) == 1:
-            write_json(settings.json_path, results[0].as_json())
+            if results:  # none if a signal came before the run began
+                write_json(settings.json_path, results[0].as_json())
         else:
             write_json(settings.json_path, {"runs": [r.as_json() for r in results], "failed": failed})
     if settings.plot_path and results:

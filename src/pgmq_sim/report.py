@@ -39,7 +39,7 @@ class RunResult:
     produced: int
     processed: int
     elapsed_s: float
-    outcome: str  # completed | interrupted | stalled | failed
+    outcome: str  # completed | interrupted | stalled
     per_type: dict[str, int]
     e2e_ms: dict[str, float | None]
     claim_ms: dict[str, float | None]
@@ -142,7 +142,7 @@ def advice(result: RunResult) -> list[str]:
                 f"claim p50 {claim_p50:.1f} ms exceeds the mean work {work:.1f} ms:"
                 " the claim query scans the backlog; try -claim indexed"
             )
-        elif result.ordered and result.settings.work.mean_ms > 0 and overhead > 0.2 * (work + overhead):
+        elif result.ordering_bound_per_s is not None and overhead > 0.2 * (work + overhead):
             cause = (
                 "the claim query; try -claim indexed"
                 if claim_p50 > complete_p50

@@ -22,7 +22,7 @@ from pgmq_sim.report import RunResult, WorkerResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import APPLICATION_NAME, Server, connect, first_line
 from pgmq_sim.settings import QUEUE_TYPES, Settings
-from pgmq_sim.sqlfiles import ClaimStrategy, statement
+from pgmq_sim.sqlfiles import ClaimStrategy, prepare_claim, statement
 from pgmq_sim.stats import LatencyHistogram, WorkerStats, timeline
 from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
 from pgmq_sim.worker import ProcessedCounter, Worker, WorkerPlan
@@ -112,7 +112,7 @@ def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
             "check the user may create functions and triggers",
         )
     try:  # prepared exactly as the workers prepare it, run, rolled back
-        conn.execute(f"prepare {TRIAL_CLAIM}(text) as {strategy.wrapped_claim_sql}")
+        conn.execute(prepare_claim(TRIAL_CLAIM, strategy.wrapped_claim_sql))
         with conn.transaction(force_rollback=True):
             conn.execute(f"execute {TRIAL_CLAIM}('{QUEUE_TYPES[0]}')").fetchall()
         conn.execute(f"deallocate {TRIAL_CLAIM}")

@@ -76,6 +76,11 @@ class ClaimStrategy:
         )
 
 
+def prepare_claim(name: str, wrapped_claim_sql: str) -> str:
+    """PREPARE for a claim: its one parameter, the queue type, is declared text."""
+    return f"prepare {name}(text) as {wrapped_claim_sql}"
+
+
 def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
     """Resolve a strategy by name; -next-msg replaces its claim statement."""
     known = known_strategies()

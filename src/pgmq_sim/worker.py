@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool
 from pgmq_sim.errors import SimError
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime
+from pgmq_sim.sqlfiles import prepare_claim
 from pgmq_sim.stats import WorkerStats
 from pgmq_sim.wakeup import Wakeup
 
@@ -76,7 +77,7 @@ class QueueSession:
         self._cursor = conn.cursor()
         self._audited = plan.audited
         self._cursor.execute("deallocate all")
-        self._cursor.execute(f"prepare {self.CLAIM}(text) as {plan.claim_sql}")
+        self._cursor.execute(prepare_claim(self.CLAIM, plan.claim_sql))
         self._cursor.execute(f"prepare {self.COMPLETE} as {plan.complete_sql}")
         # Quoting is the costliest Python step per message: quote fixed values once.
         self._claim_text = f"begin; execute {self.CLAIM}({self._literal(queue_type)})"
