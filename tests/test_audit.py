@@ -12,7 +12,8 @@ import pytest
 from checks import handled_lines
 from conftest import REPO, Cli, assert_one_line_error
 
-from pgmq_sim.audit import audit
+from pgmq_sim.audit import AuditVerdict, audit
+from pgmq_sim.queue import QueueDatabase
 from pgmq_sim.sqlfiles import statement
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -28,6 +29,11 @@ def crafted(db: psycopg.Connection) -> psycopg.Connection:
     db.execute((REPO / "schema.sql").read_text())
     db.execute(statement("journal"))
     return db
+
+
+def judge(db: psycopg.Connection, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
+    """The audit, through the tool's own queue layer, of the database `db` is connected to."""
+    return audit(QueueDatabase(db.info.dsn), expected, ordered=ordered, complete=complete)
 
 
 def queue(db: psycopg.Connection, msg_id: int, status: str, order_id: int = 1) -> None:
@@ -47,7 +53,7 @@ def test_clean_run_passes(crafted: psycopg.Connection) -> None:
     for i in (1, 2, 3):
         queue(crafted, i, "P")
         journal(crafted, i, claimed=10 * i, done=10 * i + 5)
-    verdict = audit(crafted, 3, ordered=True, complete=True)
+    verdict = judge(crafted, 3, ordered=True, complete=True)
     assert verdict.passed and verdict.verdict == "pass"
     assert (
         verdict.processed,
@@ -68,7 +74,7 @@ def test_each_field_fails_the_verdict(crafted: psycopg.Connection) -> None:
     queue(crafted, 4, "P", order_id=2)
     journal(crafted, 4, 25, 35, order_id=2)  # claimed before 3 completed
     queue(crafted, 6, "P", order_id=3)  # marked processed, never journaled: lost
-    verdict = audit(crafted, 6, ordered=True, complete=True)  # msg 5 was produced but vanished
+    verdict = judge(crafted, 6, ordered=True, complete=True)  # msg 5 was produced but vanished
     assert verdict.verdict == "fail"
     assert verdict.processed == 3
     assert verdict.duplicates == 1 and verdict.duplicate_ids == (1,)
@@ -83,8 +89,8 @@ def test_order_violation_alone_fails_only_ordered_strategies(crafted: psycopg.Co
     for i, (claimed, done) in enumerate([(0, 10), (5, 12)], start=1):
         queue(crafted, i, "P")
         journal(crafted, i, claimed, done)
-    assert not audit(crafted, 2, ordered=True, complete=True).passed
-    unordered = audit(crafted, 2, ordered=False, complete=True)
+    assert not judge(crafted, 2, ordered=True, complete=True).passed
+    unordered = judge(crafted, 2, ordered=False, complete=True)
     assert unordered.passed and unordered.order_violations == 1
 
 
@@ -92,12 +98,12 @@ def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection)
     queue(crafted, 1, "P")
     journal(crafted, 1, 0, 5)
     queue(crafted, 2, "N")
-    assert audit(crafted, 2, ordered=True, complete=False).passed
-    assert not audit(crafted, 2, ordered=True, complete=True).passed
-    assert not audit(crafted, 3, ordered=True, complete=False).passed  # msg 3 is nowhere
+    assert judge(crafted, 2, ordered=True, complete=False).passed
+    assert not judge(crafted, 2, ordered=True, complete=True).passed
+    assert not judge(crafted, 3, ordered=True, complete=False).passed  # msg 3 is nowhere
     # msg 2 marked processed by a claim whose work never completed: lost, even in a partial run
     crafted.execute("update msg_queue set status = 'P' where msg_id = 2")
-    lost = audit(crafted, 2, ordered=True, complete=False)
+    lost = judge(crafted, 2, ordered=True, complete=False)
     assert not lost.passed and lost.missing_ids == (2,) and lost.left_behind == 0
 
 
@@ -317,12 +323,19 @@ def test_slow_producer_is_not_a_stall(cli: Cli) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_threads_share_nothing_unsafe(cli: Cli) -> None:
-    """Many workers on few groups: counters add up exactly (no lost updates across threads)."""
+def test_threads_share_nothing_unsafe(cli: Cli, db: psycopg.Connection) -> None:
+    """Many workers on few groups: each worker's count in the report matches what the database
+    and the log saw of that worker (no lost updates across threads)."""
     result = cli.run(
         "-fill-db 1500 -workers 24 -orders 2 -work-ms 0 -poll-interval 0.01 -json out.json -claim indexed"
     )
     assert result.returncode == 0, result.stderr
     doc = json.loads((cli.workdir / "out.json").read_text())
-    assert doc["processed"] == 1500 == sum(w["processed"] for w in doc["workers"])
+    journaled = dict(db.execute("select worker, count(*) from msg_journal group by worker").fetchall())
+    logged: dict[str, int] = {}
+    for worker, *_ in handled_lines(cli.workdir / "msg_queue.log"):
+        logged[worker] = logged.get(worker, 0) + 1
+    reported = {w["name"]: w["processed"] for w in doc["workers"] if w["processed"]}
+    assert reported == journaled == logged
+    assert doc["processed"] == 1500 == sum(journaled.values())
     assert doc["audit"]["verdict"] == "pass"

@@ -13,7 +13,9 @@ from conftest import Cli, assert_one_line_error
 @pytest.mark.parametrize(
     "args,needles",
     [
-        (["-fill-db", "0"], ["-fill-db 0", "positive"]),
+        (["-fill-db", "0"], ["-fill-db 0", "between 1 and"]),
+        (["-fill-db", "3000000000"], ["-fill-db 3000000000", "integer column"]),
+        (["-orders", "3000000000"], ["-orders 3000000000", "integer"]),
         (["-fill-db", "-5"], ["-fill-db -5"]),
         (["-fill-db", "abc"], ["abc", "integer"]),
         (["-workers", "2"], ["-workers 2", "at least 3"]),
@@ -25,7 +27,10 @@ from conftest import Cli, assert_one_line_error
         (["-claim", "bogus"], ["unknown claim strategy 'bogus'", "advisory", "fifo", "indexed", "seed"]),
         (["-wakeup", "smoke"], ["unknown -wakeup 'smoke'", "notify"]),
         (["-compare", "seed,nope"], ["unknown claim strategy 'nope'"]),
-        (["-no-such-flag"], ["No such option"]),
+        (["-no-such-flag"], ["unknown flag -no-such-flag"]),
+        (["-frobnicate"], ["unknown flag -frobnicate"]),
+        (["-fill-db", "50", "-fill-db", "300"], ["-fill-db is given twice"]),
+        (["-fill-db=50", "--fill-db", "300"], ["given twice"]),
         (["-rate", "nan"], ["-rate nan", "finite"]),
         (["-poll-interval", "inf"], ["-poll-interval inf", "finite"]),
         (["-stall-timeout", "0"], ["-stall-timeout 0", "polls or works"]),
@@ -50,7 +55,7 @@ def test_missing_and_unreadable_sql_files(cli: Cli) -> None:
 def test_broken_schema_shows_server_message_and_keeps_old_table(cli: Cli, db: psycopg.Connection) -> None:
     assert cli.run("-fill-db", "25", "-workers", "3", "-work-ms", "0").returncode == 0
     (cli.workdir / "bad.sql").write_text("drop table if exists msg_queue;\ncreate tabel msg_queue(x int);\n")
-    line = assert_one_line_error(cli.run("-schema", "bad.sql"), 1, "schema file bad.sql", "syntax error")
+    line = assert_one_line_error(cli.run("-schema", "bad.sql"), 2, "schema file bad.sql", "syntax error")
     assert "tabel" in line
     # One transaction: the drop was rolled back with the failed create.
     assert db.execute("select count(*) from msg_queue").fetchone()[0] == 25
@@ -58,7 +63,7 @@ def test_broken_schema_shows_server_message_and_keeps_old_table(cli: Cli, db: ps
 
 def test_broken_claim_query_shows_server_message(cli: Cli) -> None:
     (cli.workdir / "claim.sql").write_text("select msg_id from msg_queue where no_such_column = $1")
-    assert_one_line_error(cli.run("-next-msg", "claim.sql"), 1, "claim query claim.sql", "no_such_column")
+    assert_one_line_error(cli.run("-next-msg", "claim.sql"), 2, "claim query claim.sql", "no_such_column")
 
 
 def test_unreachable_server(cli: Cli) -> None:
@@ -111,7 +116,7 @@ def test_unwritable_log_file(cli: Cli) -> None:
 
 
 def test_too_many_workers_for_the_server(cli: Cli) -> None:
-    assert_one_line_error(cli.run("-workers", "500"), 1, "-workers 500", "max_connections")
+    assert_one_line_error(cli.run("-workers", "500"), 2, "-workers 500", "max_connections")
 
 
 @pytest.mark.parametrize("flag", ["-json", "-plot"])

@@ -58,8 +58,8 @@ def plan_and_buffers(db: psycopg.Connection, claim: str, backlog: int) -> tuple[
     """Build a backlog, then EXPLAIN ANALYZE one claim: its plan and the buffers it touched."""
     strategy = load_strategy(claim, None)
     db.execute((REPO / "schema.sql").read_text())
-    if strategy.schema_sql:
-        db.execute(strategy.schema_sql)
+    if strategy.schema:
+        db.execute(strategy.schema.text)
     db.execute(
         """insert into msg_queue
            select g, 'type' || (1 + g %% 3), 'N', 1 + (g / 3) %% 20,
@@ -69,7 +69,7 @@ def plan_and_buffers(db: psycopg.Connection, claim: str, backlog: int) -> tuple[
     )
     db.execute("analyze msg_queue")
     with db.transaction(force_rollback=True):
-        sql = "explain (analyze, buffers, format text) " + strategy.claim_sql
+        sql = "explain (analyze, buffers, format text) " + strategy.claim.text
         plan = "\n".join(r[0] for r in psycopg.RawCursor(db).execute(sql, ("type1",)).fetchall())
     hits = re.search(r"Buffers: shared hit=(\d+)", plan)
     return plan, int(hits.group(1)) if hits else 0
@@ -92,8 +92,9 @@ def test_seed_claim_scans_the_backlog(db: psycopg.Connection) -> None:
 
 
 def test_compare_runs_each_cell_on_one_workload(cli: Cli) -> None:
+    """No -seed: one seed is drawn for the invocation, so every cell gets the same messages."""
     result = cli.run(
-        "-compare seed,indexed/notify,fifo",
+        "-compare seed,indexed/notify,fifo,seed",
         "-fill-db 300 -workers 6 -work-ms 0-2 -poll-interval 0.05 -json cmp.json",
     )
     assert result.returncode == 0, result.stderr
@@ -102,11 +103,29 @@ def test_compare_runs_each_cell_on_one_workload(cli: Cli) -> None:
         ("seed", "poll"),
         ("indexed", "notify"),
         ("fifo", "poll"),
+        ("seed", "poll"),
     ]
     assert all(r["processed"] == 300 for r in runs)
-    assert "claim strategies compared" in result.stdout
-    for name in ("seed", "indexed", "fifo", "notify"):
-        assert name in result.stdout
+    seeds = {r["settings"]["seed"] for r in runs}
+    assert len(seeds) == 1 and None not in seeds
+    assert len({json.dumps(r["processed_per_type"]) for r in runs}) == 1, [
+        r["processed_per_type"] for r in runs
+    ]
+    assert len({json.dumps(r["groups_per_type"]) for r in runs}) == 1
+    seed = seeds.pop()
+    assert f"seed {seed}" in result.stdout and f"seed {seed}" in (cli.workdir / "msg_queue.log").read_text()
+    out = " ".join(result.stdout.split())
+    assert "claim strategies compared" in out and "msg/s" in out and "e2e p50 ms" in out
+    # the unordered cell's out-of-order messages are shown, not hidden behind "pass"
+    fifo = runs[2]["audit"]["order_violations"]
+    assert fifo == 0 or f"({fifo} out of order: unordered)" in out
+    for cell in ("cell seed/poll", "cell indexed/notify", "cell fifo/poll"):
+        assert cell in result.stderr
+
+
+def test_compare_with_next_msg_is_refused(cli: Cli) -> None:
+    (cli.workdir / "mine.sql").write_text((REPO / "next_msg.sql").read_text())
+    assert_one_line_error(cli.run("-compare seed,fifo -next-msg mine.sql"), 2, "-compare", "-next-msg")
 
 
 def test_user_strategy_is_found_by_dropping_in_files(cli: Cli) -> None:

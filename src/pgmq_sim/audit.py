@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psycopg
-
-from pgmq_sim.sqlfiles import statement
+from pgmq_sim.queue import QueueDatabase
 
 SHOW = 5
 
@@ -74,27 +72,18 @@ def _ids(ids: tuple[int, ...]) -> str:
     return ", ".join(map(str, ids))
 
 
-def audit(conn: psycopg.Connection, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
-    cur = psycopg.RawCursor(conn)
-    cur.execute(statement("audit_counts"), (expected,))
-    processed, duplicates, missing, left_behind = cur.fetchone()
-    cur.execute(statement("audit_duplicates"), (SHOW,))
-    duplicate_ids = tuple(r[0] for r in cur.fetchall())
-    cur.execute(statement("audit_missing"), (expected, SHOW))
-    missing_ids = tuple(r[0] for r in cur.fetchall())
-    cur.execute(statement("audit_order"))
-    violations = [r[0] for r in cur.fetchall()]
-    conn.rollback()
+def audit(db: QueueDatabase, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
+    counts = db.audit_counts(expected, SHOW)
     return AuditVerdict(
         expected=expected,
-        processed=processed,
-        duplicates=duplicates,
-        missing=missing,
-        left_behind=left_behind,
-        order_violations=len(violations),
+        processed=counts.processed,
+        duplicates=counts.duplicates,
+        missing=counts.missing,
+        left_behind=counts.left_behind,
+        order_violations=counts.order_violations,
         ordered=ordered,
         complete=complete,
-        duplicate_ids=duplicate_ids,
-        missing_ids=missing_ids,
-        order_violation_ids=tuple(violations[:SHOW]),
+        duplicate_ids=counts.duplicate_ids,
+        missing_ids=counts.missing_ids,
+        order_violation_ids=counts.order_violation_ids,
     )

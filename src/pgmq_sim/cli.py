@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import signal
 import sys
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeVar
@@ -18,20 +19,15 @@ from rich.console import Console
 
 from pgmq_sim import __version__
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.report import (
-    RunResult,
-    check_output_path,
-    check_plot_support,
-    print_comparison,
-    print_summary,
-    write_json,
-    write_plot,
-)
-from pgmq_sim.run import RunInput, run_once
+from pgmq_sim.render.files import STDOUT, check_output_path, write_json
+from pgmq_sim.render.plot import check_plot_support, write_plot
+from pgmq_sim.render.terminal import print_comparison, print_summary
+from pgmq_sim.result import RunResult
+from pgmq_sim.run import Run, RunInput, Signals
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import first_line, open_server
 from pgmq_sim.settings import WAKEUPS, Settings, WorkTime
-from pgmq_sim.sqlfiles import known_strategies, load_strategy, read_sql, user_file
+from pgmq_sim.sqlfiles import known_strategies, load_strategy, user_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -164,7 +160,7 @@ def parse_compare(text: str) -> list[tuple[str, str]]:
     type=click.Path(path_type=Path),
     default=None,
     metavar="FILE",
-    help="Write the whole result as JSON.",
+    help="Write the whole result as JSON; - for stdout (the summary then goes to stderr).",
 )
 @flag(
     "plot",
@@ -174,7 +170,20 @@ def parse_compare(text: str) -> list[tuple[str, str]]:
     metavar="FILE.png",
     help="Draw throughput, backlog and latency over time (needs pgmq-sim[plot]).",
 )
-@flag("seed", type=int, default=None, metavar="N", help="Random seed, for repeatable runs.")
+@flag(
+    "reconnect-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="How long workers, producer and the tool keep reconnecting to a lost server.",
+)
+@flag(
+    "replace-tables",
+    is_flag=True,
+    help="Replace msg_queue/msg_journal/pgmq_sim_run even if pgmq-sim did not create them.",
+)
+@flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
     "progress",
     type=click.Choice(["auto", "bars", "plain", "off"]),
@@ -193,7 +202,7 @@ def command(**options: object) -> None:
     sys.exit(execute(options))
 
 
-def _settings(options: dict) -> Settings:
+def _settings(options: dict[str, Any]) -> Settings:
     return Settings(
         dsn=options["dsn"],
         delmsg=options["delmsg"],
@@ -212,86 +221,139 @@ def _settings(options: dict) -> Settings:
         stall_timeout=options["stall_timeout"],
         json_path=options["json_path"],
         plot_path=options["plot_path"],
-        seed=options["seed"],
+        # one seed per invocation: every cell of a comparison runs the same workload
+        seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
         progress=options["progress"],
+        reconnect_timeout=options["reconnect_timeout"],
+        replace_tables=options["replace_tables"],
     )
 
 
-def execute(options: dict) -> int:
+@contextmanager
+def signals_caught() -> Iterator[tuple[Signals, list[int]]]:
+    """SIGINT/SIGTERM: the first stops the run cleanly, a second stops waiting for the server;
+    the first one's exit code is kept. The previous handlers come back afterwards."""
+    signals = Signals()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        if signals.interrupt.is_set():
+            signals.hurry.set()
+        signals.interrupt.set()
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in SIGNAL_EXIT}
+    try:
+        yield signals, received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def execute(options: dict[str, Any]) -> int:
     settings = _settings(options)
+    summary_to_stderr = settings.json_path == STDOUT or settings.logfile == "-"
     if settings.json_path:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:
         check_output_path(settings.plot_path, "-plot")
         check_plot_support(settings.plot_path)
     cells = parse_compare(options["compare"]) if options["compare"] else [(settings.claim, settings.wakeup)]
-    schema_path = user_file("schema.sql", settings.schema)
-    schema_sql = read_sql(schema_path, "schema", "pass an existing, readable file with -schema")
+    if options["compare"] and settings.next_msg is not None:
+        raise UsageError(
+            "-compare runs each strategy's own claim, and -next-msg would replace them all;"
+            " drop -next-msg, or run it alone with -claim NAME -next-msg FILE"
+        )
+    schema = user_file("schema.sql", settings.schema, "-schema")
     inputs = [
         RunInput(
             dataclasses.replace(settings, claim=name, wakeup=wakeup),
-            schema_sql,
-            str(schema_path),
+            schema,
             load_strategy(name, settings.next_msg),
         )
         for name, wakeup in cells
     ]
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    console = Console(highlight=False, width=None if wide else REPORT_WIDTH)
+    console = Console(highlight=False, width=None if wide else REPORT_WIDTH, stderr=summary_to_stderr)
     progress_console = Console(stderr=True, highlight=False)
-    log = RunLog(settings.logfile)
-    interrupt = threading.Event()
-    received: list[int] = []
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if interrupt.is_set():  # a second signal: stop waiting for a clean end, unwind now
-            raise KeyboardInterrupt
-        received.append(signum)
-        interrupt.set()
-
-    for signum in SIGNAL_EXIT:
-        signal.signal(signum, on_signal)
+    log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     results: list[RunResult] = []
-    failed: list[dict[str, str]] = []  # comparison cells that ended in an error
-    try:
-        with open_server(settings.dsn) as server:
-            console.print(f"pgmq-sim {__version__}: using {server.label}")
-            log.event(f"run start: server {server.label}")
-            for given in inputs:
-                if interrupt.is_set():
-                    break
-                try:
-                    results.append(run_once(given, server, progress_console, log, interrupt))
-                except SimError as exc:
+    failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
+    with signals_caught() as (signals, received):
+        try:
+            with open_server(settings.dsn) as server:
+                console.print(f"pgmq-sim {__version__}: using {server.label}; seed {settings.seed}")
+                log.event(f"run start: server {server.label}; seed {settings.seed}")
+                for given in inputs:
+                    if signals.interrupt.is_set():
+                        break
+                    if len(inputs) > 1:
+                        progress_console.print(f"cell {given.strategy.label}/{given.settings.wakeup}")
+                    try:
+                        results.append(Run(given, server, progress_console, log, signals).execute())
+                    except SimError as exc:
+                        if len(inputs) == 1:
+                            raise
+                        # one broken comparison cell should not cost the others their results
+                        cell = {"strategy": given.strategy.label, "wakeup": given.settings.wakeup}
+                        failed.append(cell | {"error": str(exc)})
+                        click.echo(f"pgmq-sim: error: {cell['strategy']}/{cell['wakeup']}: {exc}", err=True)
+                        continue
+                    result = results[-1]
                     if len(inputs) == 1:
-                        raise
-                    # one broken comparison cell should not cost the others their results
-                    cell = {"strategy": given.strategy.name, "wakeup": given.settings.wakeup}
-                    failed.append(cell | {"error": str(exc)})
-                    click.echo(f"pgmq-sim: error: {cell['strategy']}/{cell['wakeup']}: {exc}", err=True)
-                    continue
-                if len(inputs) == 1:
-                    print_summary(console, results[-1])
-    finally:
-        log.close()
-    if len(inputs) > 1:
+                        print_summary(console, result)
+                    if result.error:  # the summary says it too; stderr gets the one line
+                        where = f"{result.strategy}/{result.settings.wakeup}: " if len(inputs) > 1 else ""
+                        click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
+            code = _report(settings, results, failed, console, len(inputs) > 1)
+            if received:
+                code = SIGNAL_EXIT[signal.Signals(received[0])]
+            outcome = ", ".join(r.outcome for r in results) or "no run"
+            log.event(f"run end: {outcome}; exit {code}")
+            return code
+        finally:
+            log.close()
+
+
+def _report(
+    settings: Settings,
+    results: list[RunResult],
+    failed: list[dict[str, str]],
+    console: Console,
+    compare: bool,
+) -> int:
+    """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
+    errors: list[str] = []
+    if compare:
         print_comparison(console, results)
-    if settings.json_path:
-        if len(inputs) == 1:
-            if results:  # none if a signal came before the run began
-                write_json(settings.json_path, results[0].as_json())
-        else:
-            write_json(settings.json_path, {"runs": [r.as_json() for r in results], "failed": failed})
+    if settings.json_path and (results or failed):
+        document = (
+            {"runs": [r.as_json() for r in results], "failed": failed} if compare else results[0].as_json()
+        )
+        try:
+            write_json(settings.json_path, document)
+        except SimError as exc:
+            errors.append(str(exc))
     if settings.plot_path and results:
-        write_plot(settings.plot_path, results)
-    if received:
-        return SIGNAL_EXIT[signal.Signals(received[0])]
-    return max([r.exit_code for r in results] + [1 if failed else 0])
+        try:
+            write_plot(settings.plot_path, results)
+        except SimError as exc:
+            errors.append(str(exc))
+    for error in errors:
+        click.echo(f"pgmq-sim: error: {error}", err=True)
+    return max([r.exit_code for r in results] + [1 if failed or errors else 0])
 
 
 def main() -> None:
+    args = sys.argv[1:]
     try:
-        command.main(standalone_mode=False)
+        if args[:1] == ["audit"]:
+            from pgmq_sim.audit_command import audit_command
+
+            audit_command.main(args[1:], prog_name="pgmq-sim audit", standalone_mode=False)
+            return
+        check_flags(args)
+        command.main(args, standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -303,6 +365,37 @@ def main() -> None:
     except SimError as exc:
         click.echo(f"pgmq-sim: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except psycopg.Error as exc:  # the server went away or refused something mid-run
+    except psycopg.Error as exc:  # the server went away or refused something before the run
         click.echo(f"pgmq-sim: error: database error: {first_line(exc)}; check the server", err=True)
         sys.exit(1)
+
+
+def check_flags(args: list[str]) -> None:
+    """Name an unknown flag as written (click would name its first letter) and refuse a flag
+    given twice (click would silently keep the last)."""
+    names = {}
+    for param in command.params:
+        for opt in param.opts:
+            names[opt] = param.name
+    names.update({"-h": "help", "-help": "help", "--help": "help", "-version": "v", "--version": "v"})
+    seen: dict[str, str] = {}
+    for arg in args:
+        if arg == "--":
+            break
+        if not arg.startswith("-") or arg == "-" or _is_number(arg):
+            continue
+        flag_name = arg.split("=", 1)[0]
+        if flag_name not in names:
+            raise UsageError(f"unknown flag {flag_name}; see pgmq-sim --help for the flags")
+        dest = names[flag_name]
+        if dest in seen:
+            raise UsageError(f"{flag_name} is given twice ({seen[dest]} and {arg}); give it once")
+        seen[dest] = arg
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

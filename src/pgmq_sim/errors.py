@@ -13,3 +13,9 @@ class UsageError(SimError):
 
 class StallError(SimError):
     exit_code = 3
+
+
+class ServerLostError(SimError):
+    """The server stayed unreachable past -reconnect-timeout."""
+
+    exit_code = 3

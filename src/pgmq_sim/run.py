@@ -1,37 +1,53 @@
-"""One run, end to end: schema, producer, workers, then stats, health and audit."""
+"""One run, in named phases: check, prepare, produce, start, watch, stop, collect.
+
+The main thread coordinates and never waits on the server itself: each database
+phase runs on a helper thread, with a bound, so a signal is honoured in every
+phase and a frozen server cannot hang the run. Once the database has been
+changed, whatever ends the run (done, error, stall, signal, lost server) ends in
+a result, with the audit when the server can be reached.
+"""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
-from contextlib import ExitStack
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
 from rich.console import Console
 
-from pgmq_sim.audit import audit
-from pgmq_sim.diagnose import stall_causes, table_health
-from pgmq_sim.errors import SimError
-from pgmq_sim.producer import MessageSource, RateProducer, prefill
+from pgmq_sim.audit import AuditVerdict, audit
+from pgmq_sim.diagnose import stall_causes
+from pgmq_sim.errors import ServerLostError, SimError, UsageError
+from pgmq_sim.producer import BatchWriter, MessageSource, RateProducer, prefill
 from pgmq_sim.progress import RunProgress
-from pgmq_sim.report import RunResult, WorkerResult
+from pgmq_sim.queue import (
+    QueueDatabase,
+    TableHealth,
+    completion_statement,
+    connect_worker,
+    is_connection_lost,
+)
+from pgmq_sim.result import RunResult
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.server import APPLICATION_NAME, Server, connect, first_line
+from pgmq_sim.server import Server, connect, reason
 from pgmq_sim.settings import QUEUE_TYPES, Settings
-from pgmq_sim.sqlfiles import ClaimStrategy, prepare_claim, statement
-from pgmq_sim.stats import LatencyHistogram, WorkerStats, timeline
+from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource
+from pgmq_sim.stats import Timeline, WorkerStats
+from pgmq_sim.threads import RunThread, join_all
 from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
-from pgmq_sim.worker import ProcessedCounter, Worker, WorkerPlan
+from pgmq_sim.worker import ProcessedCounter, Worker, WorkerLoop, WorkerPlan
 
+T = TypeVar("T")
 TICK_S = 0.2
-SPARE_CONNECTIONS = 5
-TRIAL_CLAIM = "pgmq_sim_trial_claim"
-ADMIN_LOCK_TIMEOUT_MS = 3_000
 STOP_GRACE_S = 2.0
+PING_TIMEOUT_S = 5.0
+COLLECT_TIMEOUT_S = 600.0
+OWN_CONNECTIONS = 1  # the tool's own per-phase connection
 
 
 @dataclass(frozen=True)
@@ -39,9 +55,27 @@ class RunInput:
     """Everything a run needs that was read and checked before the server was touched."""
 
     settings: Settings
-    schema_sql: str
-    schema_source: str
+    schema: SqlSource
     strategy: ClaimStrategy
+
+    @property
+    def files(self) -> dict[str, dict[str, str]]:
+        files = {"schema": self.schema.as_json(), "claim": self.strategy.claim.as_json()}
+        if self.strategy.schema:
+            files["strategy_schema"] = self.strategy.schema.as_json()
+        return files
+
+
+class Signals:
+    """What the signal handler tells the run: stop cleanly (first), stop waiting (second)."""
+
+    def __init__(self) -> None:
+        self.interrupt = threading.Event()
+        self.hurry = threading.Event()
+
+
+class NotAnswering(SimError):
+    exit_code = 3
 
 
 class FirstError:
@@ -58,300 +92,395 @@ class FirstError:
                 self.error = (where, exc)
         self._stop.set()
 
-    def raise_if_any(self) -> None:
-        if self.error is not None:
-            where, exc = self.error
-            if isinstance(exc, SimError):
-                raise SimError(f"{where}: {exc}")
-            raise SimError(f"{where} failed: {first_line(exc)}; check the server and the SQL files")
+    def describe(self, dsn: str) -> tuple[str, str] | None:
+        """(outcome, one line) for the first failure, if any."""
+        if self.error is None:
+            return None
+        where, exc = self.error
+        if isinstance(exc, ServerLostError):
+            return "server-lost", str(exc)
+        if isinstance(exc, SimError):
+            return "failed", f"{where}: {exc}"
+        return "failed", f"{where} failed: {reason(exc, dsn)}; check the server and the SQL files"
 
 
-def _execute_file(conn: psycopg.Connection, sql: str, what: str, fix: str) -> None:
-    try:
-        conn.execute(sql)
-    except psycopg.errors.LockNotAvailable:
-        conn.rollback()
-        raise SimError(
-            f"{what} waited {ADMIN_LOCK_TIMEOUT_MS / 1000:g} s for a lock another session holds on"
-            " the queue; end that session's transaction and run again"
-        ) from None
-    except psycopg.Error as exc:
-        conn.rollback()
-        raise SimError(f"{what} failed on the server: {first_line(exc)}; {fix}") from None
+def call_bounded(
+    operation: Callable[[], T], timeout: float, signals: Signals, what: str, stop_on_interrupt: bool = False
+) -> T:
+    """Run a database operation on a helper thread and wait for it, at most `timeout` seconds,
+    and not at all once a second signal says to stop waiting (or, if asked, the first)."""
+    box: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(operation())
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name=what, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while thread.is_alive():
+        thread.join(TICK_S)
+        if signals.hurry.is_set() or (stop_on_interrupt and signals.interrupt.is_set()):
+            raise InterruptedError(what)
+        if time.monotonic() > deadline:
+            raise NotAnswering(f"{what} got no answer within {timeout:g} s")
+    if failure:
+        raise failure[0]
+    return box[0]
 
 
-def prepare_database(conn: psycopg.Connection, given: RunInput) -> None:
-    """Create the queue, the strategy's additions, the journal and the wake-up trigger in one
-    transaction, then try the claim once and roll back: a broken file changes nothing."""
-    settings, strategy = given.settings, given.strategy
-    max_conn = int(conn.execute("show max_connections").fetchone()[0])
-    if settings.workers + SPARE_CONNECTIONS > max_conn:
-        raise SimError(
-            f"-workers {settings.workers} needs {settings.workers + SPARE_CONNECTIONS} connections"
-            f" but the server allows {max_conn}; use fewer workers or raise max_connections"
-        )
-    _execute_file(
-        conn,
-        given.schema_sql,
-        f"schema file {given.schema_source}",
-        "fix the SQL or pass another file with -schema",
-    )
-    if strategy.schema_sql:
-        _execute_file(
-            conn, strategy.schema_sql, f"strategy '{strategy.name}' schema", "fix the strategy's schema.sql"
-        )
-    if settings.audit:
-        _execute_file(conn, statement("journal"), "journal table", "check the user may create tables")
-    else:  # a journal left by an earlier run would describe that run, not this one
-        _execute_file(conn, statement("drop_journal"), "journal table", "check the user may drop tables")
-    if settings.wakeup == "notify":
-        _execute_file(
-            conn,
-            statement("notify_trigger"),
-            "notify trigger",
-            "check the user may create functions and triggers",
-        )
-    try:  # prepared exactly as the workers prepare it, run, rolled back
-        conn.execute(prepare_claim(TRIAL_CLAIM, strategy.wrapped_claim_sql))
-        with conn.transaction(force_rollback=True):
-            conn.execute(f"execute {TRIAL_CLAIM}('{QUEUE_TYPES[0]}')").fetchall()
-        conn.execute(f"deallocate {TRIAL_CLAIM}")
-    except psycopg.Error as exc:
-        conn.rollback()
-        raise SimError(
-            f"claim query {strategy.claim_source} failed on the server: {first_line(exc)};"
-            " fix it (it must return msg_id, queue_type, order_id) or pass -next-msg FILE"
-        ) from None
-    conn.commit()
+class Run:
+    """One run of one workload; `execute` takes it through its phases."""
 
-
-def _open_pool(resources: ExitStack, server: Server, size: int) -> ConnectionPool:
-    pool = ConnectionPool(
-        server.dsn,
-        min_size=size,
-        max_size=size,
-        kwargs={"application_name": APPLICATION_NAME},
-        open=False,
-        name="workers",
-    )
-    resources.callback(pool.close)
-    pool.open()
-    try:
-        pool.wait(timeout=30)
-    except PoolTimeout:
-        raise SimError(
-            f"could not open {size} worker connections within 30 s;"
-            " check the server's max_connections and load"
-        ) from None
-    return pool
-
-
-def _open_wakeup(
-    resources: ExitStack, server: Server, settings: Settings, stop: threading.Event, errors: FirstError
-) -> Wakeup:
-    wakeup: Wakeup
-    if settings.wakeup == "notify":
-        listener = resources.enter_context(connect(server.dsn, autocommit=True))
-        wakeup = NotifyWakeup(
-            listener,
-            settings.poll_interval or 1.0,
-            stop,
-            lambda exc: errors.report("notify listener", exc),
-        )
-    else:
-        wakeup = PollWakeup(settings.poll_interval, stop)
-    resources.callback(wakeup.close)
-    return wakeup
-
-
-def _completion_sql(settings: Settings) -> str:
-    return statement(
-        ("complete_delete" if settings.delmsg else "complete_mark") + ("_audited" if settings.audit else "")
-    )
-
-
-def run_once(
-    given: RunInput, server: Server, console: Console, log: RunLog, interrupt: threading.Event
-) -> RunResult:
-    settings, strategy = given.settings, given.strategy
-    stop = threading.Event()
-    done = threading.Event()
-    errors = FirstError(stop)
-    rng = random.Random(settings.seed)
-    source = MessageSource(settings.orders, random.Random(rng.random()))
-    with ExitStack() as resources:
-        admin = resources.enter_context(connect(server.dsn))
-        # A lock held elsewhere must not hang the schema, the diagnosis or the audit.
-        admin.execute(f"set lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
-        admin.commit()
-        prepare_database(admin, given)
-        log.event(
-            f"schema ready from {given.schema_source}; claim strategy {strategy.name}"
-            f" ({strategy.claim_source}); wake-up {settings.wakeup}"
-        )
-        produced_at: list[tuple[float, int]] = []
-        if settings.rate == 0:
-            began = time.monotonic()
-            prefill(admin, source, settings.fill_db)
-            log.event(f"prefilled {settings.fill_db} messages in {time.monotonic() - began:.2f} s")
-            produced_at.append((0.0, settings.fill_db))
-        pool = _open_pool(resources, server, settings.workers)
-        wakeup = _open_wakeup(resources, server, settings, stop, errors)
-
-        started = time.perf_counter()
-
-        def clock() -> float:
-            return time.perf_counter() - started
-
-        counter = ProcessedCounter(settings.fill_db, done)
-        plan = WorkerPlan(
-            strategy.wrapped_claim_sql, _completion_sql(settings), settings.audit, settings.work, clock
-        )
-        stats = [WorkerStats(f"w{i + 1}", settings.worker_type(i)) for i in range(settings.workers)]
-        workers = [
-            Worker(
-                s,
-                plan,
-                pool,
-                wakeup,
-                log,
-                counter,
-                stop,
-                lambda exc, name=s.name: errors.report(f"worker {name}", exc),
-                random.Random(rng.random()),
-            )
-            for s in stats
+    def __init__(
+        self, given: RunInput, server: Server, console: Console, log: RunLog, signals: Signals
+    ) -> None:
+        self.given = given
+        self.settings = given.settings
+        self.server = server
+        self.console = console
+        self.log = log
+        self.signals = signals
+        self.stop = threading.Event()
+        self.done = threading.Event()
+        self.errors = FirstError(self.stop)
+        self.db = QueueDatabase(server.dsn, self.settings.reconnect_timeout, self.stop)
+        rng = random.Random(self.settings.seed)
+        self._rng = rng
+        self._source_rng = random.Random(rng.random())
+        self.timeline = Timeline()
+        self.counter = ProcessedCounter(self.settings.fill_db, self.done)
+        self.stats = [
+            WorkerStats(f"w{i + 1}", self.settings.worker_type(i)) for i in range(self.settings.workers)
         ]
-        producer = None
-        if settings.rate > 0:
-            producer_conn = resources.enter_context(connect(server.dsn, autocommit=True))
+        self.workers: list[Worker] = []
+        self.threads: list[RunThread] = []
+        self.writer = BatchWriter(server.dsn, self.settings.reconnect_timeout, self.stop, log.event)
+        self.source: MessageSource | None = None
+        self.wakeup: Wakeup = PollWakeup(self.settings.poll_interval, self.stop)
+        self.started = 0.0
+        self.elapsed = 0.0
+        self.outcome = "completed"
+        self.error: str | None = None
+        self.causes: list[str] = []
+        self.notes: list[str] = []
+        self.changed = False  # the database has been changed: from now on, every end is reported
+
+    def clock(self) -> float:
+        return time.perf_counter() - self.started if self.started else 0.0
+
+    # -- the phases ---------------------------------------------------------------------
+
+    def execute(self) -> RunResult:
+        self.log.on_failure(lambda exc: self.errors.report("log", exc))
+        try:
+            self.check()
+            self.prepare()
+            self.produce()
+            self.start()
+            self.watch()
+        except InterruptedError:
+            self.outcome = "interrupted"
+        except SimError as exc:
+            if not self.changed:
+                raise  # nothing was changed: one line says why
+            self.outcome = "server-lost" if isinstance(exc, ServerLostError | NotAnswering) else "failed"
+            self.error = str(exc)
+        except psycopg.Error as exc:
+            text = f"database error: {reason(exc, self.server.dsn)}; check the server"
+            if not self.changed:
+                raise SimError(text) from None
+            self.outcome, self.error = "failed", text
+        finally:
+            self.halt()
+            self.log.on_failure(None)
+        return self.collect()
+
+    def check(self) -> None:
+        """Everything that can fail before the database is changed."""
+        settings = self.settings
+        # the first connection says, in one line, why there is none (never the password)
+        call_bounded(lambda: connect(self.server.dsn).close(), 30, self.signals, "connecting", True)
+        budget, role_left = call_bounded(
+            self.db.connection_budget, 30, self.signals, "connection check", True
+        )
+        needed = (
+            settings.workers
+            + OWN_CONNECTIONS
+            + (1 if settings.rate else 0)
+            + (1 if settings.wakeup == "notify" else 0)
+        )
+        for left, whose in ((budget, "the server"), (role_left, "this role's CONNECTION LIMIT")):
+            if left is not None and needed > left:
+                raise UsageError(
+                    f"-workers {settings.workers} needs {needed} connections (workers, producer,"
+                    f" listener, the tool's own) but {whose} allows {left} more now;"
+                    " use fewer workers or raise max_connections"
+                )
+        tables = call_bounded(self.db.tables, 30, self.signals, "table check", True)
+        foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
+        if foreign and not settings.replace_tables:
+            raise UsageError(
+                f"table(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run drops and"
+                " recreates them: use another database, or pass -replace-tables to replace them"
+            )
+        previous = call_bounded(self.db.previous_run, 30, self.signals, "previous run check", True)
+        if previous is not None and not previous.finished:
+            line = (
+                f"replacing the data of an unfinished run (started {previous.started_at:%Y-%m-%d %H:%M:%S},"
+                f" {previous.produced} of {previous.target} messages produced);"
+                " `pgmq-sim audit` checks such a queue before a new run replaces it"
+            )
+            self.notes.append(line)
+            self.console.print(f"note: {line}")
+
+    def prepare(self) -> None:
+        settings, strategy = self.settings, self.given.strategy
+        record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, settings.as_json())
+        self.log.open()
+        self.changed = True  # install is one transaction: a failure inside it changes nothing
+        try:
+            call_bounded(
+                lambda: self.db.install(
+                    self.given.schema, strategy, settings.audit, settings.wakeup == "notify", record
+                ),
+                60,
+                self.signals,
+                "installing the schema",
+            )
+        except UsageError:
+            self.changed = False
+            raise
+        except psycopg.Error as exc:
+            if not is_connection_lost(exc):
+                self.changed = False  # the install's one transaction rolled back
+            raise
+        server_now = call_bounded(self.db.server_clock, 30, self.signals, "server clock")
+        self.source = MessageSource(settings.orders, self._source_rng, server_now)
+        self.log.event(
+            f"schema ready from {self.given.schema.path} ({self.given.schema.origin}); claim strategy"
+            f" {strategy.label} ({strategy.claim}); wake-up {settings.wakeup}; seed {settings.seed}"
+        )
+
+    def produce(self) -> None:
+        """Prefill, unless messages arrive at a rate while the workers run."""
+        settings, source = self.settings, self.source
+        assert source is not None
+        if settings.rate:
+            return
+        began = time.monotonic()
+        # a first signal stops the prefill between chunks; the run then reports what it wrote
+        stop_prefill = threading.Event()
+        prefill_thread = threading.Thread(
+            target=self._guarded,
+            args=("producer", lambda: prefill(self.writer, source, settings.fill_db, stop_prefill)),
+            name="prefill",
+            daemon=True,
+        )
+        prefill_thread.start()
+        while prefill_thread.is_alive():
+            prefill_thread.join(TICK_S)
+            if self.signals.interrupt.is_set():
+                stop_prefill.set()
+                if self.signals.hurry.is_set():
+                    break
+        self.timeline.arrived(0, self.writer.committed)
+        described = self.errors.describe(self.server.dsn)
+        if described is not None:
+            outcome, text = described
+            raise ServerLostError(text) if outcome == "server-lost" else SimError(text)
+        if self.signals.interrupt.is_set():
+            raise InterruptedError("prefill")
+        call_bounded(self.db.analyze, 120, self.signals, "ANALYZE")
+        self.log.event(f"prefilled {self.writer.committed} messages in {time.monotonic() - began:.2f} s")
+
+    def _reporter(self, where: str) -> Callable[[BaseException], None]:
+        return lambda exc: self.errors.report(where, exc)
+
+    def _guarded(self, where: str, operation: Callable[[], object]) -> None:
+        try:
+            operation()
+        except BaseException as exc:
+            self.errors.report(where, exc)
+
+    def start(self) -> None:
+        settings = self.settings
+        if settings.wakeup == "notify":
+            self.wakeup = call_bounded(
+                lambda: NotifyWakeup(
+                    lambda: connect_worker(self.server.dsn),
+                    settings.poll_interval or 1.0,
+                    settings.reconnect_timeout,
+                    self.stop,
+                    lambda exc: self.errors.report("notify listener", exc),
+                ),
+                30,
+                self.signals,
+                "listener connection",
+            )
+        self.started = time.perf_counter()
+        plan = WorkerPlan(
+            self.server.dsn,
+            self.given.strategy.wrapped_claim_sql,
+            completion_statement(settings.delmsg, settings.audit),
+            settings.audit,
+            settings.work,
+            settings.reconnect_timeout,
+            self.clock,
+        )
+        for stats in self.stats:
+            loop = WorkerLoop(
+                stats,
+                plan,
+                self.wakeup,
+                self.log,
+                self.counter,
+                self.timeline,
+                self.stop,
+                random.Random(self._rng.random()),
+            )
+            self.workers.append(Worker(loop, self.stop, self._reporter(f"worker {stats.name}")))
+        self.threads = list(self.workers)
+        if settings.rate:
+            assert self.source is not None
             producer = RateProducer(
-                producer_conn,
-                source,
+                self.writer,
+                self.source,
                 settings.fill_db,
                 settings.rate,
-                stop,
-                clock,
-                lambda exc: errors.report("producer", exc),
+                self.stop,
+                self.clock,
+                self.timeline,
+                lambda exc: self.errors.report("producer", exc),
             )
-        log.event(
+            self.threads.append(producer)
+        self.log.event(
             f"starting {settings.workers} workers"
-            + (f" and a producer at {settings.rate:g}/s" if producer else "")
+            + (f" and a producer at {settings.rate:g}/s" if settings.rate else "")
         )
-        for w in workers:
-            w.start()
-        if producer:
-            producer.start()
+        for thread in self.threads:
+            thread.start()
 
-        progress = RunProgress(console, stats, settings.fill_db, lambda: source.produced, settings.progress)
+    def watch(self) -> None:
+        """Wait for the target, a signal, a failure or a stall; say which ended the run."""
+        settings = self.settings
+        progress = RunProgress(
+            self.console, self.stats, settings.fill_db, lambda: self.writer.committed, settings.progress
+        )
+        last_count, last_change = 0, time.monotonic()
         try:
-            outcome = _watch(settings, done, stop, interrupt, counter, source, progress)
-            causes: tuple[str, ...] = ()
-            if outcome == "stalled":
-                pids = [w.backend_pid for w in workers if w.backend_pid is not None]
-                causes = tuple(stall_causes(admin, {s.queue_type for s in stats}, pids))
+            while not self.done.wait(TICK_S):
+                progress.update()
+                if self.signals.interrupt.is_set():
+                    self.outcome = "interrupted"
+                    return
+                described = self.errors.describe(self.server.dsn)
+                if described is not None:
+                    self.outcome, self.error = described
+                    return
+                count, now = self.counter.count, time.monotonic()
+                if count != last_count:
+                    last_count, last_change = count, now
+                in_doubt = self.counter.in_doubt
+                if in_doubt and count + in_doubt >= settings.fill_db and self._nothing_remains():
+                    return
+                if now - last_change >= settings.stall_timeout and self.writer.committed > count:
+                    self._diagnose_stall()
+                    return
         finally:
-            elapsed = clock()
-            stop.set()
-            wakeup.close()
-            _join_or_cancel(workers, producer)
+            self.elapsed = self.clock()
             progress.close()
-        errors.raise_if_any()
-        log.event(f"{outcome}: {counter.count} processed in {elapsed:.2f} s")
-        for cause in causes:
-            log.event(f"stall: {cause}")
 
-        health, verdict = None, None
+    def _nothing_remains(self) -> bool:
         try:
-            health = table_health(admin)
-            if settings.audit:
-                verdict = audit(admin, source.produced, strategy.ordered, outcome == "completed")
-                log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
-        except psycopg.Error as exc:
-            if outcome == "completed":
-                raise
-            admin.rollback()  # e.g. the queue is still locked by the session that stalled the run
-            causes += (f"table health and audit skipped: {first_line(exc)}",)
-        if producer:
-            produced_at = producer.produced_at
+            remaining = call_bounded(self.db.remaining, PING_TIMEOUT_S, self.signals, "remaining count")
+        except (NotAnswering, psycopg.Error):
+            return False
+        return remaining == 0 and self.writer.committed >= self.settings.fill_db
 
-    return RunResult(
-        settings=settings,
-        server=server.label,
-        strategy=strategy.name,
-        ordered=strategy.ordered,
-        target=settings.fill_db,
-        produced=source.produced,
-        elapsed_s=elapsed,
-        outcome=outcome,
-        groups_per_type={t: len(source.groups.get(t, ())) for t in QUEUE_TYPES},
-        timeline=tuple(timeline(stats, produced_at, elapsed)),
-        health=health,
-        audit=verdict,
-        stall_causes=causes,
-        **_worker_figures(stats, elapsed, settings),
-    )
-
-
-def _join_or_cancel(workers: list[Worker], producer: RateProducer | None) -> None:
-    """Give the threads a grace period together, then cancel the queries of those still
-    waiting on the server (a lock held elsewhere), so a stop never hangs."""
-    threads: list[Worker | RateProducer] = [*workers, *([producer] if producer else [])]
-    deadline = time.monotonic() + STOP_GRACE_S
-    for thread in threads:
-        thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    for thread in threads:
-        if thread.is_alive():
-            thread.cancel()
-    for thread in threads:
-        thread.join(timeout=STOP_GRACE_S)
-
-
-def _watch(
-    settings: Settings,
-    done: threading.Event,
-    stop: threading.Event,
-    interrupt: threading.Event,
-    counter: ProcessedCounter,
-    source: MessageSource,
-    progress: RunProgress,
-) -> str:
-    """Wait for the target, a signal, a failure or a stall; say which ended the run."""
-    last_count, last_change = 0, time.monotonic()
-    while not done.wait(TICK_S):
-        progress.update()
-        if interrupt.is_set():
-            return "interrupted"
-        if stop.is_set():
-            return "failed"
-        count, now = counter.count, time.monotonic()
-        if count != last_count:
-            last_count, last_change = count, now
-        elif now - last_change >= settings.stall_timeout and source.produced > count:
-            return "stalled"
-    return "completed"
-
-
-def _worker_figures(stats: list[WorkerStats], elapsed: float, settings: Settings) -> dict[str, Any]:
-    """The RunResult fields merged from the workers' own counters and histograms."""
-    processed = sum(s.processed for s in stats)
-    work_s = sum(s.work_s for s in stats)
-    return {
-        "processed": processed,
-        "per_type": {t: sum(s.processed for s in stats if s.queue_type == t) for t in QUEUE_TYPES},
-        "e2e_ms": LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
-        "claim_ms": LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
-        "complete_ms": LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
-        "empty_claims": sum(s.empty_claims for s in stats),
-        "workers": tuple(
-            WorkerResult(
-                s.name,
-                s.queue_type,
-                s.processed,
-                s.empty_claims,
-                round(s.busy_s / elapsed, 4) if elapsed else 0.0,
+    def _diagnose_stall(self) -> None:
+        self.elapsed = self.clock()
+        try:
+            call_bounded(self.db.ping, PING_TIMEOUT_S, self.signals, "server ping")
+        except (NotAnswering, psycopg.Error) as exc:
+            self.outcome = "server-unresponsive"
+            self.error = (
+                f"the server ({self.server.label}) did not answer for {self.settings.stall_timeout:g} s"
+                f" and a new connection got no answer within {PING_TIMEOUT_S:g} s"
+                + (f" ({reason(exc, self.server.dsn)})" if isinstance(exc, psycopg.Error) else "")
             )
-            for s in stats
-        ),
-        "work_mean_ms": (work_s / processed * 1000) if processed else settings.work.mean_ms,
-    }
+            return
+        self.outcome = "stalled"
+        pids = [w.backend_pid for w in self.workers if w.backend_pid is not None]
+        self.causes = call_bounded(
+            lambda: stall_causes(self.db, {s.queue_type for s in self.stats}, pids),
+            30,
+            self.signals,
+            "stall diagnosis",
+        )
+
+    def halt(self) -> None:
+        """Stop every thread, within bounds; in-flight messages roll back."""
+        if not self.elapsed:
+            self.elapsed = self.clock()
+        self.stop.set()
+        self.wakeup.close()
+        stuck = join_all(self.threads, 0.2 if self.signals.hurry.is_set() else STOP_GRACE_S)
+        if stuck:
+            self.notes.append(f"{len(stuck)} thread(s) still waiting on the server were left behind")
+        self.writer.close()
+        if not self.changed:
+            return
+        self.log.event(f"{self.outcome}: {self.counter.count} processed in {self.elapsed:.2f} s")
+        if self.error:
+            self.log.event(f"error: {self.error}")
+        for cause in self.causes:
+            self.log.event(f"stall: {cause}")
+
+    def collect(self) -> RunResult:
+        """Table health and the audit, when the server answers; then the result."""
+        health: TableHealth | None = None
+        verdict: AuditVerdict | None = None
+        settings = self.settings
+        produced = self.writer.committed
+        if not self.signals.hurry.is_set() and self.changed:
+            try:
+                call_bounded(self.db.ping, PING_TIMEOUT_S, self.signals, "server ping")
+                call_bounded(lambda: self.db.finish_run(self.outcome), 30, self.signals, "run record")
+                produced = call_bounded(self.db.produced, 30, self.signals, "produced count")
+                health = call_bounded(self.db.table_health, COLLECT_TIMEOUT_S, self.signals, "table health")
+                if settings.audit:
+                    ordered, complete = self.given.strategy.ordered, self.outcome == "completed"
+                    verdict = call_bounded(
+                        lambda: audit(self.db, produced, ordered, complete),
+                        COLLECT_TIMEOUT_S,
+                        self.signals,
+                        "audit",
+                    )
+                    self.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
+            except (SimError, psycopg.Error, InterruptedError) as exc:
+                why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, self.server.dsn)
+                self.notes.append(f"table health and audit skipped: {why}")
+                self.log.event(f"audit skipped: {why}")
+        source = self.source
+        return RunResult.from_stats(
+            settings=settings,
+            server=self.server.label,
+            strategy=self.given.strategy.label,
+            ordered=self.given.strategy.ordered,
+            files=self.given.files,
+            produced=produced,
+            elapsed_s=self.elapsed,
+            outcome=self.outcome,
+            stats=self.stats,
+            groups_per_type={t: len(source.groups.get(t, ())) if source else 0 for t in QUEUE_TYPES},
+            timeline=self.timeline.samples(self.elapsed),
+            health=health,
+            audit=verdict,
+            stall_causes=self.causes,
+            error=self.error,
+            notes=self.notes,
+        )

@@ -11,6 +11,8 @@ from typing import Any
 from pgmq_sim.errors import UsageError
 
 QUEUE_TYPES = ("type1", "type2", "type3")
+INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
+MAX_WORKERS = 10_000
 WAKEUPS = ("poll", "notify")
 
 
@@ -63,17 +65,24 @@ class Settings:
     plot_path: Path | None = None
     seed: int | None = None
     progress: str = "auto"
+    reconnect_timeout: float = 60.0
+    replace_tables: bool = False
 
     def __post_init__(self) -> None:
         for flag, value in (
             ("-rate", self.rate),
             ("-poll-interval", self.poll_interval),
             ("-stall-timeout", self.stall_timeout),
+            ("-reconnect-timeout", self.reconnect_timeout),
         ):
             if not math.isfinite(value):
                 raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
-        if self.fill_db <= 0:
-            raise UsageError(f"-fill-db {self.fill_db} must be a positive number of messages")
+        if not 0 < self.fill_db <= INT4_MAX:
+            raise UsageError(
+                f"-fill-db {self.fill_db} must be between 1 and {INT4_MAX} (msg_id is an integer column)"
+            )
+        if self.workers > MAX_WORKERS:
+            raise UsageError(f"-workers {self.workers} is more than {MAX_WORKERS}; use fewer workers")
         if self.workers < len(QUEUE_TYPES):
             raise UsageError(
                 f"-workers {self.workers} leaves a message type without a worker;"
@@ -81,8 +90,12 @@ class Settings:
             )
         if self.rate < 0:
             raise UsageError(f"-rate {self.rate:g} is negative; give 0 to prefill or a rate > 0")
-        if self.orders <= 0:
-            raise UsageError(f"-orders {self.orders} must be at least 1")
+        if not 0 < self.orders <= INT4_MAX:
+            raise UsageError(
+                f"-orders {self.orders} must be between 1 and {INT4_MAX} (order_id is an integer)"
+            )
+        if self.reconnect_timeout < 0:
+            raise UsageError(f"-reconnect-timeout {self.reconnect_timeout:g} must be >= 0 seconds")
         if self.poll_interval < 0:
             raise UsageError(f"-poll-interval {self.poll_interval:g} must be >= 0 seconds")
         longest_wait = max(self.poll_interval, self.work.max_ms / 1000)

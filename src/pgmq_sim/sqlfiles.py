@@ -1,55 +1,99 @@
-"""SQL files: the queue's schema and statements, loaded by name.
+"""SQL files: the tool's own statements, read once at import, and the user's files.
 
 The user-facing files (schema.sql, next_msg.sql, strategies/NAME/*.sql) are
 looked up first in the current directory, then in the package, so an installed
-tool works from anywhere and a local copy wins.
+tool works from anywhere and a local copy wins. They are read once, before the
+server is touched; a reinstall during a run cannot pull a file from under it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from pgmq_sim.errors import UsageError
 
 PACKAGE_SQL = Path(__file__).with_name("sql")
 UNORDERED_MARK = "-- pgmq-sim: unordered"
+MAX_SQL_BYTES = 1_000_000  # a schema or claim is a few KiB; /dev/zero is not a schema
+
+
+def _load_statements() -> Mapping[str, str]:
+    return MappingProxyType(
+        {path.stem: path.read_text(encoding="utf-8") for path in sorted(PACKAGE_SQL.glob("*.sql"))}
+    )
+
+
+STATEMENTS = _load_statements()
+
+
+def statement(name: str) -> str:
+    """A packaged statement the tool runs itself (not user-replaceable), from memory."""
+    return STATEMENTS[name]
 
 
 def read_sql(path: Path, what: str, fix: str) -> str:
     """Read a SQL file the user may have named, with a one-line error if that fails."""
+    shown = describe_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SQL_BYTES + 1)
     except FileNotFoundError:
-        raise UsageError(f"{what} file {path} does not exist; {fix}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"cannot read {what} file {path}: {reason}; {fix}") from None
-    if not text.strip():
-        raise UsageError(f"{what} file {path} is empty; {fix}")
+        raise UsageError(f"{what} file {shown} does not exist; {fix}") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UsageError(f"cannot read {what} file {shown}: {reason}; {fix}") from None
+    if len(data) > MAX_SQL_BYTES:
+        raise UsageError(f"{what} file {shown} is larger than {MAX_SQL_BYTES // 1000} kB; {fix}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{what} file {shown} is not UTF-8 text; {fix}") from None
+    if not text.strip() or "\x00" in text:
+        raise UsageError(f"{what} file {shown} is {'empty' if not text.strip() else 'binary'}; {fix}")
     return text
 
 
-def statement(name: str) -> str:
-    """A packaged statement the tool runs itself (not user-replaceable)."""
-    return (PACKAGE_SQL / f"{name}.sql").read_text(encoding="utf-8")
+def describe_path(path: Path) -> str:
+    """A path fit to print on one line, whatever bytes its name holds."""
+    return repr(str(path))[1:-1] if not str(path).isprintable() else str(path)
 
 
-def user_file(name: str, given: Path | None) -> Path:
+@dataclass(frozen=True)
+class SqlSource:
+    """A user-replaceable SQL file as it was read, and where it came from."""
+
+    path: Path
+    origin: str  # flag | current directory | packaged
+    text: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"path": describe_path(self.path), "origin": self.origin}
+
+    def __str__(self) -> str:
+        return f"{describe_path(self.path)} ({self.origin})"
+
+
+def user_file(name: str, given: Path | None, flag: str) -> SqlSource:
     """The file named by flag, else ./name, else the packaged copy."""
+    fix = f"pass an existing, readable file with {flag}"
     if given is not None:
-        return given
+        return SqlSource(given, f"given by {flag}", read_sql(given, name.removesuffix(".sql"), fix))
     local = Path.cwd() / name
-    return local if local.exists() else PACKAGE_SQL / name
+    if local.exists():
+        return SqlSource(local, "current directory", read_sql(local, name.removesuffix(".sql"), fix))
+    return SqlSource(PACKAGE_SQL / name, "packaged", read_sql(PACKAGE_SQL / name, name, fix))
 
 
-def strategy_dirs() -> list[Path]:
-    return [Path.cwd() / "strategies", PACKAGE_SQL / "strategies"]
+def strategy_dirs() -> list[tuple[Path, str]]:
+    return [(Path.cwd() / "strategies", "current directory"), (PACKAGE_SQL / "strategies", "packaged")]
 
 
 def known_strategies() -> list[str]:
     names = {"seed"}
-    for base in strategy_dirs():
+    for base, _ in strategy_dirs():
         if base.is_dir():
             names.update(p.parent.name for p in base.glob("*/claim.sql"))
     return sorted(names)
@@ -60,25 +104,24 @@ class ClaimStrategy:
     """How workers claim: the claim statement and the schema it needs."""
 
     name: str
-    claim_sql: str
-    claim_source: Path
-    schema_sql: str | None
+    claim: SqlSource
+    schema: SqlSource | None
     ordered: bool
 
     @property
     def wrapped_claim_sql(self) -> str:
         """The claim plus the server clock taken after it locked its row (the audit's claimed_at)."""
-        body = self.claim_sql.strip().rstrip(";").strip()
+        body = self.claim.text.strip().rstrip(";").strip()
         return (
             f"with claimed as (\n{body}\n)\n"
             "select claimed.msg_id, claimed.queue_type, claimed.order_id, clock_timestamp()"
             " from claimed"
         )
 
-
-def prepare_claim(name: str, wrapped_claim_sql: str) -> str:
-    """PREPARE for a claim: its one parameter, the queue type, is declared text."""
-    return f"prepare {name}(text) as {wrapped_claim_sql}"
+    @property
+    def label(self) -> str:
+        """The name, or says that -next-msg replaced the strategy's claim."""
+        return self.name if self.claim.origin != "given by -next-msg" else f"{self.name}+next-msg"
 
 
 def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
@@ -87,15 +130,17 @@ def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
     if name not in known:
         raise UsageError(f"unknown claim strategy '{name}'; use one of: {', '.join(known)}")
     fix = "pass an existing, readable file with -next-msg"
-    schema_sql = None
+    schema = None
     if name == "seed":
-        claim_path = user_file("next_msg.sql", next_msg)
+        claim = user_file("next_msg.sql", next_msg, "-next-msg")
     else:
-        base = next(b / name for b in strategy_dirs() if (b / name / "claim.sql").exists())
-        claim_path = next_msg or base / "claim.sql"
+        base, origin = next((b / name, o) for b, o in strategy_dirs() if (b / name / "claim.sql").exists())
+        if next_msg is not None:
+            claim = SqlSource(next_msg, "given by -next-msg", read_sql(next_msg, "claim query", fix))
+        else:
+            claim = SqlSource(base / "claim.sql", origin, read_sql(base / "claim.sql", "claim query", fix))
         if (base / "schema.sql").exists():
-            schema_sql = read_sql(base / "schema.sql", f"strategy '{name}' schema", fix)
-    claim_sql = read_sql(claim_path, "claim query", fix)
-    first_line = next((line.strip() for line in claim_sql.splitlines() if line.strip()), "")
-    ordered = first_line != UNORDERED_MARK
-    return ClaimStrategy(name, claim_sql, claim_path, schema_sql, ordered)
+            text = read_sql(base / "schema.sql", f"strategy '{name}' schema", fix)
+            schema = SqlSource(base / "schema.sql", origin, text)
+    first_line = next((line.strip() for line in claim.text.splitlines() if line.strip()), "")
+    return ClaimStrategy(name, claim, schema, ordered=first_line != UNORDERED_MARK)

@@ -1,32 +1,39 @@
-"""What the run measured: per-worker counters and latency histograms, merged at the end.
+"""What the run measured: per-worker counters and latency histograms, and a per-second timeline.
 
 Each worker owns its WorkerStats and is its only writer; the progress display
-only reads integers from it, so no lock is needed.
+only reads integers from it, so no lock is needed. The timeline is shared and
+locked. Memory does not grow with messages: histograms are fixed-size and the
+timeline keeps a handful of figures per second.
 """
 
 from __future__ import annotations
 
 import math
-from array import array
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
 HOUR_US = 3_600_000_000
+OPEN_SECONDS = 3  # commits reach the timeline a little out of order; later ones count, unranked
 
 
 class LatencyHistogram:
-    """Latencies in microseconds (1 us .. 1 h, 3 significant digits), reported in ms."""
+    """Latencies in microseconds (1 us .. 1 h), reported in ms. HDR histograms merge exactly,
+    so workers in other threads, processes or hosts add up to the run's figures."""
 
-    def __init__(self) -> None:
-        self._hist = HdrHistogram(1, HOUR_US, 3)
+    def __init__(self, digits: int = 3) -> None:
+        self._hist = HdrHistogram(1, HOUR_US, digits)
 
     def record_ms(self, ms: float) -> None:
         self._hist.record_value(min(max(1, round(ms * 1000)), HOUR_US))
 
     def merge(self, other: LatencyHistogram) -> None:
         self._hist.add(other._hist)
+
+    def reset(self) -> None:
+        self._hist.reset()
 
     @property
     def count(self) -> int:
@@ -42,6 +49,16 @@ class LatencyHistogram:
             "p99": at(99) / 1000,
             "max": self._hist.get_max_value() / 1000,
         }
+
+    def encode(self) -> str:
+        """A compact text form, to send over the wire (Locust messages)."""
+        return self._hist.encode().decode("ascii")
+
+    @classmethod
+    def decode(cls, text: str) -> LatencyHistogram:
+        histogram = cls()
+        histogram._hist.add(HdrHistogram.decode(text.encode("ascii")))
+        return histogram
 
     @classmethod
     def merged(cls, parts: Iterable[LatencyHistogram]) -> LatencyHistogram:
@@ -61,20 +78,16 @@ class WorkerStats:
     empty_claims: int = 0
     busy_s: float = 0.0
     work_s: float = 0.0
+    connections_lost: int = 0
+    reconnects: int = 0
     claim: LatencyHistogram = field(default_factory=LatencyHistogram)
     complete: LatencyHistogram = field(default_factory=LatencyHistogram)
     e2e: LatencyHistogram = field(default_factory=LatencyHistogram)
-    commit_at_s: array = field(default_factory=lambda: array("d"))
-    e2e_ms: array = field(default_factory=lambda: array("d"))
 
-    def record_processed(
-        self, commit_at_s: float, e2e_ms: float | None, busy_s: float, work_s: float
-    ) -> None:
+    def record_processed(self, e2e_ms: float | None, busy_s: float, work_s: float) -> None:
         """e2e_ms is None when the completion found no row (a message processed twice)."""
         if e2e_ms is not None:
             self.e2e.record_ms(e2e_ms)
-        self.commit_at_s.append(commit_at_s)
-        self.e2e_ms.append(math.nan if e2e_ms is None else e2e_ms)
         self.busy_s += busy_s
         self.work_s += work_s
         self.processed += 1
@@ -93,37 +106,69 @@ class SecondSample:
     e2e_p99_ms: float | None
 
 
-def percentile(sorted_values: list[float], pct: float) -> float:
-    """Nearest-rank percentile of an already sorted list."""
-    rank = max(1, math.ceil(pct / 100 * len(sorted_values)))
-    return sorted_values[rank - 1]
+@dataclass
+class _Second:
+    arrived: int = 0
+    processed: int = 0
+    percentiles: tuple[float | None, float | None, float | None] = (None, None, None)
 
 
-def timeline(
-    workers: list[WorkerStats], produced_at_s: list[tuple[float, int]], elapsed_s: float
-) -> list[SecondSample]:
-    """Per-second throughput, backlog and end-to-end latency from the workers' samples.
+class Timeline:
+    """Per-second arrivals, completions and end-to-end percentiles, shared by the threads.
 
-    produced_at_s lists (time, messages produced so far) points from the producer.
+    The seconds still open each have a small histogram; older ones are closed into three
+    numbers, so a ten-million-message soak holds a few bytes per second, not per message.
     """
-    seconds = max(1, math.ceil(elapsed_s))
-    per_second: list[list[float]] = [[] for _ in range(seconds)]
-    for stats in workers:
-        for at, e2e in zip(stats.commit_at_s, stats.e2e_ms, strict=True):
-            bucket = per_second[min(int(at), seconds - 1)]
-            bucket.append(e2e)
-    samples = []
-    done = 0
-    produced_index = 0
-    produced = 0
-    previous = 0
-    for second, bucket in enumerate(per_second):
-        done += len(bucket)
-        latencies = sorted(v for v in bucket if not math.isnan(v))
-        while produced_index < len(produced_at_s) and produced_at_s[produced_index][0] <= second + 1:
-            produced = produced_at_s[produced_index][1]
-            produced_index += 1
-        pct = [percentile(latencies, p) if latencies else None for p in (50, 95, 99)]
-        samples.append(SecondSample(second, produced - previous, len(bucket), max(0, produced - done), *pct))
-        previous = produced
-    return samples
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: list[_Second] = []
+        self._open: dict[int, LatencyHistogram] = {}
+        self._spare: list[LatencyHistogram] = []
+
+    def _at(self, second: int) -> _Second:
+        while len(self._seconds) <= second:
+            self._seconds.append(_Second())
+        return self._seconds[second]
+
+    def arrived(self, at_s: float, count: int) -> None:
+        with self._lock:
+            self._at(max(0, int(at_s))).arrived += count
+
+    def processed(self, at_s: float, e2e_ms: float | None) -> None:
+        second = max(0, int(at_s))
+        with self._lock:
+            self._at(second).processed += 1
+            if e2e_ms is None:
+                return
+            histogram = self._open.get(second)
+            if histogram is None:
+                if second < max(self._open, default=second) - OPEN_SECONDS:
+                    return  # too late to rank; counted above
+                histogram = self._open[second] = self._spare.pop() if self._spare else LatencyHistogram(2)
+                self._close(before=second - OPEN_SECONDS)
+            histogram.record_ms(e2e_ms)
+
+    def _close(self, before: float) -> None:
+        for second in [s for s in self._open if s < before]:
+            histogram = self._open.pop(second)
+            p = histogram.percentiles_ms()
+            self._at(second).percentiles = (p["p50"], p["p95"], p["p99"])
+            histogram.reset()
+            self._spare.append(histogram)
+
+    def samples(self, elapsed_s: float) -> list[SecondSample]:
+        """The run's seconds up to elapsed_s; the last one may be partial."""
+        with self._lock:
+            self._close(before=math.inf)
+            seconds = max(1, math.ceil(elapsed_s), len(self._seconds))
+            self._at(seconds - 1)
+            result = []
+            arrived = done = 0
+            for index, s in enumerate(self._seconds):
+                arrived += s.arrived
+                done += s.processed
+                result.append(
+                    SecondSample(index, s.arrived, s.processed, max(0, arrived - done), *s.percentiles)
+                )
+            return result

@@ -8,6 +8,7 @@ returns at once and no wake-up is lost in that window.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -48,42 +49,82 @@ class NotifyWakeup:
     message that arrived (seed 000 proposes signalling one handler), and a woken worker
     keeps claiming until it finds nothing.
 
-    The fallback bounds the cost of any wake-up that is missed anyway.
+    A lost listener reconnects (until the reconnect deadline) and wakes every waiter, since
+    notifications sent meanwhile are gone; the fallback bounds the cost of any wake-up
+    that is missed anyway.
     """
 
     def __init__(
         self,
-        conn: psycopg.Connection,
+        connect: Callable[[], psycopg.Connection],
         fallback: float,
+        reconnect_timeout: float,
         stop: threading.Event,
         on_error: Callable[[BaseException], None],
     ) -> None:
-        self._conn = conn
+        self._connect = connect
         self._fallback = fallback
+        self._reconnect_timeout = reconnect_timeout
         self._stop = stop
         self._on_error = on_error
         lock = threading.Lock()
         self._changed = {t: threading.Condition(lock) for t in QUEUE_TYPES}
         self._lock = lock
         self._generation = dict.fromkeys(QUEUE_TYPES, 0)
-        conn.execute(f"listen {CHANNEL}")
+        self._conn = self._listening()
         self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
         self._thread.start()
+
+    def _listening(self) -> psycopg.Connection:
+        conn = self._connect()
+        conn.autocommit = True
+        conn.execute(f"listen {CHANNEL}")
+        return conn
 
     def _listen(self) -> None:
         try:
             while not self._stop.is_set():
-                for note in self._conn.notifies(timeout=0.2):
-                    queue_type, _, count = note.payload.partition(":")
-                    changed = self._changed.get(queue_type)
-                    if changed is None:  # a type no worker serves
-                        continue
-                    with changed:
-                        self._generation[queue_type] += 1
-                        changed.notify(int(count) if count.isdigit() else 1)
-        except psycopg.Error as exc:
+                try:
+                    self._deliver()
+                except psycopg.OperationalError:
+                    if self._stop.is_set():
+                        return
+                    self._conn.close()
+                    self._wake_all()
+                    self._reconnect()
+        except BaseException as exc:
             if not self._stop.is_set():
                 self._on_error(exc)
+        finally:
+            self._conn.close()
+
+    def _deliver(self) -> None:
+        for note in self._conn.notifies(timeout=0.2):
+            queue_type, _, count = note.payload.partition(":")
+            changed = self._changed.get(queue_type)
+            if changed is None:  # a type no worker serves
+                continue
+            with changed:
+                self._generation[queue_type] += 1
+                changed.notify(int(count) if count.isdigit() else 1)
+
+    def _reconnect(self) -> None:
+        deadline = time.monotonic() + self._reconnect_timeout
+        delay = 0.05
+        while True:
+            try:
+                self._conn = self._listening()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() + delay > deadline or self._stop.wait(delay):
+                    raise
+                delay = min(delay * 2, 2.0)
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            for queue_type, changed in self._changed.items():
+                self._generation[queue_type] += 1
+                changed.notify_all()
 
     def token(self, queue_type: str) -> int:
         with self._lock:

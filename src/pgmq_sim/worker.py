@@ -2,7 +2,13 @@
 
 Claim, work and completion share one transaction, so a message another worker
 has in flight stays locked (and, for the ordered claims, blocks the rest of its
-group) until it commits.
+group) until it commits. `WorkerLoop` is the one code path every runner uses: a
+thread here, a Locust user in another process or on another host.
+
+A worker whose connection dies gets a new one, with backoff, until the reconnect
+deadline; the server rolled back its message, which whoever claims it next
+processes. A commit whose answer never came is in doubt: the journal says whether
+it landed before the message is counted.
 """
 
 from __future__ import annotations
@@ -12,27 +18,32 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import psycopg
-from psycopg import sql
-from psycopg.pq import TransactionStatus
-from psycopg_pool import ConnectionPool
 
-from pgmq_sim.errors import SimError
+from pgmq_sim.errors import ServerLostError
+from pgmq_sim.queue import Claimed, ClaimSession, connect_worker, is_connection_lost, was_completed
 from pgmq_sim.runlog import RunLog
+from pgmq_sim.server import reason
 from pgmq_sim.settings import WorkTime
-from pgmq_sim.sqlfiles import prepare_claim
-from pgmq_sim.stats import WorkerStats
+from pgmq_sim.stats import Timeline, WorkerStats
+from pgmq_sim.threads import RunThread
 from pgmq_sim.wakeup import Wakeup
+
+RECONNECT_FIRST_S = 0.05
+RECONNECT_MAX_S = 2.0
 
 
 class ProcessedCounter:
-    """Messages committed as processed, across workers; sets `done` at the target."""
+    """Messages committed as processed, across workers; sets `done` at the target.
+
+    A completion whose commit outcome is unknown and could not be checked (no journal)
+    is counted apart, so the run can ask the database before it calls itself done."""
 
     def __init__(self, target: int, done: threading.Event) -> None:
         self._lock = threading.Lock()
         self._count = 0
+        self._in_doubt = 0
         self._target = target
         self._done = done
 
@@ -42,147 +53,164 @@ class ProcessedCounter:
             if self._count >= self._target:
                 self._done.set()
 
+    def add_in_doubt(self) -> None:
+        with self._lock:
+            self._in_doubt += 1
+
     @property
     def count(self) -> int:
         return self._count
 
+    @property
+    def in_doubt(self) -> int:
+        return self._in_doubt
+
 
 @dataclass(frozen=True)
 class WorkerPlan:
-    """What every worker shares: the statements, the work time and the run's clock."""
+    """What every worker shares: the server, the statements, the work time and the run's clock."""
 
+    dsn: str
     claim_sql: str
     complete_sql: str
     audited: bool
     work: WorkTime
+    reconnect_timeout: float
     clock: Callable[[], float]
 
 
-class QueueSession:
-    """A worker's connection, speaking in two round trips per message.
+class WorkerLoop:
+    """One queue worker's life: connect, then claim-work-complete, reconnecting when lost."""
 
-    The claim and the completion are prepared once on the server; each message then
-    takes "begin; execute claim" and "execute complete; commit", half the round trips
-    of issuing BEGIN, claim, completion and COMMIT one by one. The connection is in
-    autocommit mode, so these explicit statements are the only transaction control.
-    """
-
-    CLAIM = "pgmq_sim_claim"
-    COMPLETE = "pgmq_sim_complete"
-
-    def __init__(self, conn: psycopg.Connection, plan: WorkerPlan, queue_type: str, worker: str) -> None:
-        conn.autocommit = True
-        conn.prepare_threshold = None  # every message's text differs; the server holds the plans
-        self._conn = conn
-        self._cursor = conn.cursor()
-        self._audited = plan.audited
-        self._cursor.execute("deallocate all")
-        self._cursor.execute(prepare_claim(self.CLAIM, plan.claim_sql))
-        self._cursor.execute(f"prepare {self.COMPLETE} as {plan.complete_sql}")
-        # Quoting is the costliest Python step per message: quote fixed values once.
-        self._claim_text = f"begin; execute {self.CLAIM}({self._literal(queue_type)})"
-        self._worker = self._literal(worker)
-        self._quoted_types: dict[str, str] = {}
-
-    def _literal(self, value: object) -> str:
-        return sql.Literal(value).as_string(self._conn)
-
-    def _quoted_type(self, queue_type: str) -> str:
-        quoted = self._quoted_types.get(queue_type)
-        if quoted is None:
-            quoted = self._quoted_types[queue_type] = self._literal(queue_type)
-        return quoted
-
-    def claim(self) -> tuple | None:
-        """Open the message's transaction and claim; None (transaction ended) if nothing is free."""
-        cursor = self._cursor
-        cursor.execute(self._claim_text)
-        cursor.nextset()
-        rows = cursor.fetchall()
-        if len(rows) > 1:  # the rest would be marked taken and never processed
-            raise SimError(f"the claim query returned {len(rows)} rows; it must claim one message (limit 1)")
-        if not rows:
-            cursor.execute("commit")
-            return None
-        return rows[0]
-
-    def complete(self, row: tuple) -> tuple | None:
-        """Complete the claimed message and commit; returns the completion's row."""
-        msg_id, queue_type, order_id, claimed_at = row
-        if self._audited:
-            # claimed_at is the server's own timestamptz; its ISO form carries the offset
-            claimed = f"'{claimed_at.isoformat()}'::timestamptz"
-            args = (
-                f"{int(msg_id)}, {self._quoted_type(queue_type)}, {int(order_id)}, {self._worker}, {claimed}"
-            )
-        else:
-            args = str(int(msg_id))
-        self._cursor.execute(f"execute {self.COMPLETE}({args}); commit")
-        return self._cursor.fetchone()
-
-    def abandon(self) -> None:
-        """Roll back whatever is open: the message goes back to the queue."""
-        if self._conn.info.transaction_status != TransactionStatus.IDLE:
-            self._cursor.execute("rollback")
-
-
-class Worker(threading.Thread):
     def __init__(
         self,
         stats: WorkerStats,
         plan: WorkerPlan,
-        pool: ConnectionPool,
         wakeup: Wakeup,
         log: RunLog,
         counter: ProcessedCounter,
+        timeline: Timeline,
         stop: threading.Event,
-        on_error: Callable[[BaseException], None],
         rng: random.Random,
     ) -> None:
-        super().__init__(name=stats.name, daemon=True)
         self.stats = stats
         self._plan = plan
-        self._pool = pool
         self._wakeup = wakeup
         self._log = log
         self._counter = counter
+        self._timeline = timeline
         self._halt = stop
-        self._on_error = on_error
         self._rng = rng
-        self.backend_pid: int | None = None
+        self._session: ClaimSession | None = None
         self._conn: psycopg.Connection | None = None
         self._handed_off = False
+        self._in_doubt: Claimed | None = None
+        self.backend_pid: int | None = None
 
-    def cancel(self) -> None:
-        """Cancel the query this worker waits on, from another thread (psycopg allows it)."""
-        if self._conn is not None:
-            self._conn.cancel_safe(timeout=2)
+    @property
+    def connection(self) -> psycopg.Connection | None:
+        """The connection in use now, for a cancel from another thread."""
+        return self._conn
 
     def run(self) -> None:
+        """Until the run stops: every message this worker can claim."""
         try:
-            with self._pool.connection() as conn:
-                self.backend_pid = conn.info.backend_pid
-                self._conn = conn
-                session = QueueSession(conn, self._plan, self.stats.queue_type, self.stats.name)
-                try:
-                    while not self._halt.is_set() and self._handle_one(session):
-                        pass
-                finally:
-                    session.abandon()
-        except BaseException as exc:  # reported to the run, which stops with one line
-            if not self._halt.is_set():
-                self._on_error(exc)
+            while not self._halt.is_set():
+                self.step()
+        finally:
+            self.close()
 
-    def _handle_one(self, session: QueueSession) -> bool:
-        """Claim and process at most one message; False when the run is stopping mid-message."""
+    def step(self) -> None:
+        """Handle at most one message, or ride out a lost connection."""
+        try:
+            if self._session is None:
+                self._open()
+            assert self._session is not None
+            self._handle_one(self._session)
+        except psycopg.Error as exc:
+            if self._halt.is_set() or not is_connection_lost(exc, self._conn):
+                raise
+            self._lost(exc)
+
+    def close(self) -> None:
+        session, conn = self._session, self._conn
+        self._session = self._conn = None
+        if conn is not None:
+            try:
+                if session is not None:
+                    session.abandon()
+            except psycopg.Error:
+                pass
+            conn.close()
+
+    def _open(self) -> None:
+        """Connect (retrying while the server is away), prepare, and settle a commit in doubt."""
+        deadline = time.monotonic() + self._plan.reconnect_timeout
+        delay = RECONNECT_FIRST_S
+        first = self.backend_pid is None
+        while True:
+            try:
+                conn = connect_worker(self._plan.dsn)
+                break
+            except psycopg.Error as exc:
+                if first or not is_connection_lost(exc) or time.monotonic() + delay > deadline:
+                    if not first and is_connection_lost(exc):
+                        raise ServerLostError(
+                            f"worker {self.stats.name} could not reconnect within"
+                            f" {self._plan.reconnect_timeout:g} s (-reconnect-timeout):"
+                            f" {reason(exc, self._plan.dsn)}"
+                        ) from None
+                    raise
+                if self._halt.wait(delay * (1 + self._rng.random())):
+                    raise
+                delay = min(delay * 2, RECONNECT_MAX_S)
+        try:
+            self._conn = conn
+            self._session = ClaimSession(
+                conn,
+                self._plan.claim_sql,
+                self._plan.complete_sql,
+                self._plan.audited,
+                self.stats.queue_type,
+                self.stats.name,
+            )
+            self.backend_pid = self._session.backend_pid
+            if not first:
+                self.stats.reconnects += 1
+                self._log.event(f"worker {self.stats.name} reconnected (backend pid {self.backend_pid})")
+            if self._in_doubt is not None:
+                self._settle(conn, self._in_doubt)
+        except BaseException:
+            self.close()
+            raise
+
+    def _settle(self, conn: psycopg.Connection, claimed: Claimed) -> None:
+        """Count a completion whose commit answer was lost only if the journal has it."""
+        self._in_doubt = None
+        landed = was_completed(conn, claimed.msg_id, self.stats.name if self._plan.audited else None)
+        if landed is None:
+            self._counter.add_in_doubt()
+            self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} commit outcome unknown")
+        elif landed:
+            self._counter.add()
+            self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} had committed")
+
+    def _lost(self, exc: BaseException) -> None:
+        self.stats.connections_lost += 1
+        self._log.event(
+            f"worker {self.stats.name} lost its connection: {reason(exc, self._plan.dsn)}; reconnecting"
+        )
+        self.close()
+
+    def _handle_one(self, session: ClaimSession) -> None:
         stats = self.stats
         plan = self._plan
         token = self._wakeup.token(stats.queue_type)
         started = time.perf_counter()
-        row = session.claim()
-        claimed = time.perf_counter()
-        stats.claim.record_ms((claimed - started) * 1000)
-        if row is None:
+        claimed = session.claim()
+        claim_done = time.perf_counter()
+        stats.claim.record_ms((claim_done - started) * 1000)
+        if claimed is None:
             stats.empty_claims += 1
             if self._handed_off:
                 # Right after a commit, an empty claim is often a race with another worker
@@ -190,20 +218,48 @@ class Worker(threading.Thread):
                 self._handed_off = False
             else:
                 self._wakeup.wait(stats.queue_type, token)
-            return True
+            return
         self._handed_off = True
         work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
         if work_s > 0 and self._halt.wait(work_s):
-            return False
+            return  # stopping mid-message: close() rolls it back
         worked = time.perf_counter()
-        done_row = session.complete(row)
+        self._in_doubt = claimed
+        added, done_at = session.complete(claimed)
+        self._in_doubt = None
         committed = time.perf_counter()
         stats.complete.record_ms((committed - worked) * 1000)
-        done_at = datetime.now(UTC)
-        msg_id, queue_type, order_id, claimed_at = row
-        added = done_row[0] if done_row else None
-        e2e_ms = (done_at - added).total_seconds() * 1000 if added else None
-        stats.record_processed(plan.clock(), e2e_ms, committed - started, worked - claimed)
+        # server clock from time_added to the completion, plus the commit as measured here
+        e2e_ms = None
+        if added and done_at:
+            e2e_ms = ((done_at - added).total_seconds() + committed - worked) * 1000
+        stats.record_processed(e2e_ms, committed - started, worked - claim_done)
+        self._timeline.processed(plan.clock(), e2e_ms)
         self._counter.add()
-        self._log.message(stats.name, queue_type, msg_id, order_id, added, claimed_at, done_at)
-        return True
+        self._log.message(
+            stats.name,
+            claimed.queue_type,
+            claimed.msg_id,
+            claimed.order_id,
+            added,
+            claimed.claimed_at,
+            done_at,
+        )
+
+
+class Worker(RunThread):
+    """A worker on a thread of this process."""
+
+    def __init__(self, loop: WorkerLoop, stop: threading.Event, on_error: Callable[[BaseException], None]):
+        super().__init__(loop.stats.name, stop, on_error)
+        self.loop = loop
+
+    def connection(self) -> psycopg.Connection | None:
+        return self.loop.connection
+
+    @property
+    def backend_pid(self) -> int | None:
+        return self.loop.backend_pid
+
+    def body(self) -> None:
+        self.loop.run()

@@ -1,1 +1,1 @@
-delete from msg_queue where msg_id = $1 returning time_added
+delete from msg_queue where msg_id = $1 returning time_added, clock_timestamp()

@@ -4,6 +4,6 @@
 with done as (
     delete from msg_queue where msg_id = $1 returning time_added
 )
-insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at)
-values ($1, $2, $3, $4, $5, clock_timestamp())
-returning (select time_added from done)
+insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at, time_added)
+values ($1, $2, $3, $4, $5, clock_timestamp(), (select time_added from done))
+returning time_added, completed_at

@@ -1,2 +1,2 @@
 update msg_queue set status = 'P', time_processed = clock_timestamp() where msg_id = $1
-returning time_added
+returning time_added, clock_timestamp()

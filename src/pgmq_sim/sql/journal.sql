@@ -1,5 +1,6 @@
 -- Audit journal: one row per completed message, written in the transaction
 -- that completes it, so it survives -delmsg, crashes and several processes.
+-- time_added is the message's own (server clock), so end-to-end latency needs no client clock.
 drop table if exists msg_journal;
 create table msg_journal(
     msg_id integer not null,
@@ -7,5 +8,6 @@ create table msg_journal(
     order_id integer not null,
     worker text not null,
     claimed_at timestamp with time zone not null,
-    completed_at timestamp with time zone not null
+    completed_at timestamp with time zone not null,
+    time_added timestamp with time zone
 );

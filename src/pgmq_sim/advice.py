@@ -1,0 +1,129 @@
+"""Advice: small rules, each reading a result and returning one line or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pgmq_sim.result import RunResult
+
+Rule = Callable[[RunResult], str | None]
+
+
+def slow_claim(r: RunResult) -> str | None:
+    claim_p50, work = r.claim_ms["p50"], r.work_mean_ms
+    if claim_p50 is None or r.settings.work.mean_ms <= 0 or claim_p50 <= work:
+        return None
+    fix = "try -claim indexed" if r.strategy == "seed" else "check the claim's plan with EXPLAIN"
+    return (
+        f"claim p50 {claim_p50:.1f} ms exceeds the mean work {work:.1f} ms:"
+        f" the claim query scans the backlog; {fix}"
+    )
+
+
+def overhead_caps_bound(r: RunResult) -> str | None:
+    claim_p50, complete_p50, work = r.claim_ms["p50"], r.complete_ms["p50"], r.work_mean_ms
+    if claim_p50 is None or complete_p50 is None or r.ordering_bound_per_s is None:
+        return None
+    overhead = claim_p50 + complete_p50
+    if claim_p50 > work or overhead <= 0.2 * (work + overhead):
+        return None
+    if claim_p50 > complete_p50:
+        cause = "the claim query; try -claim indexed" if r.strategy == "seed" else "the claim query"
+    else:
+        cause = "completing and committing (server load, WAL flush)"
+    return (
+        f"each message spends {claim_p50:.2f} ms claiming and {complete_p50:.2f} ms"
+        f" completing against {work:.2f} ms of work, which caps the run at"
+        f" {work / (work + overhead):.0%} of the ordering bound; most of it is {cause}"
+    )
+
+
+def too_few_workers(r: RunResult) -> str | None:
+    worker_bound, bound = r.worker_bound_per_s, r.ordering_bound_per_s
+    if worker_bound is None or bound is None or worker_bound >= 0.9 * bound:
+        return None
+    return (
+        f"fewer workers than groups in some type: {len(r.workers)} workers can keep at most"
+        f" {worker_bound:.0f}/s of the {bound:.0f}/s ordering bound; add workers"
+    )
+
+
+def idle_workers(r: RunResult) -> str | None:
+    """Empty claims dominate only matter when some type has more workers than groups."""
+    if not r.ordered:
+        return None
+    crowded = [
+        t
+        for t, groups in r.groups_per_type.items()
+        if sum(1 for w in r.workers if w.queue_type == t) > groups
+    ]
+    claims = r.processed + r.empty_claims
+    if not crowded or r.empty_claims <= r.processed:
+        return None
+    return (
+        f"{r.empty_claims} of {claims} claims found nothing: {', '.join(crowded)} have more workers"
+        " than groups, and a group takes one worker at a time; use fewer workers or more -orders"
+    )
+
+
+def polling_latency(r: RunResult) -> str | None:
+    e2e_p50, poll_ms, work = r.e2e_ms["p50"], r.settings.poll_interval * 1000, r.work_mean_ms
+    if r.settings.wakeup != "poll" or not r.settings.rate or e2e_p50 is None:
+        return None
+    if not (max(5 * work, 0.2 * poll_ms) < e2e_p50 < 2 * poll_ms):
+        return None
+    return (
+        f"end-to-end p50 {e2e_p50:.0f} ms is mostly messages waiting for idle workers that poll"
+        f" every {r.settings.poll_interval:g} s; -wakeup notify wakes them at once"
+    )
+
+
+def backlog_wait(r: RunResult) -> str | None:
+    """A prefilled backlog makes end-to-end latency mean time spent queued, not service time."""
+    e2e_p50 = r.e2e_ms["p50"]
+    if r.settings.rate or e2e_p50 is None or e2e_p50 < 10 * max(r.work_mean_ms, 1.0):
+        return None
+    return (
+        f"end-to-end p50 {e2e_p50:.0f} ms is mostly time waiting in the prefilled backlog of"
+        f" {r.produced} messages, not service time; use -rate R to measure latency at a steady load"
+    )
+
+
+def dead_tuples(r: RunResult) -> str | None:
+    """Dead tuples in a drained table are gone at the next vacuum: only a live queue suffers."""
+    h = r.health
+    if h is None or h.live_tuples == 0 or h.dead_tuples <= max(1000, 2 * h.live_tuples):
+        return None
+    return (
+        f"{h.dead_tuples} dead tuples against {h.live_tuples} live: every claim steps over them;"
+        " vacuum the queue table more often (autovacuum_vacuum_scale_factor, or a manual VACUUM)"
+    )
+
+
+def rate_too_high(r: RunResult) -> str | None:
+    if not r.settings.rate or not r.timeline or r.outcome != "completed":
+        return None
+    last = r.timeline[-1].backlog
+    if last <= r.settings.rate * 5:
+        return None
+    return (
+        f"backlog ended at {last}: -rate {r.settings.rate:g}/s exceeds what the"
+        " workers process; add workers or groups"
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    slow_claim,
+    overhead_caps_bound,
+    too_few_workers,
+    idle_workers,
+    polling_latency,
+    backlog_wait,
+    dead_tuples,
+    rate_too_high,
+)
+
+
+def advice(result: RunResult) -> list[str]:
+    """One line for each figure that calls for action."""
+    return [line for rule in RULES if (line := rule(result))]

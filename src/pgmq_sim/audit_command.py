@@ -1,0 +1,63 @@
+"""`pgmq-sim audit`: re-check a queue left in the database (by a killed run, say) without
+running anything: the verdict is judged from the journal and the run record alone."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from pgmq_sim.audit import audit
+from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.queue import QueueDatabase
+from pgmq_sim.render.files import STDOUT, check_output_path, write_json
+from pgmq_sim.server import DSN_ENV, check_dsn, redact
+
+
+@click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
+@click.option("-dsn", "--dsn", "dsn", metavar="URL", default=None, help=f"Server (default: ${DSN_ENV}).")
+@click.option(
+    "-json",
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the verdict as JSON; - for stdout.",
+)
+def audit_command(dsn: str | None, json_path: Path | None) -> None:
+    """Audit the queue and journal a run left in the database: exactly once, in order."""
+    dsn = dsn or os.environ.get(DSN_ENV) or None
+    if dsn is None:
+        raise UsageError(
+            f"pgmq-sim audit needs -dsn or {DSN_ENV}: an embedded server is removed with its run"
+        )
+    check_dsn(dsn)
+    if json_path:
+        check_output_path(json_path, "-json")
+    db = QueueDatabase(dsn, reconnect_timeout=0)
+    tables = db.tables()
+    if not tables["pgmq_sim_run"][0] or not tables["msg_queue"][0]:
+        raise SimError(f"no pgmq-sim run found in {redact(dsn)}; run pgmq-sim there first")
+    if not tables["msg_journal"][0]:
+        raise SimError("the last run had no journal (-no-audit); there is nothing to audit")
+    previous = db.previous_run()
+    assert previous is not None
+    verdict = audit(db, previous.produced, previous.ordered, previous.outcome == "completed")
+    console = Console(highlight=False, stderr=json_path == STDOUT)
+    state = previous.outcome or "unfinished (no outcome recorded: the run was killed or is running)"
+    console.print(
+        f"run {previous.run_id} started {previous.started_at:%Y-%m-%d %H:%M:%S}: {state};"
+        f" {previous.produced} of {previous.target} produced"
+    )
+    detail = "; ".join(verdict.problems()) or f"{verdict.processed}/{verdict.expected} processed exactly once"
+    console.print(f"audit {verdict.verdict}: {detail}; {verdict.left_behind} still pending")
+    if json_path:
+        write_json(
+            json_path,
+            {"run_id": previous.run_id, "outcome": previous.outcome or None, "audit": verdict.as_json()},
+        )
+    sys.exit(0 if verdict.passed else 1)

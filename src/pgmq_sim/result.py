@@ -1,0 +1,238 @@
+"""What a run's result is: a typed, frozen model with its JSON form. Renderers show it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgmq_sim.audit import AuditVerdict
+from pgmq_sim.queue import TableHealth
+from pgmq_sim.settings import QUEUE_TYPES, Settings
+from pgmq_sim.stats import LatencyHistogram, SecondSample, WorkerStats
+
+# outcome -> exit status; an audit that fails turns a 0 into 1
+OUTCOME_EXIT = {
+    "completed": 0,
+    "interrupted": 0,
+    "failed": 1,
+    "stalled": 3,
+    "server-unresponsive": 3,
+    "server-lost": 3,
+}
+JSON_VERSION = 2
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    name: str
+    queue_type: str
+    processed: int
+    empty_claims: int
+    busy_share: float
+    connections_lost: int = 0
+    reconnects: int = 0
+    runner: str = "local"  # the process or host that ran it
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault injected into, or met by, the run, at a time since the workers started."""
+
+    at_s: float
+    kind: str
+    detail: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"at_s": round(self.at_s, 3), "kind": self.kind, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    settings: Settings
+    server: str
+    strategy: str
+    ordered: bool
+    files: dict[str, dict[str, str]]
+    target: int
+    produced: int
+    processed: int
+    elapsed_s: float
+    outcome: str
+    per_type: dict[str, int]
+    e2e_ms: dict[str, float | None]
+    claim_ms: dict[str, float | None]
+    complete_ms: dict[str, float | None]
+    empty_claims: int
+    workers: tuple[WorkerResult, ...]
+    groups_per_type: dict[str, int]
+    work_mean_ms: float
+    timeline: tuple[SecondSample, ...]
+    health: TableHealth | None
+    audit: AuditVerdict | None
+    stall_causes: tuple[str, ...] = ()
+    error: str | None = None
+    faults: tuple[Fault, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def from_stats(
+        cls,
+        *,
+        settings: Settings,
+        server: str,
+        strategy: str,
+        ordered: bool,
+        files: dict[str, dict[str, str]],
+        produced: int,
+        elapsed_s: float,
+        outcome: str,
+        stats: Sequence[WorkerStats],
+        runners: Sequence[str] | None = None,
+        groups_per_type: dict[str, int],
+        timeline: Sequence[SecondSample],
+        health: TableHealth | None,
+        audit: AuditVerdict | None,
+        stall_causes: Sequence[str] = (),
+        error: str | None = None,
+        faults: Sequence[Fault] = (),
+        notes: Sequence[str] = (),
+    ) -> RunResult:
+        """The result from the workers' own counters and histograms, merged."""
+        processed = sum(s.processed for s in stats)
+        work_s = sum(s.work_s for s in stats)
+        runners = runners or ["local"] * len(stats)
+        return cls(
+            settings=settings,
+            server=server,
+            strategy=strategy,
+            ordered=ordered,
+            files=files,
+            target=settings.fill_db,
+            produced=produced,
+            processed=processed,
+            elapsed_s=elapsed_s,
+            outcome=outcome,
+            per_type={t: sum(s.processed for s in stats if s.queue_type == t) for t in QUEUE_TYPES},
+            e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
+            claim_ms=LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
+            complete_ms=LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
+            empty_claims=sum(s.empty_claims for s in stats),
+            workers=tuple(
+                WorkerResult(
+                    s.name,
+                    s.queue_type,
+                    s.processed,
+                    s.empty_claims,
+                    round(min(1.0, s.busy_s / elapsed_s), 4) if elapsed_s else 0.0,
+                    s.connections_lost,
+                    s.reconnects,
+                    runner,
+                )
+                for s, runner in zip(stats, runners, strict=True)
+            ),
+            groups_per_type=groups_per_type,
+            work_mean_ms=(work_s / processed * 1000) if processed else settings.work.mean_ms,
+            timeline=tuple(timeline),
+            health=health,
+            audit=audit,
+            stall_causes=tuple(stall_causes),
+            error=error,
+            faults=tuple(faults),
+            notes=tuple(notes),
+        )
+
+    @property
+    def throughput_per_s(self) -> float:
+        return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def groups(self) -> int:
+        return sum(self.groups_per_type.values())
+
+    @property
+    def connections_lost(self) -> int:
+        return sum(w.connections_lost for w in self.workers)
+
+    @property
+    def reconnects(self) -> int:
+        return sum(w.reconnects for w in self.workers)
+
+    @property
+    def ordering_bound_per_s(self) -> float | None:
+        """G groups, each at most one message per mean work time."""
+        if not self.ordered or self.settings.work.mean_ms <= 0:  # no work: no bound to speak of
+            return None
+        return self.groups / (self.work_mean_ms / 1000)
+
+    @property
+    def worker_bound_per_s(self) -> float | None:
+        """The ordering bound with these workers: a type's groups advance at most as many at a
+        time as the type has workers."""
+        if not self.ordered or self.settings.work.mean_ms <= 0:
+            return None
+        busy = sum(
+            min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
+            for queue_type, groups in self.groups_per_type.items()
+        )
+        return busy / (self.work_mean_ms / 1000)
+
+    @property
+    def bound_share(self) -> float | None:
+        bound = self.ordering_bound_per_s
+        return self.throughput_per_s / bound if bound else None
+
+    @property
+    def exit_code(self) -> int:
+        code = OUTCOME_EXIT.get(self.outcome, 1)
+        if code == 0 and self.audit is not None and not self.audit.passed:
+            return 1
+        return code
+
+    def as_json(self) -> dict[str, Any]:
+        from pgmq_sim.advice import advice  # rules read the model; the model does not need them
+
+        return {
+            "version": JSON_VERSION,
+            "outcome": self.outcome,
+            "error": self.error,
+            "server": self.server,
+            "strategy": self.strategy,
+            "ordered": self.ordered,
+            "files": self.files,
+            "target": self.target,
+            "produced": self.produced,
+            "processed": self.processed,
+            "elapsed_s": round(self.elapsed_s, 4),
+            "throughput_per_s": round(self.throughput_per_s, 2),
+            "throughput_per_type_per_s": {
+                t: round(n / self.elapsed_s, 2) if self.elapsed_s else 0.0 for t, n in self.per_type.items()
+            },
+            "processed_per_type": self.per_type,
+            "latency_ms": {"e2e": self.e2e_ms, "claim": self.claim_ms, "complete": self.complete_ms},
+            "empty_claims": self.empty_claims,
+            "connections_lost": self.connections_lost,
+            "reconnects": self.reconnects,
+            "groups": self.groups,
+            "groups_per_type": self.groups_per_type,
+            "work_mean_ms": round(self.work_mean_ms, 3),
+            "ordering_bound_per_s": _round(self.ordering_bound_per_s),
+            "ordering_bound_share": _round(self.bound_share, 3),
+            "worker_bound_per_s": _round(self.worker_bound_per_s),
+            "workers": [w.as_json() for w in self.workers],
+            "audit": self.audit.as_json() if self.audit else None,
+            "table": self.health.as_json() if self.health else None,
+            "timeline": [s.__dict__ for s in self.timeline],
+            "faults": [f.as_json() for f in self.faults],
+            "advice": advice(self),
+            "stall_causes": list(self.stall_causes),
+            "notes": list(self.notes),
+            "settings": self.settings.as_json(),
+        }
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)

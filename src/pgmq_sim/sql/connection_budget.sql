@@ -1,0 +1,12 @@
+-- What this run may still open: the server's limit less the slots reserved for superusers
+-- (and for pg_use_reserved_connections, PostgreSQL 16+) unless the role may use them, less
+-- the sessions open now; and the role's own limit less its sessions.
+select current_setting('max_connections')::int
+       - case when r.rolsuper then 0
+              else current_setting('superuser_reserved_connections')::int
+                   + coalesce(nullif(current_setting('reserved_connections', true), '')::int, 0) end
+       - (select count(*) from pg_stat_activity where backend_type = 'client backend')::int,
+       case when r.rolconnlimit < 0 then null
+            else r.rolconnlimit - (select count(*) from pg_stat_activity
+                                    where usename = current_user and backend_type = 'client backend')::int end
+from pg_roles r where r.rolname = current_user

@@ -1,0 +1,1 @@
+update pgmq_sim_run set finished_at = clock_timestamp(), outcome = $1

@@ -1,0 +1,1 @@
+select produced from pgmq_sim_run
