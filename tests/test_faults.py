@@ -1,0 +1,171 @@
+"""Faults on a server the test starts and controls: the run rides through, or ends with a report.
+
+Each run here is a real process against a LocalPostgres of the test's own, which the
+test kills backends of, restarts, freezes and times out; the audit (read here from the
+database, not from the tool) proves nothing was lost or repeated.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+from checks import assert_exactly_once_in_order, handled_lines
+from conftest import Cli
+
+from pgmq_sim.embedded import LocalPostgres
+
+
+def wait_for_handled(log: Path, count: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and len(handled_lines(log)) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {count} messages handled within {timeout} s")
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def terminate_tool_backends(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "select count(pg_terminate_backend(pid)) from pg_stat_activity"
+            " where application_name = 'pgmq-sim' and pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.fixture
+def own_cli(own_pg: LocalPostgres, tmp_path: Path) -> Cli:
+    return Cli(own_pg.dsn, tmp_path)
+
+
+def run_through(
+    cli: Cli, fault: Callable[[], None], *args: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    proc = cli.start(*args, "-json out.json")
+    wait_for_handled(cli.workdir / "msg_queue.log", 50)
+    fault()
+    result = finish(proc)
+    return result, json.loads((cli.workdir / "out.json").read_text())
+
+
+RATE_RUN = "-fill-db 1500 -rate 300 -workers 6 -orders 3 -work-ms 1-3"
+
+
+def test_worker_connections_killed_mid_run(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    def kill_three_times() -> None:
+        for _ in range(3):
+            assert terminate_tool_backends(own_pg.dsn) > 0
+            time.sleep(0.7)
+
+    result, doc = run_through(own_cli, kill_three_times, RATE_RUN, "-poll-interval 0.05")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc["outcome"] == "completed" and doc["audit"]["verdict"] == "pass"
+    assert doc["connections_lost"] >= 6 and doc["reconnects"] >= 6
+    assert "lost" in " ".join(result.stdout.split())
+    with psycopg.connect(own_pg.dsn, autocommit=True) as db:
+        assert_exactly_once_in_order(db, 1500, delmsg=False)
+
+
+def test_server_restart_mid_run(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    result, doc = run_through(own_cli, own_pg.restart, RATE_RUN, "-delmsg -poll-interval 0.05")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc["outcome"] == "completed" and doc["audit"]["verdict"] == "pass"
+    assert doc["connections_lost"] >= 6 and doc["produced"] == 1500
+    with psycopg.connect(own_pg.dsn, autocommit=True) as db:
+        assert_exactly_once_in_order(db, 1500, delmsg=True)
+        # the producer's retried batches wrote no message twice
+        assert db.execute("select count(*) from msg_queue").fetchone()[0] == 0
+
+
+def test_server_restart_during_notify_wakeup(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    result, doc = run_through(own_cli, own_pg.restart, RATE_RUN, "-wakeup notify -poll-interval 1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc["audit"]["verdict"] == "pass"
+
+
+def test_idle_session_timeout_shorter_than_the_run(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    """Sessions idle longer than 1 s are ended by the server: the tool's own session must not sit
+    idle through the run, and workers that poll longer than that reconnect."""
+    with psycopg.connect(own_pg.dsn, autocommit=True) as db:
+        db.execute("alter system set idle_session_timeout = '1s'")
+        db.execute("select pg_reload_conf()")
+    result = own_cli.run(
+        "-fill-db 400 -rate 100 -workers 3 -work-ms 1-3 -poll-interval 1.5 -json out.json", timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((own_cli.workdir / "out.json").read_text())
+    assert doc["audit"]["verdict"] == "pass" and doc["processed"] == 400
+    assert doc["connections_lost"] > 0  # the workers' idle polls did time out
+
+
+def test_frozen_server_is_named_and_ends_with_exit_3(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    proc = own_cli.start(RATE_RUN, "-poll-interval 0.05 -stall-timeout 3 -json out.json")
+    try:
+        wait_for_handled(own_cli.workdir / "msg_queue.log", 50)
+        own_pg.freeze()
+        began = time.monotonic()
+        result = finish(proc, timeout=60)
+        took = time.monotonic() - began
+    finally:
+        own_pg.thaw()
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert took < 3 + 20, took
+    doc = json.loads((own_cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "server-unresponsive"
+    assert "did not answer" in doc["error"] and "did not answer" in result.stderr
+    assert "claim" not in doc["error"]  # the claim SQL is not blamed
+    assert (own_cli.workdir / "msg_queue.log").read_text().splitlines()[-1].endswith("exit 3")
+
+
+def test_ctrl_c_against_a_frozen_server_ends_within_seconds(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    proc = own_cli.start(RATE_RUN, "-poll-interval 0.05 -stall-timeout 60 -json out.json")
+    try:
+        wait_for_handled(own_cli.workdir / "msg_queue.log", 50)
+        own_pg.freeze()
+        time.sleep(1)
+        began = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        result = finish(proc, timeout=30)
+        took = time.monotonic() - began
+    finally:
+        own_pg.thaw()
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert took < 12, took
+    assert "Traceback" not in result.stderr
+    doc = json.loads((own_cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "interrupted"
+
+
+def test_frozen_then_thawed_within_the_timeout_completes(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    def freeze_briefly() -> None:
+        own_pg.freeze()
+        time.sleep(2)
+        own_pg.thaw()
+
+    result, doc = run_through(own_cli, freeze_briefly, RATE_RUN, "-poll-interval 0.05 -stall-timeout 15")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc["audit"]["verdict"] == "pass"
+
+
+def test_server_gone_past_reconnect_timeout_ends_with_a_report(own_cli: Cli, own_pg: LocalPostgres) -> None:
+    result, doc = run_through(own_cli, own_pg.stop, RATE_RUN, "-poll-interval 0.05 -reconnect-timeout 2")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert doc["outcome"] == "server-lost" and "reconnect" in doc["error"]
+    assert doc["audit"] is None and any("audit skipped" in n for n in doc["notes"])
+    assert "server-lost" in result.stdout

@@ -1,0 +1,219 @@
+"""What the tool promises the person who runs it: it destroys nothing it did not create, and
+whatever ends a run, the summary, the JSON and the log's last line say what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from checks import handled_lines
+from conftest import REPO, Cli, assert_one_line_error
+
+
+def wait_for_handled(cli: Cli, count: int, timeout: float = 30) -> None:
+    log = cli.workdir / "msg_queue.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < count):
+        time.sleep(0.05)
+
+
+# -- destroy nothing --------------------------------------------------------------------------
+
+
+def test_a_foreign_table_is_refused_and_kept(cli: Cli, db: psycopg.Connection) -> None:
+    db.execute("create table msg_queue (msg_id int, precious text)")
+    db.execute("insert into msg_queue values (1, 'keep me')")
+    (cli.workdir / "msg_queue.log").write_text("the last run's log\n")
+    result = cli.run("-fill-db 20 -workers 3 -work-ms 0")
+    assert_one_line_error(result, 2, "msg_queue", "not created by pgmq-sim", "-replace-tables")
+    assert db.execute("select precious from msg_queue").fetchall() == [("keep me",)]
+    assert (cli.workdir / "msg_queue.log").read_text() == "the last run's log\n"
+    # -no-audit does not make a foreign journal fair game either
+    db.execute("drop table msg_queue")
+    db.execute("create table msg_journal (note text)")
+    assert_one_line_error(cli.run("-fill-db 20 -workers 3 -no-audit"), 2, "msg_journal")
+    assert db.execute("select to_regclass('msg_journal')").fetchone()[0] is not None
+    # said explicitly, the tables are replaced
+    assert cli.run("-fill-db 20 -workers 3 -work-ms 0 -replace-tables").returncode == 0
+
+
+def test_the_tool_replaces_its_own_tables_without_asking(cli: Cli, db: psycopg.Connection) -> None:
+    assert cli.run("-fill-db 20 -workers 3 -work-ms 0").returncode == 0
+    comment = db.execute("select obj_description('msg_queue'::regclass, 'pg_class')").fetchone()[0]
+    assert comment.startswith("pgmq-sim:")
+    result = cli.run("-fill-db 30 -workers 3 -work-ms 0")
+    assert result.returncode == 0, result.stderr
+    assert "unfinished run" not in result.stdout
+
+
+def test_failed_start_keeps_the_last_log(cli: Cli) -> None:
+    log = cli.workdir / "msg_queue.log"
+    log.write_text("evidence of the last run\n")
+    result = cli.run("-dsn", "postgres://nobody@127.0.0.1:1/none", dsn=False)
+    assert result.returncode != 0
+    assert log.read_text() == "evidence of the last run\n"
+
+
+def test_killed_run_is_audited_in_place_and_named_by_the_next_run(cli: Cli, dsn: str) -> None:
+    proc = cli.start("-fill-db 3000 -workers 3 -work-ms 5-10")
+    wait_for_handled(cli, 30)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    env = cli.env()
+    audit = subprocess.run(
+        [*cli.command(dsn=False)[:3], "audit", "-dsn", dsn, "-json", "audit.json"],
+        cwd=cli.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "unfinished" in audit.stdout and "audit pass" in audit.stdout
+    doc = json.loads((cli.workdir / "audit.json").read_text())
+    assert doc["outcome"] is None and doc["audit"]["missing"] == 0 and doc["audit"]["duplicates"] == 0
+    assert doc["audit"]["processed"] >= 30 and doc["audit"]["left_behind"] > 0
+    rerun = cli.run("-fill-db 20 -workers 3 -work-ms 0")
+    assert rerun.returncode == 0
+    assert "replacing the data of an unfinished run" in " ".join(rerun.stdout.split())
+
+
+def test_audit_command_needs_a_server(cli: Cli) -> None:
+    result = subprocess.run(
+        [*cli.command(dsn=False)[:3], "audit"],
+        cwd=cli.workdir,
+        env=cli.env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert_one_line_error(result, 2, "-dsn")
+
+
+def test_json_through_a_symlink_keeps_the_link(cli: Cli) -> None:
+    (cli.workdir / "real.json").write_text("{}")
+    os.symlink("real.json", cli.workdir / "out.json")
+    assert cli.run("-fill-db 20 -workers 3 -work-ms 0 -json out.json").returncode == 0
+    assert (cli.workdir / "out.json").is_symlink()
+    assert json.loads((cli.workdir / "real.json").read_text())["processed"] == 20
+
+
+def test_json_dash_is_stdout_and_the_summary_moves_to_stderr(cli: Cli) -> None:
+    result = cli.run("-fill-db 20 -workers 3 -work-ms 0 -json -")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["processed"] == 20
+    assert "audit" in result.stderr
+
+
+def test_json_to_a_device_is_written_not_replaced(cli: Cli) -> None:
+    result = cli.run("-fill-db 20 -workers 3 -work-ms 0 -json /dev/null")
+    assert result.returncode == 0, result.stderr
+    assert Path("/dev/null").is_char_device()
+
+
+def test_checks_run_before_anything_changes(cli: Cli, db: psycopg.Connection) -> None:
+    assert cli.run("-fill-db 25 -workers 3 -work-ms 0").returncode == 0
+    for args in ("-orders 3000000000", "-schema /dev/zero", "-fill-db 3000000000"):
+        assert cli.run(args).returncode == 2, args
+    bad_name = os.fsencode(str(cli.workdir)) + b"/\xff.sql"
+    result = subprocess.run(
+        [*cli.command(), b"-schema", bad_name], cwd=cli.workdir, env=cli.env(), capture_output=True
+    )
+    assert result.returncode == 2 and b"Traceback" not in result.stderr
+    assert db.execute("select count(*) from msg_queue").fetchone()[0] == 25
+
+
+def test_connections_are_counted_as_the_run_opens_them(cli: Cli, db: psycopg.Connection, dsn: str) -> None:
+    db.execute("drop role if exists pgmq_limited")
+    db.execute("create role pgmq_limited login connection limit 5")
+    db.execute("grant all on schema public to pgmq_limited")
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    limited = f"postgresql://pgmq_limited@/{params['dbname']}?host={params['host']}&port={params['port']}"
+    # 3 workers + producer + listener + the tool's own = 6 > 5
+    result = cli.run("-dsn", limited, "-workers 3 -rate 100 -wakeup notify", dsn=False)
+    assert_one_line_error(result, 2, "needs 6 connections", "CONNECTION LIMIT")
+
+
+# -- every exit writes what it knows ----------------------------------------------------------
+
+
+def test_full_disk_log_is_one_line_and_a_report(cli: Cli) -> None:
+    result = cli.run("-fill-db 50 -workers 3 -work-ms 0 -logfile /dev/full -json out.json")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("pgmq-sim: error:")]
+    assert len(errors) == 1 and "No space left on device" in errors[0]
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "failed" and "No space left" in doc["error"]
+    assert doc["audit"] is not None and doc["audit"]["duplicates"] == 0 and doc["audit"]["missing"] == 0
+
+
+def test_failed_copy_counts_only_committed_messages(cli: Cli, db: psycopg.Connection) -> None:
+    """The second prefill chunk fails: only the first chunk's messages count as produced, and the
+    audit finds none missing."""
+    failing = (REPO / "schema.sql").read_text() + (
+        "\ncreate function refuse() returns trigger language plpgsql as $$ begin"
+        " if new.msg_id = 25000 then raise exception 'disk quota exceeded (test)'; end if;"
+        " return new; end $$;\n"
+        "create trigger refuse before insert on msg_queue for each row execute function refuse();\n"
+    )
+    (cli.workdir / "failing.sql").write_text(failing)
+    result = cli.run("-schema failing.sql -fill-db 30000 -workers 3 -work-ms 0 -json out.json")
+    assert result.returncode == 1
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "failed" and "disk quota exceeded" in doc["error"]
+    assert doc["produced"] == 20000 == db.execute("select count(*) from msg_queue").fetchone()[0]
+    assert doc["audit"]["missing"] == 0
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_second_signal_keeps_the_first_code_and_still_writes(cli: Cli, signum: int, code: int) -> None:
+    proc = cli.start("-fill-db 5000 -workers 6 -work-ms 20-30 -orders 4 -json out.json")
+    wait_for_handled(cli, 20)
+    proc.send_signal(signum)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT if signum == signal.SIGTERM else signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == code, stderr
+    assert "Traceback" not in stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "interrupted" and doc["processed"] > 0
+    assert "interrupted" in stdout
+    last = (cli.workdir / "msg_queue.log").read_text().splitlines()[-1]
+    assert last.endswith(f"exit {code}")
+
+
+def test_signal_during_a_long_prefill_is_honoured_at_once(cli: Cli) -> None:
+    proc = cli.start("-fill-db 3000000 -workers 3 -json out.json")
+    log = cli.workdir / "msg_queue.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not log.exists() or "schema ready" not in log.read_text()):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 143
+    assert time.monotonic() - began < 5
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "interrupted" and 0 < doc["produced"] < 3_000_000
+    assert doc["processed"] == 0 and doc["audit"]["missing"] == 0
+    assert "starting 3 workers" not in log.read_text()
+
+
+def test_files_used_are_named(cli: Cli) -> None:
+    (cli.workdir / "next_msg.sql").write_text((REPO / "next_msg.sql").read_text())
+    result = cli.run("-fill-db 20 -workers 3 -work-ms 0 -json out.json")
+    assert result.returncode == 0
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["files"]["claim"] == {"path": str(cli.workdir / "next_msg.sql"), "origin": "current directory"}
+    assert doc["files"]["schema"]["origin"] == "packaged"
+    assert "current directory" in " ".join(result.stdout.split())
