@@ -89,14 +89,50 @@ def backlog_wait(r: RunResult) -> str | None:
     )
 
 
+SNAPSHOT_HELD_S = 5.0
+
+
+def old_snapshot(r: RunResult) -> str | None:
+    """Seed 001's lesson: vacuum cannot remove what a snapshot still sees; no vacuum setting helps."""
+    hold = r.snapshot
+    if (
+        hold is None
+        or hold.held_s < SNAPSHOT_HELD_S
+        or hold.dead_tuples_peak <= hold.dead_tuples_before + 1000
+    ):
+        return None
+    return (
+        f"a snapshot held for {hold.held_s:.0f} s by pid {hold.pid}"
+        f" ({hold.application or 'no application_name'})"
+        f" kept vacuum from removing dead tuples ({hold.dead_tuples_before} -> {hold.dead_tuples_peak});"
+        " end long transactions (commit per message, as seed 001 says); vacuum settings cannot help"
+    )
+
+
 def dead_tuples(r: RunResult) -> str | None:
-    """Dead tuples in a drained table are gone at the next vacuum: only a live queue suffers."""
+    """Dead tuples in a drained table are gone at the next vacuum: only a live queue suffers, and
+    when an old snapshot is the cause, another rule says so instead."""
     h = r.health
     if h is None or h.live_tuples == 0 or h.dead_tuples <= max(1000, 2 * h.live_tuples):
+        return None
+    if old_snapshot(r) is not None:
         return None
     return (
         f"{h.dead_tuples} dead tuples against {h.live_tuples} live: every claim steps over them;"
         " vacuum the queue table more often (autovacuum_vacuum_scale_factor, or a manual VACUUM)"
+    )
+
+
+def head_of_line(r: RunResult) -> str | None:
+    """Failing heads block their groups in ordered processing: the cost a team must accept."""
+    if r.retries is None or not r.retries.blocked_groups or not r.ordered:
+        return None
+    worst = r.retries.blocked_groups[0]
+    return (
+        f"failing heads kept their groups waiting {r.retries.blocked_s_total:.1f} s in all"
+        f" (worst: {worst[0]}/order {worst[1]}, {worst[3]:.1f} s over {worst[2]} failures);"
+        " ordered processing cannot pass a failing message: a smaller -backoff-ms or -max-attempts"
+        " shortens the wait, a dead letter ends it"
     )
 
 
@@ -119,7 +155,9 @@ RULES: tuple[Rule, ...] = (
     idle_workers,
     polling_latency,
     backlog_wait,
+    old_snapshot,
     dead_tuples,
+    head_of_line,
     rate_too_high,
 )
 

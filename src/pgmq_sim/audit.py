@@ -26,6 +26,11 @@ class AuditVerdict:
     duplicate_ids: tuple[int, ...]
     missing_ids: tuple[int, ...]
     order_violation_ids: tuple[int, ...]
+    retrying: bool = False  # leases or retries: dead letters and redeliveries are counted
+    dead_lettered: int = 0
+    redelivered: int = 0
+    attempts: int = 0
+    failed_attempts: int = 0
 
     @property
     def passed(self) -> bool:
@@ -65,6 +70,10 @@ class AuditVerdict:
             "duplicate_ids": list(self.duplicate_ids),
             "missing_ids": list(self.missing_ids),
             "order_violation_ids": list(self.order_violation_ids),
+            "dead_lettered": self.dead_lettered,
+            "redelivered": self.redelivered,
+            "attempts": self.attempts,
+            "failed_attempts": self.failed_attempts,
         }
 
 
@@ -72,8 +81,12 @@ def _ids(ids: tuple[int, ...]) -> str:
     return ", ".join(map(str, ids))
 
 
-def audit(db: QueueDatabase, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
-    counts = db.audit_counts(expected, SHOW)
+def audit(
+    db: QueueDatabase, expected: int, ordered: bool, complete: bool, retrying: bool = False
+) -> AuditVerdict:
+    """Every produced message processed exactly once (or, with retries, dead-lettered), none
+    lost; order among the processed ones. Redelivery (work started again) is counted, not failed."""
+    counts = db.audit_counts(expected, SHOW, retrying)
     return AuditVerdict(
         expected=expected,
         processed=counts.processed,
@@ -86,4 +99,9 @@ def audit(db: QueueDatabase, expected: int, ordered: bool, complete: bool) -> Au
         duplicate_ids=counts.duplicate_ids,
         missing_ids=counts.missing_ids,
         order_violation_ids=counts.order_violation_ids,
+        retrying=retrying,
+        dead_lettered=counts.dead_lettered,
+        redelivered=counts.redelivered,
+        attempts=counts.attempts,
+        failed_attempts=counts.failed_attempts,
     )

@@ -18,6 +18,7 @@ import psycopg
 from rich.console import Console
 
 from pgmq_sim import __version__
+from pgmq_sim.chaos import parse_chaos
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
 from pgmq_sim.render.plot import check_plot_support, write_plot
@@ -26,8 +27,8 @@ from pgmq_sim.result import RunResult
 from pgmq_sim.run import Run, RunInput, Signals
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import first_line, open_server
-from pgmq_sim.settings import WAKEUPS, Settings, WorkTime
-from pgmq_sim.sqlfiles import known_strategies, load_strategy, user_file
+from pgmq_sim.settings import TX_MODES, WAKEUPS, Settings, WorkTime
+from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -40,24 +41,46 @@ def flag(name: str, dest: str | None = None, **kwargs: Any) -> Callable[[F], F]:
     return click.option(f"-{name}", f"--{name}", dest or name.replace("-", "_"), **kwargs)
 
 
-def parse_compare(text: str) -> list[tuple[str, str]]:
-    """'all' or a comma list of STRATEGY[/WAKEUP] cells."""
+def parse_compare(text: str, tx: str = "single") -> list[tuple[str, str, str]]:
+    """'all' or a comma list of STRATEGY[/WAKEUP][/TX] cells (TX: single or split)."""
     strategies = known_strategies()
     if text.strip() == "all":
-        return [(s, w) for s in strategies for w in WAKEUPS]
+        return [(s, w, tx) for s in strategies for w in WAKEUPS]
     cells = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, wakeup = item.partition("/")
+        name, *dimensions = item.split("/")
         if name not in strategies:
             raise UsageError(
                 f"unknown claim strategy '{name}' in -compare; use one of: {', '.join(strategies)}"
             )
-        if wakeup and wakeup not in WAKEUPS:
-            raise UsageError(f"unknown wake-up '{wakeup}' in -compare; use one of: {', '.join(WAKEUPS)}")
-        cells.append((name, wakeup or "poll"))
+        wakeup, mode = "poll", tx
+        for value in dimensions:
+            if value in WAKEUPS:
+                wakeup = value
+            elif value in TX_MODES:
+                mode = value
+            else:
+                raise UsageError(
+                    f"unknown wake-up or -tx '{value}' in -compare; use {', '.join(WAKEUPS + TX_MODES)}"
+                )
+        cells.append((name, wakeup, mode))
     if not cells:
-        raise UsageError("-compare needs 'all' or STRATEGY[/WAKEUP],... e.g. seed,indexed/notify")
+        raise UsageError("-compare needs 'all' or STRATEGY[/WAKEUP][/TX],... e.g. seed,indexed/notify/split")
     return cells
+
+
+def run_input(settings: Settings, schema: SqlSource) -> RunInput:
+    """The strategy in the form the cell's settings need, and what to say about it."""
+    strategy = load_strategy(settings.claim, settings.next_msg)
+    notes: tuple[str, ...] = ()
+    if settings.retrying:
+        if strategy.ordered and not strategy.has_split_form:
+            notes = (
+                f"claim {strategy.claim} has no form for leases and retries (claim_split.sql); it runs as it"
+                " is, and the audit judges whether it keeps order",
+            )
+        strategy = strategy.for_retries()
+    return RunInput(settings, schema, strategy, notes)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
@@ -183,6 +206,44 @@ def parse_compare(text: str) -> list[tuple[str, str]]:
     is_flag=True,
     help="Replace msg_queue/msg_journal/pgmq_sim_run even if pgmq-sim did not create them.",
 )
+@flag(
+    "tx",
+    default="single",
+    show_default=True,
+    metavar="single|split",
+    help="single: claim, work and complete in one transaction; split: claim with a lease and commit,"
+    " work outside any transaction, complete in a second one.",
+)
+@flag("lease", type=float, default=30.0, show_default=True, metavar="S", help="Split mode: a claim's lease.")
+@flag("fail-rate", type=float, default=0.0, metavar="P", help="Fraction of work attempts that fail.")
+@flag(
+    "max-attempts",
+    type=int,
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="Attempts before a failing message becomes a dead letter.",
+)
+@flag(
+    "backoff-ms",
+    type=float,
+    default=100.0,
+    show_default=True,
+    metavar="BASE",
+    help="A failed attempt's next try waits BASE x 2^(attempt-1) ms.",
+)
+@flag(
+    "chaos",
+    default=None,
+    metavar="SPEC",
+    help="Faults to inject, e.g. kill-connection/5s,kill-worker@3s,restart-server@10s,hold-xmin@5s+20s,"
+    "lock-table@10s+3s.",
+)
+@flag(
+    "chaos-allow-restart",
+    is_flag=True,
+    help="Let -chaos restart-server crash-restart a -dsn server (superuser needed).",
+)
 @flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
     "progress",
@@ -226,6 +287,13 @@ def _settings(options: dict[str, Any]) -> Settings:
         progress=options["progress"],
         reconnect_timeout=options["reconnect_timeout"],
         replace_tables=options["replace_tables"],
+        tx=options["tx"],
+        lease=options["lease"],
+        fail_rate=options["fail_rate"],
+        max_attempts=options["max_attempts"],
+        backoff_ms=options["backoff_ms"],
+        chaos=options["chaos"],
+        chaos_allow_restart=options["chaos_allow_restart"],
     )
 
 
@@ -258,7 +326,11 @@ def execute(options: dict[str, Any]) -> int:
     if settings.plot_path:
         check_output_path(settings.plot_path, "-plot")
         check_plot_support(settings.plot_path)
-    cells = parse_compare(options["compare"]) if options["compare"] else [(settings.claim, settings.wakeup)]
+    cells = (
+        parse_compare(options["compare"], settings.tx)
+        if options["compare"]
+        else [(settings.claim, settings.wakeup, settings.tx)]
+    )
     if options["compare"] and settings.next_msg is not None:
         raise UsageError(
             "-compare runs each strategy's own claim, and -next-msg would replace them all;"
@@ -266,13 +338,11 @@ def execute(options: dict[str, Any]) -> int:
         )
     schema = user_file("schema.sql", settings.schema, "-schema")
     inputs = [
-        RunInput(
-            dataclasses.replace(settings, claim=name, wakeup=wakeup),
-            schema,
-            load_strategy(name, settings.next_msg),
-        )
-        for name, wakeup in cells
+        run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx), schema)
+        for name, wakeup, tx in cells
     ]
+    if settings.chaos:
+        parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     console = Console(highlight=False, width=None if wide else REPORT_WIDTH, stderr=summary_to_stderr)
     progress_console = Console(stderr=True, highlight=False)
@@ -288,22 +358,26 @@ def execute(options: dict[str, Any]) -> int:
                     if signals.interrupt.is_set():
                         break
                     if len(inputs) > 1:
-                        progress_console.print(f"cell {given.strategy.label}/{given.settings.wakeup}")
+                        progress_console.print(f"cell {cell_label(given)}")
                     try:
                         results.append(Run(given, server, progress_console, log, signals).execute())
                     except SimError as exc:
                         if len(inputs) == 1:
                             raise
                         # one broken comparison cell should not cost the others their results
-                        cell = {"strategy": given.strategy.label, "wakeup": given.settings.wakeup}
+                        cell = {
+                            "strategy": given.strategy.label,
+                            "wakeup": given.settings.wakeup,
+                            "tx": given.settings.tx,
+                        }
                         failed.append(cell | {"error": str(exc)})
-                        click.echo(f"pgmq-sim: error: {cell['strategy']}/{cell['wakeup']}: {exc}", err=True)
+                        click.echo(f"pgmq-sim: error: {cell_label(given)}: {exc}", err=True)
                         continue
                     result = results[-1]
                     if len(inputs) == 1:
                         print_summary(console, result)
                     if result.error:  # the summary says it too; stderr gets the one line
-                        where = f"{result.strategy}/{result.settings.wakeup}: " if len(inputs) > 1 else ""
+                        where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
             code = _report(settings, results, failed, console, len(inputs) > 1)
             if received:
@@ -313,6 +387,11 @@ def execute(options: dict[str, Any]) -> int:
             return code
         finally:
             log.close()
+
+
+def cell_label(given: RunInput) -> str:
+    label = f"{given.strategy.label}/{given.settings.wakeup}"
+    return label + ("/split" if given.settings.tx == "split" else "")
 
 
 def _report(

@@ -56,10 +56,6 @@ def prepare_claim(name: str, wrapped_claim_sql: str) -> str:
     return f"prepare {name}(text) as {wrapped_claim_sql}"
 
 
-def completion_statement(delmsg: bool, audited: bool) -> str:
-    return statement(("complete_delete" if delmsg else "complete_mark") + ("_audited" if audited else ""))
-
-
 @dataclass(frozen=True)
 class PreviousRun:
     """What a run that used these tables left: its record in pgmq_sim_run."""
@@ -109,6 +105,10 @@ class AuditCounts:
     missing_ids: tuple[int, ...]
     order_violation_ids: tuple[int, ...]
     order_violations: int
+    dead_lettered: int = 0
+    redelivered: int = 0
+    attempts: int = 0
+    failed_attempts: int = 0
 
 
 class QueueDatabase:
@@ -210,6 +210,7 @@ class QueueDatabase:
         audited: bool,
         notify: bool,
         record: tuple[str, int, bool, bool, dict[str, Any]],
+        retrying: bool = False,
     ) -> None:
         """Create the queue, the strategy's additions, the journal, the run record and the
         wake-up trigger in one transaction, then try the claim once and roll back: a broken
@@ -219,6 +220,13 @@ class QueueDatabase:
             if strategy.schema:
                 self._execute(
                     conn, strategy.schema.text, f"strategy '{strategy.name}' schema", "fix its schema.sql"
+                )
+            if retrying:
+                self._execute(
+                    conn,
+                    statement("retry_schema"),
+                    "attempt columns",
+                    "the schema's msg_queue must be the seed's",
                 )
             self._execute(conn, statement("mark_tables"), "marking the queue table", "check the schema")
             self._execute(
@@ -289,14 +297,18 @@ class QueueDatabase:
 
         return self._retrying(read)
 
-    def audit_counts(self, expected: int, show: int) -> AuditCounts:
+    def audit_counts(self, expected: int, show: int, retrying: bool = False) -> AuditCounts:
+        suffix = "_retry" if retrying else ""
+
         def read(conn: psycopg.Connection) -> AuditCounts:
             cur = psycopg.RawCursor(conn)
-            row = cur.execute(statement("audit_counts"), (expected,)).fetchone()
+            row = cur.execute(statement("audit_counts" + suffix), (expected,)).fetchone()
             assert row is not None
-            processed, duplicates, missing, left_behind = row
+            processed, duplicates, missing, left_behind, *retries = row
             duplicate_ids = tuple(r[0] for r in cur.execute(statement("audit_duplicates"), (show,)))
-            missing_ids = tuple(r[0] for r in cur.execute(statement("audit_missing"), (expected, show)))
+            missing_ids = tuple(
+                r[0] for r in cur.execute(statement("audit_missing" + suffix), (expected, show))
+            )
             violations = [r[0] for r in cur.execute(statement("audit_order"))]
             return AuditCounts(
                 processed,
@@ -307,9 +319,60 @@ class QueueDatabase:
                 missing_ids,
                 tuple(violations[:show]),
                 len(violations),
+                *retries,
             )
 
         return self._retrying(read)
+
+    def group_blocking(self) -> list[tuple[str, int, int, float]]:
+        """Per group: failed attempts and seconds its head kept the group waiting for a retry."""
+        return self._retrying(lambda conn: [tuple(r) for r in conn.execute(statement("group_blocking"))])
+
+    def recover(self) -> list[tuple[int, str, bool]]:
+        """Return to pending the messages whose owner is gone or whose lease expired."""
+
+        def write(conn: psycopg.Connection) -> list[tuple[int, str, bool]]:
+            rows = conn.execute(statement("recover_split")).fetchall()
+            conn.commit()
+            return [(int(m), str(o), bool(e)) for m, o, e in rows]
+
+        return self._retrying(write)
+
+    def pulse(self) -> tuple[int, int | None, str, float]:
+        """Dead tuples now, and who holds the oldest snapshot (pid, application, seconds)."""
+
+        def read(conn: psycopg.Connection) -> tuple[int, int | None, str, float]:
+            row = conn.execute(statement("table_pulse")).fetchone()
+            assert row is not None
+            return int(row[0]), row[1], str(row[2]), float(row[3])
+
+        return self._retrying(read)
+
+    def terminate(self, pids: list[int]) -> int:
+        """End these backends (a fault the run injects into itself)."""
+        row = self._retrying(lambda conn: conn.execute(statement("terminate_backends"), (pids,)).fetchone())
+        return int(row[0]) if row else 0
+
+    def may_run_programs(self) -> bool:
+        row = self._retrying(lambda conn: conn.execute(statement("server_programs")).fetchone())
+        return bool(row and row[0])
+
+    def crash_restart(self) -> None:
+        """Kill one backend with SIGKILL through COPY TO PROGRAM: the postmaster then resets every
+        session, as after a crash. The caller checked the role may run programs."""
+        with contextlib.suppress(psycopg.Error), self._connection() as conn:
+            conn.execute(statement("crash_backend").format(pid=int(conn.info.backend_pid)))
+
+    def hold(self, what: str, seconds: float, stop: threading.Event) -> None:
+        """Hold a snapshot (what='hold_snapshot') or an exclusive lock on the queue ('lock_queue')
+        in an open transaction for `seconds`, or until the run stops."""
+        with self._connection() as conn:
+            if what == "hold_snapshot":
+                conn.execute("set transaction isolation level repeatable read")
+            conn.execute(f"set lock_timeout = {int(max(seconds, 1) * 1000)}")
+            conn.execute(statement(what))
+            stop.wait(seconds)
+            conn.rollback()
 
     def stall_facts(self, our_pids: list[int]) -> StallFacts:
         """What the stall diagnosis reads, in the order that keeps it from waiting: sessions
@@ -396,40 +459,66 @@ class Claimed:
     queue_type: str
     order_id: int
     claimed_at: datetime
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """What a worker's session prepares: the claim and the completion, and for leases and
+    retries (`mode` single-with-retries or split) the attempt bookkeeping."""
+
+    claim_sql: str
+    delmsg: bool
+    audited: bool
+    mode: str = "basic"  # basic | single (with attempts) | split
+    lease_s: float = 30.0
+    max_attempts: int = 1
+    backoff_ms: float = 0.0
+
+    @property
+    def complete_sql(self) -> str:
+        kind = ("complete_split_" if self.mode == "split" else "complete_") + (
+            "delete" if self.delmsg else "mark"
+        )
+        return statement(kind + ("_audited" if self.audited else ""))
+
+
+def completion_statement(delmsg: bool, audited: bool) -> str:
+    return SessionPlan("", delmsg, audited).complete_sql
 
 
 class ClaimSession:
-    """A worker's connection, speaking in two round trips per message.
+    """A worker's connection, speaking in as few round trips per message as it can.
 
-    The claim and the completion are prepared once on the server; each message then
-    takes "begin; execute claim" and "execute complete; commit", half the round trips
-    of issuing BEGIN, claim, completion and COMMIT one by one. The connection is in
-    autocommit mode, so these explicit statements are the only transaction control.
+    The statements are prepared once on the server; a message then takes "begin; execute
+    claim" and "execute complete; commit", half the round trips of issuing BEGIN, claim,
+    completion and COMMIT one by one. With retries one more trip counts the attempt (and,
+    split, commits the claim). The connection is in autocommit mode, so these explicit
+    statements are the only transaction control.
     """
 
     CLAIM = "pgmq_sim_claim"
     COMPLETE = "pgmq_sim_complete"
+    TAKE = "pgmq_sim_take"
+    FAIL = "pgmq_sim_fail"
 
-    def __init__(
-        self,
-        conn: psycopg.Connection,
-        claim_sql: str,
-        complete_sql: str,
-        audited: bool,
-        queue_type: str,
-        worker: str,
-    ) -> None:
+    def __init__(self, conn: psycopg.Connection, plan: SessionPlan, queue_type: str, worker: str) -> None:
         conn.autocommit = True
         conn.prepare_threshold = None  # every message's text differs; the server holds the plans
         self._conn = conn
         self._cursor = conn.cursor()
-        self._audited = audited
-        self._cursor.execute("deallocate all")
-        self._cursor.execute(prepare_claim(self.CLAIM, claim_sql))
-        self._cursor.execute(f"prepare {self.COMPLETE} as {complete_sql}")
+        self._plan = plan
+        cursor = self._cursor
+        cursor.execute("deallocate all")
+        cursor.execute(prepare_claim(self.CLAIM, plan.claim_sql))
+        cursor.execute(f"prepare {self.COMPLETE} as {plan.complete_sql}")
+        if plan.mode != "basic":
+            cursor.execute(f"prepare {self.TAKE} as {statement('take_' + plan.mode)}")
+            cursor.execute(f"prepare {self.FAIL} as {statement('fail_attempt')}")
         # Quoting is the costliest Python step per message: quote fixed values once.
         self._claim_text = f"begin; execute {self.CLAIM}({self._literal(queue_type)})"
         self._worker = self._literal(worker)
+        self._owner = self._literal(f"{worker}:{conn.info.backend_pid}")
         self._quoted_types: dict[str, str] = {}
 
     @property
@@ -446,7 +535,8 @@ class ClaimSession:
         return quoted
 
     def claim(self) -> Claimed | None:
-        """Open the message's transaction and claim; None (transaction ended) if nothing is free."""
+        """Claim one message; None (transaction ended) if nothing is free. Basic and single
+        modes leave the transaction open; split mode has committed the claim."""
         cursor = self._cursor
         cursor.execute(self._claim_text)
         cursor.nextset()
@@ -456,22 +546,59 @@ class ClaimSession:
         if not rows:
             cursor.execute("commit")  # a rollback would drop the prepared statements
             return None
-        return Claimed(*rows[0])
+        msg_id, queue_type, order_id, claimed_at = rows[0]
+        plan = self._plan
+        if plan.mode == "basic":
+            return Claimed(msg_id, queue_type, order_id, claimed_at)
+        if plan.mode == "single":
+            cursor.execute(f"execute {self.TAKE}({int(msg_id)}); savepoint work")
+        else:
+            cursor.execute(f"execute {self.TAKE}({int(msg_id)}, {self._owner}, {plan.lease_s!r}); commit")
+        row = cursor.fetchone()
+        assert row is not None
+        return Claimed(msg_id, queue_type, order_id, claimed_at, int(row[0]))
 
     def complete(self, claimed: Claimed) -> tuple[datetime | None, datetime | None]:
-        """Complete the claimed message and commit; returns its time_added (None: no row) and
-        the server's clock at completion, so latency never mixes two machines' clocks."""
-        if self._audited:
+        """Complete the claimed message and commit; returns its time_added and the server's
+        clock at completion (so latency never mixes two machines' clocks), or (None, None)
+        if no row was completed (split: this worker no longer owns it)."""
+        plan = self._plan
+        if plan.audited:
             # claimed_at is the server's own timestamptz; its ISO form carries the offset
             args = (
                 f"{int(claimed.msg_id)}, {self._quoted_type(claimed.queue_type)}, {int(claimed.order_id)},"
-                f" {self._worker}, '{claimed.claimed_at.isoformat()}'::timestamptz"
+                f" {self._worker}, '{claimed.claimed_at.isoformat()}'::timestamptz, {int(claimed.attempt)}"
             )
+            if plan.mode == "split":
+                args += f", {self._owner}"
         else:
-            args = str(int(claimed.msg_id))
-        self._cursor.execute(f"execute {self.COMPLETE}({args}); commit")
+            args = str(int(claimed.msg_id)) + (f", {self._owner}" if plan.mode == "split" else "")
+        text = f"execute {self.COMPLETE}({args}); commit"
+        if plan.mode == "split":
+            text = "begin; " + text
+            self._cursor.execute(text)
+            self._cursor.nextset()
+        else:
+            self._cursor.execute(text)
         row = self._cursor.fetchone()
         return (row[0], row[1]) if row else (None, None)
+
+    def fail(self, claimed: Claimed, error: str) -> bool | None:
+        """Record a failed attempt and commit: True if it made the message a dead letter,
+        None if this worker no longer owned it (split). In single mode the work's changes
+        roll back to the savepoint taken after the claim; the bookkeeping commits."""
+        plan = self._plan
+        owner = self._owner if plan.mode == "split" else "null"
+        call = (
+            f"execute {self.FAIL}({int(claimed.msg_id)}, {self._worker},"
+            f" '{claimed.claimed_at.isoformat()}'::timestamptz, {self._literal(error)},"
+            f" {int(plan.max_attempts)}, {plan.backoff_ms!r}, {owner})"
+        )
+        before = "rollback to savepoint work; " if plan.mode == "single" else "begin; "
+        self._cursor.execute(f"{before}{call}; commit")
+        self._cursor.nextset()
+        row = self._cursor.fetchone()
+        return bool(row[0]) if row else None
 
     def abandon(self) -> None:
         """Roll back whatever is open: the message goes back to the queue."""

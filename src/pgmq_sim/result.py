@@ -51,6 +51,51 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class RetryFigures:
+    """Leases and retries: what failed, what was recovered, and how long heads blocked groups."""
+
+    failed_attempts: int
+    dead_lettered: int
+    recovered: int
+    lost_ownership: int
+    crashes: int
+    blocked_groups: tuple[tuple[str, int, int, float], ...]  # (type, order_id, failures, blocked s)
+
+    @property
+    def blocked_s_total(self) -> float:
+        return sum(g[3] for g in self.blocked_groups)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "failed_attempts": self.failed_attempts,
+            "dead_lettered": self.dead_lettered,
+            "recovered": self.recovered,
+            "lost_ownership": self.lost_ownership,
+            "crashes": self.crashes,
+            "blocked_s_total": round(self.blocked_s_total, 3),
+            "blocked_s_max": round(max((g[3] for g in self.blocked_groups), default=0.0), 3),
+            "blocked_groups": [
+                {"queue_type": t, "order_id": o, "failures": n, "blocked_s": round(b, 3)}
+                for t, o, n, b in self.blocked_groups
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class SnapshotHold:
+    """The oldest snapshot another session held during the run, and the dead tuples meanwhile."""
+
+    pid: int
+    application: str
+    held_s: float
+    dead_tuples_before: int
+    dead_tuples_peak: int
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__) | {"held_s": round(self.held_s, 1)}
+
+
+@dataclass(frozen=True)
 class RunResult:
     settings: Settings
     server: str
@@ -77,6 +122,8 @@ class RunResult:
     error: str | None = None
     faults: tuple[Fault, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    retries: RetryFigures | None = None
+    snapshot: SnapshotHold | None = None
 
     @classmethod
     def from_stats(
@@ -100,6 +147,8 @@ class RunResult:
         error: str | None = None,
         faults: Sequence[Fault] = (),
         notes: Sequence[str] = (),
+        retries: RetryFigures | None = None,
+        snapshot: SnapshotHold | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         processed = sum(s.processed for s in stats)
@@ -143,6 +192,8 @@ class RunResult:
             error=error,
             faults=tuple(faults),
             notes=tuple(notes),
+            retries=retries,
+            snapshot=snapshot,
         )
 
     @property
@@ -227,6 +278,8 @@ class RunResult:
             "table": self.health.as_json() if self.health else None,
             "timeline": [s.__dict__ for s in self.timeline],
             "faults": [f.as_json() for f in self.faults],
+            "retries": self.retries.as_json() if self.retries else None,
+            "oldest_snapshot": self.snapshot.as_json() if self.snapshot else None,
             "advice": advice(self),
             "stall_causes": list(self.stall_causes),
             "notes": list(self.notes),

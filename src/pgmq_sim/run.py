@@ -21,18 +21,14 @@ import psycopg
 from rich.console import Console
 
 from pgmq_sim.audit import AuditVerdict, audit
+from pgmq_sim.chaos import FaultActions, FaultSchedule, parse_chaos, pick
 from pgmq_sim.diagnose import stall_causes
 from pgmq_sim.errors import ServerLostError, SimError, UsageError
+from pgmq_sim.housekeeping import Housekeeper
 from pgmq_sim.producer import BatchWriter, MessageSource, RateProducer, prefill
 from pgmq_sim.progress import RunProgress
-from pgmq_sim.queue import (
-    QueueDatabase,
-    TableHealth,
-    completion_statement,
-    connect_worker,
-    is_connection_lost,
-)
-from pgmq_sim.result import RunResult
+from pgmq_sim.queue import QueueDatabase, SessionPlan, TableHealth, connect_worker, is_connection_lost
+from pgmq_sim.result import Fault, RetryFigures, RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server, connect, reason
 from pgmq_sim.settings import QUEUE_TYPES, Settings
@@ -57,6 +53,7 @@ class RunInput:
     settings: Settings
     schema: SqlSource
     strategy: ClaimStrategy
+    notes: tuple[str, ...] = ()
 
     @property
     def files(self) -> dict[str, dict[str, str]]:
@@ -166,7 +163,11 @@ class Run:
         self.outcome = "completed"
         self.error: str | None = None
         self.causes: list[str] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = list(given.notes)
+        self.faults: list[Fault] = []  # appended by the schedule's threads (list.append is atomic)
+        self.chaos = parse_chaos(self.settings.chaos) if self.settings.chaos else []
+        self.housekeeper: Housekeeper | None = None
+        self.schedule: FaultSchedule | None = None
         self.changed = False  # the database has been changed: from now on, every end is reported
 
     def clock(self) -> float:
@@ -220,6 +221,17 @@ class Run:
                     f" listener, the tool's own) but {whose} allows {left} more now;"
                     " use fewer workers or raise max_connections"
                 )
+        if any(f.kind == "restart-server" for f in self.chaos) and self.server.restart is None:
+            if not settings.chaos_allow_restart:
+                raise UsageError(
+                    "-chaos restart-server on a -dsn server restarts every session on it;"
+                    " allow it with -chaos-allow-restart (the embedded server needs no flag)"
+                )
+            if not call_bounded(self.db.may_run_programs, 30, self.signals, "privilege check", True):
+                raise UsageError(
+                    "-chaos restart-server on a -dsn server needs a superuser (or pg_execute_server_program):"
+                    " it crash-restarts the server by killing a backend from COPY TO PROGRAM"
+                )
         tables = call_bounded(self.db.tables, 30, self.signals, "table check", True)
         foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
         if foreign and not settings.replace_tables:
@@ -245,7 +257,12 @@ class Run:
         try:
             call_bounded(
                 lambda: self.db.install(
-                    self.given.schema, strategy, settings.audit, settings.wakeup == "notify", record
+                    self.given.schema,
+                    strategy,
+                    settings.audit,
+                    settings.wakeup == "notify",
+                    record,
+                    settings.retrying,
                 ),
                 60,
                 self.signals,
@@ -322,14 +339,22 @@ class Run:
                 "listener connection",
             )
         self.started = time.perf_counter()
+        session = SessionPlan(
+            self.given.strategy.wrapped_claim_sql,
+            settings.delmsg,
+            settings.audit,
+            mode="split" if settings.tx == "split" else "single" if settings.fail_rate else "basic",
+            lease_s=settings.lease,
+            max_attempts=settings.max_attempts,
+            backoff_ms=settings.backoff_ms,
+        )
         plan = WorkerPlan(
             self.server.dsn,
-            self.given.strategy.wrapped_claim_sql,
-            completion_statement(settings.delmsg, settings.audit),
-            settings.audit,
+            session,
             settings.work,
             settings.reconnect_timeout,
             self.clock,
+            settings.fail_rate,
         )
         for stats in self.stats:
             loop = WorkerLoop(
@@ -361,8 +386,57 @@ class Run:
             f"starting {settings.workers} workers"
             + (f" and a producer at {settings.rate:g}/s" if settings.rate else "")
         )
+        self.housekeeper = Housekeeper(
+            self.db,
+            self.timeline,
+            self.clock,
+            self.stop,
+            self._reporter("housekeeping"),
+            self.log,
+            recover_every_s=min(1.0, settings.lease / 4) if settings.tx == "split" else None,
+        )
+        self.threads.append(self.housekeeper)
         for thread in self.threads:
             thread.start()
+        if self.chaos:
+            self.schedule = FaultSchedule(
+                self.chaos, self._fault_actions(), self.clock, self.stop, self._record
+            )
+            self.schedule.start()
+
+    def _record(self, fault: Fault) -> None:
+        self.faults.append(fault)
+        self.log.event(f"fault at {fault.at_s:.2f} s: {fault.kind}: {fault.detail}")
+
+    def _fault_actions(self) -> FaultActions:
+        rng = random.Random(self._rng.random())
+
+        def kill_connections(count: int) -> str:
+            pids = pick(rng, [w.backend_pid for w in self.workers if w.backend_pid is not None], count)
+            ended = self.db.terminate(pids)
+            return f"terminated {ended} worker backend(s): pid {', '.join(map(str, pids))}"
+
+        def kill_worker(count: int) -> str:
+            chosen = pick(rng, list(range(len(self.workers))), count)
+            for index in chosen:
+                self.workers[index].loop.crash()
+            return "crashed " + ", ".join(self.workers[i].name for i in chosen)
+
+        def restart_server() -> str:
+            if self.server.restart is not None:
+                began = time.monotonic()
+                self.server.restart()
+                return f"embedded server restarted in {time.monotonic() - began:.2f} s"
+            self.db.crash_restart()
+            return "crash restart: a backend was SIGKILLed, the postmaster reset every session"
+
+        def hold(what: str, seconds: float) -> str:
+            before = self.timeline.last_dead_tuples()
+            self.db.hold(what, seconds, self.stop)
+            after = self.timeline.last_dead_tuples()
+            return f"released; dead tuples {before} -> {after}"
+
+        return FaultActions(kill_connections, kill_worker, restart_server, hold)
 
     def watch(self) -> None:
         """Wait for the target, a signal, a failure or a stall; say which ended the run."""
@@ -381,13 +455,15 @@ class Run:
                 if described is not None:
                     self.outcome, self.error = described
                     return
-                count, now = self.counter.count, time.monotonic()
+                # progress is any finished message or recorded failure, not only completions
+                count = self.counter.count + sum(s.failed_attempts for s in self.stats)
+                now = time.monotonic()
                 if count != last_count:
                     last_count, last_change = count, now
                 in_doubt = self.counter.in_doubt
-                if in_doubt and count + in_doubt >= settings.fill_db and self._nothing_remains():
+                if in_doubt and self.counter.count + in_doubt >= settings.fill_db and self._nothing_remains():
                     return
-                if now - last_change >= settings.stall_timeout and self.writer.committed > count:
+                if now - last_change >= settings.stall_timeout and self.writer.committed > self.counter.count:
                     self._diagnose_stall()
                     return
         finally:
@@ -427,7 +503,11 @@ class Run:
         if not self.elapsed:
             self.elapsed = self.clock()
         self.stop.set()
+        for worker in self.workers:
+            worker.loop.interrupt()
         self.wakeup.close()
+        if self.schedule is not None:
+            self.schedule.join_helpers(STOP_GRACE_S)
         stuck = join_all(self.threads, 0.2 if self.signals.hurry.is_set() else STOP_GRACE_S)
         if stuck:
             self.notes.append(f"{len(stuck)} thread(s) still waiting on the server were left behind")
@@ -443,6 +523,7 @@ class Run:
     def collect(self) -> RunResult:
         """Table health and the audit, when the server answers; then the result."""
         health: TableHealth | None = None
+        blocking: list[tuple[str, int, int, float]] | None = None
         verdict: AuditVerdict | None = None
         settings = self.settings
         produced = self.writer.committed
@@ -452,10 +533,14 @@ class Run:
                 call_bounded(lambda: self.db.finish_run(self.outcome), 30, self.signals, "run record")
                 produced = call_bounded(self.db.produced, 30, self.signals, "produced count")
                 health = call_bounded(self.db.table_health, COLLECT_TIMEOUT_S, self.signals, "table health")
+                if settings.retrying:
+                    blocking = call_bounded(
+                        self.db.group_blocking, COLLECT_TIMEOUT_S, self.signals, "blocking"
+                    )
                 if settings.audit:
                     ordered, complete = self.given.strategy.ordered, self.outcome == "completed"
                     verdict = call_bounded(
-                        lambda: audit(self.db, produced, ordered, complete),
+                        lambda: audit(self.db, produced, ordered, complete, settings.retrying),
                         COLLECT_TIMEOUT_S,
                         self.signals,
                         "audit",
@@ -483,4 +568,17 @@ class Run:
             stall_causes=self.causes,
             error=self.error,
             notes=self.notes,
+            faults=sorted(self.faults, key=lambda f: f.at_s),
+            retries=self._retries(blocking) if settings.retrying else None,
+            snapshot=self.housekeeper.longest_hold() if self.housekeeper else None,
+        )
+
+    def _retries(self, blocking: list[tuple[str, int, int, float]] | None) -> RetryFigures:
+        return RetryFigures(
+            failed_attempts=sum(s.failed_attempts for s in self.stats),
+            dead_lettered=sum(s.dead_lettered for s in self.stats),
+            recovered=self.housekeeper.recovered if self.housekeeper else 0,
+            lost_ownership=sum(s.lost_ownership for s in self.stats),
+            crashes=sum(s.crashes for s in self.stats),
+            blocked_groups=tuple(blocking or ()),
         )

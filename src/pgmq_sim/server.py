@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
@@ -24,6 +24,7 @@ class Server:
     dsn: str = field(repr=False)  # may hold the password: print label instead
     label: str
     embedded: bool
+    restart: Callable[[], None] | None = field(default=None, repr=False)  # the embedded one only
 
 
 URI_SCHEME = re.compile(r"^postgres(?:ql)?://")
@@ -211,7 +212,7 @@ def embedded_server() -> Iterator[Server]:
             f"could not start the embedded PostgreSQL: {first_line(exc)}; pass -dsn to use a running server"
         ) from None
     try:
-        yield Server(pg.dsn, pg.label, True)
+        yield Server(pg.dsn, pg.label, True, pg.restart)
     finally:
         pg.cleanup()
 

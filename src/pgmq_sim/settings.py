@@ -14,6 +14,7 @@ QUEUE_TYPES = ("type1", "type2", "type3")
 INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
 MAX_WORKERS = 10_000
 WAKEUPS = ("poll", "notify")
+TX_MODES = ("single", "split")
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,13 @@ class Settings:
     progress: str = "auto"
     reconnect_timeout: float = 60.0
     replace_tables: bool = False
+    tx: str = "single"
+    lease: float = 30.0
+    fail_rate: float = 0.0
+    max_attempts: int = 5
+    backoff_ms: float = 100.0
+    chaos: str | None = None
+    chaos_allow_restart: bool = False
 
     def __post_init__(self) -> None:
         for flag, value in (
@@ -74,6 +82,9 @@ class Settings:
             ("-poll-interval", self.poll_interval),
             ("-stall-timeout", self.stall_timeout),
             ("-reconnect-timeout", self.reconnect_timeout),
+            ("-lease", self.lease),
+            ("-fail-rate", self.fail_rate),
+            ("-backoff-ms", self.backoff_ms),
         ):
             if not math.isfinite(value):
                 raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
@@ -104,8 +115,34 @@ class Settings:
                 f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a worker"
                 f" polls or works ({longest_wait:g} s); give more than that"
             )
+        if self.tx not in TX_MODES:
+            raise UsageError(f"unknown -tx '{self.tx}'; use one of: {', '.join(TX_MODES)}")
+        if self.lease <= 0:
+            raise UsageError(f"-lease {self.lease:g} must be a positive number of seconds")
+        if not 0 <= self.fail_rate < 1:
+            raise UsageError(f"-fail-rate {self.fail_rate:g} must be a fraction in [0, 1)")
+        if self.max_attempts < 1:
+            raise UsageError(f"-max-attempts {self.max_attempts} must be at least 1")
+        if self.backoff_ms < 0:
+            raise UsageError(f"-backoff-ms {self.backoff_ms:g} must be >= 0")
+        if self.fail_rate and self.longest_backoff_s >= self.stall_timeout:
+            raise UsageError(
+                f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a failed message"
+                f" waits {self.longest_backoff_s:g} s for its last attempt (-backoff-ms {self.backoff_ms:g} x"
+                f" 2^{self.max_attempts - 2}); give a longer -stall-timeout or a smaller -backoff-ms"
+            )
         if self.wakeup not in WAKEUPS:
             raise UsageError(f"unknown -wakeup '{self.wakeup}'; use one of: {', '.join(WAKEUPS)}")
+
+    @property
+    def retrying(self) -> bool:
+        """Leases or retries: the queue gets its attempt columns and claims their split form."""
+        return self.tx == "split" or self.fail_rate > 0
+
+    @property
+    def longest_backoff_s(self) -> float:
+        """The wait before the last attempt: BASE x 2^(attempt-1), attempt = max_attempts - 1."""
+        return self.backoff_ms * 2 ** max(0, self.max_attempts - 2) / 1000
 
     def worker_type(self, index: int) -> str:
         """Workers are dealt round-robin over the types, so each type gets one."""

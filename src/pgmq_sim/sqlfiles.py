@@ -9,7 +9,7 @@ server is touched; a reinstall during a run cannot pull a file from under it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -101,12 +101,30 @@ def known_strategies() -> list[str]:
 
 @dataclass(frozen=True)
 class ClaimStrategy:
-    """How workers claim: the claim statement and the schema it needs."""
+    """How workers claim: the claim statement and the schema it needs, and their form for
+    leases and retries (`claim_split.sql`), where in-progress messages block their group."""
 
     name: str
     claim: SqlSource
     schema: SqlSource | None
     ordered: bool
+    split_claim: SqlSource | None = None
+    split_schema: SqlSource | None = None
+
+    def for_retries(self) -> ClaimStrategy:
+        """The form to use with -tx split or -fail-rate; a claim without one is used as it is
+        (and the audit judges whether it keeps order)."""
+        return replace(
+            self,
+            claim=self.split_claim or self.claim,
+            schema=self.split_schema or self.schema,
+            split_claim=None,
+            split_schema=None,
+        )
+
+    @property
+    def has_split_form(self) -> bool:
+        return self.split_claim is not None
 
     @property
     def wrapped_claim_sql(self) -> str:
@@ -125,22 +143,36 @@ class ClaimStrategy:
 
 
 def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
-    """Resolve a strategy by name; -next-msg replaces its claim statement."""
+    """Resolve a strategy by name; -next-msg replaces its claim statement (in every form)."""
     known = known_strategies()
     if name not in known:
         raise UsageError(f"unknown claim strategy '{name}'; use one of: {', '.join(known)}")
     fix = "pass an existing, readable file with -next-msg"
-    schema = None
+    schema = split_claim = split_schema = None
     if name == "seed":
         claim = user_file("next_msg.sql", next_msg, "-next-msg")
+        if next_msg is None:
+            split_claim = user_file("next_msg_split.sql", None, "-next-msg")
     else:
         base, origin = next((b / name, o) for b, o in strategy_dirs() if (b / name / "claim.sql").exists())
+
+        def optional(file: str, what: str) -> SqlSource | None:
+            path = base / file
+            return SqlSource(path, origin, read_sql(path, what, fix)) if path.exists() else None
+
         if next_msg is not None:
             claim = SqlSource(next_msg, "given by -next-msg", read_sql(next_msg, "claim query", fix))
         else:
             claim = SqlSource(base / "claim.sql", origin, read_sql(base / "claim.sql", "claim query", fix))
-        if (base / "schema.sql").exists():
-            text = read_sql(base / "schema.sql", f"strategy '{name}' schema", fix)
-            schema = SqlSource(base / "schema.sql", origin, text)
+            split_claim = optional("claim_split.sql", "split claim query")
+        schema = optional("schema.sql", f"strategy '{name}' schema")
+        split_schema = optional("schema_split.sql", f"strategy '{name}' split schema")
     first_line = next((line.strip() for line in claim.text.splitlines() if line.strip()), "")
-    return ClaimStrategy(name, claim, schema, ordered=first_line != UNORDERED_MARK)
+    return ClaimStrategy(
+        name,
+        claim,
+        schema,
+        ordered=first_line != UNORDERED_MARK,
+        split_claim=split_claim,
+        split_schema=split_schema,
+    )

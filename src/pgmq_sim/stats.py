@@ -80,6 +80,10 @@ class WorkerStats:
     work_s: float = 0.0
     connections_lost: int = 0
     reconnects: int = 0
+    failed_attempts: int = 0
+    dead_lettered: int = 0
+    lost_ownership: int = 0
+    crashes: int = 0
     claim: LatencyHistogram = field(default_factory=LatencyHistogram)
     complete: LatencyHistogram = field(default_factory=LatencyHistogram)
     e2e: LatencyHistogram = field(default_factory=LatencyHistogram)
@@ -104,6 +108,7 @@ class SecondSample:
     e2e_p50_ms: float | None
     e2e_p95_ms: float | None
     e2e_p99_ms: float | None
+    dead_tuples: int | None = None
 
 
 @dataclass
@@ -111,6 +116,7 @@ class _Second:
     arrived: int = 0
     processed: int = 0
     percentiles: tuple[float | None, float | None, float | None] = (None, None, None)
+    dead_tuples: int | None = None
 
 
 class Timeline:
@@ -125,6 +131,7 @@ class Timeline:
         self._seconds: list[_Second] = []
         self._open: dict[int, LatencyHistogram] = {}
         self._spare: list[LatencyHistogram] = []
+        self._last_dead: int | None = None
 
     def _at(self, second: int) -> _Second:
         while len(self._seconds) <= second:
@@ -134,6 +141,14 @@ class Timeline:
     def arrived(self, at_s: float, count: int) -> None:
         with self._lock:
             self._at(max(0, int(at_s))).arrived += count
+
+    def dead_tuples(self, at_s: float, count: int) -> None:
+        with self._lock:
+            self._at(max(0, int(at_s))).dead_tuples = count
+            self._last_dead = count
+
+    def last_dead_tuples(self) -> int | None:
+        return self._last_dead
 
     def processed(self, at_s: float, e2e_ms: float | None) -> None:
         second = max(0, int(at_s))
@@ -169,6 +184,8 @@ class Timeline:
                 arrived += s.arrived
                 done += s.processed
                 result.append(
-                    SecondSample(index, s.arrived, s.processed, max(0, arrived - done), *s.percentiles)
+                    SecondSample(
+                        index, s.arrived, s.processed, max(0, arrived - done), *s.percentiles, s.dead_tuples
+                    )
                 )
             return result

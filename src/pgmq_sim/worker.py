@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import psycopg
 
 from pgmq_sim.errors import ServerLostError
-from pgmq_sim.queue import Claimed, ClaimSession, connect_worker, is_connection_lost, was_completed
+from pgmq_sim.queue import (
+    Claimed,
+    ClaimSession,
+    SessionPlan,
+    connect_worker,
+    is_connection_lost,
+    was_completed,
+)
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import reason
 from pgmq_sim.settings import WorkTime
@@ -68,15 +75,14 @@ class ProcessedCounter:
 
 @dataclass(frozen=True)
 class WorkerPlan:
-    """What every worker shares: the server, the statements, the work time and the run's clock."""
+    """What every worker shares: the server, the statements, the work and the run's clock."""
 
     dsn: str
-    claim_sql: str
-    complete_sql: str
-    audited: bool
+    session: SessionPlan
     work: WorkTime
     reconnect_timeout: float
     clock: Callable[[], float]
+    fail_rate: float = 0.0
 
 
 class WorkerLoop:
@@ -105,7 +111,19 @@ class WorkerLoop:
         self._conn: psycopg.Connection | None = None
         self._handed_off = False
         self._in_doubt: Claimed | None = None
+        self._interrupt = threading.Event()  # ends the work early: a stop, or a crash to simulate
+        self._crash_requested = False
         self.backend_pid: int | None = None
+
+    def interrupt(self) -> None:
+        """Cut the work short (the run is stopping); the message rolls back or stays in progress."""
+        self._interrupt.set()
+
+    def crash(self) -> None:
+        """Die mid-work without cleaning up (a fault the run injects): the connection closes with
+        the message claimed; in split mode it stays in progress until recovery."""
+        self._crash_requested = True
+        self._interrupt.set()
 
     @property
     def connection(self) -> psycopg.Connection | None:
@@ -166,14 +184,7 @@ class WorkerLoop:
                 delay = min(delay * 2, RECONNECT_MAX_S)
         try:
             self._conn = conn
-            self._session = ClaimSession(
-                conn,
-                self._plan.claim_sql,
-                self._plan.complete_sql,
-                self._plan.audited,
-                self.stats.queue_type,
-                self.stats.name,
-            )
+            self._session = ClaimSession(conn, self._plan.session, self.stats.queue_type, self.stats.name)
             self.backend_pid = self._session.backend_pid
             if not first:
                 self.stats.reconnects += 1
@@ -187,7 +198,7 @@ class WorkerLoop:
     def _settle(self, conn: psycopg.Connection, claimed: Claimed) -> None:
         """Count a completion whose commit answer was lost only if the journal has it."""
         self._in_doubt = None
-        landed = was_completed(conn, claimed.msg_id, self.stats.name if self._plan.audited else None)
+        landed = was_completed(conn, claimed.msg_id, self.stats.name if self._plan.session.audited else None)
         if landed is None:
             self._counter.add_in_doubt()
             self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} commit outcome unknown")
@@ -221,14 +232,25 @@ class WorkerLoop:
             return
         self._handed_off = True
         work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
-        if work_s > 0 and self._halt.wait(work_s):
+        if (work_s > 0 and self._interrupt.wait(work_s)) or self._halt.is_set():
+            if self._crash_requested:
+                self._crash()
             return  # stopping mid-message: close() rolls it back
         worked = time.perf_counter()
+        if plan.fail_rate and self._rng.random() < plan.fail_rate:
+            self._fail(session, claimed, claim_done, worked)
+            return
         self._in_doubt = claimed
         added, done_at = session.complete(claimed)
         self._in_doubt = None
         committed = time.perf_counter()
         stats.complete.record_ms((committed - worked) * 1000)
+        if done_at is None and plan.session.mode == "split":
+            stats.lost_ownership += 1  # recovered while we worked: another worker has it now
+            self._log.event(
+                f"worker {stats.name}: msg_id {claimed.msg_id} was recovered from it; not completed"
+            )
+            return
         # server clock from time_added to the completion, plus the commit as measured here
         e2e_ms = None
         if added and done_at:
@@ -245,6 +267,34 @@ class WorkerLoop:
             claimed.claimed_at,
             done_at,
         )
+
+    def _fail(self, session: ClaimSession, claimed: Claimed, claim_done: float, worked: float) -> None:
+        """The work failed: record the attempt (and maybe the dead letter) and move on."""
+        stats = self.stats
+        error = f"simulated failure of attempt {claimed.attempt}"
+        dead = session.fail(claimed, error)
+        stats.busy_s += time.perf_counter() - claim_done
+        stats.work_s += worked - claim_done
+        if dead is None:
+            stats.lost_ownership += 1
+            return
+        stats.failed_attempts += 1
+        self._log.event(
+            f"failed worker={stats.name} type={claimed.queue_type} msg_id={claimed.msg_id}"
+            f" order_id={claimed.order_id} attempt={claimed.attempt}" + (" dead-letter" if dead else "")
+        )
+        if dead:
+            stats.dead_lettered += 1
+            self._counter.add()  # finished: the run ends when every message is processed or dead
+
+    def _crash(self) -> None:
+        self._crash_requested = False
+        self._interrupt.clear()
+        self.stats.crashes += 1
+        self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
+        conn, self._session, self._conn = self._conn, None, None
+        if conn is not None:
+            conn.close()  # no rollback, no completion: the server ends the session's transaction
 
 
 class Worker(RunThread):

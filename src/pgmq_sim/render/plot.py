@@ -41,7 +41,7 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True, constrained_layout=True)
     for index, r in enumerate(results):
         color = colors[index % len(colors)]
-        label = f"{r.strategy}/{r.settings.wakeup}"
+        label = f"{r.strategy}/{r.settings.wakeup}" + ("/split" if r.settings.tx == "split" else "")
         samples = list(r.timeline)
         seconds: list[float] = [s.second + 1 for s in samples]
         partial = r.elapsed_s - math.floor(r.elapsed_s)
@@ -55,7 +55,10 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
             color=color,
             label=f"{label} processed" if not single else "processed",
         )
-        axes[1].plot(seconds, [s.backlog for s in samples], color=color, label=label)
+        axes[1].plot(seconds, [s.backlog for s in samples], color=color, label=f"{label} backlog")
+        dead = [math.nan if s.dead_tuples is None else s.dead_tuples for s in samples]
+        if single and any(not math.isnan(d) for d in dead):
+            axes[1].plot(seconds, dead, "--", color="tab:red", label="dead tuples")
         shown = PERCENTILES if single else (PERCENTILES[0], PERCENTILES[2])
         for p_index, (key, name, style) in enumerate(shown):
             values = [getattr(s, key) for s in samples]
@@ -98,7 +101,7 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
             )
     axes[0].set_ylabel("messages per second")
     axes[0].set_ylim(bottom=0)
-    axes[1].set_ylabel("backlog (messages)")
+    axes[1].set_ylabel("backlog, dead tuples")
     axes[1].set_ylim(bottom=0)
     axes[2].set_ylabel("end-to-end latency (ms)")
     latencies = [v for r in results for s in r.timeline if (v := s.e2e_p50_ms) is not None and v > 0]
@@ -108,7 +111,7 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
         axes[2].yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     else:
         axes[2].set_ylim(bottom=0)
-    for ax in (axes[0], axes[2]) if single else axes:
+    for ax in axes:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
     axes[2].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[2].set_xlabel("seconds since the workers started")

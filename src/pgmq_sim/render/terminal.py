@@ -31,7 +31,9 @@ def print_summary(console: Console, result: RunResult) -> None:
     if result.error:
         table.add_row("error", f"[red]{result.error}[/]")
     table.add_row("server", result.server)
-    table.add_row("strategy / wake-up", f"{result.strategy} / {result.settings.wakeup}")
+    table.add_row(
+        "strategy / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
+    )
     table.add_row("files", "; ".join(f"{k} {v['path']} ({v['origin']})" for k, v in result.files.items()))
     table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
     table.add_row(
@@ -80,6 +82,28 @@ def print_summary(console: Console, result: RunResult) -> None:
         table.add_row("audit", f"{verdict}: {detail}")
     elif result.settings.audit:
         table.add_row("audit", "[yellow]not run[/]: the server could not be reached")
+    if result.retries:
+        rt = result.retries
+        table.add_row(
+            "retries",
+            f"{rt.failed_attempts} failed attempts, {rt.dead_lettered} dead letters,"
+            f" {rt.recovered} recovered, {rt.crashes} worker crashes;"
+            f" heads blocked groups {rt.blocked_s_total:.1f} s",
+        )
+    if result.audit and result.audit.retrying:
+        a = result.audit
+        table.add_row(
+            "attempts",
+            f"{a.attempts} attempts, {a.redelivered} redelivered, {a.dead_lettered} dead-lettered,"
+            f" {a.failed_attempts} failed",
+        )
+    if result.snapshot and result.snapshot.held_s >= 1:
+        s = result.snapshot
+        table.add_row(
+            "oldest snapshot",
+            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}); dead tuples"
+            f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
+        )
     for fault in result.faults:
         table.add_row("fault", f"{fault.at_s:.1f} s {fault.kind}: {fault.detail}")
     console.print(table)
@@ -110,6 +134,7 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
     columns = (
         "strategy",
         "wake-up",
+        "tx",
         "msg/s",
         "e2e p50 ms",
         "e2e p99 ms",
@@ -120,12 +145,15 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
         "audit",
     )
     for column in columns:
-        table.add_column(column, justify="left" if column in ("strategy", "wake-up", "audit") else "right")
+        table.add_column(
+            column, justify="left" if column in ("strategy", "wake-up", "tx", "audit") else "right"
+        )
     for r in results:
         share = r.bound_share
         table.add_row(
             r.strategy,
             r.settings.wakeup,
+            r.settings.tx,
             f"{r.throughput_per_s:.0f}",
             _ms(r.e2e_ms["p50"]),
             _ms(r.e2e_ms["p99"]),

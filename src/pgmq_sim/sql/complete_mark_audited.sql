@@ -1,4 +1,4 @@
--- $1 msg_id, $2 queue_type, $3 order_id, $4 worker, $5 claimed_at.
+-- $1 msg_id, $2 queue_type, $3 order_id, $4 worker, $5 claimed_at, $6 attempt.
 -- The journal row is written even if the completion found no row, so a
 -- message processed twice shows up twice. One clock reading serves both rows.
 with now as (select clock_timestamp() as at),
@@ -6,6 +6,6 @@ done as (
     update msg_queue set status = 'P', time_processed = (select at from now) where msg_id = $1
     returning time_added
 )
-insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at, time_added)
-values ($1, $2, $3, $4, $5, (select at from now), (select time_added from done))
+insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at, time_added, attempt)
+values ($1, $2, $3, $4, $5, (select at from now), (select time_added from done), $6)
 returning time_added, completed_at

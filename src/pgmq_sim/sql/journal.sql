@@ -1,6 +1,7 @@
 -- Audit journal: one row per completed message, written in the transaction
 -- that completes it, so it survives -delmsg, crashes and several processes.
--- time_added is the message's own (server clock), so end-to-end latency needs no client clock.
+-- time_added is the message's own (server clock), so end-to-end latency needs no client clock;
+-- attempt is the attempt that completed it (1 unless it was retried or redelivered).
 drop table if exists msg_journal;
 create table msg_journal(
     msg_id integer not null,
@@ -9,5 +10,6 @@ create table msg_journal(
     worker text not null,
     claimed_at timestamp with time zone not null,
     completed_at timestamp with time zone not null,
-    time_added timestamp with time zone
+    time_added timestamp with time zone,
+    attempt integer not null default 1
 );

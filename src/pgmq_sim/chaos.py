@@ -1,0 +1,157 @@
+"""A fault schedule the run injects into itself (-chaos SPEC), each fault recorded with its time.
+
+SPEC is a comma list of faults:  KIND[*COUNT](@AT | /EVERY[@FROM])[+FOR]
+  kill-connection*2/5s      terminate 2 worker backends every 5 s (from 5 s)
+  kill-worker@3s            a worker dies mid-work at 3 s, without cleaning up
+  restart-server@10s        restart the server at 10 s (embedded; -dsn needs -chaos-allow-restart)
+  hold-xmin@5s+20s          a session holds a snapshot from 5 s for 20 s
+  lock-table@10s+3s         a session holds an exclusive lock on the queue from 10 s for 3 s
+Times are seconds since the workers started; a unit of s or ms may follow a number.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pgmq_sim.errors import UsageError
+from pgmq_sim.result import Fault
+
+KINDS = ("kill-connection", "kill-worker", "restart-server", "hold-xmin", "lock-table")
+NEEDS_DURATION = ("hold-xmin", "lock-table")
+NUMBER = r"(\d+(?:\.\d+)?)(ms|s)?"
+FAULT = re.compile(
+    rf"(?P<kind>[a-z-]+)(?:\*(?P<count>\d+))?"
+    rf"(?:@(?P<at>{NUMBER})|/(?P<every>{NUMBER})(?:@(?P<start>{NUMBER}))?)"
+    rf"(?:\+(?P<for>{NUMBER}))?"
+)
+EXAMPLE = "e.g. kill-connection/5s,kill-worker@3s,restart-server@10s,hold-xmin@5s+20s,lock-table@10s+3s"
+
+
+def _seconds(text: str | None) -> float | None:
+    if text is None:
+        return None
+    match = re.fullmatch(NUMBER, text)
+    assert match is not None
+    value = float(match.group(1))
+    return value / 1000 if match.group(2) == "ms" else value
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    kind: str
+    count: int
+    at_s: float  # the first (or only) time
+    every_s: float | None
+    duration_s: float | None
+
+    def times(self, until_s: float) -> list[float]:
+        if self.every_s is None:
+            return [self.at_s]
+        count = int((until_s - self.at_s) / self.every_s) + 1 if until_s >= self.at_s else 0
+        return [self.at_s + i * self.every_s for i in range(max(0, count))]
+
+
+def parse_chaos(text: str) -> list[FaultSpec]:
+    faults = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        match = FAULT.fullmatch(item)
+        if not match:
+            raise UsageError(f"-chaos '{item}' is not a fault; write KIND[*N](@AT|/EVERY)[+FOR], {EXAMPLE}")
+        kind = match.group("kind")
+        if kind not in KINDS:
+            raise UsageError(f"-chaos '{item}': unknown fault '{kind}'; use one of: {', '.join(KINDS)}")
+        every = _seconds(match.group("every"))
+        if every is not None and every <= 0:
+            raise UsageError(f"-chaos '{item}': the interval must be above 0")
+        duration = _seconds(match.group("for"))
+        if (kind in NEEDS_DURATION) != (duration is not None):
+            need = "needs +DURATION" if kind in NEEDS_DURATION else "takes no +DURATION"
+            raise UsageError(f"-chaos '{item}': {kind} {need}, {EXAMPLE}")
+        at = _seconds(match.group("at")) if every is None else (_seconds(match.group("start")) or every)
+        count = int(match.group("count") or 1)
+        if count < 1:
+            raise UsageError(f"-chaos '{item}': the count must be at least 1")
+        faults.append(FaultSpec(kind, count, at or 0.0, every, duration))
+    if not faults:
+        raise UsageError(f"-chaos needs at least one fault, {EXAMPLE}")
+    return faults
+
+
+@dataclass(frozen=True)
+class FaultActions:
+    """What the schedule may do to the run; the run supplies each one."""
+
+    kill_connections: Callable[[int], str]
+    kill_worker: Callable[[int], str]
+    restart_server: Callable[[], str]
+    hold: Callable[[str, float], str]  # ('hold_snapshot' | 'lock_queue', seconds)
+
+
+class FaultSchedule(threading.Thread):
+    """Fires each fault at its time; holds run on threads of their own so they overlap."""
+
+    def __init__(
+        self,
+        faults: list[FaultSpec],
+        actions: FaultActions,
+        clock: Callable[[], float],
+        stop: threading.Event,
+        record: Callable[[Fault], None],
+        horizon_s: float = 86_400.0,
+    ) -> None:
+        super().__init__(name="chaos", daemon=True)
+        self._actions = actions
+        self._clock = clock
+        self._halt = stop
+        self._record = record
+        self._due: list[tuple[float, int, FaultSpec]] = []
+        for index, spec in enumerate(faults):
+            for at in spec.times(horizon_s)[:10_000]:
+                self._due.append((at, index, spec))
+        heapq.heapify(self._due)
+        self._helpers: list[threading.Thread] = []
+
+    def run(self) -> None:
+        while self._due and not self._halt.is_set():
+            at, _, spec = self._due[0]
+            if self._halt.wait(max(0.0, at - self._clock())):
+                break
+            heapq.heappop(self._due)
+            helper = threading.Thread(target=self._fire, args=(spec,), name=f"chaos {spec.kind}", daemon=True)
+            self._helpers.append(helper)
+            helper.start()
+
+    def _fire(self, spec: FaultSpec) -> None:
+        began = self._clock()
+        try:
+            if spec.kind == "kill-connection":
+                detail = self._actions.kill_connections(spec.count)
+            elif spec.kind == "kill-worker":
+                detail = self._actions.kill_worker(spec.count)
+            elif spec.kind == "restart-server":
+                detail = self._actions.restart_server()
+            else:
+                assert spec.duration_s is not None
+                what = "hold_snapshot" if spec.kind == "hold-xmin" else "lock_queue"
+                self._record(Fault(began, spec.kind, f"for {spec.duration_s:g} s"))
+                detail = self._actions.hold(what, spec.duration_s)
+                self._record(Fault(self._clock(), spec.kind + " end", detail))
+                return
+        except Exception as exc:  # a fault that could not be injected is itself recorded
+            detail = f"not injected: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        self._record(Fault(began, spec.kind, detail))
+
+    def join_helpers(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for helper in self._helpers:
+            helper.join(max(0.0, deadline - time.monotonic()))
+
+
+def pick(rng: random.Random, items: list[int], count: int) -> list[int]:
+    return rng.sample(items, min(count, len(items)))

@@ -1,0 +1,92 @@
+"""The run's housekeeper: once a second it samples the table's dead tuples and the oldest
+snapshot on the server; in split mode it also recovers messages whose owner is gone.
+
+Recovery runs here, on one thread, rather than in every claim: the claim stays the hot
+path it was, and a message whose worker died comes back within a second (its backend is
+gone at once) or when its lease expires (a worker alive but stuck).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import psycopg
+
+from pgmq_sim.queue import QueueDatabase
+from pgmq_sim.result import SnapshotHold
+from pgmq_sim.runlog import RunLog
+from pgmq_sim.stats import Timeline
+from pgmq_sim.threads import RunThread
+
+PULSE_EVERY_S = 1.0
+
+
+class Housekeeper(RunThread):
+    def __init__(
+        self,
+        db: QueueDatabase,
+        timeline: Timeline,
+        clock: Callable[[], float],
+        stop: threading.Event,
+        on_error: Callable[[BaseException], None],
+        log: RunLog,
+        recover_every_s: float | None,
+    ) -> None:
+        super().__init__("housekeeper", stop, on_error)
+        self._db = db
+        self._timeline = timeline
+        self._clock = clock
+        self._log = log
+        self._recover_every_s = recover_every_s
+        self.recovered = 0
+        self._longest: SnapshotHold | None = None
+        self._dead_low: int | None = None
+        self._lock = threading.Lock()
+
+    def body(self) -> None:
+        next_pulse = next_recovery = time.monotonic()
+        while not self._halt.is_set():
+            now = time.monotonic()
+            if now >= next_pulse:
+                next_pulse = now + PULSE_EVERY_S
+                self._pulse()
+            if self._recover_every_s is not None and now >= next_recovery:
+                next_recovery = now + self._recover_every_s
+                self._recover()
+            wake = min(next_pulse, next_recovery if self._recover_every_s is not None else next_pulse)
+            self._halt.wait(max(0.01, wake - time.monotonic()))
+
+    def _pulse(self) -> None:
+        """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
+        try:
+            dead, pid, app, held_s = self._db.pulse()
+        except psycopg.Error:
+            return
+        self._timeline.dead_tuples(self._clock(), dead)
+        with self._lock:
+            self._dead_low = dead if self._dead_low is None else min(self._dead_low, dead)
+            if pid is not None and (self._longest is None or held_s > self._longest.held_s):
+                base = (
+                    self._longest.dead_tuples_before if self._longest and self._longest.pid == pid else dead
+                )
+                self._longest = SnapshotHold(int(pid), app, held_s, base, dead)
+            elif self._longest is not None and pid == self._longest.pid:
+                self._longest = SnapshotHold(
+                    self._longest.pid,
+                    self._longest.application,
+                    max(held_s, self._longest.held_s),
+                    self._longest.dead_tuples_before,
+                    max(dead, self._longest.dead_tuples_peak),
+                )
+
+    def _recover(self) -> None:
+        for msg_id, owner, expired in self._db.recover():
+            self.recovered += 1
+            why = "its lease expired" if expired else "its owner's session is gone"
+            self._log.event(f"recovered msg_id {msg_id} from {owner}: {why}")
+
+    def longest_hold(self) -> SnapshotHold | None:
+        with self._lock:
+            return self._longest

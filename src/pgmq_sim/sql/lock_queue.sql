@@ -1,0 +1,1 @@
+lock table msg_queue in access exclusive mode

@@ -1,0 +1,9 @@
+-- Sampled every second: dead tuples now, and the oldest snapshot any other session holds.
+select coalesce((select n_dead_tup from pg_stat_user_tables where relid = to_regclass('msg_queue')), 0),
+       a.pid, coalesce(a.application_name, ''),
+       coalesce(extract(epoch from clock_timestamp() - a.xact_start), 0)::float8
+from (select 1) one
+left join lateral (
+    select pid, application_name, xact_start from pg_stat_activity
+    where backend_xmin is not null and pid <> pg_backend_pid()
+    order by age(backend_xmin) desc limit 1) a on true
