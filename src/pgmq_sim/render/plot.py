@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import math
 from pathlib import Path
+from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.result import RunResult
@@ -24,6 +25,37 @@ def check_plot_support(path: Path) -> None:
             "-plot needs matplotlib; install the plot extra: pip install '.[plot]' in a checkout,"
             " or pip install 'pgmq-sim[plot]'"
         )
+
+
+FAULT_COLORS = {
+    "kill-connection": "tab:red",
+    "kill-worker": "tab:purple",
+    "restart-server": "black",
+    "hold-xmin": "tab:brown",
+    "lock-table": "tab:olive",
+}
+
+
+def _draw_faults(axes: Any, r: RunResult) -> None:
+    """A vertical line per fault, one colour and one legend entry per kind; a held snapshot or
+    lock is a shaded span from its start to its end."""
+    seen: set[str] = set()
+    starts: dict[str, float] = {}
+    for fault in r.faults:
+        kind = fault.kind.removesuffix(" end")
+        color = FAULT_COLORS.get(kind, "tab:gray")
+        if fault.kind.endswith(" end"):
+            began = starts.pop(kind, None)
+            if began is not None:
+                for ax in axes:
+                    ax.axvspan(began, fault.at_s, color=color, alpha=0.12)
+            continue
+        if kind in ("hold-xmin", "lock-table"):
+            starts[kind] = fault.at_s
+        for index, ax in enumerate(axes):
+            label = f"fault: {kind}" if index == 0 and kind not in seen else None
+            ax.axvline(fault.at_s, color=color, alpha=0.6, linewidth=1, label=label)
+        seen.add(kind)
 
 
 def write_plot(path: Path, results: list[RunResult]) -> None:
@@ -86,19 +118,8 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
                 linestyle="--",
                 label=f"ordering bound {r.ordering_bound_per_s:.0f}/s",
             )
-        for fault in r.faults:
-            for ax in axes:
-                ax.axvline(fault.at_s, color="red", alpha=0.4, linewidth=1)
-            axes[0].annotate(
-                fault.kind,
-                (fault.at_s, 1),
-                xycoords=("data", "axes fraction"),
-                rotation=90,
-                va="top",
-                ha="right",
-                fontsize="x-small",
-                color="red",
-            )
+        if single:
+            _draw_faults(axes, r)
     axes[0].set_ylabel("messages per second")
     axes[0].set_ylim(bottom=0)
     axes[1].set_ylabel("backlog, dead tuples")
