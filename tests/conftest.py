@@ -74,11 +74,22 @@ class Cli:
         env["COLUMNS"] = "200"
         return env
 
-    def run(self, *args: str, dsn: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, dsn: bool = True, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run_argv(self.command(*args, dsn=dsn), timeout, env)
+
+    def audit(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`pgmq-sim audit ARGS` (its own flags: no -progress)."""
+        return self.run_argv([sys.executable, "-m", "pgmq_sim", "audit", *args], 60)
+
+    def run_argv(
+        self, argv: list[str], timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            self.command(*args, dsn=dsn),
+            argv,
             cwd=self.workdir,
-            env=self.env(),
+            env=self.env() | (env or {}),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -95,18 +95,7 @@ def test_failed_login_never_shows_password(cli: Cli, db: psycopg.Connection, pg:
 
 
 def test_dsn_from_environment_is_used(cli: Cli, dsn: str) -> None:
-    import subprocess
-
-    env = cli.env() | {"PGMQ_SIM_DSN": dsn}
-    result = subprocess.run(
-        cli.command("-fill-db", "10", "-workers", "3", "-work-ms", "0", dsn=False),
-        cwd=cli.workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = cli.run("-fill-db 10 -workers 3 -work-ms 0", dsn=False, env={"PGMQ_SIM_DSN": dsn})
     assert result.returncode == 0, result.stderr
     assert "embedded" not in result.stdout
 

@@ -65,16 +65,7 @@ def test_killed_run_is_audited_in_place_and_named_by_the_next_run(cli: Cli, dsn:
     wait_for_handled(cli, 30)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    env = cli.env()
-    audit = subprocess.run(
-        [*cli.command(dsn=False)[:3], "audit", "-dsn", dsn, "-json", "audit.json"],
-        cwd=cli.workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    audit = cli.audit("-dsn", dsn, "-json", "audit.json")
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "unfinished" in audit.stdout and "audit pass" in audit.stdout
     doc = json.loads((cli.workdir / "audit.json").read_text())
@@ -86,16 +77,7 @@ def test_killed_run_is_audited_in_place_and_named_by_the_next_run(cli: Cli, dsn:
 
 
 def test_audit_command_needs_a_server(cli: Cli) -> None:
-    result = subprocess.run(
-        [*cli.command(dsn=False)[:3], "audit"],
-        cwd=cli.workdir,
-        env=cli.env(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert_one_line_error(result, 2, "-dsn")
+    assert_one_line_error(cli.audit(), 2, "-dsn")
 
 
 def test_json_through_a_symlink_keeps_the_link(cli: Cli) -> None:

@@ -101,15 +101,7 @@ def run(
     cli: Cli, *args: str, dsn: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The tool with our own -dsn (kept whole, spaces and all) or environment, not the fixture's."""
-    return subprocess.run(
-        cli.command(*args, dsn=False) + (["-dsn", dsn] if dsn is not None else []),
-        cwd=cli.workdir,
-        env=cli.env() | (env or {}),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return cli.run_argv(cli.command(*args, dsn=False) + (["-dsn", dsn] if dsn is not None else []), env=env)
 
 
 def free_port() -> int:

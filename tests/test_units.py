@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pgmq_sim import advice
+from pgmq_sim.chaos import parse_chaos
 from pgmq_sim.cli import check_flags, parse_compare
 from pgmq_sim.errors import UsageError
 from pgmq_sim.progress import eta_text, floor_percent
@@ -190,11 +191,31 @@ def test_work_time_refuses(text: str) -> None:
 
 
 def test_compare_cells() -> None:
-    assert parse_compare("seed, indexed/notify") == [("seed", "poll"), ("indexed", "notify")]
-    assert ("fifo", "notify") in parse_compare("all")
+    assert parse_compare("seed, indexed/notify") == [
+        ("seed", "poll", "single"),
+        ("indexed", "notify", "single"),
+    ]
+    assert parse_compare("indexed/split,fifo/notify/split", "single") == [
+        ("indexed", "poll", "split"),
+        ("fifo", "notify", "split"),
+    ]
+    assert ("fifo", "notify", "split") in parse_compare("all", "split")
     for bad in ("nope", "seed/smoke", " , "):
         with pytest.raises(UsageError):
             parse_compare(bad)
+
+
+def test_chaos_spec() -> None:
+    faults = parse_chaos("kill-connection*2/5s, kill-worker@3s,hold-xmin@500ms+20s")
+    assert [(f.kind, f.count, f.at_s, f.every_s, f.duration_s) for f in faults] == [
+        ("kill-connection", 2, 5.0, 5.0, None),
+        ("kill-worker", 1, 3.0, None, None),
+        ("hold-xmin", 1, 0.5, None, 20.0),
+    ]
+    assert faults[0].times(16) == [5.0, 10.0, 15.0]
+    for bad in ("kill-connection", "explode@1s", "lock-table@1s", "kill-worker@1s+1s", "kill-connection/0s"):
+        with pytest.raises(UsageError):
+            parse_chaos(bad)
 
 
 def test_flags_named_as_written_and_given_once() -> None:

@@ -264,36 +264,14 @@ def command(**options: object) -> None:
 
 
 def _settings(options: dict[str, Any]) -> Settings:
+    """The flags become the settings field by field; three are read into other forms."""
+    given = {k: v for k, v in options.items() if k not in ("work_ms", "no_audit", "compare", "seed")}
     return Settings(
-        dsn=options["dsn"],
-        delmsg=options["delmsg"],
-        fill_db=options["fill_db"],
-        logfile=options["logfile"],
-        rate=options["rate"],
-        schema=options["schema"],
-        next_msg=options["next_msg"],
-        workers=options["workers"],
+        **given,
         work=WorkTime.parse(options["work_ms"]),
-        orders=options["orders"],
-        poll_interval=options["poll_interval"],
-        claim=options["claim"],
-        wakeup=options["wakeup"],
         audit=not options["no_audit"],
-        stall_timeout=options["stall_timeout"],
-        json_path=options["json_path"],
-        plot_path=options["plot_path"],
         # one seed per invocation: every cell of a comparison runs the same workload
         seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
-        progress=options["progress"],
-        reconnect_timeout=options["reconnect_timeout"],
-        replace_tables=options["replace_tables"],
-        tx=options["tx"],
-        lease=options["lease"],
-        fail_rate=options["fail_rate"],
-        max_attempts=options["max_attempts"],
-        backoff_ms=options["backoff_ms"],
-        chaos=options["chaos"],
-        chaos_allow_restart=options["chaos_allow_restart"],
     )
 
 

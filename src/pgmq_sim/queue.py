@@ -4,7 +4,7 @@
 connection per operation instead of holding one idle through the run, so an
 `idle_session_timeout`, a proxy or a restart cannot take the report with it, and it
 retries an operation whose connection was lost until the reconnect deadline.
-`ClaimSession` is a worker's side: claim, complete, abandon, on one connection.
+`ClaimSession` is a worker's side: claim, complete, fail, abandon, on one connection.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ T = TypeVar("T")
 ADMIN_LOCK_TIMEOUT_MS = 3_000
 CONNECT_TIMEOUT_S = 5
 TRIAL_CLAIM = "pgmq_sim_trial_claim"
-TOOL_TABLES = ("msg_queue", "msg_journal", "pgmq_sim_run")
 Row = tuple[int, str, str, int, datetime]
 
 # Lost connections, restarts, fail-overs: worth a new connection. Anything else is a real error.
@@ -40,7 +39,9 @@ LOST = (psycopg.OperationalError, psycopg.InterfaceError)
 
 def is_connection_lost(exc: BaseException, conn: psycopg.Connection | None = None) -> bool:
     """A lost session, not a bad statement: the connection is gone or the server is going away."""
-    if isinstance(exc, psycopg.errors.AdminShutdown | psycopg.errors.CannotConnectNow):
+    if isinstance(
+        exc, psycopg.errors.AdminShutdown | psycopg.errors.CrashShutdown | psycopg.errors.CannotConnectNow
+    ):
         return True
     if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable):
         return False

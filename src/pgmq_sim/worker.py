@@ -110,7 +110,7 @@ class WorkerLoop:
         self._session: ClaimSession | None = None
         self._conn: psycopg.Connection | None = None
         self._handed_off = False
-        self._in_doubt: Claimed | None = None
+        self._in_doubt: tuple[str, Claimed] | None = None  # (complete | fail, message) sent, no answer
         self._interrupt = threading.Event()  # ends the work early: a stop, or a crash to simulate
         self._crash_requested = False
         self.backend_pid: int | None = None
@@ -195,14 +195,22 @@ class WorkerLoop:
             self.close()
             raise
 
-    def _settle(self, conn: psycopg.Connection, claimed: Claimed) -> None:
-        """Count a completion whose commit answer was lost only if the journal has it."""
+    def _settle(self, conn: psycopg.Connection, doubt: tuple[str, Claimed]) -> None:
+        """Count a completion whose commit answer was lost only if the journal has it. A failure's
+        bookkeeping in doubt may have made a dead letter: the run asks the server at the end."""
         self._in_doubt = None
-        landed = was_completed(conn, claimed.msg_id, self.stats.name if self._plan.session.audited else None)
+        kind, claimed = doubt
+        landed = None
+        if kind == "complete":
+            landed = was_completed(
+                conn, claimed.msg_id, self.stats.name if self._plan.session.audited else None
+            )
         if landed is None:
             self._counter.add_in_doubt()
-            self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} commit outcome unknown")
+            self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} {kind} outcome unknown")
         elif landed:
+            self.stats.record_processed(None, 0.0, 0.0)
+            self._timeline.processed(self._plan.clock(), None)
             self._counter.add()
             self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} had committed")
 
@@ -240,7 +248,7 @@ class WorkerLoop:
         if plan.fail_rate and self._rng.random() < plan.fail_rate:
             self._fail(session, claimed, claim_done, worked)
             return
-        self._in_doubt = claimed
+        self._in_doubt = ("complete", claimed)
         added, done_at = session.complete(claimed)
         self._in_doubt = None
         committed = time.perf_counter()
@@ -272,7 +280,9 @@ class WorkerLoop:
         """The work failed: record the attempt (and maybe the dead letter) and move on."""
         stats = self.stats
         error = f"simulated failure of attempt {claimed.attempt}"
+        self._in_doubt = ("fail", claimed)
         dead = session.fail(claimed, error)
+        self._in_doubt = None
         stats.busy_s += time.perf_counter() - claim_done
         stats.work_s += worked - claim_done
         if dead is None:
