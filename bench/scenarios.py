@@ -39,9 +39,11 @@ def run_cell(pg: LocalPostgres, workdir: Path, args: argparse.Namespace, tx: str
         "-claim", args.claim, "-work-ms", args.work_ms, "-poll-interval", "0.05", "-tx", tx,
         "-lease", "5", "-seed", str(args.seed), "-json", str(out),
     ]  # fmt: skip
-    if chaos:
-        command += ["-chaos", chaos]
-    subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if chaos:  # the bench's own server: a restart crash-restarts it (the bench is its superuser)
+        command += ["-chaos", chaos, "-chaos-allow-restart"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if not out.exists():
+        raise SystemExit(f"{tx} {chaos}: no result (exit {done.returncode}): {done.stderr.strip()}")
     return json.loads(out.read_text())
 
 

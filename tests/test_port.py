@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import signal
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -192,3 +194,17 @@ def test_version_and_help(cli: Cli) -> None:
         "-json",
     ):
         assert f"{name}, -{name}" in helptext.stdout, name
+
+
+def test_progress_bars_show_true_figures(cli: Cli) -> None:
+    """Per-worker bars are busy shares (never past 100%), with counts that add up to the total."""
+    argv = [sys.executable, "-m", "pgmq_sim", "-dsn", cli.dsn, "-progress", "bars"]
+    result = cli.run_argv([*argv, *["-fill-db", "3000", "-workers", "6", "-work-ms", "0-1"]])
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    total = next(line for line in lines if line.strip().startswith("total"))
+    assert "3000/3000 100.0%" in total and "done" in total
+    busy = [int(m) for m in re.findall(r"busy (\d+)%", result.stderr)]
+    counts = [int(m) for m in re.findall(r"(\d+) msgs", result.stderr)]
+    assert len(busy) == len(counts) == 6 and all(b <= 100 for b in busy)
+    assert sum(counts) == 3000
