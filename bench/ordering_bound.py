@@ -1,6 +1,6 @@
 """Ordering bound: ordered throughput at 12 workers as a share of the ordering bound.
 
-Target (DESIGN.md): at 12 workers the ordered strategies reach at least 0.9 of the ordering bound,
+Target: at 12 workers the ordered strategies reach at least 0.9 of the ordering bound,
 groups / mean work time (a group finishes at most one message per work time, since message k+1 of a
 group starts only after message k committed). The share is the tool's own `ordering_bound_share`
 (throughput / bound, with the mean work time the run actually drew).
@@ -28,19 +28,22 @@ TARGET = 0.9
 
 
 def group_cycle(log: Path) -> dict[str, float]:
-    """From the run log: per message, claim-to-commit time ("held", work + completion + commit) and
-    the hand-off gap in its group (commit of message k to the claim of k+1, which includes the claim
-    query); and the groups' sizes. Mean work / (held + gap) is the share one busy group can reach;
+    """From the run log (server clock): per message, the time from its claim to its completion
+    ("held", work + the completion statement) and the hand-off gap in its group (completion of
+    message k to the claim of k+1: the commit, the hand-off and the claim query); and the groups'
+    sizes. Mean work / (held + gap) is the share one busy group can reach;
     mean / largest group size is what uneven groups leave (the run ends when the largest drains)."""
     groups: dict[tuple[str, int], list[c.Handled]] = {}
-    for h in c.read_handled(log):
+    for h in c.read_run_log(log).handled:
         groups.setdefault((h.queue_type, h.order_id), []).append(h)
     held: list[float] = []
     gaps: list[float] = []
     for messages in groups.values():
         messages.sort(key=lambda h: h.msg_id)
-        held += [(h.done - h.claimed).total_seconds() * 1000 for h in messages]
-        gaps += [(b.claimed - a.done).total_seconds() * 1000 for a, b in pairwise(messages)]
+        held += [(h.done - h.claimed).total_seconds() * 1000 for h in messages if h.done is not None]
+        gaps += [
+            (b.claimed - a.done).total_seconds() * 1000 for a, b in pairwise(messages) if a.done is not None
+        ]
     sizes = [len(m) for m in groups.values()]
     return {
         "held_ms": sum(held) / len(held) if held else float("nan"),
@@ -66,9 +69,9 @@ def main() -> None:
 
     claims = c.comma_list(args.claims)
     print("ordering bound: " + c.cli_command_text(c.workload_cli_args(args, "<claim>")))
-    with c.server_from_args(args.dsn) as pg:
+    with c.server_from_args(args.dsn) as server:
         runs = c.interleaved(
-            claims, args.repeat, lambda claim, _r: run_with_log(c.workload_cli_args(args, claim), pg.dsn)
+            claims, args.repeat, lambda claim, _r: run_with_log(c.workload_cli_args(args, claim), server.dsn)
         )
 
     rows = []
@@ -106,8 +109,8 @@ def main() -> None:
         c.workload_title(args),
     )  # fmt: skip
     print(
-        "held = claim to commit (work + completion + commit); gap = commit of a group's message to the claim"
-        " of its next one (includes the claim query); both means from the run log.\n"
+        "held = claim to completion (work + completion statement); gap = completion of a group's message to"
+        " the claim of its next one (commit, hand-off, claim query); means of the run log's server times.\n"
         "work/cycle = work / (held + gap), the share a continuously busy group can reach; balance = mean /"
         " largest group size, the share left when groups are uneven (the run ends when the largest drains).\n"
         "share ~ work/cycle x balance."

@@ -1,13 +1,14 @@
 """Tool overhead: pgmq-sim's messages/s against pgbench running the same transaction.
 
-Target (DESIGN.md): with zero work time the tool reaches at least 0.9 x what pgbench gets with the same
+Target: with zero work time the tool reaches at least 0.9 x what pgbench gets with the same
 SQL, the same number of clients and the same server.
 
 Both sides, per round and interleaved (order alternates), on one server:
 
 * tool:    pgmq-sim -fill-db N -workers C -work-ms 0 -no-audit -orders K -claim S
            (COPY prefill of N messages, then C worker threads drain them; msg/s from its JSON).
-* pgbench: the table recreated from schema.sql + the strategy's schema.sql and prefilled by SQL the
+* pgbench: the table recreated (in a database of the bench's own: a run of the tool refuses tables
+           it did not create) from schema.sql + the strategy's schema.sql and prefilled by SQL the
            way the tool's producer fills it (msg_id 1..N', distinct increasing time_added, random type
            and order_id 1..K, status 'N'; N' = N plus a margin, since pgbench picks the type at random),
            then `pgbench -n -M prepared -c C -j 2 -t N/C` with this transaction:
@@ -52,16 +53,12 @@ import psycopg
 TARGET = 0.9
 
 
-def psycopg_loop(dsn: str, strategy: c.Strategy, clients: int, messages: int) -> float:
+def psycopg_loop(dsn: str, strategy: c.ClaimStrategy, clients: int, messages: int) -> float:
     """A bare worker loop with nothing else: C threads, one connection each, types dealt
     round-robin, the tool's wrapped claim and complete_mark.sql issued one by one (BEGIN, claim,
     completion, COMMIT: four round trips, psycopg auto-preparing), msg/s until N are done."""
-    body = strategy.claim_sql.strip().rstrip(";").strip()
-    claim = (
-        f"with claimed as (\n{body}\n)\n"
-        "select claimed.msg_id, claimed.queue_type, claimed.order_id, clock_timestamp() from claimed"
-    )
-    complete = (c.sql_dir() / "complete_mark.sql").read_text(encoding="utf-8")
+    claim = strategy.wrapped_claim_sql
+    complete = c.statement("complete_mark")
     lock = threading.Lock()
     done = threading.Event()
     count = [0]
@@ -136,7 +133,7 @@ def main() -> None:
     c.common_args(parser)
     args = parser.parse_args()
 
-    strategy = c.load_strategy(args.claim)
+    strategy = c.load_strategy(args.claim, None)
     script = c.pgbench_script(strategy)
     client_counts = [int(x) for x in args.clients.split(",") if x.strip()]
     margin = max(2000, args.messages // 10)
@@ -168,9 +165,10 @@ def main() -> None:
     )
     print("    " + script.strip().replace("\n", "\n    "))
 
-    with c.server_from_args(args.dsn) as pg:
+    with c.server_from_args(args.dsn) as server:
+        bench_dsn = c.bench_database(server.dsn)  # pgbench's and psycopg's hand-built queue
         if args.dsn is None and args.naptime > 0:
-            before = set_naptime(pg.dsn, args.naptime)
+            before = set_naptime(server.dsn, args.naptime)
             print(f"autovacuum_naptime: {before} -> {args.naptime}s")
 
         results: dict[int, dict[str, list[dict[str, float]]]] = {}
@@ -181,16 +179,16 @@ def main() -> None:
                 side: str, _r: int, clients: int = clients, per_txn: int = per_txn
             ) -> dict[str, float]:
                 if side == "tool":
-                    data = c.run_cli(tool_args(clients), pg.dsn)
+                    data = c.run_cli(tool_args(clients), server.dsn)
                     return {
                         "msg_s": float(data["throughput_per_s"]),
                         "cpu_ms_per_msg": data["_bench"]["cpu_s"] * 1000 / max(1, data["processed"]),
                         "empty": float(data["empty_claims"]),
                     }
-                c.prepare_queue(pg.dsn, strategy, args.messages + margin, args.orders, analyze=True)
+                c.prepare_queue(bench_dsn, strategy, args.messages + margin, args.orders, analyze=True)
                 if side == "psycopg":
-                    return {"msg_s": psycopg_loop(pg.dsn, strategy, clients, args.messages)}
-                res = c.run_pgbench(pg, script, clients, per_txn, args.protocol, args.threads)
+                    return {"msg_s": psycopg_loop(bench_dsn, strategy, clients, args.messages)}
+                res = c.run_pgbench(server, bench_dsn, script, clients, per_txn, args.protocol, args.threads)
                 return {
                     "msg_s": res.msg_per_s,
                     "tps": res.tps,

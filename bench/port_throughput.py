@@ -37,9 +37,9 @@ def main() -> None:
 
     claims = c.comma_list(args.claims)
     print("port throughput: " + c.cli_command_text(c.workload_cli_args(args, "<claim>")))
-    with c.server_from_args(args.dsn) as pg:
+    with c.server_from_args(args.dsn) as server:
         runs = c.interleaved(
-            claims, args.repeat, lambda claim, _r: c.run_cli(c.workload_cli_args(args, claim), pg.dsn)
+            claims, args.repeat, lambda claim, _r: c.run_cli(c.workload_cli_args(args, claim), server.dsn)
         )
 
     rows = []

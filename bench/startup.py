@@ -1,16 +1,17 @@
 """Start-up: time from launching `pgmq-sim -fill-db 100 -workers 3` (embedded server, no -dsn) to its
 first claim.
 
-Target (DESIGN.md): under 3 s to the first claim.
+Target: under 3 s to the first claim.
 
-How: the script notes the wall clock (UTC) just before it launches the `pgmq-sim` entry point of this
-venv, with -logfile FILE and no -dsn (PGMQ_SIM_DSN removed from the environment), so the tool starts
-and deletes its own embedded PostgreSQL. After the run it reads the log: lifecycle lines carry ISO
-timestamps, and every `handled` line has claimed=TIME, the server's clock_timestamp() right after the
-claim locked the row (same machine, same clock). First claim = the earliest claimed= in the log (the
-first `handled` line is the first *completed* message, not necessarily the first claimed). The
-breakdown uses the lifecycle lines: `run start` (written once the server is up), `schema ready`,
-`prefilled`, `starting N workers`. For reference it also times `pgmq-sim -version` (interpreter and
+How: the script runs `python -m pgmq_sim ARGS -logfile FILE -json FILE` from an empty directory
+with no -dsn (PGMQ_SIM_DSN removed from the environment), so the tool starts and deletes its own
+embedded PostgreSQL, and notes the wall clock (UTC) just before the launch. After the run it reads
+the log (one parser, _common.read_run_log): lifecycle lines carry ISO timestamps, and every
+`handled` line has claimed=TIME, the server's clock_timestamp() right after the claim locked the row
+(same machine, same clock). First claim = the earliest claimed= in the log (the first `handled` line
+is the first *completed* message, not necessarily the first claimed). The breakdown uses the
+lifecycle lines: `run start` (written once the server is up), `schema ready`, `prefilled`,
+`starting N workers`. For reference it also times `python -m pgmq_sim -version` (interpreter and
 imports only). Runs are sequential; medians of --repeat.
 
     python bench/startup.py                  # about 30 s
@@ -21,30 +22,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import _common as c
 
 TARGET_S = 3.0
-STAMP = r"(\d{4}-\d\d-\d\dT[\d:.]+\+00:00)"
-EVENTS = {
-    "server up (run start)": re.compile(STAMP + r" run start"),
-    "schema ready": re.compile(STAMP + r" schema ready"),
-    "prefilled": re.compile(STAMP + r" prefilled"),
-    "workers starting": re.compile(STAMP + r" starting \d+ workers"),
+EVENTS = {  # the lifecycle lines of the run log, by the start of their text
+    "server up (run start)": r"run start",
+    "schema ready": r"schema ready",
+    "prefilled": r"prefilled",
+    "workers starting": r"starting \d+ workers",
 }
-CLAIMED = re.compile(r" handled .* claimed=" + STAMP)
-
-
-def entry_point() -> list[str]:
-    script = Path(sys.executable).with_name("pgmq-sim")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "pgmq_sim"]
 
 
 def clean_env() -> dict[str, str]:
@@ -57,25 +49,16 @@ def one_start(args: list[str]) -> dict[str, float]:
     """Seconds from launch to each lifecycle event, the first claim and the process exit."""
     with tempfile.TemporaryDirectory(prefix="pgmq-bench-start-") as tmp:
         log = Path(tmp) / "run.log"
-        cmd = [*entry_point(), *args, "-logfile", str(log), "-progress", "off"]
-        launched = datetime.now(UTC)
-        began = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=clean_env(), check=False)
-        exited = time.monotonic() - began
-        if proc.returncode != 0:
-            raise c.CliFailed(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
-        text = log.read_text(encoding="utf-8")
-
-    def since(stamp: str) -> float:
-        return (datetime.fromisoformat(stamp) - launched).total_seconds()
-
+        data = c.run_cli(args, None, keep_log=log, cwd=tmp, env=clean_env())
+        lines = c.read_run_log(log)
+    launched = data["_bench"]["launched_utc"]
     out: dict[str, float] = {}
     for name, pattern in EVENTS.items():
-        match = pattern.search(text)
-        out[name] = since(match.group(1)) if match else float("nan")
-    claims = [since(m.group(1)) for m in CLAIMED.finditer(text)]
+        at = lines.first_event(pattern)
+        out[name] = (at - launched).total_seconds() if at else float("nan")
+    claims = [(h.claimed - launched).total_seconds() for h in lines.handled]
     out["first claim"] = min(claims) if claims else float("nan")
-    out["process exit"] = exited
+    out["process exit"] = data["_bench"]["wall_s"]
     return out
 
 
@@ -89,12 +72,16 @@ def main() -> None:
     args = parser.parse_args()
 
     run_args = ["-fill-db", str(args.fill_db), "-workers", str(args.workers)]
-    print(f"start-up: {' '.join(entry_point())} {' '.join(run_args)} -logfile FILE -progress off (no -dsn)")
+    print(
+        f"start-up: python -m pgmq_sim {' '.join(run_args)} -logfile FILE -json FILE -progress off (no -dsn)"
+    )
     imports = []
     runs = []
     for r in range(args.repeat):
         began = time.monotonic()
-        subprocess.run([*entry_point(), "-version"], capture_output=True, env=clean_env(), check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pgmq_sim", "-version"], capture_output=True, env=clean_env(), check=True
+        )
         imports.append(time.monotonic() - began)
         run = one_start(run_args)
         runs.append(run)
@@ -105,7 +92,7 @@ def main() -> None:
         )
 
     steps = [*EVENTS, "first claim", "process exit"]
-    rows = [["pgmq-sim -version (imports only)", c.fmt(c.median(imports), 3), "", ""]]
+    rows = [["python -m pgmq_sim -version (imports only)", c.fmt(c.median(imports), 3), "", ""]]
     for step in steps:
         values = [run[step] for run in runs]
         rows.append(

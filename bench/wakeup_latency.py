@@ -1,6 +1,6 @@
 """Wake-up latency: median end-to-end latency at -rate 100 with LISTEN/NOTIFY against 1 s polling.
 
-Target (DESIGN.md): with -wakeup notify the median end-to-end latency (time_added to commit,
+Target: with -wakeup notify the median end-to-end latency (time_added to commit,
 latency_ms.e2e.p50) is within a few ms of the work time; with -wakeup poll (-poll-interval 1) it is
 around 0.5 s.
 
@@ -52,8 +52,8 @@ def main() -> None:
 
     print("wake-up latency: " + c.cli_command_text(cli_args("<notify|poll>")))
     wakeups = ["notify", "poll"]
-    with c.server_from_args(args.dsn) as pg:
-        runs = c.interleaved(wakeups, args.repeat, lambda w, _r: c.run_cli(cli_args(w), pg.dsn))
+    with c.server_from_args(args.dsn) as server:
+        runs = c.interleaved(wakeups, args.repeat, lambda w, _r: c.run_cli(cli_args(w), server.dsn))
 
     rows = []
     for wakeup in wakeups:
