@@ -1,12 +1,14 @@
 """Single against split transactions, without faults and under each fault of the schedule.
 
-One table, one workload (same seed, same server): msg/s, end-to-end p50/p99, connections lost,
+One table, one workload (same seed, same server, messages arriving at --rate, so end-to-end
+latency is service time plus what a fault adds, not time queued in a prefilled backlog):
+msg/s, end-to-end p50/p99, connections lost,
 redelivered, lost and duplicated messages (must be 0) and the time to recover after a fault:
 from the fault (or a hold's end) to the first second whose throughput is back to 90% of the
 seconds before it. Each cell is a real run of the CLI against one embedded server.
 
     python bench/scenarios.py                      # the table for the README
-    python bench/scenarios.py --fill-db 5000       # quicker
+    python bench/scenarios.py --fill-db 4000       # quicker
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def run_cell(pg: LocalPostgres, workdir: Path, args: argparse.Namespace, tx: str
     command = [
         sys.executable, "-m", "pgmq_sim", "-dsn", pg.dsn, "-progress", "off",
         "-logfile", str(workdir / "run.log"),
-        "-fill-db", str(args.fill_db), "-workers", str(args.workers), "-orders", str(args.orders),
+        "-fill-db", str(args.fill_db), "-rate", str(args.rate), "-workers", str(args.workers),
+        "-orders", str(args.orders),
         "-claim", args.claim, "-work-ms", args.work_ms, "-poll-interval", "0.05", "-tx", tx,
         "-lease", "5", "-seed", str(args.seed), "-json", str(out),
     ]  # fmt: skip
@@ -69,7 +72,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--fill-db", type=int, default=30_000)
+    parser.add_argument("--fill-db", type=int, default=12_000)
+    parser.add_argument("--rate", type=float, default=400.0, help="messages/s arriving (0: prefill)")
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--orders", type=int, default=8)
     parser.add_argument("--claim", default="indexed")
@@ -78,8 +82,9 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     with LocalPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
-        print(f"server: {pg.label}; {args.fill_db} messages, {args.workers} workers, -claim {args.claim},"
-              f" -work-ms {args.work_ms}, -orders {args.orders}, seed {args.seed}", flush=True)  # fmt: skip
+        print(f"server: {pg.label}; {args.fill_db} messages at {args.rate:g}/s, {args.workers} workers,"
+              f" -claim {args.claim}, -work-ms {args.work_ms}, -orders {args.orders}, seed {args.seed}",
+              flush=True)  # fmt: skip
         for name, chaos in SCENARIOS.items():
             for tx in ("single", "split"):
                 doc = run_cell(pg, Path(tmp), args, tx, chaos)
