@@ -298,7 +298,9 @@ def signals_caught() -> Iterator[tuple[Signals, list[int]]]:
 
 def execute(options: dict[str, Any]) -> int:
     settings = _settings(options)
-    summary_to_stderr = settings.json_path == STDOUT or settings.logfile == "-"
+    summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
+    if summary_to_stderr and settings.logfile == "-":
+        raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
     if settings.json_path:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:
