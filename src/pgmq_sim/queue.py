@@ -185,6 +185,15 @@ class QueueDatabase:
 
         return self._retrying(read)
 
+    def journaled_per_worker(self, workers: list[str]) -> dict[str, int]:
+        """Completions each named worker committed, from the journal (a lost process's last ones)."""
+
+        def read(conn: psycopg.Connection) -> dict[str, int]:
+            rows = conn.execute(statement("journal_per_worker"), (workers,)).fetchall()
+            return {str(name): int(count) for name, count in rows}
+
+        return self._retrying(read)
+
     def tables(self) -> dict[str, tuple[bool, bool]]:
         """For each table a run replaces: (exists, created by this tool)."""
 

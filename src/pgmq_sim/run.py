@@ -168,6 +168,7 @@ class Run:
         self.causes: list[str] = []
         self.notes: list[str] = []
         self.changed = False  # the database has been changed: from now on, every end is reported
+        self.runners: list[str] | None = None  # per worker, the process or host that ran it
 
     def clock(self) -> float:
         return time.perf_counter() - self.started if self.started else 0.0
@@ -476,6 +477,7 @@ class Run:
             elapsed_s=self.elapsed,
             outcome=self.outcome,
             stats=self.stats,
+            runners=self.runners,
             groups_per_type={t: len(source.groups.get(t, ())) if source else 0 for t in QUEUE_TYPES},
             timeline=self.timeline.samples(self.elapsed),
             health=health,
