@@ -173,6 +173,7 @@ class DistributedRun(Run):
             self.console.print(line)
             self.log.event(line)
         if options.web:
+            sys.argv[1:] = []  # the web UI parses Locust's flags from sys.argv; ours are parsed already
             self.environment.create_web_ui(host="", port=options.web_port)
             self.console.print(f"web UI on http://{socket.gethostname()}:{options.web_port}/")
 
@@ -475,8 +476,9 @@ class DistributedRun(Run):
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait(timeout=CHILD_EXIT_S)
-        if self.environment is not None and self.environment.web_ui is not None:
-            self.environment.web_ui.stop()
+        web_ui = self.environment.web_ui if self.environment is not None else None
+        if web_ui is not None and web_ui.server is not None:
+            web_ui.stop()
 
 
 class Monitor(RunThread):
