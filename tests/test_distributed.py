@@ -144,7 +144,6 @@ def test_distributed_usage_errors(cli: Cli) -> None:
     assert_one_line_error(cli.run("--master -fill-db 10", dsn=False), 2, "--master needs -dsn")
     worker_with_settings = cli.run("--worker --master-host h -fill-db 10", dsn=False)
     assert_one_line_error(worker_with_settings, 2, "takes every setting", "--fill-db")
-    assert_one_line_error(cli.run("--worker", dsn=False), 2, "--master-host")
     assert_one_line_error(cli.run("--processes 4 -workers 3"), 2, "more than -workers")
 
 
