@@ -147,8 +147,21 @@ def main() -> None:
                 c.prepare_queue(pg.dsn, strategy, args.messages + margin, args.orders, analyze=True)
                 per_client = math.ceil(args.messages / args.clients)
                 return run_pgbench(pg, script, args.clients, per_client, placement)
-            return run_tool(pg.dsn, sides[side], placement)
+            result = run_tool(pg.dsn, sides[side], placement)
+            result["net_cpu_us"] = max(0.0, result["cpu_us"] - startup[side] * 1e6 / args.messages)
+            return result
 
+        # start-up (imports, server checks, a tiny prefill and drain, processes joining), per side,
+        # so CPU per message can also be given net of it
+        startup = {}
+        for side in sides:
+            small = [sides[side][0], "60", *sides[side][2:]]
+            startup[side] = c.median(
+                [run_tool(pg.dsn, small, "shared")["cpu_us"] * 60 / 1e6 for _ in range(2)]
+            )
+        print(
+            "start-up CPU s: " + ", ".join(f"{side} {cpu:.2f}" for side, cpu in startup.items()), flush=True
+        )
         cells = [f"{side}/{placement}" for placement in PLACEMENTS for side in [*sides, "pgbench"]]
         results = c.interleaved(cells, args.repeat, measure)
         pin_server(server, "0-1")
@@ -158,7 +171,9 @@ def main() -> None:
 
     rows = []
     for side in [*sides, "pgbench"]:
-        row = [side, c.fmt(med(f"{side}/shared", "cpu_us"), 0), c.fmt(med(f"{side}/pinned", "cpu_us"), 0)]
+        net = "cpu_us" if side == "pgbench" else "net_cpu_us"
+        row = [side, c.fmt(med(f"{side}/shared", "cpu_us"), 0), c.fmt(med(f"{side}/shared", net), 0)]
+        row.append(c.fmt(med(f"{side}/pinned", net), 0))
         for placement in PLACEMENTS:
             ratio = med(f"{side}/{placement}", "msg_s") / med(f"pgbench/{placement}", "msg_s")
             row += [c.fmt(med(f"{side}/{placement}", "msg_s")), c.fmt(ratio, 3)]
@@ -167,8 +182,9 @@ def main() -> None:
     c.print_table(
         [
             "client",
-            "CPU us/msg shared",
-            "CPU us/msg pinned",
+            "CPU us/msg",
+            "net of start-up",
+            "net, pinned",
             "msg/s shared",
             "x pgbench",
             "msg/s pinned",
@@ -179,10 +195,11 @@ def main() -> None:
         f"medians of {args.repeat} interleaved rounds; {args.messages} messages, {args.clients} clients,"
         f" claim indexed, -orders {args.orders}, work 0, no audit; {os.cpu_count()} cores",
     )
+    print("pinned = server on core 1, client on core 0 (a client on its own machine); shared = all cores.")
     print(
-        "pinned = server on core 1, client on core 0 (a client on its own machine); shared = all cores."
+        "CPU us/msg (shared): every client process of the run, start-up and prefill included (gevent: the"
+        " master too); net of start-up: minus the CPU of a -fill-db 60 run of the same command."
     )
-    print("CPU us/msg for pgmq-sim includes start-up, prefill and (gevent) the master process.")
 
 
 if __name__ == "__main__":
