@@ -125,7 +125,7 @@ def main() -> None:
     strategy = c.load_strategy("indexed")
     script = c.pgbench_script(strategy)
     base = ["-fill-db", str(args.messages), "-workers", str(args.clients), "-work-ms", "0", "-no-audit"]
-    base += ["-orders", str(args.orders), "-claim", "indexed"]
+    base += ["-orders", str(args.orders), "-claim", "indexed", "-replace-tables"]
     sides = {
         "threads": base,
         "gevent-p1": [*base, "--processes", "1"],
