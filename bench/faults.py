@@ -47,7 +47,7 @@ import psycopg
 
 TERMINATE = (
     "select count(pg_terminate_backend(pid)) from pg_stat_activity"
-    " where application_name = 'pgmq-sim' and pid <> pg_backend_pid()"
+    " where application_name like 'pgmq-sim%' and pid <> pg_backend_pid()"
 )
 
 

@@ -44,7 +44,7 @@ def terminate_tool_backends(dsn: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
             "select count(pg_terminate_backend(pid)) from pg_stat_activity"
-            " where application_name = 'pgmq-sim' and pid <> pg_backend_pid()"
+            " where application_name like 'pgmq-sim%' and pid <> pg_backend_pid()"
         ).fetchone()
     return int(row[0]) if row else 0
 

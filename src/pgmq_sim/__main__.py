@@ -1,3 +1,3 @@
-from pgmq_sim.cli import main
+from pgmq_sim.launch import main
 
 main()

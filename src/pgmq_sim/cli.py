@@ -252,6 +252,22 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     show_default=True,
     help="Live bars on a terminal, plain lines otherwise.",
 )
+@flag(
+    "processes",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Run the -workers in N processes on this host (Locust's runners; -1: one per core).",
+)
+@flag("master", is_flag=True, help="Master of a run across hosts: workers join with --worker.")
+@flag("expect-workers", type=int, default=1, show_default=True, metavar="K", help="Workers to await.")
+@flag("master-bind-host", default="*", show_default=True, metavar="HOST", help="Interface for the workers.")
+@flag("master-bind-port", type=int, default=5557, show_default=True, metavar="P", help="Port for workers.")
+@flag("worker", is_flag=True, help="Run queue workers for a master; every setting comes from the master.")
+@flag("master-host", default=None, metavar="HOST", help="With --worker: the master to join.")
+@flag("master-port", type=int, default=5557, show_default=True, metavar="P", help="With --worker: its port.")
+@flag("web", is_flag=True, help="With --processes/--master: Locust's web UI showing the run live.")
+@flag("web-port", type=int, default=8089, show_default=True, metavar="P", help="Port of the web UI.")
 @click.version_option(__version__, "-version", "--version", prog_name="pgmq-sim")
 def command(**options: object) -> None:
     """Simulate load on a PostgreSQL table used as a message queue with ordered
@@ -265,7 +281,8 @@ def command(**options: object) -> None:
 
 def _settings(options: dict[str, Any]) -> Settings:
     """The flags become the settings field by field; three are read into other forms."""
-    given = {k: v for k, v in options.items() if k not in ("work_ms", "no_audit", "compare", "seed")}
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"work", "audit", "seed"}
+    given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
     return Settings(
         **given,
         work=WorkTime.parse(options["work_ms"]),
@@ -297,7 +314,19 @@ def signals_caught() -> Iterator[tuple[Signals, list[int]]]:
 
 
 def execute(options: dict[str, Any]) -> int:
+    from pgmq_sim.distributed.options import distributed_mode  # no Locust import: checks flags only
+
+    mode = distributed_mode(options, click.get_current_context())
+    if mode == "worker":
+        from pgmq_sim.distributed.worker import run_worker
+
+        return run_worker(options)
     settings = _settings(options)
+    run_class: Callable[..., Run] = Run
+    if mode == "master":
+        from pgmq_sim.distributed.master import distributed_run
+
+        run_class = distributed_run(options, settings)
     summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
     if summary_to_stderr and settings.logfile == "-":
         raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
@@ -340,7 +369,7 @@ def execute(options: dict[str, Any]) -> int:
                     if len(inputs) > 1:
                         progress_console.print(f"cell {cell_label(given)}")
                     try:
-                        results.append(Run(given, server, progress_console, log, signals).execute())
+                        results.append(run_class(given, server, progress_console, log, signals).execute())
                     except SimError as exc:
                         if len(inputs) == 1:
                             raise

@@ -186,6 +186,15 @@ class QueueDatabase:
 
         return self._retrying(read)
 
+    def journaled_per_worker(self, workers: list[str]) -> dict[str, int]:
+        """Completions each named worker committed, from the journal (a lost process's last ones)."""
+
+        def read(conn: psycopg.Connection) -> dict[str, int]:
+            rows = conn.execute(statement("journal_per_worker"), (workers,)).fetchall()
+            return {str(name): int(count) for name, count in rows}
+
+        return self._retrying(read)
+
     def tables(self) -> dict[str, tuple[bool, bool]]:
         """For each table a run replaces: (exists, created by this tool)."""
 
@@ -349,6 +358,10 @@ class QueueDatabase:
 
         return self._retrying(read)
 
+    def worker_backends(self) -> list[int]:
+        """The backends of this run's workers, whichever process or host opened them."""
+        return self._retrying(lambda conn: [int(r[0]) for r in conn.execute(statement("worker_backends"))])
+
     def terminate(self, pids: list[int]) -> int:
         """End these backends (a fault the run injects into itself)."""
         row = self._retrying(lambda conn: conn.execute(statement("terminate_backends"), (pids,)).fetchone())
@@ -426,11 +439,12 @@ class StallFacts:
     lock_holders: list[tuple[Any, ...]]
 
 
-def connect_worker(dsn: str) -> psycopg.Connection:
-    """A worker's own connection: bounded connect, keepalives so a dead peer is noticed."""
+def connect_worker(dsn: str, name: str | None = None) -> psycopg.Connection:
+    """A worker's own connection: bounded connect, keepalives so a dead peer is noticed; its
+    application_name carries the worker's name, so faults and diagnoses find it on any host."""
     return psycopg.connect(
         dsn,
-        application_name=APPLICATION_NAME,
+        application_name=APPLICATION_NAME + (f" {name}" if name else ""),
         connect_timeout=CONNECT_TIMEOUT_S,
         cursor_factory=psycopg.RawCursor,
         keepalives=1,

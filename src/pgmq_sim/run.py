@@ -129,6 +129,19 @@ def call_bounded(
     return box[0]
 
 
+def session_plan(settings: Settings, strategy: ClaimStrategy) -> SessionPlan:
+    """What each worker's session prepares, from the settings: the same in every process."""
+    return SessionPlan(
+        strategy.wrapped_claim_sql,
+        settings.delmsg,
+        settings.audit,
+        mode="split" if settings.tx == "split" else "single" if settings.fail_rate else "basic",
+        lease_s=settings.lease,
+        max_attempts=settings.max_attempts,
+        backoff_ms=settings.backoff_ms,
+    )
+
+
 class Run:
     """One run of one workload; `execute` takes it through its phases."""
 
@@ -169,6 +182,7 @@ class Run:
         self.housekeeper: Housekeeper | None = None
         self.schedule: FaultSchedule | None = None
         self.changed = False  # the database has been changed: from now on, every end is reported
+        self.runners: list[str] | None = None  # per worker, the process or host that ran it
 
     def clock(self) -> float:
         return time.perf_counter() - self.started if self.started else 0.0
@@ -339,15 +353,7 @@ class Run:
                 "listener connection",
             )
         self.started = time.perf_counter()
-        session = SessionPlan(
-            self.given.strategy.wrapped_claim_sql,
-            settings.delmsg,
-            settings.audit,
-            mode="split" if settings.tx == "split" else "single" if settings.fail_rate else "basic",
-            lease_s=settings.lease,
-            max_attempts=settings.max_attempts,
-            backoff_ms=settings.backoff_ms,
-        )
+        session = session_plan(settings, self.given.strategy)
         plan = WorkerPlan(
             self.server.dsn,
             session,
@@ -386,6 +392,13 @@ class Run:
             f"starting {settings.workers} workers"
             + (f" and a producer at {settings.rate:g}/s" if settings.rate else "")
         )
+        for thread in self.threads:
+            thread.start()
+        self.start_housekeeping()
+
+    def start_housekeeping(self) -> None:
+        """Recovery, sampling and the fault schedule: the run's own threads, wherever its workers run."""
+        settings = self.settings
         self.housekeeper = Housekeeper(
             self.db,
             self.timeline,
@@ -396,13 +409,18 @@ class Run:
             recover_every_s=min(1.0, settings.lease / 4) if settings.tx == "split" else None,
         )
         self.threads.append(self.housekeeper)
-        for thread in self.threads:
-            thread.start()
+        self.housekeeper.start()
         if self.chaos:
             self.schedule = FaultSchedule(
                 self.chaos, self._fault_actions(), self.clock, self.stop, self._record
             )
             self.schedule.start()
+
+    def crash_workers(self, names: list[str]) -> None:
+        """Make these workers die mid-work (a fault); a distributed run asks their processes."""
+        for worker in self.workers:
+            if worker.name in names:
+                worker.loop.crash()
 
     def _record(self, fault: Fault) -> None:
         self.faults.append(fault)
@@ -412,15 +430,14 @@ class Run:
         rng = random.Random(self._rng.random())
 
         def kill_connections(count: int) -> str:
-            pids = pick(rng, [w.backend_pid for w in self.workers if w.backend_pid is not None], count)
+            pids = pick(rng, self.db.worker_backends(), count)  # found on the server: any host's
             ended = self.db.terminate(pids)
             return f"terminated {ended} worker backend(s): pid {', '.join(map(str, pids))}"
 
         def kill_worker(count: int) -> str:
-            chosen = pick(rng, list(range(len(self.workers))), count)
-            for index in chosen:
-                self.workers[index].loop.crash()
-            return "crashed " + ", ".join(self.workers[i].name for i in chosen)
+            names = [self.stats[i].name for i in sorted(pick(rng, list(range(len(self.stats))), count))]
+            self.crash_workers(names)
+            return "crashed " + ", ".join(names)
 
         def restart_server() -> str:
             if self.server.restart is not None:
@@ -490,9 +507,8 @@ class Run:
             )
             return
         self.outcome = "stalled"
-        pids = [w.backend_pid for w in self.workers if w.backend_pid is not None]
-        self.causes = call_bounded(
-            lambda: stall_causes(self.db, {s.queue_type for s in self.stats}, pids),
+        self.causes = call_bounded(  # the workers' backends, found on the server, from any host
+            lambda: stall_causes(self.db, {s.queue_type for s in self.stats}, self.db.worker_backends()),
             30,
             self.signals,
             "stall diagnosis",
@@ -561,6 +577,7 @@ class Run:
             elapsed_s=self.elapsed,
             outcome=self.outcome,
             stats=self.stats,
+            runners=self.runners,
             groups_per_type={t: len(source.groups.get(t, ())) if source else 0 for t in QUEUE_TYPES},
             timeline=self.timeline.samples(self.elapsed),
             health=health,

@@ -164,6 +164,21 @@ class Timeline:
                 self._close(before=second - OPEN_SECONDS)
             histogram.record_ms(e2e_ms)
 
+    def processed_batch(self, at_s: float, count: int, e2e: LatencyHistogram | None) -> None:
+        """Completions reported together (a worker process's report), with their e2e histogram."""
+        second = max(0, int(at_s))
+        with self._lock:
+            self._at(second).processed += count
+            if e2e is None or e2e.count == 0:
+                return
+            histogram = self._open.get(second)
+            if histogram is None:
+                if second < max(self._open, default=second) - OPEN_SECONDS:
+                    return
+                histogram = self._open[second] = self._spare.pop() if self._spare else LatencyHistogram(2)
+                self._close(before=second - OPEN_SECONDS)
+            histogram.merge(e2e)
+
     def _close(self, before: float) -> None:
         for second in [s for s in self._open if s < before]:
             histogram = self._open.pop(second)

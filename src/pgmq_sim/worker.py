@@ -168,7 +168,7 @@ class WorkerLoop:
         first = self.backend_pid is None
         while True:
             try:
-                conn = connect_worker(self._plan.dsn)
+                conn = connect_worker(self._plan.dsn, self.stats.name)
                 break
             except psycopg.Error as exc:
                 if first or not is_connection_lost(exc) or time.monotonic() + delay > deadline:
@@ -316,10 +316,6 @@ class Worker(RunThread):
 
     def connection(self) -> psycopg.Connection | None:
         return self.loop.connection
-
-    @property
-    def backend_pid(self) -> int | None:
-        return self.loop.backend_pid
 
     def body(self) -> None:
         self.loop.run()

@@ -1,0 +1,6 @@
+"""pgmq-sim's workers on Locust's distributed runners: one master (producer, audit, report) and
+worker processes on this host (--processes N) or others (--worker --master-host H).
+
+Only `options` may be imported by a single-process run: the other modules need Locust, which
+monkey-patches the process with gevent (see pgmq_sim.launch).
+"""
