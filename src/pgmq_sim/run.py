@@ -375,19 +375,7 @@ class Run:
             )
             self.workers.append(Worker(loop, self.stop, self._reporter(f"worker {stats.name}")))
         self.threads = list(self.workers)
-        if settings.rate:
-            assert self.source is not None
-            producer = RateProducer(
-                self.writer,
-                self.source,
-                settings.fill_db,
-                settings.rate,
-                self.stop,
-                self.clock,
-                self.timeline,
-                lambda exc: self.errors.report("producer", exc),
-            )
-            self.threads.append(producer)
+        self.threads += self.rate_producer()
         self.log.event(
             f"starting {settings.workers} workers"
             + (f" and a producer at {settings.rate:g}/s" if settings.rate else "")
@@ -395,6 +383,25 @@ class Run:
         for thread in self.threads:
             thread.start()
         self.start_housekeeping()
+
+    def rate_producer(self) -> list[RunThread]:
+        """With -rate, the one producer (on the master, wherever the workers run)."""
+        settings = self.settings
+        if not settings.rate:
+            return []
+        assert self.source is not None
+        return [
+            RateProducer(
+                self.writer,
+                self.source,
+                settings.fill_db,
+                settings.rate,
+                self.stop,
+                self.clock,
+                self.timeline,
+                self._reporter("producer"),
+            )
+        ]
 
     def start_housekeeping(self) -> None:
         """Recovery, sampling and the fault schedule: the run's own threads, wherever its workers run."""

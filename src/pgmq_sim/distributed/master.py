@@ -31,7 +31,6 @@ from rich.console import Console
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.distributed.options import DistributedOptions, distributed_options
 from pgmq_sim.errors import ServerLostError, SimError, UsageError
-from pgmq_sim.producer import RateProducer
 from pgmq_sim.run import (
     PING_TIMEOUT_S,
     TICK_S,
@@ -137,20 +136,7 @@ class DistributedRun(Run):
         if self.options.web:
             self.master.update_state(STATE_RUNNING)
         settings = self.settings
-        if settings.rate:
-            assert self.source is not None
-            self.threads.append(
-                RateProducer(
-                    self.writer,
-                    self.source,
-                    settings.fill_db,
-                    settings.rate,
-                    self.stop,
-                    self.clock,
-                    self.timeline,
-                    lambda exc: self.errors.report("producer", exc),
-                )
-            )
+        self.threads += self.rate_producer()
         self.threads.append(Monitor(self))
         self.log.event(
             f"starting {settings.workers} workers in {len(members)} processes"
