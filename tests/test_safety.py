@@ -119,9 +119,9 @@ def test_connections_are_counted_as_the_run_opens_them(cli: Cli, db: psycopg.Con
     db.execute("grant all on schema public to pgmq_limited")
     params = psycopg.conninfo.conninfo_to_dict(dsn)
     limited = f"postgresql://pgmq_limited@/{params['dbname']}?host={params['host']}&port={params['port']}"
-    # 3 workers + producer + listener + the tool's own = 6 > 5
+    # 3 workers + producer + listener + the tool's own two = 7 > 5
     result = cli.run("-dsn", limited, "-workers 3 -rate 100 -wakeup notify", dsn=False)
-    assert_one_line_error(result, 2, "needs 6 connections", "CONNECTION LIMIT")
+    assert_one_line_error(result, 2, "needs 7 connections", "CONNECTION LIMIT")
 
 
 # -- every exit writes what it knows ----------------------------------------------------------

@@ -42,7 +42,6 @@ class Housekeeper(RunThread):
         self._recover_every_s = recover_every_s
         self.recovered = 0
         self._longest: SnapshotHold | None = None
-        self._dead_low: int | None = None
         self._lock = threading.Lock()
 
     def body(self) -> None:
@@ -65,8 +64,7 @@ class Housekeeper(RunThread):
         except psycopg.Error:
             return
         self._timeline.dead_tuples(self._clock(), dead)
-        with self._lock:
-            self._dead_low = dead if self._dead_low is None else min(self._dead_low, dead)
+        with self._lock:  # a hold is first seen within a second of its start: its base is close
             if pid is not None and (self._longest is None or held_s > self._longest.held_s):
                 base = (
                     self._longest.dead_tuples_before if self._longest and self._longest.pid == pid else dead

@@ -43,7 +43,7 @@ TICK_S = 0.2
 STOP_GRACE_S = 2.0
 PING_TIMEOUT_S = 5.0
 COLLECT_TIMEOUT_S = 600.0
-OWN_CONNECTIONS = 1  # the tool's own per-phase connection
+OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
 
 
 @dataclass(frozen=True)
@@ -227,12 +227,13 @@ class Run:
             + OWN_CONNECTIONS
             + (1 if settings.rate else 0)
             + (1 if settings.wakeup == "notify" else 0)
+            + sum(1 for f in self.chaos if f.kind in ("hold-xmin", "lock-table"))
         )
         for left, whose in ((budget, "the server"), (role_left, "this role's CONNECTION LIMIT")):
             if left is not None and needed > left:
                 raise UsageError(
                     f"-workers {settings.workers} needs {needed} connections (workers, producer,"
-                    f" listener, the tool's own) but {whose} allows {left} more now;"
+                    f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now;"
                     " use fewer workers or raise max_connections"
                 )
         if any(f.kind == "restart-server" for f in self.chaos) and self.server.restart is None:
