@@ -12,7 +12,7 @@ runs twice per round on one LocalPostgres (pgmq_sim.embedded), the order alterna
 
 * clean: nothing happens to it;
 * faults: once the log says the workers start, the bench terminates every backend of the tool
-  (`pg_terminate_backend` for application_name 'pgmq-sim': workers, producer, listener) every
+  (`pg_terminate_backend` for application_name 'pgmq-sim...': workers, producer, listener) every
   --kill-every seconds, and calls LocalPostgres.restart() (pg_ctl restart -m fast) once, at
   --restart-at of the run's schedule (fill-db / rate seconds after the workers start). Faults stop
   when the log says the processing ended, so the audit that follows runs undisturbed.
