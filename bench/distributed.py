@@ -8,7 +8,7 @@ rotating), in two placements:
 * shared: client and server on all cores;
 * pinned: the server's processes on core 1 (`taskset -a -p -c 1` on the postmaster and its
   children, so new backends inherit it), the client under `taskset -c 0`: a client on a machine of
-  its own, as DESIGN.md's overhead target assumes.
+  its own, as the overhead target (>= 0.9 x pgbench) assumes.
 
 Sides, all at zero work with C clients/workers, claim `indexed`, -orders 100, no audit:
 

@@ -105,7 +105,7 @@ def old_snapshot(r: RunResult) -> str | None:
         f"a snapshot held for {hold.held_s:.0f} s by pid {hold.pid}"
         f" ({hold.application or 'no application_name'})"
         f" kept vacuum from removing dead tuples ({hold.dead_tuples_before} -> {hold.dead_tuples_peak});"
-        " end long transactions (commit per message, as seed 001 says); vacuum settings cannot help"
+        " end long transactions (commit per message); vacuum settings cannot help"
     )
 
 
