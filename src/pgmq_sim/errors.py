@@ -11,10 +11,6 @@ class UsageError(SimError):
     exit_code = 2
 
 
-class StallError(SimError):
-    exit_code = 3
-
-
 class ServerLostError(SimError):
     """The server stayed unreachable past -reconnect-timeout."""
 

@@ -498,10 +498,6 @@ class SessionPlan:
         return statement(kind + ("_audited" if self.audited else ""))
 
 
-def completion_statement(delmsg: bool, audited: bool) -> str:
-    return SessionPlan("", delmsg, audited).complete_sql
-
-
 class ClaimSession:
     """A worker's connection, speaking in as few round trips per message as it can.
 
