@@ -28,6 +28,8 @@ from conftest import Cli, assert_one_line_error
         (["-wakeup", "smoke"], ["unknown -wakeup 'smoke'", "notify"]),
         (["-compare", "seed,nope"], ["unknown claim strategy 'nope'"]),
         (["-no-such-flag"], ["unknown flag -no-such-flag"]),
+        (["-fail-rate", "0.1", "-max-attempts", "5000"], ["-max-attempts 5000", "between 1 and"]),
+        (["-tx", "twice"], ["unknown -tx 'twice'"]),
         (["-frobnicate"], ["unknown flag -frobnicate"]),
         (["-fill-db", "50", "-fill-db", "300"], ["-fill-db is given twice"]),
         (["-fill-db=50", "--fill-db", "300"], ["given twice"]),

@@ -105,6 +105,36 @@ def test_failing_work_retries_and_dead_letters_add_up(cli: Cli, db: psycopg.Conn
     assert any("failing heads kept their groups waiting" in line for line in doc["advice"])
 
 
+def test_audit_command_judges_a_retry_run_as_the_run_did(cli: Cli, dsn: str) -> None:
+    result = cli.run(
+        "-fill-db 200 -workers 3 -claim indexed -fail-rate 0.4 -max-attempts 1 -json out.json", FAST
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc_of(cli)["audit"]["dead_lettered"] > 0
+    again = cli.audit("-dsn", dsn)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "audit pass" in again.stdout
+
+
+def test_split_mode_rides_out_a_table_lock_longer_than_its_own_lock_timeout(cli: Cli) -> None:
+    result = cli.run(
+        "-fill-db 1200 -rate 300 -workers 6 -claim indexed -tx split -json out.json",
+        FAST,
+        "-chaos lock-table@0.5s+4s",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc_of(cli)["audit"]["verdict"] == "pass"
+
+
+def test_kill_worker_with_zero_work_crashes_a_worker(cli: Cli) -> None:
+    result = cli.run(
+        "-fill-db 900 -rate 300 -workers 6 -claim indexed -tx split -work-ms 0 -poll-interval 0.05",
+        "-chaos kill-worker@0.5s -json out.json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert doc_of(cli)["retries"]["crashes"] == 1
+
+
 def test_a_claim_without_its_split_form_is_caught(cli: Cli) -> None:
     (cli.workdir / "seed_as_is.sql").write_text((REPO / "next_msg.sql").read_text())
     result = cli.run(

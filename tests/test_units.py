@@ -213,6 +213,7 @@ def test_chaos_spec() -> None:
         ("hold-xmin", 1, 0.5, None, 20.0),
     ]
     assert faults[0].times(16) == [5.0, 10.0, 15.0]
+    assert parse_chaos("kill-connection/5s@0s")[0].at_s == 0.0
     for bad in ("kill-connection", "explode@1s", "lock-table@1s", "kill-worker@1s+1s", "kill-connection/0s"):
         with pytest.raises(UsageError):
             parse_chaos(bad)

@@ -3,6 +3,7 @@ running anything: the verdict is judged from the journal and the run record alon
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -46,7 +47,9 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
         raise SimError("the last run had no journal (-no-audit); there is nothing to audit")
     previous = db.previous_run()
     assert previous is not None
-    verdict = audit(db, previous.produced, previous.ordered, previous.outcome == "completed")
+    recorded = json.loads(previous.settings)
+    retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
+    verdict = audit(db, previous.produced, previous.ordered, previous.outcome == "completed", retrying)
     console = Console(highlight=False, stderr=json_path == STDOUT)
     state = previous.outcome or "unfinished (no outcome recorded: the run was killed or is running)"
     console.print(

@@ -73,7 +73,8 @@ def parse_chaos(text: str) -> list[FaultSpec]:
         if (kind in NEEDS_DURATION) != (duration is not None):
             need = "needs +DURATION" if kind in NEEDS_DURATION else "takes no +DURATION"
             raise UsageError(f"-chaos '{item}': {kind} {need}, {EXAMPLE}")
-        at = _seconds(match.group("at")) if every is None else (_seconds(match.group("start")) or every)
+        start = _seconds(match.group("start"))
+        at = _seconds(match.group("at")) if every is None else (every if start is None else start)
         count = int(match.group("count") or 1)
         if count < 1:
             raise UsageError(f"-chaos '{item}': the count must be at least 1")
@@ -103,6 +104,7 @@ class FaultSchedule(threading.Thread):
         clock: Callable[[], float],
         stop: threading.Event,
         record: Callable[[Fault], None],
+        describe: Callable[[BaseException], str],
         horizon_s: float = 86_400.0,
     ) -> None:
         super().__init__(name="chaos", daemon=True)
@@ -110,6 +112,7 @@ class FaultSchedule(threading.Thread):
         self._clock = clock
         self._halt = stop
         self._record = record
+        self._describe = describe  # an error, fit to print (never the DSN's password)
         self._due: list[tuple[float, int, FaultSpec]] = []
         for index, spec in enumerate(faults):
             for at in spec.times(horizon_s)[:10_000]:
@@ -144,7 +147,7 @@ class FaultSchedule(threading.Thread):
                 self._record(Fault(self._clock(), spec.kind + " end", detail))
                 return
         except Exception as exc:  # a fault that could not be injected is itself recorded
-            detail = f"not injected: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            detail = f"not injected: {type(exc).__name__}: {self._describe(exc)}"
         self._record(Fault(began, spec.kind, detail))
 
     def join_helpers(self, timeout: float) -> None:

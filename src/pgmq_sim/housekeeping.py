@@ -80,7 +80,14 @@ class Housekeeper(RunThread):
                 )
 
     def _recover(self) -> None:
-        for msg_id, owner, expired in self._db.recover():
+        """A round that cannot run (the queue locked elsewhere, the server away) is tried again
+        at the next tick; recovery only needs to happen eventually."""
+        try:
+            recovered = self._db.recover()
+        except psycopg.Error as exc:
+            self._log.event(f"recovery round skipped: {type(exc).__name__}")
+            return
+        for msg_id, owner, expired in recovered:
             self.recovered += 1
             why = "its lease expired" if expired else "its owner's session is gone"
             self._log.event(f"recovered msg_id {msg_id} from {owner}: {why}")

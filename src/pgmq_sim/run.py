@@ -202,7 +202,13 @@ class Run:
         except SimError as exc:
             if not self.changed:
                 raise  # nothing was changed: one line says why
-            self.outcome = "server-lost" if isinstance(exc, ServerLostError | NotAnswering) else "failed"
+            self.outcome = (
+                "server-unresponsive"
+                if isinstance(exc, NotAnswering)
+                else "server-lost"
+                if isinstance(exc, ServerLostError)
+                else "failed"
+            )
             self.error = str(exc)
         except psycopg.Error as exc:
             text = f"database error: {reason(exc, self.server.dsn)}; check the server"
@@ -313,12 +319,18 @@ class Run:
             daemon=True,
         )
         prefill_thread.start()
+        last_committed, last_change = 0, time.monotonic()
         while prefill_thread.is_alive():
             prefill_thread.join(TICK_S)
             if self.signals.interrupt.is_set():
                 stop_prefill.set()
                 if self.signals.hurry.is_set():
                     break
+            if self.writer.committed != last_committed:
+                last_committed, last_change = self.writer.committed, time.monotonic()
+            elif time.monotonic() - last_change > settings.stall_timeout:
+                self._check_answering("the prefill")  # a slow COPY is fine; a frozen server is not
+                last_change = time.monotonic()
         self.timeline.arrived(0, self.writer.committed)
         described = self.errors.describe(self.server.dsn)
         if described is not None:
@@ -420,7 +432,12 @@ class Run:
         self.housekeeper.start()
         if self.chaos:
             self.schedule = FaultSchedule(
-                self.chaos, self._fault_actions(), self.clock, self.stop, self._record
+                self.chaos,
+                self._fault_actions(),
+                self.clock,
+                self.stop,
+                self._record,
+                lambda exc: reason(exc, self.server.dsn),
             )
             self.schedule.start()
 
@@ -505,14 +522,9 @@ class Run:
     def _diagnose_stall(self) -> None:
         self.elapsed = self.clock()
         try:
-            call_bounded(self.db.ping, PING_TIMEOUT_S, self.signals, "server ping")
-        except (NotAnswering, psycopg.Error) as exc:
-            self.outcome = "server-unresponsive"
-            self.error = (
-                f"the server ({self.server.label}) did not answer for {self.settings.stall_timeout:g} s"
-                f" and a new connection got no answer within {PING_TIMEOUT_S:g} s"
-                + (f" ({reason(exc, self.server.dsn)})" if isinstance(exc, psycopg.Error) else "")
-            )
+            self._check_answering("the run")
+        except NotAnswering as exc:
+            self.outcome, self.error = "server-unresponsive", str(exc)
             return
         self.outcome = "stalled"
         self.causes = call_bounded(  # the workers' backends, found on the server, from any host
@@ -521,6 +533,18 @@ class Run:
             self.signals,
             "stall diagnosis",
         )
+
+    def _check_answering(self, what: str) -> None:
+        """After -stall-timeout without progress: a server that does not answer is named."""
+        try:
+            call_bounded(self.db.ping, PING_TIMEOUT_S, self.signals, "server ping")
+        except (NotAnswering, psycopg.Error) as exc:
+            raise NotAnswering(
+                f"the server ({self.server.label}) did not answer: {what} made no progress for"
+                f" {self.settings.stall_timeout:g} s and a new connection got no answer within"
+                f" {PING_TIMEOUT_S:g} s"
+                + (f" ({reason(exc, self.server.dsn)})" if isinstance(exc, psycopg.Error) else "")
+            ) from None
 
     def halt(self) -> None:
         """Stop every thread, within bounds; in-flight messages roll back."""
@@ -551,20 +575,28 @@ class Run:
         verdict: AuditVerdict | None = None
         settings = self.settings
         produced = self.writer.committed
+        # the run's stop is set by now: this session keeps reconnecting until a second signal
+        db = QueueDatabase(self.server.dsn, settings.reconnect_timeout, self.signals.hurry)
+        gone = self.outcome in ("server-unresponsive", "server-lost")
+        first_wait = PING_TIMEOUT_S if gone else settings.reconnect_timeout + PING_TIMEOUT_S
         if not self.signals.hurry.is_set() and self.changed:
             try:
-                call_bounded(self.db.ping, PING_TIMEOUT_S, self.signals, "server ping")
-                call_bounded(lambda: self.db.finish_run(self.outcome), 30, self.signals, "run record")
-                produced = call_bounded(self.db.produced, 30, self.signals, "produced count")
-                health = call_bounded(self.db.table_health, COLLECT_TIMEOUT_S, self.signals, "table health")
+                call_bounded(db.server_clock if not gone else db.ping, first_wait, self.signals, "server")
+                call_bounded(lambda: db.finish_run(self.outcome), 30, self.signals, "run record")
+                if settings.tx == "split":  # what stopped workers held goes back before the audit
+                    back = call_bounded(db.recover, 30, self.signals, "recovery")
+                    if back:
+                        self.notes.append(
+                            f"{len(back)} message(s) in progress at the end went back to pending"
+                        )
+                produced = call_bounded(db.produced, 30, self.signals, "produced count")
+                health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, self.signals, "table health")
                 if settings.retrying:
-                    blocking = call_bounded(
-                        self.db.group_blocking, COLLECT_TIMEOUT_S, self.signals, "blocking"
-                    )
+                    blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, self.signals, "blocking")
                 if settings.audit:
                     ordered, complete = self.given.strategy.ordered, self.outcome == "completed"
                     verdict = call_bounded(
-                        lambda: audit(self.db, produced, ordered, complete, settings.retrying),
+                        lambda: audit(db, produced, ordered, complete, settings.retrying),
                         COLLECT_TIMEOUT_S,
                         self.signals,
                         "audit",

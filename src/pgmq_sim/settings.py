@@ -13,6 +13,7 @@ from pgmq_sim.errors import UsageError
 QUEUE_TYPES = ("type1", "type2", "type3")
 INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
 MAX_WORKERS = 10_000
+MAX_ATTEMPTS = 60  # the backoff doubles per attempt: 2^60 x BASE is already forever
 WAKEUPS = ("poll", "notify")
 TX_MODES = ("single", "split")
 
@@ -121,8 +122,8 @@ class Settings:
             raise UsageError(f"-lease {self.lease:g} must be a positive number of seconds")
         if not 0 <= self.fail_rate < 1:
             raise UsageError(f"-fail-rate {self.fail_rate:g} must be a fraction in [0, 1)")
-        if self.max_attempts < 1:
-            raise UsageError(f"-max-attempts {self.max_attempts} must be at least 1")
+        if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
+            raise UsageError(f"-max-attempts {self.max_attempts} must be between 1 and {MAX_ATTEMPTS}")
         if self.backoff_ms < 0:
             raise UsageError(f"-backoff-ms {self.backoff_ms:g} must be >= 0")
         if self.fail_rate and self.longest_backoff_s >= self.stall_timeout:

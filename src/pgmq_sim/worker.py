@@ -197,14 +197,15 @@ class WorkerLoop:
 
     def _settle(self, conn: psycopg.Connection, doubt: tuple[str, Claimed]) -> None:
         """Count a completion whose commit answer was lost only if the journal has it. A failure's
-        bookkeeping in doubt may have made a dead letter: the run asks the server at the end."""
-        self._in_doubt = None
+        bookkeeping in doubt may have made a dead letter: the run asks the server at the end. The
+        doubt stays until answered: a connection lost while asking asks again after reconnecting."""
         kind, claimed = doubt
         landed = None
         if kind == "complete":
             landed = was_completed(
                 conn, claimed.msg_id, self.stats.name if self._plan.session.audited else None
             )
+        self._in_doubt = None
         if landed is None:
             self._counter.add_in_doubt()
             self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} {kind} outcome unknown")
@@ -240,7 +241,8 @@ class WorkerLoop:
             return
         self._handed_off = True
         work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
-        if (work_s > 0 and self._interrupt.wait(work_s)) or self._halt.is_set():
+        interrupted = self._interrupt.wait(work_s) if work_s > 0 else self._interrupt.is_set()
+        if interrupted or self._halt.is_set():
             if self._crash_requested:
                 self._crash()
             return  # stopping mid-message: close() rolls it back

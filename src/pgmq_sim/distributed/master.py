@@ -326,7 +326,7 @@ class DistributedRun(Run):
         self._recount()
 
     def _recount(self) -> None:
-        count = sum(s.processed for s in self.stats)
+        count = sum(s.processed + s.dead_lettered for s in self.stats)  # finished, as in one process
         if count != self.counter.count:
             self.last_count_change = time.monotonic()
         self.reported.set(count, sum(member.in_doubt for member in self.members.values()))
