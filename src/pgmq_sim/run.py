@@ -42,6 +42,7 @@ T = TypeVar("T")
 TICK_S = 0.2
 STOP_GRACE_S = 2.0
 PING_TIMEOUT_S = 5.0
+FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
 COLLECT_TIMEOUT_S = 600.0
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
 
@@ -578,10 +579,16 @@ class Run:
         # the run's stop is set by now: this session keeps reconnecting until a second signal
         db = QueueDatabase(self.server.dsn, settings.reconnect_timeout, self.signals.hurry)
         gone = self.outcome in ("server-unresponsive", "server-lost")
-        first_wait = PING_TIMEOUT_S if gone else settings.reconnect_timeout + PING_TIMEOUT_S
         if not self.signals.hurry.is_set() and self.changed:
             try:
-                call_bounded(db.server_clock if not gone else db.ping, first_wait, self.signals, "server")
+                try:  # no answer at all (frozen) is final; a refusal (restarting) is waited out
+                    call_bounded(db.ping, FIRST_ANSWER_S, self.signals, "server ping")
+                except psycopg.Error:
+                    if gone:
+                        raise
+                    call_bounded(
+                        db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, self.signals, "server"
+                    )
                 call_bounded(lambda: db.finish_run(self.outcome), 30, self.signals, "run record")
                 if settings.tx == "split":  # what stopped workers held goes back before the audit
                     back = call_bounded(db.recover, 30, self.signals, "recovery")
