@@ -135,7 +135,9 @@ def test_worker_process_killed_mid_run(cli: Cli, db: psycopg.Connection) -> None
     lost process's last commits are counted from the journal; the web UI showed the run live."""
     web = free_port()
     master = cli.start(
-        f"-fill-db 4000 {WORKLOAD.replace('0-1', '1-2')} --processes 2 --web --web-port {web} -json out.json"
+        # paced, so the run outlasts the web UI's first stats report and the kill lands mid-run
+        f"-fill-db 4000 -rate 700 {WORKLOAD.replace('0-1', '1-2')} --processes 2 --web --web-port {web}"
+        " -poll-interval 0.05 -json out.json"
     )
     try:
         log = cli.workdir / "msg_queue.p2.log"

@@ -244,33 +244,22 @@ class WorkerProcess:
     def _fire(stats: WorkerStats, seen: tuple[int, int]) -> tuple[int, int]:
         """One request entry per claim (empty or not) and completion, for Locust's statistics."""
         assert isinstance(stats.claim, LastHistogram) and isinstance(stats.complete, LastHistogram)
-        request = events.request.fire
+
+        def request(name: str, response_ms: float, length: int) -> None:
+            events.request.fire(
+                request_type="SQL",
+                name=name,
+                response_time=response_ms,
+                response_length=length,
+                exception=None,
+                context={},
+            )
+
         if stats.processed > seen[0]:
-            request(
-                request_type="SQL",
-                name="claim",
-                response_time=stats.claim.last_ms,
-                response_length=1,
-                exception=None,
-                context={},
-            )
-            request(
-                request_type="SQL",
-                name="complete",
-                response_time=stats.complete.last_ms,
-                response_length=1,
-                exception=None,
-                context={},
-            )
+            request("claim", stats.claim.last_ms, 1)
+            request("complete", stats.complete.last_ms, 1)
         elif stats.empty_claims > seen[1]:
-            request(
-                request_type="SQL",
-                name="claim (empty)",
-                response_time=stats.claim.last_ms,
-                response_length=0,
-                exception=None,
-                context={},
-            )
+            request("claim (empty)", stats.claim.last_ms, 0)
         return stats.processed, stats.empty_claims
 
     def _report_loop(self) -> None:
