@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from pgmq_sim.chaos import parse_chaos
 from pgmq_sim.cli import check_flags, parse_compare
 from pgmq_sim.errors import UsageError
 from pgmq_sim.progress import eta_text, floor_percent
-from pgmq_sim.queue import TableHealth
+from pgmq_sim.queue import Backoff, TableHealth
 from pgmq_sim.result import RunResult
 from pgmq_sim.settings import Settings, WorkTime
 from pgmq_sim.sqlfiles import MAX_SQL_BYTES, read_sql
@@ -78,6 +80,22 @@ def result(
         health=health,
         audit=None,
     )
+
+
+# -- reconnect backoff ----------------------------------------------------------------------------
+
+
+def test_backoff_doubles_until_its_deadline_and_yields_to_a_stop() -> None:
+    stop = threading.Event()
+    backoff = Backoff(0.35, stop, first=0.05, cap=0.1)
+    began = time.monotonic()
+    waits = 0
+    while backoff.wait():
+        waits += 1
+    # 0.05 + 0.1 + 0.1 fits in 0.35 s; a fourth wait of 0.1 would pass the deadline
+    assert waits == 3 and 0.24 < time.monotonic() - began < 0.35
+    stop.set()
+    assert not Backoff(60, stop).wait()
 
 
 # -- histograms and the timeline ------------------------------------------------------------

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from pgmq_sim.audit import audit
+from pgmq_sim.cli import flag
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.queue import QueueDatabase
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
@@ -19,10 +20,9 @@ from pgmq_sim.server import DSN_ENV, check_dsn, redact
 
 
 @click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
-@click.option("-dsn", "--dsn", "dsn", metavar="URL", default=None, help=f"Server (default: ${DSN_ENV}).")
-@click.option(
-    "-json",
-    "--json",
+@flag("dsn", metavar="URL", default=None, help=f"Server (default: ${DSN_ENV}).")
+@flag(
+    "json",
     "json_path",
     type=click.Path(path_type=Path),
     default=None,

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 import psycopg
 
 from pgmq_sim.errors import ServerLostError
-from pgmq_sim.queue import Row, connect_worker, is_connection_lost, produced_count, write_batch
+from pgmq_sim.queue import Backoff, Row, connect_worker, is_connection_lost, produced_count, write_batch
 from pgmq_sim.server import reason
 from pgmq_sim.settings import QUEUE_TYPES
 from pgmq_sim.stats import Timeline
@@ -80,8 +80,7 @@ class BatchWriter:
     def write(self, rows: list[Row]) -> None:
         """Write the batch once, whatever the connection does, or raise past the deadline."""
         target = rows[-1][0]
-        deadline = time.monotonic() + self._reconnect_timeout
-        delay = 0.05
+        backoff = Backoff(self._reconnect_timeout, self._halt)
         in_doubt = False
         while True:
             try:
@@ -102,14 +101,13 @@ class BatchWriter:
                     self.connections_lost += 1
                     self._log(f"producer lost its connection: {reason(exc, self._dsn)}; reconnecting")
                 in_doubt = True
-                if time.monotonic() + delay > deadline:
+                if not backoff.wait():
+                    if self._halt.is_set():
+                        raise
                     raise ServerLostError(
                         f"producer could not reconnect within {self._reconnect_timeout:g} s"
                         f" (-reconnect-timeout): {reason(exc, self._dsn)}"
                     ) from None
-                if self._halt.wait(delay):
-                    raise
-                delay = min(delay * 2, 2.0)
 
     def close(self) -> None:
         if self._conn is not None:

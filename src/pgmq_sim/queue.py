@@ -10,6 +10,7 @@ retries an operation whose connection was lost until the reconnect deadline.
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +51,35 @@ def is_connection_lost(exc: BaseException, conn: psycopg.Connection | None = Non
     if conn is not None and conn.closed:
         return isinstance(exc, psycopg.Error)
     return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in (None, "08000", "08003", "08006")
+
+
+class Backoff:
+    """The waits between attempts to reach a lost server: doubling from `first` up to `cap`
+    (with jitter when given an rng, so many workers do not knock at once), until `timeout`
+    has passed or `stop` is set. Every reconnecting loop of the tool waits through one."""
+
+    def __init__(
+        self,
+        timeout: float,
+        stop: threading.Event,
+        first: float = 0.05,
+        cap: float = 2.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._deadline = time.monotonic() + timeout
+        self._stop = stop
+        self._delay = first
+        self._cap = cap
+        self._rng = rng
+
+    def wait(self) -> bool:
+        """Wait before the next attempt; False when the deadline or a stop says to give up."""
+        if time.monotonic() + self._delay > self._deadline:
+            return False
+        if self._stop.wait(self._delay * (1 + self._rng.random()) if self._rng else self._delay):
+            return False
+        self._delay = min(self._delay * 2, self._cap)
+        return True
 
 
 def prepare_claim(name: str, wrapped_claim_sql: str) -> str:
@@ -144,18 +174,14 @@ class QueueDatabase:
     def _retrying(self, operation: Callable[[psycopg.Connection], T]) -> T:
         """Run an idempotent operation on a fresh connection; a lost connection is retried with
         backoff until the reconnect deadline, anything else raises."""
-        deadline = time.monotonic() + self._reconnect_timeout
-        delay = 0.1
+        backoff = Backoff(self._reconnect_timeout, self._stop, first=0.1)
         while True:
             try:
                 with self._connection() as conn:
                     return operation(conn)
             except psycopg.Error as exc:
-                if not is_connection_lost(exc) or time.monotonic() + delay > deadline:
+                if not is_connection_lost(exc) or not backoff.wait():
                     raise
-                if self._stop.wait(delay):
-                    raise
-                delay = min(delay * 2, 2.0)
 
     # -- before the run -------------------------------------------------------------------
 
@@ -205,12 +231,12 @@ class QueueDatabase:
         return self._retrying(read)
 
     def previous_run(self) -> PreviousRun | None:
+        """The last run's record; ask only when `tables()` says pgmq_sim_run exists."""
+
         def read(conn: psycopg.Connection) -> PreviousRun | None:
             row = conn.execute(statement("run_record")).fetchone()
             return PreviousRun(*row) if row else None
 
-        if not self.tables()["pgmq_sim_run"][0]:
-            return None
         return self._retrying(read)
 
     def install(

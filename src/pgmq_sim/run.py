@@ -76,6 +76,15 @@ class NotAnswering(SimError):
     exit_code = 3
 
 
+def outcome_of(exc: BaseException) -> str:
+    """How an error ends a run: a server gone or silent is exit 3, anything else a failure."""
+    if isinstance(exc, NotAnswering):
+        return "server-unresponsive"
+    if isinstance(exc, ServerLostError):
+        return "server-lost"
+    return "failed"
+
+
 class FirstError:
     """The first failure reported by any thread; it stops the run."""
 
@@ -95,8 +104,8 @@ class FirstError:
         if self.error is None:
             return None
         where, exc = self.error
-        if isinstance(exc, ServerLostError):
-            return "server-lost", str(exc)
+        if isinstance(exc, ServerLostError | NotAnswering):
+            return outcome_of(exc), str(exc)
         if isinstance(exc, SimError):
             return "failed", f"{where}: {exc}"
         return "failed", f"{where} failed: {reason(exc, dsn)}; check the server and the SQL files"
@@ -203,14 +212,7 @@ class Run:
         except SimError as exc:
             if not self.changed:
                 raise  # nothing was changed: one line says why
-            self.outcome = (
-                "server-unresponsive"
-                if isinstance(exc, NotAnswering)
-                else "server-lost"
-                if isinstance(exc, ServerLostError)
-                else "failed"
-            )
-            self.error = str(exc)
+            self.outcome, self.error = outcome_of(exc), str(exc)
         except psycopg.Error as exc:
             text = f"database error: {reason(exc, self.server.dsn)}; check the server"
             if not self.changed:
@@ -261,7 +263,11 @@ class Run:
                 f"table(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run drops and"
                 " recreates them: use another database, or pass -replace-tables to replace them"
             )
-        previous = call_bounded(self.db.previous_run, 30, self.signals, "previous run check", True)
+        previous = (
+            call_bounded(self.db.previous_run, 30, self.signals, "previous run check", True)
+            if tables["pgmq_sim_run"][0]
+            else None
+        )
         if previous is not None and not previous.finished:
             line = (
                 f"replacing the data of an unfinished run (started {previous.started_at:%Y-%m-%d %H:%M:%S},"
@@ -336,7 +342,10 @@ class Run:
         described = self.errors.describe(self.server.dsn)
         if described is not None:
             outcome, text = described
-            raise ServerLostError(text) if outcome == "server-lost" else SimError(text)
+            error = {"server-lost": ServerLostError, "server-unresponsive": NotAnswering}.get(
+                outcome, SimError
+            )
+            raise error(text)
         if self.signals.interrupt.is_set():
             raise InterruptedError("prefill")
         call_bounded(self.db.analyze, 120, self.signals, "ANALYZE")
@@ -360,7 +369,7 @@ class Run:
                     settings.poll_interval or 1.0,
                     settings.reconnect_timeout,
                     self.stop,
-                    lambda exc: self.errors.report("notify listener", exc),
+                    self._reporter("notify listener"),
                 ),
                 30,
                 self.signals,

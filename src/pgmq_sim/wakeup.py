@@ -8,12 +8,12 @@ returns at once and no wake-up is lost in that window.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
 
 import psycopg
 
+from pgmq_sim.queue import Backoff
 from pgmq_sim.settings import QUEUE_TYPES
 
 CHANNEL = "pgmq_sim"
@@ -109,16 +109,14 @@ class NotifyWakeup:
                 changed.notify(int(count) if count.isdigit() else 1)
 
     def _reconnect(self) -> None:
-        deadline = time.monotonic() + self._reconnect_timeout
-        delay = 0.05
+        backoff = Backoff(self._reconnect_timeout, self._stop)
         while True:
             try:
                 self._conn = self._listening()
                 return
             except psycopg.OperationalError:
-                if time.monotonic() + delay > deadline or self._stop.wait(delay):
+                if not backoff.wait():
                     raise
-                delay = min(delay * 2, 2.0)
 
     def _wake_all(self) -> None:
         with self._lock:

@@ -23,6 +23,7 @@ import psycopg
 
 from pgmq_sim.errors import ServerLostError
 from pgmq_sim.queue import (
+    Backoff,
     Claimed,
     ClaimSession,
     SessionPlan,
@@ -163,25 +164,25 @@ class WorkerLoop:
 
     def _open(self) -> None:
         """Connect (retrying while the server is away), prepare, and settle a commit in doubt."""
-        deadline = time.monotonic() + self._plan.reconnect_timeout
-        delay = RECONNECT_FIRST_S
         first = self.backend_pid is None
+        backoff = Backoff(
+            self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng
+        )
         while True:
             try:
                 conn = connect_worker(self._plan.dsn, self.stats.name)
                 break
             except psycopg.Error as exc:
-                if first or not is_connection_lost(exc) or time.monotonic() + delay > deadline:
-                    if not first and is_connection_lost(exc):
-                        raise ServerLostError(
-                            f"worker {self.stats.name} could not reconnect within"
-                            f" {self._plan.reconnect_timeout:g} s (-reconnect-timeout):"
-                            f" {reason(exc, self._plan.dsn)}"
-                        ) from None
+                if first or not is_connection_lost(exc):
                     raise
-                if self._halt.wait(delay * (1 + self._rng.random())):
-                    raise
-                delay = min(delay * 2, RECONNECT_MAX_S)
+                if not backoff.wait():
+                    if self._halt.is_set():
+                        raise
+                    raise ServerLostError(
+                        f"worker {self.stats.name} could not reconnect within"
+                        f" {self._plan.reconnect_timeout:g} s (-reconnect-timeout):"
+                        f" {reason(exc, self._plan.dsn)}"
+                    ) from None
         try:
             self._conn = conn
             self._session = ClaimSession(conn, self._plan.session, self.stats.queue_type, self.stats.name)
