@@ -68,7 +68,7 @@ def idle_workers(r: RunResult) -> str | None:
 
 def polling_latency(r: RunResult) -> str | None:
     e2e_p50, poll_ms, work = r.e2e_ms["p50"], r.settings.poll_interval * 1000, r.work_mean_ms
-    if r.settings.wakeup != "poll" or not r.settings.rate or e2e_p50 is None:
+    if r.settings.wakeup != "poll" or not r.settings.paced or e2e_p50 is None:
         return None
     if not (max(5 * work, 0.2 * poll_ms) < e2e_p50 < 2 * poll_ms):
         return None
@@ -81,7 +81,7 @@ def polling_latency(r: RunResult) -> str | None:
 def backlog_wait(r: RunResult) -> str | None:
     """A prefilled backlog makes end-to-end latency mean time spent queued, not service time."""
     e2e_p50 = r.e2e_ms["p50"]
-    if r.settings.rate or e2e_p50 is None or e2e_p50 < 10 * max(r.work_mean_ms, 1.0):
+    if r.settings.paced or e2e_p50 is None or e2e_p50 < 10 * max(r.work_mean_ms, 1.0):
         return None
     return (
         f"end-to-end p50 {e2e_p50:.0f} ms is mostly time waiting in the prefilled backlog of"
@@ -137,7 +137,14 @@ def head_of_line(r: RunResult) -> str | None:
 
 
 def rate_too_high(r: RunResult) -> str | None:
-    if not r.settings.rate or not r.timeline or r.outcome != "completed":
+    # a constant -rate only: a profile's or a sweep's backlog is judged by its own shape and steps
+    if (
+        not r.settings.rate
+        or r.settings.rate_profile
+        or r.settings.sweep
+        or not r.timeline
+        or r.outcome != "completed"
+    ):
         return None
     last = r.timeline[-1].backlog
     if last <= r.settings.rate * 5:
@@ -145,6 +152,67 @@ def rate_too_high(r: RunResult) -> str | None:
     return (
         f"backlog ended at {last}: -rate {r.settings.rate:g}/s exceeds what the"
         " workers process; add workers or groups"
+    )
+
+
+def hot_key(r: RunResult) -> str | None:
+    """Ordered processing advances a group one message at a time: a hot key caps the whole run."""
+    keys, bound = r.keys, r.ordering_bound_per_s
+    if keys is None or bound is None or not keys.hottest or keys.groups is None:
+        return None
+    uniform_bound = keys.groups / (r.work_mean_ms / 1000)
+    if bound >= 0.5 * uniform_bound:
+        return None
+    hot = keys.hottest[0]
+    share = hot.messages / keys.messages
+    return (
+        f"hot key: group ({hot.queue_type}, order_id {hot.order_id}) has {share:.0%} of the messages, and a"
+        f" group takes one message per work time: it caps the run at {bound:.0f}/s ({uniform_bound:.0f}/s if"
+        " keys were even); more workers cannot help, spreading the key can"
+    )
+
+
+def pool_bottleneck(r: RunResult) -> str | None:
+    """Behind a pooler whose pool is smaller than the workers, the workers queue for a server
+    connection: the claim's latency is mostly that wait."""
+    serving, workers = r.worker_backends_max, len(r.workers)
+    claim_p50, complete_p50 = r.claim_ms["p50"], r.complete_ms["p50"]
+    if r.path is None or not r.path.pooled or not serving or serving >= workers:
+        return None
+    if claim_p50 is None or complete_p50 is None or claim_p50 < 2 * complete_p50:
+        return None
+    return (
+        f"the pool is the bottleneck: {workers} workers shared at most {serving} server connections, and"
+        f" the claim p50 {claim_p50:.1f} ms is mostly the wait for one (complete p50 {complete_p50:.1f} ms);"
+        f" raise the pooler's pool size to {workers}, or run {serving} workers"
+    )
+
+
+def client_limit(r: RunResult) -> str | None:
+    """A load generator must say when it, not the server, set the pace."""
+    busiest = r.client.busiest
+    if busiest is None or not r.client.limited or r.processed < 100:
+        return None
+    per_msg = busiest.cpu_us_per_msg
+    fix = "more worker processes (--processes N) or a client host of its own (--master/--worker)"
+    return (
+        f"the client set the pace, not the server: {busiest.runner} used {busiest.core_share:.0%} of a core"
+        + (f" ({per_msg:.0f} us of CPU per message)" if per_msg is not None else "")
+        + f"; measure the queue with {fix}"
+    )
+
+
+def client_starved(r: RunResult) -> str | None:
+    """Threads runnable but waiting for a CPU: the client and the server share too few cores."""
+    local = next((p for p in r.client.processes if p.runner == "local"), None)
+    if local is None or local.run_delay_s is None or local.elapsed_s <= 0 or r.processed < 100:
+        return None
+    waited = local.run_delay_s / local.elapsed_s  # thread-seconds per second
+    if waited < 0.5 or r.client.limited:
+        return None
+    return (
+        f"the tool's threads waited {waited:.1f} s per second for a CPU: client and server share the"
+        " cores; the server's figures include that contention (a client host of its own avoids it)"
     )
 
 
@@ -159,6 +227,10 @@ RULES: tuple[Rule, ...] = (
     dead_tuples,
     head_of_line,
     rate_too_high,
+    hot_key,
+    pool_bottleneck,
+    client_limit,
+    client_starved,
 )
 
 

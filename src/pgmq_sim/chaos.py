@@ -20,10 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.result import Fault
+from pgmq_sim.events import Fault
+from pgmq_sim.kinds import FaultKind, choices
 
-KINDS = ("kill-connection", "kill-worker", "restart-server", "hold-xmin", "lock-table")
-NEEDS_DURATION = ("hold-xmin", "lock-table")
 NUMBER = r"(\d+(?:\.\d+)?)(ms|s)?"
 FAULT = re.compile(
     rf"(?P<kind>[a-z-]+)(?:\*(?P<count>\d+))?"
@@ -44,7 +43,7 @@ def _seconds(text: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class FaultSpec:
-    kind: str
+    kind: FaultKind
     count: int
     at_s: float  # the first (or only) time
     every_s: float | None
@@ -63,15 +62,18 @@ def parse_chaos(text: str) -> list[FaultSpec]:
         match = FAULT.fullmatch(item)
         if not match:
             raise UsageError(f"-chaos '{item}' is not a fault; write KIND[*N](@AT|/EVERY)[+FOR], {EXAMPLE}")
-        kind = match.group("kind")
-        if kind not in KINDS:
-            raise UsageError(f"-chaos '{item}': unknown fault '{kind}'; use one of: {', '.join(KINDS)}")
+        try:
+            kind = FaultKind(match.group("kind"))
+        except ValueError:
+            raise UsageError(
+                f"-chaos '{item}': unknown fault '{match.group('kind')}'; use one of: {choices(FaultKind)}"
+            ) from None
         every = _seconds(match.group("every"))
         if every is not None and every <= 0:
             raise UsageError(f"-chaos '{item}': the interval must be above 0")
         duration = _seconds(match.group("for"))
-        if (kind in NEEDS_DURATION) != (duration is not None):
-            need = "needs +DURATION" if kind in NEEDS_DURATION else "takes no +DURATION"
+        if kind.held != (duration is not None):
+            need = "needs +DURATION" if kind.held else "takes no +DURATION"
             raise UsageError(f"-chaos '{item}': {kind} {need}, {EXAMPLE}")
         start = _seconds(match.group("start"))
         at = _seconds(match.group("at")) if every is None else (every if start is None else start)
@@ -133,21 +135,24 @@ class FaultSchedule(threading.Thread):
     def _fire(self, spec: FaultSpec) -> None:
         began = self._clock()
         try:
-            if spec.kind == "kill-connection":
+            if spec.kind == FaultKind.KILL_CONNECTION:
                 detail = self._actions.kill_connections(spec.count)
-            elif spec.kind == "kill-worker":
+            elif spec.kind == FaultKind.KILL_WORKER:
                 detail = self._actions.kill_worker(spec.count)
-            elif spec.kind == "restart-server":
+            elif spec.kind == FaultKind.RESTART_SERVER:
                 detail = self._actions.restart_server()
             else:
                 assert spec.duration_s is not None
-                what = "hold_snapshot" if spec.kind == "hold-xmin" else "lock_queue"
+                what = "hold_snapshot" if spec.kind == FaultKind.HOLD_XMIN else "lock_queue"
                 self._record(Fault(began, spec.kind, f"for {spec.duration_s:g} s"))
                 detail = self._actions.hold(what, spec.duration_s)
                 self._record(Fault(self._clock(), spec.kind + " end", detail))
                 return
         except Exception as exc:  # a fault that could not be injected is itself recorded
-            detail = f"not injected: {type(exc).__name__}: {self._describe(exc)}"
+            if self._halt.is_set():
+                detail = "not injected: the run ended first"
+            else:
+                detail = f"not injected: {type(exc).__name__}: {self._describe(exc)}"
         self._record(Fault(began, spec.kind, detail))
 
     def join_helpers(self, timeout: float) -> None:

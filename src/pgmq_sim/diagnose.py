@@ -6,39 +6,55 @@ import re
 
 import psycopg
 
-from pgmq_sim.queue import QueueDatabase, StallFacts
-from pgmq_sim.server import reason
+from pgmq_sim.db.values import StallFacts
+from pgmq_sim.db.views import ServerViews
+from pgmq_sim.dsn import reason
 
 STRING_LITERAL = re.compile(r"'(?:[^']|'')*'?")
 
 
-def _session(pid: int, app: str, state: str, age: float, query: str) -> str:
+def _session(pid: int, app: str, state: str, age: float, query: str, pooler: str | None = None) -> str:
     """Another session, named; string literals in its query are hidden (one may be a password)."""
+    through = f"a server connection of the pooler at {pooler}, last serving " if pooler else ""
+    if not state and not query:  # another role's session, to a role without pg_read_all_stats
+        return (
+            f"pid {pid} ({through}{app or 'no application_name'}; its state and query are hidden from this"
+            f" role: pg_read_all_stats would show them); end that transaction or pg_terminate_backend({pid})"
+        )
     query = STRING_LITERAL.sub("'…'", query)
     return (
-        f"pid {pid} ({app or 'no application_name'}, {state}, transaction open {age:.0f} s: {query!r});"
-        f" end that transaction or pg_terminate_backend({pid})"
+        f"pid {pid} ({through}{app or 'no application_name'}, {state}, transaction open {age:.0f} s:"
+        f" {query!r}); end that transaction or pg_terminate_backend({pid})"
     )
 
 
-def stall_causes(db: QueueDatabase, served_types: set[str], our_pids: list[int]) -> list[str]:
+def stall_causes(
+    views: ServerViews, served_types: set[str], our_pids: list[int], pooled: bool = False
+) -> list[str]:
     """Name what keeps the pending messages from being claimed, most specific first."""
     try:
-        facts = db.stall_facts(our_pids)
+        facts = views.stall_facts(our_pids)
     except psycopg.Error as exc:
-        return [f"could not inspect the queue: {reason(exc, db.dsn)}"]
-    return explain_stall(facts, served_types) or ["no cause found in the queue or the server's lock views"]
+        return [f"could not inspect the queue: {reason(exc, views.dsn)}"]
+    found = explain_stall(facts, served_types, pooled)
+    return found or ["no cause found in the queue or the server's lock views"]
 
 
-def explain_stall(facts: StallFacts, served_types: set[str]) -> list[str]:
+def explain_stall(facts: StallFacts, served_types: set[str], pooled: bool = False) -> list[str]:
     causes: list[str] = []
+    # behind a pooler, every server connection comes from the pooler's address, as ours do
+    poolers = {h[7] for h in facts.lock_holders if h[6] and h[7]} if pooled else set()
+
+    def pooler(address: str) -> str | None:
+        return address if address in poolers else None
+
     waiting: dict[tuple, list[str]] = {}
     for worker_pid, *blocker in facts.blocked:
         waiting.setdefault(tuple(blocker), []).append(str(worker_pid))
-    for (pid, app, state, age, query), worker_pids in waiting.items():
+    for (pid, app, state, age, query, address), worker_pids in waiting.items():
         causes.append(
             f"worker session(s) pid {', '.join(worker_pids)} wait on a lock held by"
-            f" {_session(pid, app, state, age, query)}"
+            f" {_session(pid, app, state, age, query, pooler(address))}"
         )
     for queue_type, count in facts.pending_by_type:
         if queue_type not in served_types:
@@ -51,17 +67,20 @@ def explain_stall(facts: StallFacts, served_types: set[str]) -> list[str]:
         if msg_id not in facts.unlocked_heads:
             holder = by_xid.get(xmax)
             if holder is None:
-                causes.append(f"{group}: head msg_id {msg_id} is locked by a transaction that never commits")
+                causes.append(
+                    f"{group}: head msg_id {msg_id} is locked by a transaction that never commits"
+                    + (" (a session this role cannot see)" if not facts.sees_all else "")
+                )
             elif holder[6]:
                 causes.append(
                     f"{group}: head msg_id {msg_id} is held by this run's worker pid {holder[0]},"
                     f" in its transaction for {holder[3]:.0f} s without committing"
                 )
             else:
-                pid, app, state, age, _, query, _ = holder
+                pid, app, state, age, _, query, _, address = holder
                 causes.append(
                     f"{group}: head msg_id {msg_id} is locked by another session, "
-                    + _session(pid, app, state, age, query)
+                    + _session(pid, app, state, age, query, pooler(address))
                 )
         elif time_tied:
             causes.append(
@@ -74,7 +93,7 @@ def explain_stall(facts: StallFacts, served_types: set[str]) -> list[str]:
                 f"{group}: head msg_id {msg_id} is pending and unlocked but the claim query"
                 " never selects it; check the claim SQL"
             )
-    for pid, app, state, age, _, query, ours in facts.lock_holders:
+    for pid, app, state, age, _, query, ours, address in facts.lock_holders:
         if not ours and age > 5 and not any(f"pid {pid} " in c for c in causes):
-            causes.append(f"session {_session(pid, app, state, age, query)}")
+            causes.append(f"session {_session(pid, app, state, age, query, pooler(address))}")
     return causes

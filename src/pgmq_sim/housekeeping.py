@@ -14,8 +14,10 @@ from collections.abc import Callable
 
 import psycopg
 
-from pgmq_sim.queue import QueueDatabase
-from pgmq_sim.result import SnapshotHold
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.views import ServerViews
+from pgmq_sim.events import SnapshotHold
+from pgmq_sim.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.stats import Timeline
 from pgmq_sim.threads import RunThread
@@ -27,6 +29,7 @@ class Housekeeper(RunThread):
     def __init__(
         self,
         db: QueueDatabase,
+        views: ServerViews,
         timeline: Timeline,
         clock: Callable[[], float],
         stop: threading.Event,
@@ -36,11 +39,13 @@ class Housekeeper(RunThread):
     ) -> None:
         super().__init__("housekeeper", stop, on_error)
         self._db = db
+        self._views = views
         self._timeline = timeline
         self._clock = clock
         self._log = log
         self._recover_every_s = recover_every_s
         self.recovered = 0
+        self.worker_backends_max = 0  # server connections seen serving workers at once
         self._longest: SnapshotHold | None = None
         self._lock = threading.Lock()
 
@@ -60,10 +65,11 @@ class Housekeeper(RunThread):
     def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
         try:
-            dead, pid, app, held_s = self._db.pulse()
+            dead, pid, app, held_s, serving = self._views.pulse()
         except psycopg.Error:
             return
         self._timeline.dead_tuples(self._clock(), dead)
+        self.worker_backends_max = max(self.worker_backends_max, serving)
         with self._lock:  # a hold is first seen within a second of its start: its base is close
             if pid is not None and (self._longest is None or held_s > self._longest.held_s):
                 base = (
@@ -83,13 +89,13 @@ class Housekeeper(RunThread):
         """A round that cannot run (the queue locked elsewhere, the server away) is tried again
         at the next tick; recovery only needs to happen eventually."""
         try:
-            recovered = self._db.recover()
+            recovered = self._db.recover(OWNER_TIMEOUT_S)
         except psycopg.Error as exc:
             self._log.event(f"recovery round skipped: {type(exc).__name__}")
             return
         for msg_id, owner, expired in recovered:
             self.recovered += 1
-            why = "its lease expired" if expired else "its owner's session is gone"
+            why = "its lease expired" if expired else "its owner stopped beating"
             self._log.event(f"recovered msg_id {msg_id} from {owner}: {why}")
 
     def longest_hold(self) -> SnapshotHold | None:

@@ -21,6 +21,6 @@ def wants_locust(args: list[str]) -> bool:
 def main() -> None:
     if wants_locust(sys.argv[1:]):
         import locust  # noqa: F401  (patches the process with gevent; must come first)
-    from pgmq_sim.cli import main as cli_main
+    from pgmq_sim.cli.command import main as cli_main
 
     cli_main()

@@ -16,43 +16,68 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import psycopg
 
+from pgmq_sim.backoff import Backoff
+from pgmq_sim.db.batches import produced_count, write_batch
+from pgmq_sim.db.connection import connect_worker, is_connection_lost, reconnecting
+from pgmq_sim.db.values import Row
+from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
-from pgmq_sim.queue import Backoff, Row, connect_worker, is_connection_lost, produced_count, write_batch
-from pgmq_sim.server import reason
-from pgmq_sim.settings import QUEUE_TYPES
+from pgmq_sim.keys import GroupTally
+from pgmq_sim.settings import Payload
 from pgmq_sim.stats import Timeline
 from pgmq_sim.threads import RunThread
+from pgmq_sim.traffic import KeySampler, RateProfile
 
 ONE_US = timedelta(microseconds=1)
 PREFILL_CHUNK = 20_000  # a stop is noticed between chunks (well under a second each)
 
 
-@dataclass
 class MessageSource:
-    """Generates messages: random type, random order_id in 1..orders, times on the server's clock."""
+    """Generates messages: a random type, an order_id from the key sampler, an optional random
+    payload, times on the server's clock. Draws from its own seeded rng in a fixed order per
+    message, so a seed replays the same messages however they are batched."""
 
-    orders: int
-    rng: random.Random
-    server_start: datetime
-    mono_start: float = field(default_factory=time.monotonic)
-    next_id: int = 1
-    last_added: datetime | None = None
-    groups: dict[str, set[int]] = field(default_factory=dict)
+    def __init__(
+        self,
+        types: tuple[str, ...],
+        keys: KeySampler,
+        rng: random.Random,
+        server_start: datetime,
+        tally: GroupTally,
+        payload: Payload | None = None,
+    ) -> None:
+        self._types = types
+        self._keys = keys
+        self._rng = rng
+        self._server_start = server_start
+        self._mono_start = time.monotonic()
+        self._payload = payload
+        self.tally = tally
+        self.next_id = 1
+        self.last_added: datetime | None = None
 
     def take(self, count: int) -> list[Row]:
-        now = self.server_start + timedelta(seconds=time.monotonic() - self.mono_start)
-        rows = []
+        now = self._server_start + timedelta(seconds=time.monotonic() - self._mono_start)
+        rows: list[Row] = []
+        rng, types, keys, payload, tally = self._rng, self._types, self._keys, self._payload, self.tally
         for _ in range(count):
-            queue_type = self.rng.choice(QUEUE_TYPES)
-            order_id = self.rng.randint(1, self.orders)
+            type_index = rng.randrange(len(types))  # as rng.choice(types) did: seeded runs replay
+            order_id = keys.draw(rng)
             self.last_added = now if self.last_added is None else max(now, self.last_added + ONE_US)
-            rows.append((self.next_id, queue_type, "N", order_id, self.last_added))
-            self.groups.setdefault(queue_type, set()).add(order_id)
+            if payload is None:
+                rows.append((self.next_id, types[type_index], "N", order_id, self.last_added))
+            else:
+                size = payload.min_bytes
+                if payload.max_bytes > size:
+                    size = rng.randint(size, payload.max_bytes)
+                rows.append(
+                    (self.next_id, types[type_index], "N", order_id, self.last_added, rng.randbytes(size))
+                )
+            tally.add(type_index, order_id)
             self.next_id += 1
         return rows
 
@@ -80,34 +105,39 @@ class BatchWriter:
     def write(self, rows: list[Row]) -> None:
         """Write the batch once, whatever the connection does, or raise past the deadline."""
         target = rows[-1][0]
-        backoff = Backoff(self._reconnect_timeout, self._halt)
         in_doubt = False
-        while True:
-            try:
-                if self._conn is None:
-                    self._conn = connect_worker(self._dsn)
-                if in_doubt:
-                    self.committed = produced_count(self._conn)
-                    if self.committed >= target:
-                        return  # the lost commit went through
-                write_batch(self._conn, rows, target)
-                self.committed = target
-                return
-            except psycopg.Error as exc:
-                if self._halt.is_set() or not is_connection_lost(exc, self._conn):
-                    raise
-                self.close()
-                if not in_doubt:
-                    self.connections_lost += 1
-                    self._log(f"producer lost its connection: {reason(exc, self._dsn)}; reconnecting")
-                in_doubt = True
-                if not backoff.wait():
-                    if self._halt.is_set():
-                        raise
-                    raise ServerLostError(
-                        f"producer could not reconnect within {self._reconnect_timeout:g} s"
-                        f" (-reconnect-timeout): {reason(exc, self._dsn)}"
-                    ) from None
+
+        def attempt() -> None:
+            if self._conn is None:
+                self._conn = connect_worker(self._dsn)
+            if in_doubt:
+                self.committed = produced_count(self._conn)
+                if self.committed >= target:
+                    return  # the lost commit went through
+            write_batch(self._conn, rows, target)
+            self.committed = target
+
+        def lost(exc: BaseException) -> bool:
+            closed = self._conn is not None and self._conn.closed
+            return not self._halt.is_set() and is_connection_lost(exc, closed)
+
+        def on_lost(exc: BaseException) -> None:
+            nonlocal in_doubt
+            self.close()
+            if not in_doubt:
+                self.connections_lost += 1
+                self._log(f"producer lost its connection: {reason(exc, self._dsn)}; reconnecting")
+            in_doubt = True
+
+        def give_up(exc: BaseException) -> BaseException:
+            return ServerLostError(
+                f"producer could not reconnect within {self._reconnect_timeout:g} s"
+                f" (-reconnect-timeout): {reason(exc, self._dsn)}"
+            )
+
+        reconnecting(
+            attempt, Backoff(self._reconnect_timeout, self._halt), lost=lost, on_lost=on_lost, give_up=give_up
+        )
 
     def close(self) -> None:
         if self._conn is not None:
@@ -122,10 +152,11 @@ def prefill(writer: BatchWriter, source: MessageSource, count: int, stop: thread
 
 
 class RateProducer(RunThread):
-    """Inserts `total` messages at `rate` per second while the workers run.
+    """Inserts up to `total` messages while the workers run, as many as the rate profile has due.
 
-    Message i is due at start + i/rate, so pacing never drifts: after a slow
-    insert the producer catches up with one batch of everything now due.
+    The profile says how many messages are due by each moment (the integral of its rate), so pacing
+    never drifts: after a slow insert the producer catches up with one batch of everything now due.
+    What was due each second (offered) and what was written (arrived) go to the timeline.
     """
 
     def __init__(
@@ -133,32 +164,40 @@ class RateProducer(RunThread):
         writer: BatchWriter,
         source: MessageSource,
         total: int,
-        rate: float,
+        profile: RateProfile,
         stop: threading.Event,
         clock: Callable[[], float],
         timeline: Timeline,
         on_error: Callable[[BaseException], None],
+        until_s: float | None = None,
     ) -> None:
         super().__init__("producer", stop, on_error)
+        ends = [s for s in (until_s, profile.end_s) if s is not None]
+        self._until_s = min(ends) if ends else None  # nothing is due after it
         self._writer = writer
         self._source = source
         self._total = total
-        self._rate = rate
+        self._profile = profile
         self._clock = clock
         self._timeline = timeline
+        self._offered = 0
 
     def connection(self) -> psycopg.Connection | None:
         return self._writer.connection
 
     def body(self) -> None:
-        start = time.monotonic()
-        while self._source.generated < self._total and not self._halt.is_set():
-            elapsed = time.monotonic() - start
-            due = min(self._total, int(elapsed * self._rate) + 1)
-            if due > self._source.generated:
-                rows = self._source.take(due - self._source.generated)
+        source = self._source
+        while source.generated < self._total and not self._halt.is_set():
+            at = self._clock()
+            if self._until_s is not None and at >= self._until_s:
+                return
+            due = min(self._total, self._profile.due(at))
+            if due > self._offered:
+                self._timeline.offered(at, due - self._offered)
+                self._offered = due
+            if due > source.generated:
+                rows = source.take(due - source.generated)
                 self._writer.write(rows)
                 self._timeline.arrived(self._clock(), len(rows))
             else:
-                next_due = start + self._source.generated / self._rate
-                self._halt.wait(max(0.0, next_due - time.monotonic()))
+                self._halt.wait(self._profile.next_due_in(at, source.generated))

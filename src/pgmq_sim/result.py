@@ -7,20 +7,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgmq_sim.audit import AuditVerdict
-from pgmq_sim.queue import TableHealth
-from pgmq_sim.settings import QUEUE_TYPES, Settings
-from pgmq_sim.stats import LatencyHistogram, SecondSample, WorkerStats
+from pgmq_sim.costs import BystanderResult, ClientCost, ServerCost
+from pgmq_sim.db.values import TableHealth
+from pgmq_sim.events import Fault, SnapshotHold
+from pgmq_sim.keys import KeyDistribution
+from pgmq_sim.kinds import Outcome
+from pgmq_sim.serverpath import RunPath
+from pgmq_sim.settings import Settings
+from pgmq_sim.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
+from pgmq_sim.sweep import SweepResult
 
-# outcome -> exit status; an audit that fails turns a 0 into 1
-OUTCOME_EXIT = {
-    "completed": 0,
-    "interrupted": 0,
-    "failed": 1,
-    "stalled": 3,
-    "server-unresponsive": 3,
-    "server-lost": 3,
-}
-JSON_VERSION = 2
+JSON_VERSION = 3  # 3: claim and completion latencies split on the server's clock; costs, path, keys, sweep
 
 
 @dataclass(frozen=True)
@@ -36,18 +33,6 @@ class WorkerResult:
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A fault injected into, or met by, the run, at a time since the workers started."""
-
-    at_s: float
-    kind: str
-    detail: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {"at_s": round(self.at_s, 3), "kind": self.kind, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -82,31 +67,17 @@ class RetryFigures:
 
 
 @dataclass(frozen=True)
-class SnapshotHold:
-    """The oldest snapshot another session held during the run, and the dead tuples meanwhile."""
-
-    pid: int
-    application: str
-    held_s: float
-    dead_tuples_before: int
-    dead_tuples_peak: int
-
-    def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__) | {"held_s": round(self.held_s, 1)}
-
-
-@dataclass(frozen=True)
 class RunResult:
     settings: Settings
     server: str
     strategy: str
     ordered: bool
     files: dict[str, dict[str, str]]
-    target: int
+    target: int | None  # None: bounded by time alone
     produced: int
     processed: int
     elapsed_s: float
-    outcome: str
+    outcome: Outcome
     per_type: dict[str, int]
     e2e_ms: dict[str, float | None]
     claim_ms: dict[str, float | None]
@@ -124,6 +95,13 @@ class RunResult:
     notes: tuple[str, ...] = field(default=())
     retries: RetryFigures | None = None
     snapshot: SnapshotHold | None = None
+    server_cost: ServerCost | None = None
+    client: ClientCost = field(default_factory=ClientCost)
+    path: RunPath | None = None
+    keys: KeyDistribution | None = None
+    sweep: SweepResult | None = None
+    bystander: BystanderResult | None = None
+    worker_backends_max: int | None = None  # server connections serving the workers at once (sampled)
 
     @classmethod
     def from_stats(
@@ -136,10 +114,10 @@ class RunResult:
         files: dict[str, dict[str, str]],
         produced: int,
         elapsed_s: float,
-        outcome: str,
+        outcome: Outcome,
         stats: Sequence[WorkerStats],
         runners: Sequence[str] | None = None,
-        groups_per_type: dict[str, int],
+        keys: KeyDistribution | None,
         timeline: Sequence[SecondSample],
         health: TableHealth | None,
         audit: AuditVerdict | None,
@@ -149,10 +127,16 @@ class RunResult:
         notes: Sequence[str] = (),
         retries: RetryFigures | None = None,
         snapshot: SnapshotHold | None = None,
+        server_cost: ServerCost | None = None,
+        client: ClientCost | None = None,
+        path: RunPath | None = None,
+        sweep: SweepResult | None = None,
+        bystander: BystanderResult | None = None,
+        worker_backends_max: int | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
-        processed = sum(s.processed for s in stats)
-        work_s = sum(s.work_s for s in stats)
+        totals = WorkerCounters.total(stats)
+        processed = totals.processed
         runners = runners or ["local"] * len(stats)
         return cls(
             settings=settings,
@@ -165,11 +149,11 @@ class RunResult:
             processed=processed,
             elapsed_s=elapsed_s,
             outcome=outcome,
-            per_type={t: sum(s.processed for s in stats if s.queue_type == t) for t in QUEUE_TYPES},
+            per_type={t: sum(s.processed for s in stats if s.queue_type == t) for t in settings.queue_types},
             e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
             claim_ms=LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
             complete_ms=LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
-            empty_claims=sum(s.empty_claims for s in stats),
+            empty_claims=totals.empty_claims,
             workers=tuple(
                 WorkerResult(
                     s.name,
@@ -183,8 +167,9 @@ class RunResult:
                 )
                 for s, runner in zip(stats, runners, strict=True)
             ),
-            groups_per_type=groups_per_type,
-            work_mean_ms=(work_s / processed * 1000) if processed else settings.work.mean_ms,
+            groups_per_type=dict(keys.groups_per_type) if keys else {},
+            keys=keys,
+            work_mean_ms=(totals.work_s / processed * 1000) if processed else settings.work.mean_ms,
             timeline=tuple(timeline),
             health=health,
             audit=audit,
@@ -194,6 +179,12 @@ class RunResult:
             notes=tuple(notes),
             retries=retries,
             snapshot=snapshot,
+            server_cost=server_cost,
+            client=client or ClientCost(),
+            path=path,
+            sweep=sweep,
+            bystander=bystander,
+            worker_backends_max=worker_backends_max,
         )
 
     @property
@@ -214,10 +205,15 @@ class RunResult:
 
     @property
     def ordering_bound_per_s(self) -> float | None:
-        """G groups, each at most one message per mean work time."""
+        """Each group advances at most one message per mean work time: G groups allow G/W, and a
+        group with share f of the messages caps the run at 1/(f W) (the skew's hottest group)."""
         if not self.ordered or self.settings.work.mean_ms <= 0:  # no work: no bound to speak of
             return None
-        return self.groups / (self.work_mean_ms / 1000)
+        cap = float(self.groups)
+        if self.keys is not None and self.keys.expected_hot_share > 0:
+            hot_cap = 1 / self.keys.expected_hot_share
+            cap = hot_cap if self.keys.groups is None else min(cap, hot_cap)
+        return cap / (self.work_mean_ms / 1000)
 
     @property
     def worker_bound_per_s(self) -> float | None:
@@ -229,7 +225,8 @@ class RunResult:
             min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
             for queue_type, groups in self.groups_per_type.items()
         )
-        return busy / (self.work_mean_ms / 1000)
+        bound = self.ordering_bound_per_s
+        return min(busy / (self.work_mean_ms / 1000), bound if bound is not None else float("inf"))
 
     @property
     def bound_share(self) -> float | None:
@@ -238,14 +235,13 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        code = OUTCOME_EXIT.get(self.outcome, 1)
+        """The outcome's code; an audit that fails turns a 0 into 1."""
+        code = self.outcome.exit_code
         if code == 0 and self.audit is not None and not self.audit.passed:
             return 1
         return code
 
     def as_json(self) -> dict[str, Any]:
-        from pgmq_sim.advice import advice  # rules read the model; the model does not need them
-
         return {
             "version": JSON_VERSION,
             "outcome": self.outcome,
@@ -269,6 +265,7 @@ class RunResult:
             "reconnects": self.reconnects,
             "groups": self.groups,
             "groups_per_type": self.groups_per_type,
+            "keys": self.keys.as_json() if self.keys else None,
             "work_mean_ms": round(self.work_mean_ms, 3),
             "ordering_bound_per_s": _round(self.ordering_bound_per_s),
             "ordering_bound_share": _round(self.bound_share, 3),
@@ -280,7 +277,12 @@ class RunResult:
             "faults": [f.as_json() for f in self.faults],
             "retries": self.retries.as_json() if self.retries else None,
             "oldest_snapshot": self.snapshot.as_json() if self.snapshot else None,
-            "advice": advice(self),
+            "server_cost": self.server_cost.as_json() if self.server_cost else None,
+            "client": self.client.as_json(),
+            "path": self.path.as_json() if self.path else None,
+            "worker_backends_max": self.worker_backends_max,
+            "sweep": self.sweep.as_json() if self.sweep else None,
+            "bystander": self.bystander.as_json() if self.bystander else None,
             "stall_causes": list(self.stall_causes),
             "notes": list(self.notes),
             "settings": self.settings.as_json(),

@@ -4,18 +4,31 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
+from pgmq_sim.sweep import SweepSpec
+from pgmq_sim.traffic import ConstantRate, KeySkew, RateProfile, parse_rate_profile
 
-QUEUE_TYPES = ("type1", "type2", "type3")
+QUEUE_TYPES = ("type1", "type2", "type3")  # the seed's, and -types 3
+MAX_TYPES = 1000  # queue_type is varchar(10): type1000 fits
+MAX_PAYLOAD_BYTES = 10_000_000
 INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
 MAX_WORKERS = 10_000
 MAX_ATTEMPTS = 60  # the backoff doubles per attempt: 2^60 x BASE is already forever
-WAKEUPS = ("poll", "notify")
-TX_MODES = ("single", "split")
+E = TypeVar("E", bound=StrEnum)
+
+
+def parse_choice(kind: type[E], value: str, flag: str) -> E:
+    """A flag's text as one of its closed set of names, or a usage error listing them."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise UsageError(f"unknown {flag} '{value}'; use one of: {choices(kind)}") from None
 
 
 @dataclass(frozen=True)
@@ -47,10 +60,38 @@ class WorkTime:
 
 
 @dataclass(frozen=True)
+class Payload:
+    """Bytes of random (incompressible) payload per message, uniform in [min_bytes, max_bytes]."""
+
+    min_bytes: int
+    max_bytes: int
+
+    @classmethod
+    def parse(cls, text: str) -> Payload | None:
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+        if not match:
+            raise UsageError(
+                f"-payload-bytes '{text}' is not a size; give N or MIN-MAX bytes, e.g. 4096 or 100-8000"
+            )
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) is not None else low
+        if high < low or high > MAX_PAYLOAD_BYTES:
+            raise UsageError(
+                f"-payload-bytes '{text}' must be MIN-MAX with MIN <= MAX <= {MAX_PAYLOAD_BYTES}"
+            )
+        return None if high == 0 else cls(low, high)
+
+    def __str__(self) -> str:
+        return (
+            str(self.min_bytes) if self.min_bytes == self.max_bytes else f"{self.min_bytes}-{self.max_bytes}"
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     dsn: str | None
     delmsg: bool
-    fill_db: int
+    fill_db: int | None  # None: no count, only with -duration and -rate
     logfile: str
     rate: float
     schema: Path | None
@@ -60,24 +101,43 @@ class Settings:
     orders: int
     poll_interval: float
     claim: str = "seed"
-    wakeup: str = "poll"
+    wakeup: WakeupMode = WakeupMode.POLL
     audit: bool = True
     stall_timeout: float = 30.0
     json_path: Path | None = None
     plot_path: Path | None = None
     seed: int | None = None
-    progress: str = "auto"
+    progress: ProgressMode = ProgressMode.AUTO
     reconnect_timeout: float = 60.0
     replace_tables: bool = False
-    tx: str = "single"
+    tx: TxMode = TxMode.SINGLE
     lease: float = 30.0
     fail_rate: float = 0.0
     max_attempts: int = 5
     backoff_ms: float = 100.0
     chaos: str | None = None
     chaos_allow_restart: bool = False
+    duration: float | None = None
+    pooler: PoolerMode = PoolerMode.AUTO
+    listen_dsn: str | None = None  # -wakeup notify's LISTEN, on a direct connection
+    types: int = 3
+    key_skew: KeySkew = field(default_factory=lambda: KeySkew("uniform"))
+    payload: Payload | None = None
+    rate_profile: str | None = None  # as given; parsed once into `profile`
+    speed: float = 1.0  # a replayed rate profile's time compression
+    profile: RateProfile | None = field(default=None, compare=False, repr=False)
+    sweep: SweepSpec | None = None
+    step_s: float = 10.0
+    settle_s: float | None = None  # None: as long as a step
+    slo_p99_ms: float | None = None
+    bystander: float | None = None  # transactions per second of a neighbour workload
 
     def __post_init__(self) -> None:
+        # flags arrive as text; the modes are kept as their closed sets of names
+        object.__setattr__(self, "tx", parse_choice(TxMode, self.tx, "-tx"))
+        object.__setattr__(self, "wakeup", parse_choice(WakeupMode, self.wakeup, "-wakeup"))
+        object.__setattr__(self, "progress", parse_choice(ProgressMode, self.progress, "-progress"))
+        object.__setattr__(self, "pooler", parse_choice(PoolerMode, self.pooler, "-pooler"))
         for flag, value in (
             ("-rate", self.rate),
             ("-poll-interval", self.poll_interval),
@@ -89,17 +149,41 @@ class Settings:
         ):
             if not math.isfinite(value):
                 raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
-        if not 0 < self.fill_db <= INT4_MAX:
+        if self.duration is not None and not (math.isfinite(self.duration) and self.duration > 0):
+            raise UsageError(f"-duration {self.duration:g} must be a positive number of seconds")
+        timed = self.sweep is not None or self.rate_profile is not None or (self.duration and self.rate)
+        if self.fill_db is None and not timed:
+            raise UsageError("a run needs -fill-db N, or -duration S with -rate R to run by time alone")
+        if self.fill_db is not None and not 0 < self.fill_db <= INT4_MAX:
             raise UsageError(
                 f"-fill-db {self.fill_db} must be between 1 and {INT4_MAX} (msg_id is an integer column)"
             )
         if self.workers > MAX_WORKERS:
             raise UsageError(f"-workers {self.workers} is more than {MAX_WORKERS}; use fewer workers")
-        if self.workers < len(QUEUE_TYPES):
+        if not 1 <= self.types <= MAX_TYPES:
+            raise UsageError(f"-types {self.types} must be between 1 and {MAX_TYPES}")
+        if self.workers < self.types:
             raise UsageError(
                 f"-workers {self.workers} leaves a message type without a worker;"
-                f" use at least {len(QUEUE_TYPES)} (one per type)"
+                f" use at least {self.types} (one per type)"
             )
+        if not (math.isfinite(self.speed) and self.speed > 0):
+            raise UsageError(
+                f"-speed {self.speed:g} must be a positive factor, e.g. 1440 to replay a day in a minute"
+            )
+        if self.sweep is not None:
+            self._check_sweep(self.sweep)
+        if self.bystander is not None and not (
+            math.isfinite(self.bystander) and 0 < self.bystander <= 100_000
+        ):
+            raise UsageError(f"-bystander {self.bystander:g} must be a rate between 0 and 100000 per second")
+        if self.rate_profile is not None:
+            profile = parse_rate_profile(self.rate_profile, self.rate, self.speed)
+            object.__setattr__(self, "profile", profile)
+            if self.duration is None and self.fill_db is None and profile.end_s is None:
+                raise UsageError(
+                    f"-rate-profile {profile.describe()} goes on forever; give -fill-db N or -duration S"
+                )
         if self.rate < 0:
             raise UsageError(f"-rate {self.rate:g} is negative; give 0 to prefill or a rate > 0")
         if not 0 < self.orders <= INT4_MAX:
@@ -116,8 +200,6 @@ class Settings:
                 f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a worker"
                 f" polls or works ({longest_wait:g} s); give more than that"
             )
-        if self.tx not in TX_MODES:
-            raise UsageError(f"unknown -tx '{self.tx}'; use one of: {', '.join(TX_MODES)}")
         if self.lease <= 0:
             raise UsageError(f"-lease {self.lease:g} must be a positive number of seconds")
         if not 0 <= self.fail_rate < 1:
@@ -132,28 +214,81 @@ class Settings:
                 f" waits {self.longest_backoff_s:g} s for its last attempt (-backoff-ms {self.backoff_ms:g} x"
                 f" 2^{self.max_attempts - 2}); give a longer -stall-timeout or a smaller -backoff-ms"
             )
-        if self.wakeup not in WAKEUPS:
-            raise UsageError(f"unknown -wakeup '{self.wakeup}'; use one of: {', '.join(WAKEUPS)}")
+
+    def _check_sweep(self, sweep: SweepSpec) -> None:
+        for flag, value in (("-step", self.step_s), ("-settle", self.settle_s)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise UsageError(f"{flag} {value:g} must be a positive number of seconds")
+        if self.duration is not None or self.rate_profile is not None:
+            raise UsageError("-sweep sets its own time and rates; drop -duration and -rate-profile")
+        if sweep.kind == "rate" and self.rate:
+            raise UsageError("-sweep rate=... sets the rate of each step; drop -rate")
+        if sweep.kind == "workers":
+            if min(sweep.values) < self.types:
+                raise UsageError(
+                    f"-sweep {sweep}: a step with fewer than {self.types} workers leaves a type without one"
+                )
+            if self.workers < max(sweep.values):
+                raise UsageError(
+                    f"-sweep {sweep} needs -workers {max(sweep.values):g} or more (the largest step)"
+                )
+
+    @property
+    def sweep_settle_s(self) -> float:
+        return self.settle_s if self.settle_s is not None else self.step_s
+
+    @property
+    def message_cap(self) -> int:
+        """Messages the producer may write: -fill-db, or as many as msg_id holds in a timed run."""
+        return self.fill_db if self.fill_db is not None else INT4_MAX
 
     @property
     def retrying(self) -> bool:
         """Leases or retries: the queue gets its attempt columns and claims their split form."""
-        return self.tx == "split" or self.fail_rate > 0
+        return self.tx == TxMode.SPLIT or self.fail_rate > 0
+
+    @property
+    def session_mode(self) -> SessionMode:
+        if self.tx == TxMode.SPLIT:
+            return SessionMode.SPLIT
+        return SessionMode.SINGLE if self.fail_rate else SessionMode.BASIC
 
     @property
     def longest_backoff_s(self) -> float:
         """The wait before the last attempt: BASE x 2^(attempt-1), attempt = max_attempts - 1."""
         return self.backoff_ms * 2 ** max(0, self.max_attempts - 2) / 1000
 
+    @property
+    def queue_types(self) -> tuple[str, ...]:
+        return tuple(f"type{i}" for i in range(1, self.types + 1))
+
+    @property
+    def paced(self) -> bool:
+        """Messages arrive while the workers run (at -rate or a -rate-profile), not prefilled."""
+        return bool(self.rate or self.rate_profile or self.sweep)
+
+    @property
+    def rate_schedule(self) -> RateProfile:
+        """How many messages are due by each moment of a paced run."""
+        return self.profile if self.profile is not None else ConstantRate(self.rate)
+
     def worker_type(self, index: int) -> str:
         """Workers are dealt round-robin over the types, so each type gets one."""
-        return QUEUE_TYPES[index % len(QUEUE_TYPES)]
+        return f"type{index % self.types + 1}"
 
     def as_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {
+            key: str(value) if isinstance(value, StrEnum) else value for key, value in asdict(self).items()
+        }
         data["dsn"] = None if self.dsn is None else "(given)"
+        data["listen_dsn"] = None if self.listen_dsn is None else "(given)"
         data["work_ms"] = str(self.work)
         del data["work"]
+        del data["profile"]
+        data["key_skew"] = str(self.key_skew)
+        data["payload_bytes"] = str(self.payload) if self.payload else None
+        del data["payload"]
+        data["sweep"] = str(self.sweep) if self.sweep else None
         for key in ("schema", "next_msg", "json_path", "plot_path"):
             data[key] = None if data[key] is None else str(data[key])
         return data

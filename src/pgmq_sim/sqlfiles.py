@@ -14,6 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.paths import describe_path
 
 PACKAGE_SQL = Path(__file__).with_name("sql")
 UNORDERED_MARK = "-- pgmq-sim: unordered"
@@ -54,11 +55,6 @@ def read_sql(path: Path, what: str, fix: str) -> str:
     if not text.strip() or "\x00" in text:
         raise UsageError(f"{what} file {shown} is {'empty' if not text.strip() else 'binary'}; {fix}")
     return text
-
-
-def describe_path(path: Path) -> str:
-    """A path fit to print on one line, whatever bytes its name holds."""
-    return repr(str(path))[1:-1] if not str(path).isprintable() else str(path)
 
 
 @dataclass(frozen=True)
@@ -132,8 +128,8 @@ class ClaimStrategy:
         body = self.claim.text.strip().rstrip(";").strip()
         return (
             f"with claimed as (\n{body}\n)\n"
-            "select claimed.msg_id, claimed.queue_type, claimed.order_id, clock_timestamp()"
-            " from claimed"
+            "select claimed.msg_id::bigint, claimed.queue_type::text, claimed.order_id::bigint,"
+            " clock_timestamp() from claimed"
         )
 
     @property
@@ -155,10 +151,14 @@ def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
             split_claim = user_file("next_msg_split.sql", None, "-next-msg")
     else:
         base, origin = next((b / name, o) for b, o in strategy_dirs() if (b / name / "claim.sql").exists())
+        # a strategy that varies another's claim names it in `extends`; its other files are that one's
+        extended = base / "extends"
+        parent = extended.read_text(encoding="utf-8").strip() if extended.exists() else None
+        places = [(base, origin)] + [(b / parent, o) for b, o in strategy_dirs() if parent]
 
         def optional(file: str, what: str) -> SqlSource | None:
-            path = base / file
-            return SqlSource(path, origin, read_sql(path, what, fix)) if path.exists() else None
+            found = next(((p / file, o) for p, o in places if (p / file).exists()), None)
+            return None if found is None else SqlSource(found[0], found[1], read_sql(found[0], what, fix))
 
         if next_msg is not None:
             claim = SqlSource(next_msg, "given by -next-msg", read_sql(next_msg, "claim query", fix))

@@ -13,7 +13,8 @@ from typing import Protocol
 
 import psycopg
 
-from pgmq_sim.queue import Backoff
+from pgmq_sim.backoff import Backoff
+from pgmq_sim.db.connection import reconnecting
 from pgmq_sim.settings import QUEUE_TYPES
 
 CHANNEL = "pgmq_sim"
@@ -61,6 +62,7 @@ class NotifyWakeup:
         reconnect_timeout: float,
         stop: threading.Event,
         on_error: Callable[[BaseException], None],
+        types: tuple[str, ...] = QUEUE_TYPES,
     ) -> None:
         self._connect = connect
         self._fallback = fallback
@@ -68,9 +70,9 @@ class NotifyWakeup:
         self._stop = stop
         self._on_error = on_error
         lock = threading.Lock()
-        self._changed = {t: threading.Condition(lock) for t in QUEUE_TYPES}
+        self._changed = {t: threading.Condition(lock) for t in types}
         self._lock = lock
-        self._generation = dict.fromkeys(QUEUE_TYPES, 0)
+        self._generation = dict.fromkeys(types, 0)
         self._conn = self._listening()
         self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
         self._thread.start()
@@ -109,14 +111,11 @@ class NotifyWakeup:
                 changed.notify(int(count) if count.isdigit() else 1)
 
     def _reconnect(self) -> None:
-        backoff = Backoff(self._reconnect_timeout, self._stop)
-        while True:
-            try:
-                self._conn = self._listening()
-                return
-            except psycopg.OperationalError:
-                if not backoff.wait():
-                    raise
+        self._conn = reconnecting(
+            self._listening,
+            Backoff(self._reconnect_timeout, self._stop),
+            lost=lambda exc: isinstance(exc, psycopg.OperationalError),
+        )
 
     def _wake_all(self) -> None:
         with self._lock:

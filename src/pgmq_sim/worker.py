@@ -13,32 +13,32 @@ it landed before the message is counted.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import psycopg
 
+from pgmq_sim.backoff import Backoff
+from pgmq_sim.db.claims import ClaimPort, SessionOpener
+from pgmq_sim.db.connection import is_connection_lost, reconnecting
+from pgmq_sim.db.values import Claimed, SessionPlan
+from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
-from pgmq_sim.queue import (
-    Backoff,
-    Claimed,
-    ClaimSession,
-    SessionPlan,
-    connect_worker,
-    is_connection_lost,
-    was_completed,
-)
+from pgmq_sim.kinds import SessionMode
+from pgmq_sim.ownership import Owners
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.server import reason
-from pgmq_sim.settings import WorkTime
+from pgmq_sim.settings import MAX_WORKERS, Settings, WorkTime
+from pgmq_sim.sqlfiles import ClaimStrategy
 from pgmq_sim.stats import Timeline, WorkerStats
 from pgmq_sim.threads import RunThread
 from pgmq_sim.wakeup import Wakeup
 
 RECONNECT_FIRST_S = 0.05
+STATS_FLUSH_S = 1.0
 RECONNECT_MAX_S = 2.0
 
 
@@ -48,7 +48,7 @@ class ProcessedCounter:
     A completion whose commit outcome is unknown and could not be checked (no journal)
     is counted apart, so the run can ask the database before it calls itself done."""
 
-    def __init__(self, target: int, done: threading.Event) -> None:
+    def __init__(self, target: int | None, done: threading.Event) -> None:
         self._lock = threading.Lock()
         self._count = 0
         self._in_doubt = 0
@@ -58,12 +58,19 @@ class ProcessedCounter:
     def add(self) -> None:
         with self._lock:
             self._count += 1
-            if self._count >= self._target:
+            if self._target is not None and self._count >= self._target:
                 self._done.set()
 
     def add_in_doubt(self) -> None:
         with self._lock:
             self._in_doubt += 1
+
+    def set_totals(self, count: int, in_doubt: int) -> None:
+        """The count as reported by workers elsewhere (a total, not a stream)."""
+        with self._lock:
+            self._count, self._in_doubt = count, in_doubt
+            if self._target is not None and self._count >= self._target:
+                self._done.set()
 
     @property
     def count(self) -> int:
@@ -74,16 +81,85 @@ class ProcessedCounter:
         return self._in_doubt
 
 
+class ClaimGate:
+    """Which of a process's workers may claim now: all of them, the first few (a worker sweep), or
+    none (a timed run draining its work in flight). Counts the workers holding a message."""
+
+    PARK_S = 0.2
+
+    def __init__(self, allowed: int) -> None:
+        self._changed = threading.Condition()
+        self._allowed = allowed
+        self._holding: dict[int, bool] = {}  # by worker index; each worker writes only its own
+
+    def allow(self, count: int) -> None:
+        with self._changed:
+            self._allowed = count
+            self._changed.notify_all()
+
+    def allows(self, index: int) -> bool:
+        return index < self._allowed
+
+    def park(self, index: int) -> None:
+        """Wait (a short while) to be allowed again; the caller checks its stop between waits."""
+        with self._changed:
+            self._changed.wait_for(lambda: index < self._allowed, timeout=self.PARK_S)
+
+    def hold(self, index: int) -> None:
+        self._holding[index] = True
+
+    def release(self, index: int) -> None:
+        self._holding[index] = False
+
+    @property
+    def busy(self) -> int:
+        return sum(self._holding.copy().values())
+
+
+def worker_index(name: str) -> int:
+    """w1 -> 0: a worker's place in the run, the same in every process."""
+    return int(name.removeprefix("w")) - 1
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One queue worker, as a process is told to run it."""
+
+    name: str
+    queue_type: str
+    seed: float
+
+
+def session_plan(
+    settings: Settings, strategy: ClaimStrategy, transaction_pooled: bool = False
+) -> SessionPlan:
+    """What each worker's session runs, from the settings: the same in every process."""
+    return SessionPlan(
+        strategy.wrapped_claim_sql,
+        settings.delmsg,
+        settings.audit,
+        mode=settings.session_mode,
+        lease_s=settings.lease,
+        max_attempts=settings.max_attempts,
+        backoff_ms=settings.backoff_ms,
+        functions=transaction_pooled,  # no session state: nothing PREPAREd
+        chain=not transaction_pooled,  # a transaction between messages would pin a server connection
+    )
+
+
 @dataclass(frozen=True)
 class WorkerPlan:
-    """What every worker shares: the server, the statements, the work and the run's clock."""
+    """What every worker shares: its sessions, the statements, the work and the run's clock."""
 
-    dsn: str
+    dsn: str  # to scrub from error lines
     session: SessionPlan
+    open_session: SessionOpener  # (worker, queue type) -> a connected session
     work: WorkTime
     reconnect_timeout: float
     clock: Callable[[], float]
     fail_rate: float = 0.0
+    gate: ClaimGate = field(default_factory=lambda: ClaimGate(MAX_WORKERS))
+    owners: Owners = field(default_factory=Owners)
 
 
 class WorkerLoop:
@@ -108,12 +184,16 @@ class WorkerLoop:
         self._timeline = timeline
         self._halt = stop
         self._rng = rng
-        self._session: ClaimSession | None = None
-        self._conn: psycopg.Connection | None = None
+        self._session: ClaimPort | None = None
         self._handed_off = False
         self._in_doubt: tuple[str, Claimed] | None = None  # (complete | fail, message) sent, no answer
         self._interrupt = threading.Event()  # ends the work early: a stop, or a crash to simulate
         self._crash_requested = False
+        self._index = worker_index(stats.name)
+        self.owner = plan.owners.new_token(stats.name)  # kept across reconnects, new after a crash
+        self._claim_s = 0.0  # the current message's claim, as measured when it was claimed
+        self._next: Claimed | None = None  # claimed by the last completion's round trip
+        self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
         self.backend_pid: int | None = None
 
     def interrupt(self) -> None:
@@ -126,10 +206,11 @@ class WorkerLoop:
         self._crash_requested = True
         self._interrupt.set()
 
-    @property
-    def connection(self) -> psycopg.Connection | None:
-        """The connection in use now, for a cancel from another thread."""
-        return self._conn
+    def cancel(self) -> None:
+        """Cancel the statement this worker waits on, from another thread."""
+        session = self._session
+        if session is not None:
+            session.cancel()
 
     def run(self) -> None:
         """Until the run stops: every message this worker can claim."""
@@ -147,64 +228,56 @@ class WorkerLoop:
             assert self._session is not None
             self._handle_one(self._session)
         except psycopg.Error as exc:
-            if self._halt.is_set() or not is_connection_lost(exc, self._conn):
+            closed = self._session is not None and self._session.closed
+            if self._halt.is_set() or not is_connection_lost(exc, closed):
                 raise
             self._lost(exc)
 
     def close(self) -> None:
-        session, conn = self._session, self._conn
-        self._session = self._conn = None
-        if conn is not None:
-            try:
-                if session is not None:
-                    session.abandon()
-            except psycopg.Error:
-                pass
-            conn.close()
+        session, self._session = self._session, None
+        if session is not None:
+            with contextlib.suppress(psycopg.Error):
+                session.abandon()
+            session.close()
 
     def _open(self) -> None:
         """Connect (retrying while the server is away), prepare, and settle a commit in doubt."""
         first = self.backend_pid is None
-        backoff = Backoff(
-            self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng
+        name = self.stats.name
+
+        def give_up(exc: BaseException) -> BaseException:
+            return ServerLostError(
+                f"worker {name} could not reconnect within {self._plan.reconnect_timeout:g} s"
+                f" (-reconnect-timeout): {reason(exc, self._plan.dsn)}"
+            )
+
+        session = reconnecting(
+            lambda: self._plan.open_session(name, self.stats.queue_type, self.owner),
+            Backoff(self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng),
+            lost=lambda exc: not first and is_connection_lost(exc),  # a first failure is a real one
+            give_up=give_up,
         )
-        while True:
-            try:
-                conn = connect_worker(self._plan.dsn, self.stats.name)
-                break
-            except psycopg.Error as exc:
-                if first or not is_connection_lost(exc):
-                    raise
-                if not backoff.wait():
-                    if self._halt.is_set():
-                        raise
-                    raise ServerLostError(
-                        f"worker {self.stats.name} could not reconnect within"
-                        f" {self._plan.reconnect_timeout:g} s (-reconnect-timeout):"
-                        f" {reason(exc, self._plan.dsn)}"
-                    ) from None
         try:
-            self._conn = conn
-            self._session = ClaimSession(conn, self._plan.session, self.stats.queue_type, self.stats.name)
-            self.backend_pid = self._session.backend_pid
+            self._session = session
+            self.backend_pid = session.backend_pid
             if not first:
                 self.stats.reconnects += 1
-                self._log.event(f"worker {self.stats.name} reconnected (backend pid {self.backend_pid})")
+                self._log.event(f"worker {name} reconnected (backend pid {self.backend_pid})")
             if self._in_doubt is not None:
-                self._settle(conn, self._in_doubt)
+                self._settle(session, self._in_doubt)
         except BaseException:
             self.close()
             raise
 
-    def _settle(self, conn: psycopg.Connection, doubt: tuple[str, Claimed]) -> None:
+    def _settle(self, session: ClaimPort, doubt: tuple[str, Claimed]) -> None:
         """Count a completion whose commit answer was lost only if the journal has it. A failure's
         bookkeeping in doubt may have made a dead letter: the run asks the server at the end. The
         doubt stays until answered: a connection lost while asking asks again after reconnecting."""
         kind, claimed = doubt
         landed = None
         if kind == "complete":
-            landed = was_completed(
-                conn, claimed.msg_id, self.stats.name if self._plan.session.audited else None
+            landed = session.was_completed(
+                claimed.msg_id, self.stats.name if self._plan.session.audited else None
             )
         self._in_doubt = None
         if landed is None:
@@ -217,77 +290,122 @@ class WorkerLoop:
             self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} had committed")
 
     def _lost(self, exc: BaseException) -> None:
+        if self._plan.session.mode == SessionMode.SPLIT:
+            # what this worker took on the lost connection may have committed unseen: a new token,
+            # and the old one's messages come back through recovery within about a second
+            self._plan.owners.drop(self.owner)
+            self.owner = self._plan.owners.new_token(self.stats.name)
         self.stats.connections_lost += 1
         self._log.event(
             f"worker {self.stats.name} lost its connection: {reason(exc, self._plan.dsn)}; reconnecting"
         )
         self.close()
 
-    def _handle_one(self, session: ClaimSession) -> None:
-        stats = self.stats
+    def _handle_one(self, session: ClaimPort) -> None:
+        """Handle the message the last completion's round trip claimed, or claim one."""
         plan = self._plan
+        claimed, self._next = self._next, None
+        if claimed is None:
+            if not plan.gate.allows(self._index):
+                plan.gate.park(self._index)
+                return
+            claimed = self._claim(session)
+            if claimed is None:
+                return
+        plan.gate.hold(self._index)
+        try:
+            self._process(session, claimed)
+        finally:
+            plan.gate.release(self._index)
+
+    def _claim(self, session: ClaimPort) -> Claimed | None:
+        stats = self.stats
         token = self._wakeup.token(stats.queue_type)
         started = time.perf_counter()
         claimed = session.claim()
-        claim_done = time.perf_counter()
-        stats.claim.record_ms((claim_done - started) * 1000)
+        self._claim_s = time.perf_counter() - started
+        stats.claim.record_ms(self._claim_s * 1000)
         if claimed is None:
-            stats.empty_claims += 1
-            if self._handed_off:
-                # Right after a commit, an empty claim is often a race with another worker
-                # over the head this worker just freed: claim once more before waiting.
-                self._handed_off = False
-            else:
-                self._wakeup.wait(stats.queue_type, token)
-            return
-        self._handed_off = True
+            self._empty(token)
+        return claimed
+
+    def _empty(self, token: int) -> None:
+        self.stats.empty_claims += 1
+        if self._handed_off:
+            # Right after a commit, an empty claim is often a race with another worker over the
+            # head this worker just freed: claim once more before waiting.
+            self._handed_off = False
+        else:
+            self._wakeup.wait(self.stats.queue_type, token)
+
+    def _process(self, session: ClaimPort, claimed: Claimed) -> None:
+        stats, plan = self.stats, self._plan
         work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
         interrupted = self._interrupt.wait(work_s) if work_s > 0 else self._interrupt.is_set()
         if interrupted or self._halt.is_set():
             if self._crash_requested:
                 self._crash()
             return  # stopping mid-message: close() rolls it back
-        worked = time.perf_counter()
         if plan.fail_rate and self._rng.random() < plan.fail_rate:
-            self._fail(session, claimed, claim_done, worked)
+            self._fail(session, claimed, work_s)
             return
+        token = self._wakeup.token(stats.queue_type)
+        sent = time.perf_counter()
+        # Chaining keeps the session in a transaction between messages, and PostgreSQL flushes a
+        # backend's statistics (dead tuples that drive autovacuum, the server's counters) only when
+        # it is idle outside one: once a second each worker completes on its own first.
+        idle_due = sent - self._idle_at >= STATS_FLUSH_S
+        claim_next = plan.gate.allows(self._index) and not self._halt.is_set() and not idle_due
+        if not claim_next:
+            self._idle_at = sent
         self._in_doubt = ("complete", claimed)
-        added, done_at = session.complete(claimed)
-        self._in_doubt = None
-        committed = time.perf_counter()
-        stats.complete.record_ms((committed - worked) * 1000)
-        if done_at is None and plan.session.mode == "split":
+        done = session.complete(claimed, claim_next)
+        round_trip = time.perf_counter() - sent
+        self._in_doubt = None  # answered: the commit landed (a claim after it may have failed)
+        # on the server's clock: from the message's arrival to its commit; the rest of the round
+        # trip (network, a pooler's queue, the next claim) belongs to the next claim
+        complete_s = round_trip if done.server_s is None else done.server_s
+        stats.complete.record_ms(complete_s * 1000)
+        busy_s = self._claim_s + work_s + complete_s
+        self._handed_off = True
+        if done.chained and done.claim_error is None:
+            self._claim_s = max(0.0, round_trip - complete_s)
+            stats.claim.record_ms(self._claim_s * 1000)
+            self._next = done.next
+            if done.next is None:
+                self._empty(token)
+        if done.committed_at is None and plan.session.mode == SessionMode.SPLIT:
             stats.lost_ownership += 1  # recovered while we worked: another worker has it now
             self._log.event(
                 f"worker {stats.name}: msg_id {claimed.msg_id} was recovered from it; not completed"
             )
-            return
-        # server clock from time_added to the completion, plus the commit as measured here
-        e2e_ms = None
-        if added and done_at:
-            e2e_ms = ((done_at - added).total_seconds() + committed - worked) * 1000
-        stats.record_processed(e2e_ms, committed - started, worked - claim_done)
-        self._timeline.processed(plan.clock(), e2e_ms)
-        self._counter.add()
-        self._log.message(
-            stats.name,
-            claimed.queue_type,
-            claimed.msg_id,
-            claimed.order_id,
-            added,
-            claimed.claimed_at,
-            done_at,
-        )
+        else:
+            e2e_ms = done.e2e_ms
+            stats.record_processed(e2e_ms, busy_s, work_s)
+            self._timeline.processed(plan.clock(), e2e_ms)
+            self._counter.add()
+            self._log.message(
+                stats.name,
+                claimed.queue_type,
+                claimed.msg_id,
+                claimed.order_id,
+                done.time_added,
+                claimed.claimed_at,
+                done.committed_at,
+            )
+        if done.claim_error is not None:
+            raise done.claim_error  # after the count: the completion it rode behind is durable
 
-    def _fail(self, session: ClaimSession, claimed: Claimed, claim_done: float, worked: float) -> None:
+    def _fail(self, session: ClaimPort, claimed: Claimed, work_s: float) -> None:
         """The work failed: record the attempt (and maybe the dead letter) and move on."""
         stats = self.stats
         error = f"simulated failure of attempt {claimed.attempt}"
         self._in_doubt = ("fail", claimed)
+        sent = time.perf_counter()
         dead = session.fail(claimed, error)
         self._in_doubt = None
-        stats.busy_s += time.perf_counter() - claim_done
-        stats.work_s += worked - claim_done
+        stats.busy_s += self._claim_s + work_s + time.perf_counter() - sent
+        stats.work_s += work_s
         if dead is None:
             stats.lost_ownership += 1
             return
@@ -305,9 +423,11 @@ class WorkerLoop:
         self._interrupt.clear()
         self.stats.crashes += 1
         self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
-        conn, self._session, self._conn = self._conn, None, None
-        if conn is not None:
-            conn.close()  # no rollback, no completion: the server ends the session's transaction
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()  # no rollback, no completion: the server ends the session's transaction
+        self._plan.owners.drop(self.owner)  # its heartbeat stops: recovery takes its message back
+        self.owner = self._plan.owners.new_token(self.stats.name)
 
 
 class Worker(RunThread):
@@ -317,8 +437,25 @@ class Worker(RunThread):
         super().__init__(loop.stats.name, stop, on_error)
         self.loop = loop
 
-    def connection(self) -> psycopg.Connection | None:
-        return self.loop.connection
+    def cancel(self) -> None:
+        self.loop.cancel()
 
     def body(self) -> None:
         self.loop.run()
+
+
+def crew(
+    stats: Sequence[WorkerStats],
+    seeds: Sequence[float],
+    plan: WorkerPlan,
+    wakeup: Wakeup,
+    log: RunLog,
+    counter: ProcessedCounter,
+    timeline: Timeline,
+    stop: threading.Event,
+) -> list[WorkerLoop]:
+    """The queue workers of one process, each with its own seeded randomness."""
+    return [
+        WorkerLoop(s, plan, wakeup, log, counter, timeline, stop, random.Random(seed))
+        for s, seed in zip(stats, seeds, strict=True)
+    ]

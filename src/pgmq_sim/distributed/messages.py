@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pgmq_sim.stats import LatencyHistogram, WorkerStats
+from pgmq_sim.worker import Assignment
 
 HELLO = "pgmq_hello"
 PLAN = "pgmq_plan"
@@ -20,24 +21,12 @@ START = "pgmq_start"
 REPORT = "pgmq_report"
 STOP = "pgmq_stop"
 CRASH = "pgmq_crash"  # a fault: these workers die mid-work
+ALLOW = "pgmq_allow"  # only the first N workers of the run may claim (0: finish, claim nothing)
 FAILED = "pgmq_failed"
 
 REPORT_S = 0.2
 FULL_EVERY = 10  # histograms every 2 s: a killed process loses at most that much of its latencies
 PROCESS_ENV = "PGMQ_SIM_PROCESS"  # set by the master on the worker processes it starts itself
-
-COUNTERS = (
-    "processed",
-    "empty_claims",
-    "busy_s",
-    "work_s",
-    "connections_lost",
-    "reconnects",
-    "failed_attempts",
-    "dead_lettered",
-    "lost_ownership",
-    "crashes",
-)
 
 
 @dataclass(frozen=True)
@@ -56,18 +45,12 @@ class Hello:
 
 
 @dataclass(frozen=True)
-class Assignment:
-    name: str
-    queue_type: str
-    seed: float
-
-
-@dataclass(frozen=True)
 class Plan:
     runner: str
     settings: dict[str, Any]  # Settings.as_json(): the DSN is never in it
-    session: dict[str, Any]  # queue.SessionPlan's fields: the claim SQL, modes, attempts
+    session: dict[str, Any]  # db.values.SessionPlan's fields: the claim SQL, modes, attempts
     dsn: str | None  # None when the worker uses its own PGMQ_SIM_DSN
+    listen_dsn: str | None = None  # -listen-dsn, for LISTEN behind a transaction pooler
     workers: list[Assignment] = field(default_factory=list)
     logfile: str = "msg_queue.log"
     fire_requests: bool = False  # Locust request events, for the web UI
@@ -85,16 +68,11 @@ class Plan:
 
 
 def counters(stats: WorkerStats) -> dict[str, Any]:
-    return {"name": stats.name, **{key: getattr(stats, key) for key in COUNTERS}}
+    return {"name": stats.name, **stats.counters()}
 
 
 def histograms(stats: WorkerStats) -> list[str]:
-    return [stats.claim.encode(), stats.complete.encode(), stats.e2e.encode()]
-
-
-def apply_counters(stats: WorkerStats, data: dict[str, Any]) -> None:
-    for key in COUNTERS:
-        setattr(stats, key, data[key])
+    return [histogram.encode() for histogram in stats.histograms()]
 
 
 def apply_histograms(stats: WorkerStats, encoded: list[str]) -> None:

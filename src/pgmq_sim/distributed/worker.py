@@ -9,9 +9,7 @@ run log (handled lines and its lifecycle) and reports counters and histograms to
 
 from __future__ import annotations
 
-import contextlib
 import os
-import random
 import signal
 import socket
 import threading
@@ -23,20 +21,27 @@ import gevent
 import psycopg
 from click.core import ParameterSource
 from locust import events
+from locust import runners as locust_runners
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
+from pgmq_sim.costs import CpuReading
+from pgmq_sim.db.claims import claim_sessions
+from pgmq_sim.db.connection import connect_worker
+from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.distributed import messages as m
+from pgmq_sim.dsn import DSN_ENV, reason, redact
 from pgmq_sim.errors import ServerLostError, SimError
-from pgmq_sim.queue import SessionPlan, connect_worker
+from pgmq_sim.kinds import TxMode, WakeupMode
+from pgmq_sim.ownership import Heartbeat, Owners
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.server import DSN_ENV, reason, redact
-from pgmq_sim.settings import WorkTime
+from pgmq_sim.settings import MAX_WORKERS, WorkTime
 from pgmq_sim.stats import LatencyHistogram, Timeline, WorkerStats
 from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
-from pgmq_sim.worker import ProcessedCounter, WorkerLoop, WorkerPlan
+from pgmq_sim.worker import ClaimGate, ProcessedCounter, WorkerLoop, WorkerPlan, crew, worker_index
 
 STOP_GRACE_S = 2.0
+MASTER_GONE_S = 5
 QUIT_WAIT_S = 10.0  # after the final report, how long to wait for the master's quit
 NO_TARGET = 2**62  # the master decides when the run is done
 
@@ -91,7 +96,11 @@ class WorkerProcess:
         self.greenlets: list[gevent.Greenlet] = []
         self.counter = ProcessedCounter(NO_TARGET, threading.Event())
         self.timeline = DeltaTimeline()
+        self.gate = ClaimGate(MAX_WORKERS)
+        self.owners = Owners()
+        self.heartbeat: Heartbeat | None = None
         self.started = 0.0
+        self.cpu_at_start: CpuReading | None = None
         self.failure: str | None = None
         self._reports = 0
         for kind, handler in (
@@ -99,6 +108,7 @@ class WorkerProcess:
             (m.START, self.on_start),
             (m.STOP, self.on_stop),
             (m.CRASH, self.on_crash),
+            (m.ALLOW, self.on_allow),
         ):
             runner.register_message(kind, handler, concurrent=True)
 
@@ -149,41 +159,43 @@ class WorkerProcess:
             f" workers {names}"
         )
         connect_worker(dsn).close()  # a bad DSN or login is reported before the run starts
-        if settings["wakeup"] == "notify":
+        if settings["wakeup"] == WakeupMode.NOTIFY:
+            listen = plan.listen_dsn or dsn
             self.wakeup = NotifyWakeup(
-                lambda: connect_worker(dsn),
+                lambda: connect_worker(listen),
                 settings["poll_interval"] or 1.0,
                 settings["reconnect_timeout"],
                 self.stop,
-                lambda exc: self.fail(f"notify listener of {plan.runner}: {reason(exc, dsn)}"),
+                lambda exc: self.fail(f"notify listener of {plan.runner}: {reason(exc, listen)}"),
+                tuple(f"type{i}" for i in range(1, int(settings["types"]) + 1)),
             )
         else:
             self.wakeup = PollWakeup(settings["poll_interval"], self.stop)
         work = WorkTime.parse(settings["work_ms"])
+        session = SessionPlan(**plan.session)
         shared = WorkerPlan(
             dsn,
-            SessionPlan(**plan.session),
+            session,
+            claim_sessions(dsn, session),
             work,
             float(settings["reconnect_timeout"]),
             self.clock,
             float(settings["fail_rate"]),
+            self.gate,
+            self.owners,
         )
-        for assignment in plan.workers:
-            stats = WorkerStats(
-                assignment.name, assignment.queue_type, claim=LastHistogram(), complete=LastHistogram()
+        stats = [
+            WorkerStats(
+                name=a.name,
+                queue_type=a.queue_type,
+                claim=LastHistogram(),
+                complete=LastHistogram(),
+                e2e=LastHistogram(),
             )
-            self.loops.append(
-                WorkerLoop(
-                    stats,
-                    shared,
-                    self.wakeup,
-                    self.log,
-                    self.counter,
-                    self.timeline,
-                    self.stop,
-                    random.Random(assignment.seed),
-                )
-            )
+            for a in plan.workers
+        ]
+        seeds = [a.seed for a in plan.workers]
+        self.loops = crew(stats, seeds, shared, self.wakeup, self.log, self.counter, self.timeline, self.stop)
         self.runner.send_message(m.READY, {"runner": plan.runner})
 
     def clock(self) -> float:
@@ -193,8 +205,12 @@ class WorkerProcess:
         if self.started or not self.loops:
             return
         self.started = time.perf_counter()
+        self.cpu_at_start = CpuReading.now()
         fire = self.plan is not None and self.plan.fire_requests
         self.greenlets = [gevent.spawn(self._work, loop, fire) for loop in self.loops]
+        if self.plan is not None and self.plan.settings["tx"] == TxMode.SPLIT:
+            self.heartbeat = Heartbeat(self.dsn, self.owners, self.stop, lambda exc: None)
+            self.heartbeat.start()
         gevent.spawn(self._report_loop)
 
     def on_crash(self, environment: Environment, msg: Any, **_: Any) -> None:
@@ -202,6 +218,15 @@ class WorkerProcess:
         for loop in self.loops:
             if loop.stats.name in names:
                 loop.crash()
+
+    def on_allow(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self.gate.allow(int(msg.data["count"]))
+
+    @property
+    def active_workers(self) -> int:
+        if not self.started or self.stop.is_set():
+            return 0
+        return sum(1 for loop in self.loops if self.gate.allows(worker_index(loop.stats.name)))
 
     def on_stop(self, environment: Environment, msg: Any, **_: Any) -> None:
         if self.stop.is_set():
@@ -211,10 +236,8 @@ class WorkerProcess:
             self.wakeup.close()
         gevent.joinall(self.greenlets, timeout=STOP_GRACE_S)
         for loop, greenlet in zip(self.loops, self.greenlets, strict=False):
-            conn = loop.connection
-            if not greenlet.dead and conn is not None and not conn.closed:
-                with contextlib.suppress(psycopg.Error):
-                    conn.cancel_safe(timeout=STOP_GRACE_S)
+            if not greenlet.dead:
+                loop.cancel()
         gevent.joinall(self.greenlets, timeout=STOP_GRACE_S)
         gevent.killall([g for g in self.greenlets if not g.dead], timeout=STOP_GRACE_S)
         self.report(final=True)
@@ -244,6 +267,7 @@ class WorkerProcess:
     def _fire(stats: WorkerStats, seen: tuple[int, int]) -> tuple[int, int]:
         """One request entry per claim (empty or not) and completion, for Locust's statistics."""
         assert isinstance(stats.claim, LastHistogram) and isinstance(stats.complete, LastHistogram)
+        assert isinstance(stats.e2e, LastHistogram)
 
         def request(name: str, response_ms: float, length: int) -> None:
             events.request.fire(
@@ -258,6 +282,7 @@ class WorkerProcess:
         if stats.processed > seen[0]:
             request("claim", stats.claim.last_ms, 1)
             request("complete", stats.complete.last_ms, 1)
+            request("end to end", stats.e2e.last_ms, 1)  # time_added to commit, on the server's clock
         elif stats.empty_claims > seen[1]:
             request("claim (empty)", stats.claim.last_ms, 0)
         return stats.processed, stats.empty_claims
@@ -279,7 +304,10 @@ class WorkerProcess:
             "count": count,
             "e2e": e2e,
             "in_doubt": self.counter.in_doubt,
+            "busy": self.gate.busy,
         }
+        if self.cpu_at_start is not None:  # this process's own cost, since its workers started
+            data["cpu"] = self.cpu_at_start.until(CpuReading.now(), "", self.counter.count).as_json()
         try:
             self.runner.send_message(m.REPORT, data)
         except Exception as exc:  # the master is gone: its heartbeat check ends this process
@@ -301,6 +329,9 @@ def run_worker(options: dict[str, Any]) -> int:
             click.echo(text, err=own_log == "-")
 
     say(f"pgmq-sim worker: joining master {host}:{port}")
+    # the master beats every second: without its beat for this long, the worker stops and closes
+    # its connections (Locust's own default waits a minute)
+    locust_runners.MASTER_HEARTBEAT_TIMEOUT = MASTER_GONE_S
     environment = Environment(user_classes=[], events=events)
     try:
         runner = environment.create_worker_runner(host, port)
@@ -308,6 +339,14 @@ def run_worker(options: dict[str, Any]) -> int:
         raise SimError(f"no master answered at {host}:{port}; start pgmq-sim --master first") from None
     process = WorkerProcess(runner, own_log, say)
     process.hello()
+
+    def on_report_to_master(client_id: str, data: dict[str, Any], **_: Any) -> None:
+        """The queue workers are this process's Locust users (the web UI's Users)."""
+        data["user_classes_count"] = {"QueueWorker": process.active_workers}
+        data["user_count"] = process.active_workers
+
+    environment.events.report_to_master.add_listener(on_report_to_master)
+    parent = os.getppid()
 
     def on_signal() -> None:
         gevent.spawn(process.on_stop, environment, None)
@@ -318,6 +357,9 @@ def run_worker(options: dict[str, Any]) -> int:
         if process.finished.is_set():
             runner.greenlet.join(timeout=QUIT_WAIT_S)  # the master's quit ends it
             break
+        if process.process is not None and os.getppid() != parent:
+            say("pgmq-sim worker: the master process is gone; stopping")
+            break  # a local worker process whose master died: no need to wait for the beat
         runner.greenlet.join(timeout=0.5)
     if not process.finished.is_set():  # the master went away (its heartbeats stopped)
         process.on_stop(environment, None)

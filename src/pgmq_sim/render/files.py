@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pgmq_sim.advice import advice
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.sqlfiles import describe_path
+from pgmq_sim.paths import describe_path
+from pgmq_sim.result import RunResult
 
 STDOUT = Path("-")
 
@@ -66,3 +68,8 @@ def write_text(path: Path, text: str, flag: str) -> None:
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
     write_text(path, json.dumps(document, indent=2, default=str) + "\n", "-json")
+
+
+def result_document(result: RunResult) -> dict[str, Any]:
+    """A result's JSON document: the result, and the advice its figures call for."""
+    return result.as_json() | {"advice": advice(result)}

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.paths import describe_path
 from pgmq_sim.result import RunResult
-from pgmq_sim.sqlfiles import describe_path
 
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 PERCENTILES = (("e2e_p50_ms", "p50", "-"), ("e2e_p95_ms", "p95", "--"), ("e2e_p99_ms", "p99", ":"))
@@ -58,6 +58,50 @@ def _draw_faults(axes: Any, r: RunResult) -> None:
         seen.add(kind)
 
 
+def _title(r: RunResult) -> str:
+    s = r.settings
+    if s.sweep is not None:
+        load = f"sweep {s.sweep}"
+    elif s.paced:
+        load = s.rate_schedule.describe()
+    else:
+        load = "prefilled"
+    count = f"{s.fill_db} messages" if s.fill_db is not None else f"{r.produced} messages"
+    return f"{count}, {s.workers} workers, work {s.work} ms, {load}"
+
+
+def _draw_knees(ax: Any, results: list[RunResult], colors: list[str]) -> None:
+    """Achieved rate and end-to-end p99 against each step's setting: where the queue stops keeping up."""
+    p99_axis = ax.twinx()
+    for index, r in enumerate(results):
+        assert r.sweep is not None
+        color = colors[index % len(colors)]
+        steps = r.sweep.steps
+        x = [s.setting for s in steps]
+        label = r.strategy if len(results) > 1 else "achieved"
+        ax.plot(x, [s.achieved_per_s for s in steps], "o-", color=color, label=f"{label} msg/s")
+        p99 = [math.nan if s.e2e_ms["p99"] is None else s.e2e_ms["p99"] for s in steps]
+        p99_axis.plot(x, p99, "s--", color=color, alpha=0.6, label=f"{label} e2e p99")
+        for step in steps:
+            if step.verdict != "pass":
+                ax.plot([step.setting], [step.achieved_per_s], "x", color="tab:red", markersize=10)
+        if r.sweep.spec.kind == "rate":
+            ax.plot(x, x, ":", color="grey", label="offered" if index == 0 else None)
+    kind = results[0].sweep.spec.kind if results[0].sweep else "rate"
+    ax.set_xlabel("offered rate (msg/s)" if kind == "rate" else "workers")
+    ax.set_ylabel("achieved msg/s")
+    p99_axis.set_ylabel("end-to-end p99 (ms)")
+    p99_axis.set_yscale("log")
+    ax.set_ylim(bottom=0)
+    ax.set_title("the knee: failed steps marked x", fontsize="medium")
+    lines, labels = ax.get_legend_handles_labels()
+    more, more_labels = p99_axis.get_legend_handles_labels()
+    ax.legend(
+        lines + more, labels + more_labels, loc="upper left", bbox_to_anchor=(1.08, 1), fontsize="small"
+    )
+    ax.grid(True, alpha=0.3)
+
+
 def write_plot(path: Path, results: list[RunResult]) -> None:
     """One colour per run; in a single run, one colour per percentile. Legends sit outside the
     axes; the last, partial second is drawn as a rate, not as a collapse."""
@@ -70,7 +114,15 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
 
     single = len(results) == 1
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True, constrained_layout=True)
+    swept = [r for r in results if r.sweep is not None]
+    if swept:  # the knee gets a picture of its own beside the run over time
+        fig = plt.figure(figsize=(11, 12), constrained_layout=True)
+        grid = fig.add_gridspec(4, 1, height_ratios=(1, 1, 1, 1.2))
+        axes = [fig.add_subplot(grid[0])]
+        axes += [fig.add_subplot(grid[i], sharex=axes[0]) for i in (1, 2)]
+        _draw_knees(fig.add_subplot(grid[3]), swept, colors)
+    else:
+        fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True, constrained_layout=True)
     for index, r in enumerate(results):
         color = colors[index % len(colors)]
         label = f"{r.strategy}/{r.settings.wakeup}" + ("/split" if r.settings.tx == "split" else "")
@@ -103,7 +155,7 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
                 label=name if single else f"{label} {name}",
                 linewidth=1.8 if name == "p50" else 1.2,
             )
-        if single and r.settings.rate:
+        if single and r.settings.paced:
             axes[0].plot(
                 seconds,
                 [s.arrived * k for s, k in zip(samples, scale, strict=True)],
@@ -111,7 +163,8 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
                 color="black",
                 label="arrived",
             )
-        if single and r.ordering_bound_per_s:
+        peak = max((max(s.processed, s.arrived) for s in samples), default=0)
+        if single and r.ordering_bound_per_s and r.ordering_bound_per_s <= 3 * max(peak, 1):
             axes[0].axhline(
                 r.ordering_bound_per_s,
                 color="grey",
@@ -137,11 +190,7 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     axes[2].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     axes[2].set_xlabel("seconds since the workers started")
     first = results[0]
-    fig.suptitle(
-        f"pgmq-sim: {first.settings.fill_db} messages, {first.settings.workers} workers,"
-        f" work {first.settings.work} ms"
-        + (f", rate {first.settings.rate:g}/s" if first.settings.rate else ", prefilled")
-    )
+    fig.suptitle(f"pgmq-sim: {_title(first)}")
     for ax in axes:
         ax.grid(True, alpha=0.3)
     try:

@@ -6,7 +6,9 @@ from rich.console import Console
 from rich.table import Table
 
 from pgmq_sim.advice import advice
+from pgmq_sim.costs import ServerCost
 from pgmq_sim.result import RunResult
+from pgmq_sim.sweep import SweepResult
 
 
 def _ms(value: float | None) -> str:
@@ -30,22 +32,23 @@ def print_summary(console: Console, result: RunResult) -> None:
     table.add_column()
     if result.error:
         table.add_row("error", f"[red]{result.error}[/]")
-    table.add_row("server", result.server)
+    path = result.path
+    table.add_row("server", result.server + (f" ({path.tls})" if path and path.tls else ""))
+    if path is not None and path.pooled:
+        how = "detected" if path.detected else "given by -pooler"
+        table.add_row("pooler", f"{path.pooler} pooling ({how}: {path.evidence}); " + "; ".join(path.changes))
     table.add_row(
         "strategy / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
     )
     table.add_row("files", "; ".join(f"{k} {v['path']} ({v['origin']})" for k, v in result.files.items()))
     table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
-    table.add_row(
-        "processed",
-        f"{result.processed} of {result.target} in {result.elapsed_s:.2f} s ({result.produced} produced)",
-    )
+    table.add_row("processed", processed_text(result))
     per_type = ", ".join(
         f"{t} {n / result.elapsed_s:.0f}" if result.elapsed_s else f"{t} 0"
         for t, n in result.per_type.items()
     )
     table.add_row("messages/s", f"{result.throughput_per_s:.1f} ({per_type})")
-    e2e_label = "end-to-end ms" + ("" if result.settings.rate else " (incl. backlog wait)")
+    e2e_label = "end-to-end ms" + ("" if result.settings.paced else " (incl. backlog wait)")
     for label, values in (
         (e2e_label, result.e2e_ms),
         ("claim ms", result.claim_ms),
@@ -72,6 +75,17 @@ def print_summary(console: Console, result: RunResult) -> None:
             f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
             f" + {h.index_bytes // 1024} KiB indexes, autovacuum x{h.autovacuum_runs}",
         )
+    if result.bystander is not None:
+        b = result.bystander
+        beside = "  ".join(f"{k} {_ms(v)}" for k, v in b.beside_ms.items())
+        alone = "  ".join(f"{k} {_ms(v)}" for k, v in b.alone_ms.items())
+        table.add_row(
+            "bystander ms", f"{beside} beside the queue; alone: {alone} ({b.rate:g}/s, {b.errors} errors)"
+        )
+    if result.server_cost is not None:
+        table.add_row("server cost", server_cost_text(result.server_cost))
+    if result.client.processes:
+        table.add_row("client", client_text(result))
     if result.audit:
         a = result.audit
         verdict = "[green]pass[/]" if a.passed else "[red]FAIL[/]"
@@ -121,6 +135,8 @@ def print_summary(console: Console, result: RunResult) -> None:
             cells.insert(1, w.runner)
         workers.add_row(*cells)
     console.print(workers)
+    if result.sweep is not None:
+        print_sweep(console, result.sweep)
     for note in result.notes:
         console.print(f"note: {note}")
     for cause in result.stall_causes:
@@ -129,7 +145,94 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(f"[yellow]advice:[/] {line}")
 
 
+def processed_text(result: RunResult) -> str:
+    of = f" of {result.target}" if result.target is not None else ""
+    text = f"{result.processed}{of} in {result.elapsed_s:.2f} s ({result.produced} produced"
+    if result.settings.duration is not None:
+        text += f"; -duration {result.settings.duration:g} s"
+        if result.audit is not None:
+            text += f"; {result.audit.left_behind} left as backlog"
+    return text + ")"
+
+
+def _num(value: float | None, unit: str, digits: int = 1) -> str | None:
+    return None if value is None else f"{value:.{digits}f} {unit}"
+
+
+def server_cost_text(cost: ServerCost) -> str:
+    doc = cost.as_json()
+    parts = [
+        _num(doc["wal_bytes_per_msg"], "B WAL"),
+        _num(doc["commits_per_msg"], "commits", 2),
+        _num(doc["blks_hit_per_msg"], "buffer hits"),
+        _num(doc["blks_read_per_msg"], "reads", 2),
+        _num(doc["rows_written_per_msg"], "rows written", 2),
+        _num(doc["cpu_us_per_msg"], "us CPU", 0),
+    ]
+    return "per message: " + ", ".join(p for p in parts if p) + f" ({cost.messages} messages)"
+
+
+def client_text(result: RunResult) -> str:
+    client = result.client
+    shares = ", ".join(f"{p.runner} {p.core_share:.2f}" for p in client.processes)
+    per_msg = client.cpu_us_per_msg
+    text = f"CPU {per_msg:.0f} us per message" if per_msg is not None else "CPU -"
+    return text + f"; share of a core: {shares}"
+
+
+def print_sweep(console: Console, sweep: SweepResult) -> None:
+    slo = f"; SLO e2e p99 <= {sweep.slo_p99_ms:g} ms" if sweep.slo_p99_ms is not None else ""
+    table = Table(
+        title=f"sweep {sweep.spec}: {sweep.step_s:g} s steps, settle <= {sweep.settle_s:g} s{slo}",
+        title_justify="left",
+    )
+    setting = "workers" if sweep.spec.kind == "workers" else "rate/s"
+    columns = (
+        "step", setting, "offered/s", "achieved/s", "e2e p50", "e2e p99", "backlog", "slope/s",
+        "claim p50", "empty", "dead tup.", "WAL B/msg", "srv us/msg", "cli us/msg", "verdict",
+    )  # fmt: skip
+    for column in columns:
+        table.add_column(column, justify="left" if column == "verdict" else "right")
+
+    def num(value: float | None, digits: int = 0) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    def ms(value: float | None) -> str:
+        return num(value, 0 if value is not None and value >= 100 else 1)
+
+    for step in sweep.steps:
+        table.add_row(
+            str(step.index + 1),
+            f"{step.setting:g}",
+            num(step.offered_per_s),
+            num(step.achieved_per_s),
+            ms(step.e2e_ms["p50"]),
+            ms(step.e2e_ms["p99"]),
+            str(step.backlog_end),
+            num(step.backlog_slope_per_s),
+            ms(step.claim_ms["p50"]),
+            str(step.empty_claims),
+            "-" if step.dead_tuples is None else str(step.dead_tuples),
+            num(step.wal_bytes_per_msg),
+            num(step.server_cpu_us_per_msg),
+            num(step.client_cpu_us_per_msg),
+            "[green]pass[/]" if step.verdict == "pass" else "[red]FAIL[/]",
+        )
+    console.print(table)
+    for step in sweep.steps:
+        why = "; ".join(step.reasons)
+        faults = f"faults in it: {', '.join(step.faults)}" if step.faults else ""
+        left = f"{step.backlog_left} messages still waiting after its settle" if step.backlog_left else ""
+        said = "; ".join(part for part in (why, faults, left) if part)
+        if said:
+            console.print(f"step {step.index + 1}: {said}")
+    console.print(f"[bold]{sweep.headline()}[/]")
+
+
 def print_comparison(console: Console, results: list[RunResult]) -> None:
+    if any(r.sweep is not None for r in results):
+        print_knees(console, results)
+        return
     table = Table(title="claim strategies compared (one workload)", title_justify="left")
     columns = (
         "strategy",
@@ -164,3 +267,30 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
             audit_cell(r),
         )
     console.print(table)
+
+
+def print_knees(console: Console, results: list[RunResult]) -> None:
+    """Each strategy's sweep, side by side: which claim design holds the SLO, up to what rate."""
+    table = Table(
+        title="max sustainable rate per strategy (one sweep each, one workload)", title_justify="left"
+    )
+    for column in ("strategy", "wake-up", "tx", "max sustainable/s", "at step", "its e2e p99 ms", "audit"):
+        table.add_column(
+            column, justify="left" if column in ("strategy", "wake-up", "tx", "audit") else "right"
+        )
+    for r in results:
+        knee = r.sweep.knee if r.sweep else None
+        best = r.sweep.max_sustainable_per_s if r.sweep else None
+        table.add_row(
+            r.strategy,
+            r.settings.wakeup,
+            r.settings.tx,
+            "-" if best is None else f"{best:g}",
+            "-" if knee is None else str(knee.index + 1),
+            "-" if knee is None else _ms(knee.e2e_ms["p99"]),
+            audit_cell(r),
+        )
+    console.print(table)
+    for r in results:
+        if r.sweep is not None:
+            print_sweep(console, r.sweep)

@@ -1,3 +1,4 @@
+-- pgmq-sim: function (bigint, text, bigint, text, timestamptz, int) returns table (added_at timestamptz, done_at timestamptz)
 -- $1 msg_id, $2 queue_type, $3 order_id, $4 worker, $5 claimed_at, $6 attempt.
 -- The journal row is written even if the completion found no row, so a
 -- message processed twice shows up twice. One clock reading serves both rows.

@@ -1,3 +1,4 @@
+-- pgmq-sim: function (bigint, text, bigint, text, timestamptz, int, text) returns table (added_at timestamptz, done_at timestamptz)
 -- $1 msg_id, $2 queue_type, $3 order_id, $4 worker, $5 claimed_at, $6 attempt, $7 owner.
 with done as (
     delete from msg_queue where msg_id = $1 and status = 'I' and owner = $7 returning time_added

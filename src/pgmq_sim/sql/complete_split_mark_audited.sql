@@ -1,3 +1,4 @@
+-- pgmq-sim: function (bigint, text, bigint, text, timestamptz, int, text) returns table (added_at timestamptz, done_at timestamptz)
 -- $1 msg_id, $2 queue_type, $3 order_id, $4 worker, $5 claimed_at, $6 attempt, $7 owner.
 -- Only a message this worker still owns is completed and journaled: a worker whose lease
 -- expired, or whose session died, finds nothing and writes nothing.

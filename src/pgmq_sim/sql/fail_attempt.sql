@@ -1,3 +1,4 @@
+-- pgmq-sim: function (bigint, text, timestamptz, text, int, float8, text) returns table (is_dead boolean)
 -- $1 msg_id, $2 worker, $3 claimed_at, $4 error, $5 max attempts, $6 backoff base in ms,
 -- $7 owner (null in single mode, where the claim's row lock is still held).
 -- The next attempt waits base x 2^(attempt-1); after the last attempt the message is a

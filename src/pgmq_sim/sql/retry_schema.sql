@@ -21,3 +21,12 @@ create table msg_failures(
     error text not null
 );
 comment on table msg_failures is 'pgmq-sim: created by pgmq-sim; replaced by its next run';
+-- Who owns messages in progress (split mode): a worker's token and its last heartbeat. A token
+-- whose heartbeat stopped (the worker or its process died) gives its messages back within about a
+-- second, whatever connection or pooler it used.
+drop table if exists pgmq_sim_owners;
+create table pgmq_sim_owners(
+    owner text primary key,
+    beat_at timestamp with time zone not null
+);
+comment on table pgmq_sim_owners is 'pgmq-sim: created by pgmq-sim; replaced by its next run';

@@ -7,7 +7,7 @@ create table pgmq_sim_run(
     started_at timestamp with time zone not null default clock_timestamp(),
     finished_at timestamp with time zone,
     outcome text,
-    target bigint not null,
+    target bigint, -- null: a run bounded by time alone
     produced bigint not null default 0,
     ordered boolean not null,
     audited boolean not null,

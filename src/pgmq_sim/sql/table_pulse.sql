@@ -1,7 +1,10 @@
--- Sampled every second: dead tuples now, and the oldest snapshot any other session holds.
+-- Sampled every second: dead tuples now, the oldest snapshot any other session holds, and how many
+-- server connections are serving the run's workers now (behind a pooler, at most its pool).
 select coalesce((select n_dead_tup from pg_stat_user_tables where relid = to_regclass('msg_queue')), 0),
        a.pid, coalesce(a.application_name, ''),
-       coalesce(extract(epoch from clock_timestamp() - a.xact_start), 0)::float8
+       coalesce(extract(epoch from clock_timestamp() - a.xact_start), 0)::float8,
+       (select count(*) from pg_stat_activity
+         where datname = current_database() and application_name like 'pgmq-sim w%')::int
 from (select 1) one
 left join lateral (
     select pid, application_name, xact_start from pg_stat_activity

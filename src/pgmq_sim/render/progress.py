@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from pgmq_sim.stats import WorkerStats
+from pgmq_sim.observer import LiveFigures
+from pgmq_sim.stats import WorkerCounters
 
 PLAIN_EVERY_S = 5.0
 RATE_WINDOW_S = 10.0
@@ -54,18 +54,13 @@ class RecentRate:
 class RunProgress:
     """Drawn from the main thread only; reads the workers' counters."""
 
-    def __init__(
-        self,
-        console: Console,
-        workers: list[WorkerStats],
-        target: int,
-        produced: Callable[[], int],
-        mode: str,
-    ) -> None:
+    def __init__(self, console: Console, figures: LiveFigures, mode: str) -> None:
         self._console = console
-        self._workers = workers
-        self._target = target
-        self._produced = produced
+        self._workers = list(figures.workers)
+        self._target = figures.target
+        self._duration = figures.duration_s
+        self._produced = figures.produced
+        self._phase = figures.phase
         self._started = time.monotonic()
         self._last_plain = self._started
         self._rate = RecentRate()
@@ -80,12 +75,15 @@ class RunProgress:
                 console=console,
                 transient=False,
             )
-            self._total = self._bars.add_task("total", total=target, note="")
-            self._per_worker = [self._bars.add_task(w.name, total=1.0, note=w.queue_type) for w in workers]
+            total = self._target if self._target is not None else self._duration
+            self._total = self._bars.add_task("total", total=total, note="")
+            self._per_worker = [
+                self._bars.add_task(w.name, total=1.0, note=w.queue_type) for w in self._workers
+            ]
             self._bars.start()
 
     def processed(self) -> int:
-        return sum(w.processed for w in self._workers)
+        return WorkerCounters.total(self._workers).processed
 
     def update(self) -> None:
         done = self.processed()
@@ -93,11 +91,11 @@ class RunProgress:
         rate = self._rate.add(now, done)
         elapsed = max(now - self._started, 1e-9)
         if self._bars is not None:
+            counted = self._target is not None
             self._bars.update(
                 self._total,
-                completed=done,
-                note=f"{done}/{self._target} {floor_percent(done, self._target)}  {rate:.0f} msg/s"
-                f"  {elapsed:.0f} s  {eta_text(self._target - done, rate)}",
+                completed=done if counted else min(elapsed, self._duration or elapsed),
+                note=self.summary(done, elapsed, rate),
             )
             for task, w in zip(self._per_worker, self._workers, strict=True):
                 busy = min(1.0, w.busy_s / elapsed)
@@ -111,14 +109,52 @@ class RunProgress:
             self._last_plain = now
             self._console.print(self.line(done, elapsed, rate), highlight=False)
 
+    def summary(self, done: int, elapsed: float, rate: float) -> str:
+        phase = self._phase()
+        if self._target is not None:
+            text = f"{done}/{self._target} {floor_percent(done, self._target)}  {rate:.0f} msg/s"
+            text += f"  {elapsed:.0f} s  {eta_text(self._target - done, rate)}"
+        else:
+            text = f"{done} processed  {rate:.0f} msg/s  {elapsed:.0f}/{self._duration or 0:g} s"
+        return text + (f"  {phase}" if phase else "")
+
     def line(self, done: int, elapsed: float, rate: float) -> str:
-        return (
-            f"progress: {done}/{self._target} processed ({floor_percent(done, self._target)}),"
-            f" {rate:.0f} msg/s, backlog {max(0, self._produced() - done)}, {elapsed:.0f} s,"
-            f" {eta_text(self._target - done, rate)}"
-        )
+        backlog = max(0, self._produced() - done)
+        phase = self._phase()
+        if self._target is not None:
+            text = f"progress: {done}/{self._target} processed ({floor_percent(done, self._target)}),"
+            eta = eta_text(self._target - done, rate)
+            text += f" {rate:.0f} msg/s, backlog {backlog}, {elapsed:.0f} s, {eta}"
+        else:
+            text = f"progress: {done} processed, {rate:.0f} msg/s, backlog {backlog},"
+            text += f" {elapsed:.0f} of {self._duration or 0:g} s"
+        return text + (f", {phase}" if phase else "")
 
     def close(self) -> None:
         if self._bars is not None:
             self.update()
             self._bars.stop()
+
+
+class TerminalObserver:
+    """The command line's observer: lines on the console, live progress while the workers run."""
+
+    def __init__(self, console: Console, mode: str) -> None:
+        self._console = console
+        self._mode = mode
+        self._progress: RunProgress | None = None
+
+    def say(self, line: str) -> None:
+        self._console.print(line, highlight=False)
+
+    def watching(self, figures: LiveFigures) -> None:
+        self._progress = RunProgress(self._console, figures, self._mode)
+
+    def tick(self) -> None:
+        if self._progress is not None:
+            self._progress.update()
+
+    def stopped_watching(self) -> None:
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None

@@ -7,11 +7,11 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import psycopg
@@ -19,33 +19,39 @@ from rich.console import Console
 
 from pgmq_sim import __version__
 from pgmq_sim.chaos import parse_chaos
+from pgmq_sim.cli.flags import flag
+from pgmq_sim.dsn import first_line
+from pgmq_sim.engine.bounded import Signals
+from pgmq_sim.engine.run import CarrierFactory, run_once
+from pgmq_sim.engine.state import RunInput
+from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.render.files import STDOUT, check_output_path, write_json
+from pgmq_sim.kinds import TxMode, WakeupMode
+from pgmq_sim.render.files import STDOUT, check_output_path, result_document, write_json
 from pgmq_sim.render.plot import check_plot_support, write_plot
+from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.terminal import print_comparison, print_summary
 from pgmq_sim.result import RunResult
-from pgmq_sim.run import Run, RunInput, Signals
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.server import first_line, open_server
-from pgmq_sim.settings import TX_MODES, WAKEUPS, Settings, WorkTime
+from pgmq_sim.server import open_server
+from pgmq_sim.settings import Payload, Settings, WorkTime
 from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
+from pgmq_sim.sweep import SweepSpec, parse_slo
+from pgmq_sim.traffic import KeySkew
 
-F = TypeVar("F", bound=Callable[..., Any])
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+DEFAULT_FILL_DB = 1000
+DEFAULT_WORKERS = 5
 REPORT_WIDTH = 120  # when stdout is a file or pipe; a terminal uses its own width
 DEFAULT_DSN_HELP = "default: $PGMQ_SIM_DSN, else an embedded PostgreSQL started for the run"
 
 
-def flag(name: str, dest: str | None = None, **kwargs: Any) -> Callable[[F], F]:
-    """An option spelled both -name (as the Go tool) and --name."""
-    return click.option(f"-{name}", f"--{name}", dest or name.replace("-", "_"), **kwargs)
-
-
-def parse_compare(text: str, tx: str = "single") -> list[tuple[str, str, str]]:
+def parse_compare(text: str, tx: TxMode = TxMode.SINGLE) -> list[tuple[str, WakeupMode, TxMode]]:
     """'all' or a comma list of STRATEGY[/WAKEUP][/TX] cells (TX: single or split)."""
     strategies = known_strategies()
+    wakeups, modes = [w.value for w in WakeupMode], [t.value for t in TxMode]
     if text.strip() == "all":
-        return [(s, w, tx) for s in strategies for w in WAKEUPS]
+        return [(s, w, tx) for s in strategies for w in WakeupMode]
     cells = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, *dimensions = item.split("/")
@@ -53,15 +59,15 @@ def parse_compare(text: str, tx: str = "single") -> list[tuple[str, str, str]]:
             raise UsageError(
                 f"unknown claim strategy '{name}' in -compare; use one of: {', '.join(strategies)}"
             )
-        wakeup, mode = "poll", tx
+        wakeup, mode = WakeupMode.POLL, tx
         for value in dimensions:
-            if value in WAKEUPS:
-                wakeup = value
-            elif value in TX_MODES:
-                mode = value
+            if value in wakeups:
+                wakeup = WakeupMode(value)
+            elif value in modes:
+                mode = TxMode(value)
             else:
                 raise UsageError(
-                    f"unknown wake-up or -tx '{value}' in -compare; use {', '.join(WAKEUPS + TX_MODES)}"
+                    f"unknown wake-up or -tx '{value}' in -compare; use {', '.join(wakeups + modes)}"
                 )
         cells.append((name, wakeup, mode))
     if not cells:
@@ -87,7 +93,11 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
 @flag("delmsg", is_flag=True, help="Delete a message once handled (default: mark it processed).")
 @flag("dsn", metavar="URL", default=None, help=f"PostgreSQL to use ({DEFAULT_DSN_HELP}).")
 @flag(
-    "fill-db", type=int, default=1000, show_default=True, metavar="N", help="Messages to write and process."
+    "fill-db",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Messages to write and process (default 1000; with -duration and -rate: no count, time alone).",
 )
 @flag(
     "logfile",
@@ -113,10 +123,9 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
 @flag(
     "workers",
     type=int,
-    default=5,
-    show_default=True,
+    default=None,
     metavar="N",
-    help="Worker threads, dealt over type1..type3 (at least 3).",
+    help="Worker threads, dealt over the types (at least one per type; default 5).",
 )
 @flag(
     "next-msg",
@@ -153,7 +162,7 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     default="seed",
     show_default=True,
     metavar="NAME",
-    help="Claim strategy: seed, indexed, advisory, fifo, or ./strategies/NAME/claim.sql.",
+    help="Claim strategy: seed, indexed, affinity, advisory, fifo, or ./strategies/NAME/claim.sql.",
 )
 @flag(
     "wakeup",
@@ -244,6 +253,81 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     is_flag=True,
     help="Let -chaos restart-server crash-restart a -dsn server (superuser needed).",
 )
+@flag(
+    "duration",
+    type=float,
+    default=None,
+    metavar="S",
+    help="End the run after S seconds: the producer stops, work in flight finishes (with or without"
+    " -fill-db).",
+)
+@flag(
+    "pooler",
+    default="auto",
+    show_default=True,
+    metavar="auto|none|session|transaction",
+    help="The pooler between the tool and the server; auto detects it.",
+)
+@flag(
+    "listen-dsn",
+    metavar="URL",
+    default=None,
+    help="With -wakeup notify behind a transaction pooler: a direct connection for LISTEN.",
+)
+@flag("types", type=int, default=3, show_default=True, metavar="N", help="Message types type1..typeN.")
+@flag(
+    "key-skew",
+    default="uniform",
+    show_default=True,
+    metavar="uniform|zipf:S",
+    help="How order_ids are spread over -orders K: evenly, or Zipf with exponent S (hot keys).",
+)
+@flag(
+    "payload-bytes",
+    default="0",
+    metavar="N|MIN-MAX",
+    help="Random (incompressible) payload per message, in a payload column of the schema.",
+)
+@flag(
+    "rate-profile",
+    default=None,
+    metavar="PROFILE",
+    help="Arrival rate over time: ramp:A..B/Ts, step:A,B,C/Ts, burst:R*Ds/Ts (over -rate), or a CSV"
+    " of second,rate.",
+)
+@flag(
+    "speed",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="F",
+    help="Replay a CSV profile F times faster.",
+)
+@flag(
+    "sweep",
+    default=None,
+    metavar="rate=A,B,C|rate=A..B*F|workers=A,B,C",
+    help="Hold each rate (or worker count) for -step seconds in one run; report each step and the knee.",
+)
+@flag(
+    "step", "step_s", type=float, default=10.0, show_default=True, metavar="S", help="A sweep step's length."
+)
+@flag(
+    "settle",
+    "settle_s",
+    type=float,
+    default=None,
+    metavar="S",
+    help="After a rate step, wait at most S seconds for its backlog to drain (default: -step).",
+)
+@flag("slo", default=None, metavar="e2e-p99=MS", help="The end-to-end p99 each sweep step must keep.")
+@flag(
+    "bystander",
+    type=float,
+    default=None,
+    metavar="RATE",
+    help="Beside the queue, a small read-and-update workload on a table of its own at RATE/s: its latency.",
+)
 @flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
     "progress",
@@ -281,11 +365,24 @@ def command(**options: object) -> None:
 
 def _settings(options: dict[str, Any]) -> Settings:
     """The flags become the settings field by field; three are read into other forms."""
-    fields = {f.name for f in dataclasses.fields(Settings)} - {"work", "audit", "seed"}
+    parsed = {"work", "audit", "seed", "key_skew", "payload", "sweep", "slo_p99_ms"}
+    fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
+    sweep = SweepSpec.parse(options["sweep"]) if options["sweep"] else None
+    timed = options["rate_profile"] or sweep or (options["duration"] and options["rate"])
+    if given["fill_db"] is None and not timed:
+        given["fill_db"] = DEFAULT_FILL_DB
+    if sweep is not None and sweep.kind == "workers" and options["workers"] is None:
+        given["workers"] = int(max(sweep.values))  # the largest step; the others wait at the gate
+    if given["workers"] is None:
+        given["workers"] = DEFAULT_WORKERS
     return Settings(
         **given,
         work=WorkTime.parse(options["work_ms"]),
+        key_skew=KeySkew.parse(options["key_skew"]),
+        payload=Payload.parse(options["payload_bytes"]),
+        sweep=sweep,
+        slo_p99_ms=parse_slo(options["slo"]) if options["slo"] else None,
         audit=not options["no_audit"],
         # one seed per invocation: every cell of a comparison runs the same workload
         seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
@@ -322,11 +419,11 @@ def execute(options: dict[str, Any]) -> int:
 
         return run_worker(options)
     settings = _settings(options)
-    run_class: Callable[..., Run] = Run
+    carrier: CarrierFactory = ThreadCarrier
     if mode == "master":
-        from pgmq_sim.distributed.master import distributed_run
+        from pgmq_sim.distributed.master import distributed_carrier
 
-        run_class = distributed_run(options, settings)
+        carrier = distributed_carrier(options, settings)
     summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
     if summary_to_stderr and settings.logfile == "-":
         raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
@@ -354,7 +451,7 @@ def execute(options: dict[str, Any]) -> int:
         parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     console = Console(highlight=False, width=None if wide else REPORT_WIDTH, stderr=summary_to_stderr)
-    progress_console = Console(stderr=True, highlight=False)
+    observer = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     results: list[RunResult] = []
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
@@ -367,9 +464,9 @@ def execute(options: dict[str, Any]) -> int:
                     if signals.interrupt.is_set():
                         break
                     if len(inputs) > 1:
-                        progress_console.print(f"cell {cell_label(given)}")
+                        observer.say(f"cell {cell_label(given)}")
                     try:
-                        results.append(run_class(given, server, progress_console, log, signals).execute())
+                        results.append(run_once(given, server, observer, log, signals, carrier))
                     except SimError as exc:
                         if len(inputs) == 1:
                             raise
@@ -400,7 +497,7 @@ def execute(options: dict[str, Any]) -> int:
 
 def cell_label(given: RunInput) -> str:
     label = f"{given.strategy.label}/{given.settings.wakeup}"
-    return label + ("/split" if given.settings.tx == "split" else "")
+    return label + ("/split" if given.settings.tx == TxMode.SPLIT else "")
 
 
 def _report(
@@ -416,7 +513,9 @@ def _report(
         print_comparison(console, results)
     if settings.json_path and (results or failed):
         document = (
-            {"runs": [r.as_json() for r in results], "failed": failed} if compare else results[0].as_json()
+            {"runs": [result_document(r) for r in results], "failed": failed}
+            if compare
+            else result_document(results[0])
         )
         try:
             write_json(settings.json_path, document)
@@ -436,7 +535,7 @@ def main() -> None:
     args = sys.argv[1:]
     try:
         if args[:1] == ["audit"]:
-            from pgmq_sim.audit_command import audit_command
+            from pgmq_sim.cli.audit_command import audit_command
 
             audit_command.main(args[1:], prog_name="pgmq-sim audit", standalone_mode=False)
             return

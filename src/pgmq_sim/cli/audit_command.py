@@ -11,12 +11,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pgmq_sim.audit import audit
-from pgmq_sim.cli import flag
+from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.cli.flags import flag
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.dsn import DSN_ENV, check_dsn, redact
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.queue import QueueDatabase
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
-from pgmq_sim.server import DSN_ENV, check_dsn, redact
 
 
 @click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
@@ -39,7 +40,7 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
     check_dsn(dsn)
     if json_path:
         check_output_path(json_path, "-json")
-    db = QueueDatabase(dsn, reconnect_timeout=0)
+    db = QueueDatabase(Sessions(dsn, reconnect_timeout=0))
     tables = db.tables()
     if not tables["pgmq_sim_run"][0] or not tables["msg_queue"][0]:
         raise SimError(f"no pgmq-sim run found in {redact(dsn)}; run pgmq-sim there first")
@@ -49,7 +50,14 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
     assert previous is not None
     recorded = json.loads(previous.settings)
     retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
-    verdict = audit(db, previous.produced, previous.ordered, previous.outcome == "completed", retrying)
+    counts = db.audit_counts(previous.produced, SHOW, retrying)
+    verdict = AuditVerdict.judge(
+        counts,
+        expected=previous.produced,
+        ordered=previous.ordered,
+        complete=previous.outcome == "completed" and recorded.get("duration") is None,
+        retrying=retrying,
+    )
     console = Console(highlight=False, stderr=json_path == STDOUT)
     state = previous.outcome or "unfinished (no outcome recorded: the run was killed or is running)"
     console.print(

@@ -1,0 +1,1 @@
+"""The command line: the only part that draws, prints and exits."""

@@ -1,0 +1,242 @@
+"""What messages cost: the server's share (from its own cumulative statistics, read before and after)
+and the client's (CPU of the tool's processes). A load generator that reports its own cost can say
+when it, not the server, set the pace."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pgmq_sim.db.values import ServerCounters, StatementCounters
+
+TOP_STATEMENTS = 5
+CLIENT_LIMIT_SHARE = 0.85  # a Python process near one full core is its own limit (one GIL)
+
+
+def _per(value: float | None, messages: int, scale: float = 1.0) -> float | None:
+    return None if value is None or messages <= 0 else round(value * scale / messages, 3)
+
+
+def statement_json(s: StatementCounters, messages: int) -> dict[str, Any]:
+    return {
+        "query": s.query,
+        "calls": s.calls,
+        "calls_per_msg": _per(s.calls, messages),
+        "mean_ms": round(s.exec_ms / s.calls, 4) if s.calls else None,
+        "exec_ms_total": round(s.exec_ms, 1),
+        "rows": s.rows,
+        "blks_hit_per_msg": _per(s.blks_hit, messages),
+        "blks_read_per_msg": _per(s.blks_read, messages),
+        "wal_bytes_per_msg": _per(s.wal_bytes, messages),
+    }
+
+
+@dataclass(frozen=True)
+class ServerCost:
+    """The server's counters over a window, and the messages finished in it."""
+
+    messages: int
+    wal_bytes: int
+    database: dict[str, int]
+    wal: dict[str, int] | None
+    io: dict[str, int] | None
+    cpu_s: float | None  # the server's processes, where they are ours to read (embedded)
+    statements: tuple[StatementCounters, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def between(
+        cls, before: ServerCounters, after: ServerCounters, messages: int, cpu_s: float | None
+    ) -> ServerCost:
+        def diff(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
+            return None if a is None or b is None else {k: b[k] - a[k] for k in a}
+
+        statements: list[StatementCounters] = []
+        if before.statements is not None and after.statements is not None:
+            for queryid, now in after.statements.items():
+                during = now.minus(before.statements.get(queryid))
+                if during.calls > 0:
+                    statements.append(during)
+        statements.sort(key=lambda s: s.exec_ms, reverse=True)
+        notes = tuple(n for n in (after.statements_note,) if n)
+        return cls(
+            messages,
+            after.wal_lsn - before.wal_lsn,
+            diff(before.database, after.database) or {},
+            diff(before.wal, after.wal),
+            diff(before.io, after.io),
+            cpu_s,
+            tuple(statements[:TOP_STATEMENTS]),
+            notes,
+        )
+
+    @property
+    def wal_bytes_per_msg(self) -> float | None:
+        return _per(self.wal_bytes, self.messages)
+
+    @property
+    def cpu_us_per_msg(self) -> float | None:
+        return _per(self.cpu_s, self.messages, 1e6)
+
+    def as_json(self) -> dict[str, Any]:
+        m, db = self.messages, self.database
+        written = db.get("tup_inserted", 0) + db.get("tup_updated", 0) + db.get("tup_deleted", 0)
+        return {
+            "messages": m,
+            "wal_bytes_per_msg": self.wal_bytes_per_msg,
+            "commits_per_msg": _per(db.get("xact_commit"), m),
+            "blks_hit_per_msg": _per(db.get("blks_hit"), m),
+            "blks_read_per_msg": _per(db.get("blks_read"), m),
+            "rows_written_per_msg": _per(written, m),
+            "wal_records_per_msg": _per(self.wal["records"], m) if self.wal else None,
+            "wal_fpi_per_msg": _per(self.wal["fpi"], m) if self.wal else None,
+            "io_per_msg": {k: _per(v, m) for k, v in self.io.items()} if self.io else None,
+            "cpu_us_per_msg": self.cpu_us_per_msg,
+            "totals": {
+                "wal_bytes": self.wal_bytes,
+                "cpu_s": self.cpu_s,
+                **db,
+                "wal": self.wal,
+                "io": self.io,
+            },
+            "statements": [statement_json(s, m) for s in self.statements],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class ProcessCpu:
+    """One client process's CPU over the worker phase."""
+
+    runner: str  # "local", or a worker process (p1@host)
+    cpu_s: float
+    elapsed_s: float
+    messages: int
+    run_delay_s: float | None = None  # runnable but waiting for a CPU (the server had it)
+
+    @property
+    def core_share(self) -> float:
+        return self.cpu_s / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def cpu_us_per_msg(self) -> float | None:
+        return _per(self.cpu_s, self.messages, 1e6)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "runner": self.runner,
+            "cpu_s": round(self.cpu_s, 3),
+            "cpu_us_per_msg": self.cpu_us_per_msg,
+            "core_share": round(self.core_share, 3),
+            "messages": self.messages,
+            "run_delay_s": None if self.run_delay_s is None else round(self.run_delay_s, 3),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], runner: str) -> ProcessCpu:
+        """A worker process's report of itself, named by the master."""
+        delay = data.get("run_delay_s")
+        return cls(
+            runner,
+            float(data["cpu_s"]),
+            float(data["elapsed_s"]),
+            int(data["messages"]),
+            None if delay is None else float(delay),
+        )
+
+
+@dataclass(frozen=True)
+class ClientCost:
+    """The tool's own CPU over the worker phase: the main process (producer, housekeeping, and the
+    workers when they are threads) and, distributed, each worker process."""
+
+    processes: tuple[ProcessCpu, ...] = field(default_factory=tuple)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(p.cpu_s for p in self.processes)
+
+    @property
+    def messages(self) -> int:
+        return max((p.messages for p in self.processes), default=0)
+
+    @property
+    def cpu_us_per_msg(self) -> float | None:
+        return _per(self.cpu_s, self.messages, 1e6)
+
+    @property
+    def busiest(self) -> ProcessCpu | None:
+        return max(self.processes, key=lambda p: p.core_share, default=None)
+
+    @property
+    def limited(self) -> bool:
+        """A process near a full core: with one GIL per process it cannot go faster."""
+        busiest = self.busiest
+        return busiest is not None and busiest.core_share >= CLIENT_LIMIT_SHARE
+
+    def as_json(self) -> dict[str, Any]:
+        busiest = self.busiest
+        return {
+            "cpu_s": round(self.cpu_s, 3),
+            "cpu_us_per_msg": self.cpu_us_per_msg,
+            "core_share_max": round(busiest.core_share, 3) if busiest else None,
+            "limited": self.limited,
+            "processes": [p.as_json() for p in self.processes],
+        }
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """This process's CPU and its threads' run-queue wait at one moment."""
+
+    at: float
+    cpu_s: float
+    run_delay_s: float | None
+
+    @classmethod
+    def now(cls) -> CpuReading:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s())
+
+    def until(self, later: CpuReading, runner: str, messages: int) -> ProcessCpu:
+        delay = None
+        if self.run_delay_s is not None and later.run_delay_s is not None:
+            delay = max(0.0, later.run_delay_s - self.run_delay_s)  # a thread that ended took its own
+        return ProcessCpu(runner, later.cpu_s - self.cpu_s, later.at - self.at, messages, delay)
+
+
+def run_delay_s() -> float | None:
+    """Seconds this process's live threads spent runnable but not running (Linux schedstat)."""
+    total = 0
+    try:
+        for task in os.scandir("/proc/self/task"):
+            fields = Path(task.path, "schedstat").read_text().split()
+            total += int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / 1e9
+
+
+@dataclass(frozen=True)
+class BystanderResult:
+    """A neighbour's latency: alone before the workers started, and beside the queue."""
+
+    rate: float
+    transactions: int
+    errors: int
+    alone_ms: dict[str, float | None]  # before the workers started
+    beside_ms: dict[str, float | None]  # while the queue ran
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate,
+            "transactions": self.transactions,
+            "errors": self.errors,
+            "latency_ms": self.beside_ms,
+            "alone_latency_ms": self.alone_ms,
+        }

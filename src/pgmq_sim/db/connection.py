@@ -1,0 +1,133 @@
+"""How the tool connects: the connection policy (bounded connects, keepalives, names that faults and
+diagnoses find on the server), what counts as a lost connection, and the one reconnecting loop.
+
+Nothing is set at connection start-up beyond what every pooler forwards (application_name): a
+session setting goes in with SET LOCAL inside the transaction that needs it, so it holds whether
+or not the pooler keeps a server session for this client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import psycopg
+
+from pgmq_sim.backoff import Backoff
+from pgmq_sim.dsn import check_dsn, redact, scrub
+from pgmq_sim.errors import SimError
+
+T = TypeVar("T")
+APPLICATION_NAME = "pgmq-sim"
+CONNECT_TIMEOUT_S = 5
+ADMIN_LOCK_TIMEOUT_MS = 3_000
+
+# Lost connections, restarts, fail-overs: worth a new connection. Anything else is a real error.
+LOST = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def is_connection_lost(exc: BaseException, closed: bool = False) -> bool:
+    """A lost session, not a bad statement: the connection is gone or the server is going away."""
+    if isinstance(
+        exc, psycopg.errors.AdminShutdown | psycopg.errors.CrashShutdown | psycopg.errors.CannotConnectNow
+    ):
+        return True
+    if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable):
+        return False
+    if isinstance(exc, psycopg.errors.IdleSessionTimeout | psycopg.errors.IdleInTransactionSessionTimeout):
+        return True
+    if closed:  # the connection the statement ran on is gone: whatever the error says
+        return isinstance(exc, psycopg.Error)
+    return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in (None, "08000", "08003", "08006")
+
+
+def connect_worker(dsn: str, name: str | None = None) -> psycopg.Connection:
+    """A worker's own connection: bounded connect, keepalives so a dead peer is noticed; its
+    application_name carries the worker's name, so faults and diagnoses find it on any host."""
+    return psycopg.connect(
+        dsn,
+        application_name=APPLICATION_NAME + (f" {name}" if name else ""),
+        connect_timeout=CONNECT_TIMEOUT_S,
+        cursor_factory=psycopg.RawCursor,
+        prepare_threshold=None,  # a transaction pooler cannot keep protocol-level prepared statements
+        keepalives=1,
+        keepalives_idle=5,
+        keepalives_interval=2,
+        keepalives_count=3,
+    )
+
+
+def limit_lock_waits(conn: psycopg.Connection) -> None:
+    """Open the tool's transaction with a bound on lock waits: a lock held elsewhere must not hang
+    the schema, the diagnosis or the audit. SET LOCAL ends with the transaction."""
+    conn.execute(f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
+
+
+@contextlib.contextmanager
+def admin_connection(dsn: str) -> Iterator[psycopg.Connection]:
+    """The tool's own connection for one operation, its first transaction open with a lock bound."""
+    conn = psycopg.connect(
+        dsn,
+        application_name=APPLICATION_NAME,
+        connect_timeout=CONNECT_TIMEOUT_S,
+        cursor_factory=psycopg.RawCursor,  # the statements use $1 placeholders
+        prepare_threshold=None,
+    )
+    try:
+        limit_lock_waits(conn)
+        yield conn
+    finally:
+        conn.close()
+
+
+def reconnecting(
+    attempt: Callable[[], T],
+    backoff: Backoff,
+    *,
+    lost: Callable[[BaseException], bool] = is_connection_lost,
+    on_lost: Callable[[BaseException], None] | None = None,
+    give_up: Callable[[BaseException], BaseException] | None = None,
+) -> T:
+    """The one reconnecting loop: attempt until it succeeds; a lost connection waits out the next
+    backoff step, anything else raises. Past the deadline the loss raises as `give_up` makes it
+    (or as it is); after a stop, as it is."""
+    while True:
+        try:
+            return attempt()
+        except psycopg.Error as exc:
+            if not lost(exc):
+                raise
+            if on_lost is not None:
+                on_lost(exc)
+            if not backoff.wait():
+                if give_up is None or backoff.stopped:
+                    raise
+                raise give_up(exc) from None
+
+
+def connect_checked(dsn: str) -> psycopg.Connection:
+    """A connection, or one line saying why there is none (never the password)."""
+    check_dsn(dsn, "the DSN")
+    try:
+        return psycopg.connect(dsn, application_name=APPLICATION_NAME, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise connect_error(dsn, exc) from None
+
+
+def connect_error(dsn: str, exc: BaseException) -> SimError:
+    """One line for a failed connection: where to (redacted), the driver's reason scrubbed of
+    every form of the password, and the fix. For any code that calls psycopg.connect itself."""
+    reason = scrub(" ".join(str(exc).split()), dsn)
+    if "authentication failed" in reason or "no password" in reason:
+        fix = (
+            "the server or pooler refused the login: check the user and password in -dsn, PGMQ_SIM_DSN"
+            " or PGPASSWORD"
+        )
+    elif "unsupported startup parameter" in reason:
+        fix = "the pooler refused a startup parameter of the DSN (options=...): drop it from -dsn"
+    elif "no pg_hba.conf entry" in reason or "does not exist" in reason:
+        fix = "the server refused this user, database or host: check them in -dsn and its pg_hba.conf"
+    else:
+        fix = "check that the server is running and -dsn points to it, or omit -dsn"
+    return SimError(f"cannot connect to {redact(dsn)}: {reason}; {fix}")

@@ -1,0 +1,159 @@
+"""What the database layer hands the rest of the tool: plain values, no driver types, so the result,
+the audit verdict and the diagnosis can be built and tested without a server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from pgmq_sim.kinds import PoolerMode, SessionMode
+
+# msg_id, queue_type, status, order_id, time_added[, payload]
+Row = tuple[int, str, str, int, datetime] | tuple[int, str, str, int, datetime, bytes]
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    """What a run that used these tables left: its record in pgmq_sim_run."""
+
+    run_id: str
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str
+    target: int | None  # None: a run bounded by time alone
+    produced: int
+    ordered: bool
+    audited: bool
+    settings: str
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+
+@dataclass(frozen=True)
+class TableHealth:
+    live_tuples: int
+    dead_tuples: int
+    autovacuum_runs: int
+    autoanalyze_runs: int
+    table_bytes: int
+    index_bytes: int
+    toast_bytes: int = 0  # large values (payloads) moved out of the rows
+
+    def as_json(self) -> dict[str, int]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["size_bytes"] = data.pop("table_bytes")
+        return data
+
+
+@dataclass(frozen=True)
+class AuditCounts:
+    """What the journal and the queue say, counted on the server."""
+
+    processed: int
+    duplicates: int
+    missing: int
+    left_behind: int
+    duplicate_ids: tuple[int, ...]
+    missing_ids: tuple[int, ...]
+    order_violation_ids: tuple[int, ...]
+    order_violations: int
+    dead_lettered: int = 0
+    redelivered: int = 0
+    attempts: int = 0
+    failed_attempts: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in fields(AuditCounts)}  # not a subclass's own
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items()}
+
+
+@dataclass(frozen=True)
+class StallFacts:
+    blocked: list[tuple[Any, ...]]
+    pending_by_type: list[tuple[Any, ...]]
+    heads: list[tuple[Any, ...]]
+    unlocked_heads: set[int]
+    lock_holders: list[tuple[Any, ...]]
+    sees_all: bool = True  # the role sees every session's state and query
+
+
+class Claimed(NamedTuple):
+    """A claimed message (a tuple: one is made per message, on the worker's hot path)."""
+
+    msg_id: int
+    queue_type: str
+    order_id: int
+    claimed_at: str  # the server's text (DateStyle ISO): sent back as is, logged as is
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """What a worker's session runs: the claim, the completion and, with leases and retries
+    (`mode` single-with-retries or split), the attempt bookkeeping."""
+
+    claim_sql: str
+    delmsg: bool
+    audited: bool
+    mode: SessionMode = SessionMode.BASIC
+    lease_s: float = 30.0
+    max_attempts: int = 1
+    backoff_ms: float = 0.0
+    functions: bool = False  # call functions made for the run instead of PREPAREing per session
+    chain: bool = True  # claim the next message in the completion's round trip (not behind a
+    # transaction pooler: the open transaction would pin the server connection to this worker)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", SessionMode(self.mode))  # as it arrives from another process
+
+
+@dataclass(frozen=True)
+class StatementCounters:
+    """One statement's cumulative counters in pg_stat_statements, or the difference of two readings."""
+
+    query: str
+    calls: int
+    exec_ms: float
+    rows: int
+    blks_hit: int
+    blks_read: int
+    wal_bytes: int
+
+    def minus(self, earlier: StatementCounters | None) -> StatementCounters:
+        if earlier is None:
+            return self
+        return StatementCounters(
+            self.query,
+            self.calls - earlier.calls,
+            self.exec_ms - earlier.exec_ms,
+            self.rows - earlier.rows,
+            self.blks_hit - earlier.blks_hit,
+            self.blks_read - earlier.blks_read,
+            self.wal_bytes - earlier.wal_bytes,
+        )
+
+
+@dataclass(frozen=True)
+class ServerCounters:
+    """The server's cumulative counters at one moment; what is not visible there is None."""
+
+    wal_lsn: int  # the WAL insert position, in bytes
+    version: int  # server_version_num
+    database: dict[str, int]  # pg_stat_database of this database
+    wal: dict[str, int] | None  # pg_stat_wal (14+)
+    io: dict[str, int] | None  # pg_stat_io, summed (16+)
+    statements: dict[int, StatementCounters] | None  # pg_stat_statements, when installed and loaded
+    statements_note: str | None = None  # why there are none
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    pooler: PoolerMode  # what the probe found (NONE: no sign of a pooler)
+    evidence: str
+    tls: str | None  # "TLSv1.3" when the connection is encrypted
+    superuser: bool
+    sees_all_sessions: bool  # superuser, pg_read_all_stats or pg_monitor
+    version: int

@@ -1,0 +1,117 @@
+"""What the server's own views say about the run: sessions, locks, dead tuples, privileges."""
+
+from __future__ import annotations
+
+import psycopg
+
+from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.values import ServerCounters, StallFacts, StatementCounters
+from pgmq_sim.sqlfiles import statement
+
+
+class ServerViews:
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+
+    @property
+    def dsn(self) -> str:
+        return self.sessions.dsn
+
+    def ping(self) -> None:
+        """A round trip on a new connection, not retried: raises if the server does not answer."""
+        with self.sessions.connection() as conn:
+            conn.execute(statement("server_clock")).fetchone()
+
+    def pulse(self) -> tuple[int, int | None, str, float, int]:
+        """Dead tuples now, who holds the oldest snapshot (pid, application, seconds), and the server
+        connections serving the workers."""
+        row = self.sessions.one("table_pulse")
+        assert row is not None
+        return int(row[0]), row[1], str(row[2]), float(row[3]), int(row[4])
+
+    def worker_backends(self) -> list[int]:
+        """The backends of this run's workers, whichever process or host opened them."""
+        return [int(r[0]) for r in self.sessions.all("worker_backends")]
+
+    def may_run_programs(self) -> bool:
+        row = self.sessions.one("server_programs")
+        return bool(row and row[0])
+
+    def counters(self) -> ServerCounters:
+        """The server's cumulative counters now (read twice, their difference is a cost)."""
+        return self.sessions.retrying(read_counters)
+
+    def stall_facts(self, our_pids: list[int]) -> StallFacts:
+        """What the stall diagnosis reads, in the order that keeps it from waiting: sessions
+        blocking our workers first (the queue itself may be locked), then the queue."""
+
+        def read(conn: psycopg.Connection) -> StallFacts:
+            blocked = conn.execute(statement("blocked_sessions"), (our_pids,)).fetchall()
+            try:
+                pending = conn.execute(statement("pending_by_type")).fetchall()
+                heads = conn.execute(statement("group_heads")).fetchall()
+                head_ids = ([h[2] for h in heads],)
+                unlocked = {r[0] for r in conn.execute(statement("unlocked_heads"), head_ids)}
+            except psycopg.errors.LockNotAvailable:
+                pending, heads, unlocked = [], [], set()
+            conn.rollback()
+            holders = conn.execute(statement("lock_holders"), (our_pids,)).fetchall()
+            facts = conn.execute(statement("connection_facts")).fetchone()
+            return StallFacts(blocked, pending, heads, unlocked, holders, bool(facts and facts[2]))
+
+        return self.sessions.retrying(read)
+
+
+DATABASE_COUNTERS = (
+    "xact_commit",
+    "xact_rollback",
+    "blks_read",
+    "blks_hit",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "tup_returned",
+    "tup_fetched",
+)
+
+
+def parse_lsn(text: str) -> int:
+    """'16/B374D848' -> a byte position."""
+    high, _, low = text.partition("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+def read_counters(conn: psycopg.Connection) -> ServerCounters:
+    row = conn.execute(statement("server_counters")).fetchone()
+    assert row is not None
+    lsn, version, has_wal, has_io, has_statements, *database = row
+    wal = io = None
+    if has_wal:
+        wal_row = conn.execute(statement("wal_counters")).fetchone()
+        wal = dict(zip(("records", "fpi", "bytes"), map(int, wal_row or (0, 0, 0)), strict=True))
+    if has_io:
+        io_row = conn.execute(statement("io_counters")).fetchone()
+        io = dict(zip(("reads", "writes", "extends", "hits", "fsyncs"), map(int, io_row or ()), strict=True))
+    statements, note = (
+        None,
+        None if has_statements else "pg_stat_statements is not installed in this database",
+    )
+    if has_statements:
+        try:
+            with conn.transaction():
+                rows = conn.execute(statement("statement_counters")).fetchall()
+            statements = {
+                int(queryid): StatementCounters(str(q), int(c), float(t), int(r), int(h), int(b), int(w or 0))
+                for queryid, q, c, t, r, h, b, w in rows
+            }
+        except psycopg.Error as exc:  # installed but not preloaded, or hidden from this role
+            note = f"pg_stat_statements could not be read: {str(exc).strip().splitlines()[0]}"
+    return ServerCounters(
+        parse_lsn(str(lsn)),
+        int(version),
+        dict(zip(DATABASE_COUNTERS, map(int, database), strict=True)),
+        wal,
+        io,
+        statements,
+        note,
+    )

@@ -1,0 +1,1 @@
+"""A throwaway PostgreSQL owned by one process: its processes (`processes`) and its life (`postgres`)."""

@@ -1,0 +1,80 @@
+"""The parts a kind of run is composed of: who carries the workers (threads here, Locust's processes
+and hosts), how messages arrive (a prefill, a paced producer), and when the run has reached its end.
+A new kind of run picks other parts; the phases stay the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from pgmq_sim.engine.state import RunState
+from pgmq_sim.sweep import SweepResult
+from pgmq_sim.threads import RunThread
+
+
+class WorkerCarrier(Protocol):
+    def connections(self, state: RunState) -> int:
+        """Connections its workers and their helpers will open (the check counts them)."""
+
+    def open(self, state: RunState) -> None:
+        """After the checks, before the database is changed (a master starts listening)."""
+
+    def ready(self, state: RunState) -> None:
+        """Everything the workers need before they start (a listener, the worker processes' plans)."""
+
+    def go(self, state: RunState) -> list[RunThread]:
+        """Start the workers (the run's clock has just started); threads for the run to start and join."""
+
+    def describe(self, state: RunState) -> str:
+        """The workers, for the log: "12 workers", "12 workers in 2 processes"."""
+
+    def crash(self, state: RunState, names: list[str]) -> None:
+        """Make these workers die mid-work (a fault)."""
+
+    def allow(self, state: RunState, count: int) -> None:
+        """Let only the first `count` workers claim (0: finish what is in flight, claim nothing)."""
+
+    def busy(self, state: RunState) -> int:
+        """Workers holding a message now."""
+
+    def stop(self, state: RunState) -> None:
+        """The run is stopping (its stop event is set): end the workers' waits."""
+
+    def close(self, state: RunState) -> None:
+        """Everything joined: release what open() took."""
+
+
+class Feed(Protocol):
+    def connections(self, state: RunState) -> int: ...
+
+    def produce(self, state: RunState) -> None:
+        """Before the workers start (a prefill)."""
+
+    def threads(self, state: RunState) -> list[RunThread]:
+        """While the workers run (a paced producer)."""
+
+    def describe(self) -> str:
+        """What the log says of it beside the workers ("" or " and a producer at 100/s")."""
+
+
+class Goal(Protocol):
+    def reached(self, state: RunState, parts: RunParts) -> bool:
+        """Called every tick: has the run reached its end?"""
+
+    def describe(self) -> str:
+        """What the run is doing now, for the live display ("" when there is nothing to add)."""
+
+    def report(self) -> SweepResult | None:
+        """What the goal found beyond the run's own figures (a sweep's steps)."""
+
+    @property
+    def drains(self) -> bool:
+        """Whether a run that reached its goal has processed everything produced (the audit then
+        fails what is left behind)."""
+
+
+@dataclass(frozen=True)
+class RunParts:
+    carrier: WorkerCarrier
+    feed: Feed
+    goal: Goal

@@ -1,0 +1,372 @@
+"""The named phases of a run: check, prepare, produce, start, (watch), halt, collect. Each takes the
+run's state and its parts; none knows which carrier, feed or goal it was given."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+
+import psycopg
+
+from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.bystander import BASELINE_S, Bystander
+from pgmq_sim.chaos import FaultActions, FaultSchedule, pick
+from pgmq_sim.costs import ClientCost, ServerCost
+from pgmq_sim.db.claims import install_functions, try_claim
+from pgmq_sim.db.connection import is_connection_lost
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.values import TableHealth
+from pgmq_sim.dsn import reason
+from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.parts import RunParts
+from pgmq_sim.engine.path import choose_path
+from pgmq_sim.engine.state import RunState
+from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.housekeeping import Housekeeper
+from pgmq_sim.keys import GroupTally
+from pgmq_sim.kinds import FaultKind, Outcome, TxMode, WakeupMode
+from pgmq_sim.ownership import BEAT_S
+from pgmq_sim.producer import MessageSource
+from pgmq_sim.result import RetryFigures, RunResult
+from pgmq_sim.settings import Settings
+from pgmq_sim.stats import WorkerCounters
+from pgmq_sim.threads import join_all
+from pgmq_sim.traffic import key_sampler, zipf_share
+from pgmq_sim.worker import session_plan
+
+STOP_GRACE_S = 2.0
+FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
+PING_TIMEOUT_S = 5.0
+COLLECT_TIMEOUT_S = 600.0
+OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
+
+
+def check(state: RunState, parts: RunParts) -> None:
+    """Everything that can fail before the database is changed."""
+    settings, signals, db, views = state.settings, state.signals, state.db, state.views
+    # the first connections say, in one line, why there are none (never the password)
+    state.path = path = choose_path(state)
+    budget: int | None
+    budget, role_left = call_bounded(db.connection_budget, 30, signals, "connection check", True)
+    if path.pooled:  # the pooler's pool bounds what the server sees, not the workers
+        budget = role_left = None
+    needed = (
+        OWN_CONNECTIONS
+        + (1 if settings.bystander else 0)
+        + parts.carrier.connections(state)
+        + parts.feed.connections(state)
+        + sum(1 for f in state.chaos if f.kind.held)
+    )
+    for left, whose in ((budget, "the server"), (role_left, "this role's CONNECTION LIMIT")):
+        if left is not None and needed > left:
+            raise UsageError(
+                f"-workers {settings.workers} needs {needed} connections (workers, producer,"
+                f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now;"
+                " use fewer workers or raise max_connections"
+            )
+    if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
+        if not settings.chaos_allow_restart:
+            raise UsageError(
+                "-chaos restart-server on a -dsn server restarts every session on it;"
+                " allow it with -chaos-allow-restart (the embedded server needs no flag)"
+            )
+        if not call_bounded(views.may_run_programs, 30, signals, "privilege check", True):
+            raise UsageError(
+                "-chaos restart-server on a -dsn server needs a superuser (or pg_execute_server_program):"
+                " it crash-restarts the server by killing a backend from COPY TO PROGRAM"
+            )
+    tables = call_bounded(db.tables, 30, signals, "table check", True)
+    if path.transaction_pooled:
+        tables |= call_bounded(db.functions, 30, signals, "function check", True)
+    foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
+    if foreign and not settings.replace_tables:
+        raise UsageError(
+            f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
+            " drops and recreates them: use another database, or pass -replace-tables to replace them"
+        )
+    previous = (
+        call_bounded(db.previous_run, 30, signals, "previous run check", True)
+        if tables["pgmq_sim_run"][0]
+        else None
+    )
+    if previous is not None and not previous.finished:
+        state.note(
+            f"replacing the data of an unfinished run (started {previous.started_at:%Y-%m-%d %H:%M:%S},"
+            f" {previous.produced} of {previous.target} messages produced);"
+            " `pgmq-sim audit` checks such a queue before a new run replaces it"
+        )
+    parts.carrier.open(state)
+
+
+def prepare(state: RunState) -> None:
+    """Install the queue in one transaction (a failure inside it changes nothing), then open the log."""
+    settings, strategy = state.settings, state.strategy
+    assert state.path is not None
+    state.session = session = session_plan(settings, strategy, state.path.transaction_pooled)
+    record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, settings.as_json())
+    state.log.open()
+    state.changed = True
+    try:
+        call_bounded(
+            lambda: state.db.install(
+                state.given.schema,
+                strategy,
+                audited=settings.audit,
+                notify=settings.wakeup == WakeupMode.NOTIFY,
+                retrying=settings.retrying,
+                record=record,
+                try_claim=try_claim(session, settings.queue_types[0]),
+                functions=install_functions(session),
+                payload=settings.payload is not None,
+                bystander=settings.bystander is not None,
+            ),
+            60,
+            state.signals,
+            "installing the schema",
+        )
+    except UsageError:
+        state.changed = False
+        raise
+    except psycopg.Error as exc:
+        if not is_connection_lost(exc):
+            state.changed = False  # the install's one transaction rolled back
+        raise
+    if state.server.embedded:  # ours to change: count each statement's cost
+        try:
+            call_bounded(state.db.track_statements, 30, state.signals, "pg_stat_statements")
+        except psycopg.Error as exc:
+            state.notes.append(f"per-statement cost not tracked: {reason(exc, state.server.dsn)}")
+    server_now = call_bounded(state.db.server_clock, 30, state.signals, "server clock")
+    state.source = MessageSource(
+        settings.queue_types,
+        key_sampler(settings.key_skew, settings.orders),
+        state.source_rng,
+        server_now,
+        GroupTally(settings.queue_types, settings.orders, expected_hot_share(settings)),
+        settings.payload,
+    )
+    state.log.event("settings " + json.dumps(settings.as_json(), sort_keys=True, default=str))
+    state.log.event(
+        f"schema ready from {state.given.schema.path} ({state.given.schema.origin}); claim strategy"
+        f" {strategy.label} ({strategy.claim}); wake-up {settings.wakeup}; seed {settings.seed}"
+    )
+
+
+def expected_hot_share(settings: Settings) -> float:
+    """The share of all messages the skew promises its hottest group."""
+    within = (
+        1 / settings.orders
+        if settings.key_skew.kind == "uniform"
+        else zipf_share(settings.orders, settings.key_skew.s)
+    )
+    return within / settings.types
+
+
+def start(state: RunState, parts: RunParts) -> None:
+    if state.settings.bystander:  # alone first: what the neighbour sees without the queue
+        bystander = state.bystander = Bystander(
+            state.server.dsn,
+            state.settings.bystander,
+            state.rng.random(),
+            state.stop,
+            state.errors.reporter("bystander"),
+        )
+        call_bounded(bystander.baseline, BASELINE_S + 30, state.signals, "bystander alone", True)
+        state.threads.append(bystander)
+        bystander.start()
+    parts.carrier.ready(state)
+    state.meters.start()
+    state.begin_clock()
+    threads = parts.carrier.go(state)
+    threads += parts.feed.threads(state)
+    state.threads += threads
+    state.log.event(f"starting {parts.carrier.describe(state)}{parts.feed.describe()}")
+    for thread in threads:
+        thread.start()
+    start_housekeeping(state, parts)
+
+
+def start_housekeeping(state: RunState, parts: RunParts) -> None:
+    """Recovery, sampling and the fault schedule: the run's own threads, wherever its workers run."""
+    settings = state.settings
+    state.housekeeper = Housekeeper(
+        state.db,
+        state.views,
+        state.timeline,
+        state.clock,
+        state.stop,
+        state.errors.reporter("housekeeping"),
+        state.log,
+        recover_every_s=min(BEAT_S, settings.lease / 4) if settings.tx == TxMode.SPLIT else None,
+    )
+    state.threads.append(state.housekeeper)
+    state.housekeeper.start()
+    if state.chaos:
+        state.schedule = FaultSchedule(
+            state.chaos,
+            fault_actions(state, parts),
+            state.clock,
+            state.stop,
+            state.record_fault,
+            lambda exc: reason(exc, state.server.dsn),
+        )
+        state.schedule.start()
+
+
+def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
+    rng = random.Random(state.rng.random())
+    server_faults = state.server_faults
+
+    def kill_connections(count: int) -> str:
+        pids = pick(rng, state.views.worker_backends(), count)  # found on the server: any host's
+        ended = server_faults.terminate(pids)
+        what = f"terminated {ended} worker backend(s): pid {', '.join(map(str, pids))}"
+        if state.path is not None and state.path.pooled:  # the pooler's, last serving a worker
+            what += (
+                f"; server connections behind the {state.path.pooler} pooler: a worker notices only when"
+                " it was in a transaction on one (see connections lost)"
+            )
+        return what
+
+    def kill_worker(count: int) -> str:
+        names = [state.stats[i].name for i in sorted(pick(rng, list(range(len(state.stats))), count))]
+        parts.carrier.crash(state, names)
+        return "crashed " + ", ".join(names)
+
+    def restart_server() -> str:
+        if state.server.restart is not None:
+            began = time.monotonic()
+            state.server.restart()
+            return f"embedded server restarted in {time.monotonic() - began:.2f} s"
+        server_faults.crash_restart()
+        return "crash restart: a backend was SIGKILLed, the postmaster reset every session"
+
+    def hold(what: str, seconds: float) -> str:
+        before = state.timeline.last_dead_tuples()
+        server_faults.hold(what, seconds, state.stop)
+        after = state.timeline.last_dead_tuples()
+        return f"released; dead tuples {before} -> {after}"
+
+    return FaultActions(kill_connections, kill_worker, restart_server, hold)
+
+
+def halt(state: RunState, parts: RunParts) -> None:
+    """Stop every thread, within bounds; in-flight messages roll back."""
+    if not state.elapsed:
+        state.elapsed = state.clock()
+    state.stop.set()
+    parts.carrier.stop(state)
+    if state.schedule is not None:
+        state.schedule.join_helpers(STOP_GRACE_S)
+    stuck = join_all(state.threads, 0.2 if state.signals.hurry.is_set() else STOP_GRACE_S)
+    if stuck:
+        state.notes.append(f"{len(stuck)} thread(s) still waiting on the server were left behind")
+    state.writer.close()
+    parts.carrier.close(state)
+    state.log.flush()  # a write that fails now (a full disk) still ends the run as failed
+    described = state.errors.describe(state.server.dsn)
+    if described is not None and state.outcome == Outcome.COMPLETED:
+        state.outcome, state.error = described
+    if not state.changed:
+        return
+    state.log.event(f"{state.outcome}: {state.counter.count} processed in {state.elapsed:.2f} s")
+    if state.error:
+        state.log.event(f"error: {state.error}")
+    for cause in state.causes:
+        state.log.event(f"stall: {cause}")
+
+
+def collect(state: RunState, parts: RunParts) -> RunResult:
+    """Table health and the audit, when the server answers; then the result."""
+    health: TableHealth | None = None
+    blocking: list[tuple[str, int, int, float]] | None = None
+    verdict: AuditVerdict | None = None
+    settings, signals = state.settings, state.signals
+    produced = state.writer.committed
+    finished = WorkerCounters.total(state.stats).finished
+    server_cost: ServerCost | None = None
+    # the run's stop is set by now: this session keeps reconnecting until a second signal
+    db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry))
+    gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
+    if not signals.hurry.is_set() and state.changed:
+        try:
+            try:  # no answer at all (frozen) is final; a refusal (restarting) is waited out
+                call_bounded(state.views.ping, FIRST_ANSWER_S, signals, "server ping")
+            except psycopg.Error:
+                if gone:
+                    raise
+                call_bounded(db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, signals, "server")
+            server_cost = state.meters.server_cost(finished)  # before the audit's own reads
+            call_bounded(lambda: db.finish_run(state.outcome), 30, signals, "run record")
+            if settings.tx == TxMode.SPLIT:  # what stopped workers held goes back before the audit
+                back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
+                if back:
+                    state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
+            produced = call_bounded(db.produced, 30, signals, "produced count")
+            health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
+            if settings.retrying:
+                blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
+            if settings.audit:
+                verdict = call_bounded(
+                    lambda: audit(db, state, parts, produced), COLLECT_TIMEOUT_S, signals, "audit"
+                )
+                state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
+        except (SimError, psycopg.Error, InterruptedError) as exc:
+            why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, state.server.dsn)
+            state.notes.append(f"table health and audit skipped: {why}")
+            state.log.event(f"audit skipped: {why}")
+    source = state.source
+    totals = WorkerCounters.total(state.stats)
+    return RunResult.from_stats(
+        settings=settings,
+        server=state.server.label,
+        strategy=state.strategy.label,
+        ordered=state.strategy.ordered,
+        files=state.given.files,
+        produced=produced,
+        elapsed_s=state.elapsed,
+        outcome=state.outcome,
+        stats=state.stats,
+        runners=state.runners,
+        keys=source.tally.distribution() if source else None,
+        timeline=state.timeline.samples(state.elapsed),
+        health=health,
+        audit=verdict,
+        stall_causes=state.causes,
+        error=state.error,
+        notes=state.notes,
+        faults=sorted(state.faults, key=lambda f: f.at_s),
+        retries=(
+            RetryFigures(
+                failed_attempts=totals.failed_attempts,
+                dead_lettered=totals.dead_lettered,
+                recovered=state.housekeeper.recovered if state.housekeeper else 0,
+                lost_ownership=totals.lost_ownership,
+                crashes=totals.crashes,
+                blocked_groups=tuple(blocking or ()),
+            )
+            if settings.retrying
+            else None
+        ),
+        snapshot=state.housekeeper.longest_hold() if state.housekeeper else None,
+        server_cost=server_cost,
+        client=ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu)),
+        path=state.path,
+        sweep=parts.goal.report(),
+        bystander=state.bystander.result() if state.bystander else None,
+        worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
+    )
+
+
+def audit(db: QueueDatabase, state: RunState, parts: RunParts, produced: int) -> AuditVerdict:
+    settings = state.settings
+    return AuditVerdict.judge(
+        db.audit_counts(produced, SHOW, settings.retrying),
+        expected=produced,
+        ordered=state.strategy.ordered,
+        complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
+        retrying=settings.retrying,
+    )

@@ -1,0 +1,99 @@
+"""One run of one workload, through its named phases. Whatever ends it once the database has been
+changed (done, error, stall, signal, lost server) ends in a result, with the audit when the server
+can be reached."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+
+from pgmq_sim.dsn import reason
+from pgmq_sim.engine import phases
+from pgmq_sim.engine.bounded import Signals, outcome_of
+from pgmq_sim.engine.feeds import Paced, Prefill
+from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
+from pgmq_sim.engine.parts import Goal, RunParts, WorkerCarrier
+from pgmq_sim.engine.state import RunInput, RunState
+from pgmq_sim.engine.sweeping import TOP_UP_MIN, SteppedRate, SweepGoal, TopUp
+from pgmq_sim.engine.threaded import ThreadCarrier
+from pgmq_sim.engine.watching import watch
+from pgmq_sim.errors import SimError
+from pgmq_sim.kinds import Outcome
+from pgmq_sim.observer import RunObserver
+from pgmq_sim.result import RunResult
+from pgmq_sim.runlog import RunLog
+from pgmq_sim.server import Server
+from pgmq_sim.stats import WorkerCounters
+from pgmq_sim.sweep import SweepSpec
+from pgmq_sim.traffic import RateProfile
+
+CarrierFactory = Callable[[], WorkerCarrier]
+
+
+def parts_for(state: RunState, carrier: WorkerCarrier) -> RunParts:
+    """The parts the settings ask for."""
+    settings = state.settings
+    if settings.sweep is not None:
+        return sweep_parts(state, settings.sweep, carrier)
+    feed = Paced(settings.rate_schedule) if settings.paced else Prefill()
+    # a profile that ends (a replay) bounds a run that has no count
+    until = settings.duration or (settings.rate_schedule.end_s if settings.fill_db is None else None)
+    goal: Goal = DeadlineGoal(until) if until else CountGoal()
+    return RunParts(carrier=carrier, feed=feed, goal=goal)
+
+
+def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> RunParts:
+    """A rate sweep paces the producer through the steps; a workers sweep opens the claim gate to
+    each step's count, at a fixed -rate or keeping the queue topped up."""
+    settings = state.settings
+    profile: RateProfile
+    stepped: SteppedRate | None = None
+    if spec.kind == "rate" or settings.rate:
+        profile = stepped = SteppedRate(0.0)
+    else:
+        level = max(TOP_UP_MIN, 20 * settings.workers)
+        profile = TopUp(lambda: WorkerCounters.total(state.stats).finished, level)
+    goal = SweepGoal(
+        spec, settings.step_s, settings.sweep_settle_s, settings.slo_p99_ms, stepped, settings.rate or None
+    )
+    return RunParts(carrier=carrier, feed=Paced(profile), goal=goal)
+
+
+def execute(state: RunState, parts: RunParts) -> RunResult:
+    """check, prepare, produce, start, watch; then halt and collect, however those ended."""
+    state.log.on_failure(state.errors.reporter("log"))
+    state.phase = parts.goal.describe
+    try:
+        phases.check(state, parts)
+        phases.prepare(state)
+        parts.feed.produce(state)
+        phases.start(state, parts)
+        watch(state, parts)
+    except InterruptedError:
+        state.outcome = Outcome.INTERRUPTED
+    except SimError as exc:
+        if not state.changed:
+            raise  # nothing was changed: one line says why
+        state.outcome, state.error = outcome_of(exc), str(exc)
+    except psycopg.Error as exc:
+        text = f"database error: {reason(exc, state.server.dsn)}; check the server"
+        if not state.changed:
+            raise SimError(text) from None
+        state.outcome, state.error = Outcome.FAILED, text
+    finally:
+        phases.halt(state, parts)
+        state.log.on_failure(None)
+    return phases.collect(state, parts)
+
+
+def run_once(
+    given: RunInput,
+    server: Server,
+    observer: RunObserver,
+    log: RunLog,
+    signals: Signals,
+    carrier: CarrierFactory = ThreadCarrier,
+) -> RunResult:
+    state = RunState(given, server, observer, log, signals)
+    return execute(state, parts_for(state, carrier()))

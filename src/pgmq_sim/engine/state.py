@@ -1,0 +1,126 @@
+"""One run's state: what every phase and part reads and writes, in one object."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pgmq_sim.bystander import Bystander
+from pgmq_sim.chaos import FaultSchedule, FaultSpec, parse_chaos
+from pgmq_sim.costs import ProcessCpu
+from pgmq_sim.db.faults import ServerFaults
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.values import SessionPlan
+from pgmq_sim.db.views import ServerViews
+from pgmq_sim.engine.bounded import FirstError, Signals
+from pgmq_sim.engine.meters import Meters
+from pgmq_sim.events import Fault
+from pgmq_sim.housekeeping import Housekeeper
+from pgmq_sim.kinds import Outcome
+from pgmq_sim.observer import RunObserver
+from pgmq_sim.producer import BatchWriter, MessageSource
+from pgmq_sim.runlog import RunLog
+from pgmq_sim.server import Server
+from pgmq_sim.serverpath import RunPath
+from pgmq_sim.settings import Settings
+from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource
+from pgmq_sim.stats import Timeline, WorkerStats
+from pgmq_sim.threads import RunThread
+from pgmq_sim.worker import ProcessedCounter
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """Everything a run needs that was read and checked before the server was touched."""
+
+    settings: Settings
+    schema: SqlSource
+    strategy: ClaimStrategy
+    notes: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> dict[str, dict[str, str]]:
+        files = {"schema": self.schema.as_json(), "claim": self.strategy.claim.as_json()}
+        if self.strategy.schema:
+            files["strategy_schema"] = self.strategy.schema.as_json()
+        return files
+
+
+@dataclass
+class RunState:
+    """Shared by the phases and by the run's threads (which only append to lists, set events and
+    write their own counters)."""
+
+    given: RunInput
+    server: Server
+    observer: RunObserver
+    log: RunLog
+    signals: Signals
+    stop: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    timeline: Timeline = field(default_factory=Timeline)
+    threads: list[RunThread] = field(default_factory=list)
+    source: MessageSource | None = None
+    started: float = 0.0  # perf_counter when the workers started
+    elapsed: float = 0.0
+    outcome: Outcome = Outcome.COMPLETED
+    error: str | None = None
+    causes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)  # appended by the schedule's threads
+    housekeeper: Housekeeper | None = None
+    schedule: FaultSchedule | None = None
+    changed: bool = False  # the database has been changed: from now on, every end is reported
+    runners: list[str] | None = None  # per worker, the process or host that ran it
+    process_cpu: list[ProcessCpu] = field(default_factory=list)  # worker processes elsewhere
+    path: RunPath | None = None  # decided by the check
+    session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
+    bystander: Bystander | None = None
+    phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        self.errors = FirstError(self.stop)
+        sessions = Sessions(self.server.dsn, settings.reconnect_timeout, self.stop)
+        self.db = QueueDatabase(sessions)
+        self.views = ServerViews(sessions)
+        self.server_faults = ServerFaults(sessions)
+        self.rng = random.Random(settings.seed)
+        self.source_rng = random.Random(self.rng.random())
+        self.counter = ProcessedCounter(settings.fill_db, self.done)
+        self.stats = [
+            WorkerStats(name=f"w{i + 1}", queue_type=settings.worker_type(i)) for i in range(settings.workers)
+        ]
+        self.writer = BatchWriter(self.server.dsn, settings.reconnect_timeout, self.stop, self.log.event)
+        self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
+        self.notes.extend(self.given.notes)
+        self.meters = Meters(self.views, self.server, self.signals, self.notes)
+
+    @property
+    def settings(self) -> Settings:
+        return self.given.settings
+
+    @property
+    def strategy(self) -> ClaimStrategy:
+        return self.given.strategy
+
+    def clock(self) -> float:
+        """Seconds since the workers started (0 before)."""
+        return time.perf_counter() - self.started if self.started else 0.0
+
+    def begin_clock(self) -> None:
+        self.started = time.perf_counter()
+
+    def note(self, line: str) -> None:
+        """Something the person should know: in the report, the log and on screen."""
+        self.notes.append(line)
+        self.log.event(line)
+        self.observer.say(f"note: {line}")
+
+    def record_fault(self, fault: Fault) -> None:
+        self.faults.append(fault)
+        self.log.event(f"fault at {fault.at_s:.2f} s: {fault.kind}: {fault.detail}")

@@ -1,0 +1,101 @@
+"""Workers as threads of this process: the default carrier, and the one every other carrier's
+workers mirror (they run the same `WorkerLoop`)."""
+
+from __future__ import annotations
+
+from pgmq_sim.db.claims import claim_sessions
+from pgmq_sim.db.connection import connect_worker
+from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.state import RunState
+from pgmq_sim.kinds import TxMode, WakeupMode
+from pgmq_sim.ownership import Heartbeat, Owners
+from pgmq_sim.settings import MAX_WORKERS
+from pgmq_sim.threads import RunThread
+from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
+from pgmq_sim.worker import ClaimGate, Worker, WorkerPlan, crew
+
+
+class ThreadCarrier:
+    def __init__(self) -> None:
+        self.workers: list[Worker] = []
+        self.wakeup: Wakeup | None = None
+        self.gate = ClaimGate(MAX_WORKERS)
+        self.owners = Owners()
+
+    def connections(self, state: RunState) -> int:
+        settings = state.settings
+        listener = 1 if settings.wakeup == WakeupMode.NOTIFY else 0
+        return settings.workers + listener + (1 if settings.tx == TxMode.SPLIT else 0)
+
+    def open(self, state: RunState) -> None:
+        pass
+
+    def ready(self, state: RunState) -> None:
+        settings, dsn = state.settings, state.server.dsn
+        if settings.wakeup == WakeupMode.NOTIFY:
+            self.wakeup = call_bounded(
+                lambda: NotifyWakeup(
+                    lambda: connect_worker(settings.listen_dsn or dsn),
+                    settings.poll_interval or 1.0,
+                    settings.reconnect_timeout,
+                    state.stop,
+                    state.errors.reporter("notify listener"),
+                    settings.queue_types,
+                ),
+                30,
+                state.signals,
+                "listener connection",
+            )
+        else:
+            self.wakeup = PollWakeup(settings.poll_interval, state.stop)
+
+    def go(self, state: RunState) -> list[RunThread]:
+        settings, dsn = state.settings, state.server.dsn
+        assert self.wakeup is not None
+        session = state.session
+        assert session is not None
+        plan = WorkerPlan(
+            dsn,
+            session,
+            claim_sessions(dsn, session),
+            settings.work,
+            settings.reconnect_timeout,
+            state.clock,
+            settings.fail_rate,
+            self.gate,
+            self.owners,
+        )
+        seeds = [state.rng.random() for _ in state.stats]
+        loops = crew(
+            state.stats, seeds, plan, self.wakeup, state.log, state.counter, state.timeline, state.stop
+        )
+        self.workers = [
+            Worker(loop, state.stop, state.errors.reporter(f"worker {loop.stats.name}")) for loop in loops
+        ]
+        threads: list[RunThread] = list(self.workers)
+        if settings.tx == TxMode.SPLIT:
+            threads.append(Heartbeat(dsn, self.owners, state.stop, state.errors.reporter("heartbeat")))
+        return threads
+
+    def describe(self, state: RunState) -> str:
+        return f"{state.settings.workers} workers"
+
+    def crash(self, state: RunState, names: list[str]) -> None:
+        for worker in self.workers:
+            if worker.name in names:
+                worker.loop.crash()
+
+    def allow(self, state: RunState, count: int) -> None:
+        self.gate.allow(count)
+
+    def busy(self, state: RunState) -> int:
+        return self.gate.busy
+
+    def stop(self, state: RunState) -> None:
+        for worker in self.workers:
+            worker.loop.interrupt()
+        if self.wakeup is not None:
+            self.wakeup.close()
+
+    def close(self, state: RunState) -> None:
+        pass

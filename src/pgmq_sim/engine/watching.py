@@ -1,0 +1,99 @@
+"""The watch: wait for the run's goal, a signal, a failure or a stall, and say which ended the run.
+Before a stall blames the queue, the server must answer at all."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+from pgmq_sim.diagnose import stall_causes
+from pgmq_sim.dsn import reason
+from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
+from pgmq_sim.engine.parts import RunParts
+from pgmq_sim.engine.state import RunState
+from pgmq_sim.kinds import Outcome
+from pgmq_sim.observer import LiveFigures
+from pgmq_sim.stats import WorkerCounters
+
+PING_TIMEOUT_S = 5.0
+
+
+def watch(state: RunState, parts: RunParts) -> None:
+    settings, observer = state.settings, state.observer
+    observer.watching(
+        LiveFigures(
+            state.stats,
+            settings.fill_db,
+            lambda: state.writer.committed,
+            settings.duration,
+            parts.goal.describe,
+        )
+    )
+    last_count, last_change = 0, time.monotonic()
+    try:
+        while not state.done.wait(TICK_S):
+            observer.tick()
+            if state.signals.interrupt.is_set():
+                state.outcome = Outcome.INTERRUPTED
+                return
+            described = state.errors.describe(state.server.dsn)
+            if described is not None:
+                state.outcome, state.error = described
+                return
+            if parts.goal.reached(state, parts):
+                return
+            # progress is any finished message or recorded failure, not only completions
+            count = state.counter.count + WorkerCounters.total(state.stats).failed_attempts
+            now = time.monotonic()
+            if count != last_count:
+                last_count, last_change = count, now
+            waiting = state.writer.committed > state.counter.count
+            if now - last_change >= settings.stall_timeout and waiting:
+                diagnose_stall(state)
+                return
+    finally:
+        state.elapsed = state.clock()
+        state.meters.stop(WorkerCounters.total(state.stats).finished)
+        observer.stopped_watching()
+
+
+def nothing_remains(state: RunState) -> bool:
+    """The server has no unfinished message left, and the producer wrote them all."""
+    try:
+        remaining = call_bounded(state.db.remaining, PING_TIMEOUT_S, state.signals, "remaining count")
+    except (NotAnswering, psycopg.Error):
+        return False
+    target = state.settings.fill_db
+    return remaining == 0 and target is not None and state.writer.committed >= target
+
+
+def diagnose_stall(state: RunState) -> None:
+    state.elapsed = state.clock()
+    try:
+        check_answering(state, "the run")
+    except NotAnswering as exc:
+        state.outcome, state.error = Outcome.SERVER_UNRESPONSIVE, str(exc)
+        return
+    state.outcome = Outcome.STALLED
+    served = {s.queue_type for s in state.stats}
+    pooled = state.path is not None and state.path.pooled
+    state.causes = call_bounded(  # the workers' backends, found on the server, from any host
+        lambda: stall_causes(state.views, served, state.views.worker_backends(), pooled),
+        30,
+        state.signals,
+        "stall diagnosis",
+    )
+
+
+def check_answering(state: RunState, what: str) -> None:
+    """After -stall-timeout without progress: a server that does not answer is named."""
+    try:
+        call_bounded(state.views.ping, PING_TIMEOUT_S, state.signals, "server ping")
+    except (NotAnswering, psycopg.Error) as exc:
+        raise NotAnswering(
+            f"the server ({state.server.label}) did not answer: {what} made no progress for"
+            f" {state.settings.stall_timeout:g} s and a new connection got no answer within"
+            f" {PING_TIMEOUT_S:g} s"
+            + (f" ({reason(exc, state.server.dsn)})" if isinstance(exc, psycopg.Error) else "")
+        ) from None

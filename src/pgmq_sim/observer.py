@@ -1,0 +1,52 @@
+"""Who watches a run: the engine tells an observer what a person would want to see, and never draws
+or prints anything itself. The command line hands in a terminal observer; a library user may hand in
+its own, or none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pgmq_sim.stats import WorkerStats
+
+
+@dataclass(frozen=True)
+class LiveFigures:
+    """What a live display may read while the run goes on (the workers' own counters)."""
+
+    workers: Sequence[WorkerStats]
+    target: int | None  # None: bounded by time alone
+    produced: Callable[[], int]
+    duration_s: float | None = None
+    phase: Callable[[], str] = lambda: ""  # what the run is doing now, e.g. a sweep's step
+
+
+class RunObserver(Protocol):
+    def say(self, line: str) -> None:
+        """A line for the person running the tool (a note, where the master listens)."""
+
+    def watching(self, figures: LiveFigures) -> None:
+        """The workers have started."""
+
+    def tick(self) -> None:
+        """A few times a second while the run goes on."""
+
+    def stopped_watching(self) -> None:
+        """The run has ended (whatever ended it)."""
+
+
+class QuietObserver:
+    """Nobody watches."""
+
+    def say(self, line: str) -> None:
+        pass
+
+    def watching(self, figures: LiveFigures) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def stopped_watching(self) -> None:
+        pass
