@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import socket
+import time
 from pathlib import Path
 
 import psycopg
@@ -44,3 +46,32 @@ def assert_exactly_once_in_order(db: psycopg.Connection, n: int, delmsg: bool) -
              from msg_journal) t where claimed_at < prev_done"""
     ).fetchone()[0]
     assert overlaps == 0
+
+
+def wait_for_handled(log: Path, count: int, timeout: float = 30) -> None:
+    """Until the run's log has `count` handled messages; fails the test past `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not (log.exists() and len(handled_lines(log)) >= count):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"fewer than {count} messages handled within {timeout} s")
+        time.sleep(0.05)
+
+
+def wait_until_quiet(log: Path, quiet_s: float = 0.5, timeout: float = 15) -> None:
+    """Until no message has been handled for `quiet_s` (the run is stuck); fails past `timeout`."""
+    deadline = time.monotonic() + timeout
+    seen, since = -1, time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"messages were still handled {timeout} s later")
+        count = len(handled_lines(log)) if log.exists() else 0
+        if count != seen:
+            seen, since = count, time.monotonic()
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -13,9 +13,21 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from pgmq_sim.embedded import LocalPostgres
+from pgmq_sim.embedded.postgres import LocalPostgres
 
 REPO = Path(__file__).resolve().parents[1]
+LAYERS = ("unit", "integration", "faults")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test belongs to exactly one layer (pytestmark in its module): pytest -m LAYER runs one."""
+    wrong = []
+    for item in items:
+        layers = {mark.name for mark in item.iter_markers() if mark.name in LAYERS}
+        if len(layers) != 1:
+            wrong.append(f"{item.nodeid}: {sorted(layers) or 'no layer'}")
+    if wrong:
+        raise pytest.UsageError("tests need exactly one of " + ", ".join(LAYERS) + ": " + "; ".join(wrong))
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from pgmq_sim.embedded import SUPERUSER, LocalPostgres
+from pgmq_sim.embedded.postgres import SUPERUSER, LocalPostgres
 
 
 def main() -> None:

@@ -9,12 +9,15 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from checks import handled_lines
+from checks import handled_lines, wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
 
-from pgmq_sim.audit import AuditVerdict, audit
-from pgmq_sim.queue import QueueDatabase
+from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.sqlfiles import statement
+
+pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -33,7 +36,8 @@ def crafted(db: psycopg.Connection) -> psycopg.Connection:
 
 def judge(db: psycopg.Connection, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
     """The audit, through the tool's own queue layer, of the database `db` is connected to."""
-    return audit(QueueDatabase(db.info.dsn), expected, ordered=ordered, complete=complete)
+    counts = QueueDatabase(Sessions(db.info.dsn)).audit_counts(expected, SHOW)
+    return AuditVerdict.judge(counts, expected=expected, ordered=ordered, complete=complete)
 
 
 def queue(db: psycopg.Connection, msg_id: int, status: str, order_id: int = 1) -> None:
@@ -272,17 +276,17 @@ def run_while_another_session_locks(
 ) -> tuple[int, subprocess.CompletedProcess[str]]:
     """Start a rate-fed run, take a lock from another session once this run's workers are
     handling messages, and wait for the run to end; returns the locker's pid and the run."""
+    # paced over 10 s: the lock is taken long before the producer is done, however slow the machine
     proc = cli.start(
-        "-fill-db 400 -rate 400 -workers 3 -orders 1 -work-ms 2-4 -stall-timeout 1.5 -poll-interval 0.05"
+        "-fill-db 4000 -rate 400 -workers 3 -orders 1 -work-ms 2-4 -stall-timeout 1.5 -poll-interval 0.05"
     )
     holder = psycopg.connect(dsn, application_name=app)
     try:
-        log = cli.workdir / "msg_queue.log"
+        wait_for_handled(cli.workdir / "msg_queue.log", 20)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 20):
-            time.sleep(0.05)
-        while holder.execute(lock_sql).rowcount == 0 and time.monotonic() < deadline:
+        while holder.execute(lock_sql).rowcount == 0:
             holder.rollback()  # nothing pending to lock yet: the producer is still catching up
+            assert time.monotonic() < deadline, "nothing pending to lock"
             time.sleep(0.01)
         stdout, stderr = proc.communicate(timeout=60)
         return holder.info.backend_pid, subprocess.CompletedProcess(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import psycopg
 import pytest
+from checks import free_port
 from conftest import Cli, assert_one_line_error
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize(
@@ -69,9 +71,7 @@ def test_broken_claim_query_shows_server_message(cli: Cli) -> None:
 
 
 def test_unreachable_server(cli: Cli) -> None:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     result = cli.run("-dsn", f"postgres://test:s3cret-pw@127.0.0.1:{port}/test", dsn=False)
     line = assert_one_line_error(result, 1, "cannot connect", "server is running")
     assert "s3cret-pw" not in result.stdout + result.stderr

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,16 +20,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from checks import assert_exactly_once_in_order, handled_lines
+from checks import assert_exactly_once_in_order, free_port, handled_lines
 from conftest import REPO, Cli, assert_one_line_error
 
+pytestmark = pytest.mark.integration
+
 WORKLOAD = "-workers 6 -claim indexed -orders 4 -work-ms 0-1"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 90) -> tuple[int, str, str]:
@@ -73,6 +68,13 @@ def test_processes_two(cli: Cli, db: psycopg.Connection) -> None:
         assert lines and {line[0] for line in lines} == mine
     assert not handled_lines(cli.workdir / "msg_queue.log")
     assert "starting 6 workers in 2 processes" in (cli.workdir / "msg_queue.log").read_text()
+    # the client's cost covers each worker process, as it reported itself, beside the master
+    processes = {p["runner"]: p for p in report["client"]["processes"]}
+    workers = {name: p for name, p in processes.items() if name != "local"}
+    assert sorted(name.split("@")[0] for name in workers) == ["p1", "p2"]
+    assert sum(p["messages"] for p in workers.values()) == 1500
+    assert all(p["cpu_s"] > 0 and p["elapsed_s"] > 0 for p in workers.values())
+    assert report["client"]["cpu_s"] == pytest.approx(sum(p["cpu_s"] for p in processes.values()), abs=0.01)
 
 
 def test_processes_two_split_mode_under_a_fault_schedule(cli: Cli, db: psycopg.Connection) -> None:
@@ -119,6 +121,52 @@ def test_master_and_two_workers_over_tcp(cli: Cli, db: psycopg.Connection, tmp_p
     for name in ("a", "b"):  # each worker process writes its own log where it runs
         logs = sorted(path.name for path in (tmp_path / name).glob("msg_queue.p*.log"))
         assert len(logs) == 1 and handled_lines(tmp_path / name / logs[0]), logs
+
+
+def worker_backends(db: psycopg.Connection) -> int:
+    row = db.execute(
+        "select count(*) from pg_stat_activity where application_name like 'pgmq-sim w%%'"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_workers_stop_and_close_their_connections_when_the_master_is_killed(
+    cli: Cli, db: psycopg.Connection, tmp_path: Path
+) -> None:
+    """kill -9 of the master mid-run: a worker process that joined over TCP stops within 10 s (no
+    heartbeat from its master; Locust's own timeout is a minute), and its server connections close."""
+    port = free_port()
+    master = cli.start(
+        f"-fill-db 20000 -rate 300 {WORKLOAD} --master --expect-workers 1 --master-bind-port {port}"
+    )
+    command = [sys.executable, "-m", "pgmq_sim", "--worker", "--master-host", "127.0.0.1"]
+    worker = subprocess.Popen(
+        [*command, "--master-port", str(port)],
+        cwd=tmp_path,
+        env=cli.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and worker_backends(db) < 6:
+            time.sleep(0.2)
+        assert worker_backends(db) == 6
+        master.kill()
+        killed = time.monotonic()
+        worker.wait(timeout=20)
+        stopped_s = time.monotonic() - killed
+        while time.monotonic() < killed + 20 and worker_backends(db):
+            time.sleep(0.1)
+        closed_s = time.monotonic() - killed
+    finally:
+        for proc in (master, worker):
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate(timeout=10)
+    assert stopped_s < 10, stopped_s
+    assert worker_backends(db) == 0 and closed_s < 10, closed_s
 
 
 def web_entries(port: int) -> dict[str, int]:

@@ -20,8 +20,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgmq_sim.embedded import LocalPostgres
+from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.errors import SimError
+
+pytestmark = pytest.mark.faults
 
 ROOT = os.geteuid() == 0
 LABEL_DIR = re.compile(r"socket in (/[^,)\s]+)")
@@ -174,7 +176,8 @@ def test_one_ctrl_c_while_starting_is_an_interrupt_not_a_failed_start(tmp_path: 
     tool = Tool(tmp_path, base, "-fill-db", "200000", "-workers", "3")
     try:
         assert wait_for(lambda: any(base.iterdir()) or tool.proc.poll() is not None, 30)
-        time.sleep(0.2)  # initdb is running now
+        top = next(base.iterdir())
+        assert wait_for(lambda: processes_in(top), 30), "initdb or the server should be starting"
         tool.ctrl_c()
         assert tool.proc.wait(timeout=60) == 130
     finally:
@@ -325,7 +328,7 @@ def test_stop_and_cleanup_are_quick_and_complete(base: Path) -> None:
 
 ORPHAN_MAKER = """
 import sys, time
-from pgmq_sim.embedded import LocalPostgres
+from pgmq_sim.embedded.postgres import LocalPostgres
 pg = LocalPostgres(base_dir=sys.argv[1]).start()
 print(pg.top, pg.watchdog_pid, pg.postmaster_pid, flush=True)
 time.sleep(600)
@@ -346,7 +349,7 @@ def test_start_sweeps_orphans_whose_owner_and_watchdog_were_killed(base: Path) -
     finally:
         child.kill()
         child.wait(timeout=10)
-    time.sleep(0.5)
+    # owner and watchdog are both dead: nothing is left that could remove the server now
     assert top.exists() and state(postmaster) not in (None, "Z"), "an orphan should be left to sweep"
     live = LocalPostgres(base_dir=base).start()  # an owner that is alive: its directory must stay
     try:

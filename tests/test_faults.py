@@ -16,19 +16,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from checks import assert_exactly_once_in_order, handled_lines
+from checks import assert_exactly_once_in_order, wait_for_handled, wait_until_quiet
 from conftest import Cli
 
-from pgmq_sim.embedded import LocalPostgres
+from pgmq_sim.embedded.postgres import LocalPostgres
 
-
-def wait_for_handled(log: Path, count: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and len(handled_lines(log)) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} messages handled within {timeout} s")
+pytestmark = pytest.mark.faults
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -140,7 +133,7 @@ def test_ctrl_c_against_a_frozen_server_ends_within_seconds(own_cli: Cli, own_pg
     try:
         wait_for_handled(own_cli.workdir / "msg_queue.log", 50)
         own_pg.freeze()
-        time.sleep(1)
+        wait_until_quiet(own_cli.workdir / "msg_queue.log")  # the workers are stuck on the server
         began = time.monotonic()
         proc.send_signal(signal.SIGINT)
         result = finish(proc, timeout=30)
@@ -171,3 +164,15 @@ def test_server_gone_past_reconnect_timeout_ends_with_a_report(own_cli: Cli, own
     assert doc["outcome"] == "server-lost" and "reconnect" in doc["error"]
     assert doc["audit"] is None and any("audit skipped" in n for n in doc["notes"])
     assert "server-lost" in result.stdout
+
+
+def test_restart_server_fault_crash_restarts_a_dsn_server(own_cli: Cli) -> None:
+    result = own_cli.run(
+        "-fill-db 900 -rate 450 -workers 6 -orders 3 -json out.json",
+        "-work-ms 1-3 -poll-interval 0.05",
+        "-chaos restart-server@1s -chaos-allow-restart",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((own_cli.workdir / "out.json").read_text())
+    assert [f["kind"] for f in doc["faults"]] == ["restart-server"]
+    assert doc["connections_lost"] >= 6 and doc["audit"]["verdict"] == "pass"

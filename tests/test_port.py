@@ -7,14 +7,14 @@ import json
 import re
 import signal
 import sys
-import time
 from datetime import datetime
-from pathlib import Path
 
 import psycopg
 import pytest
-from checks import assert_exactly_once_in_order, handled_lines
+from checks import assert_exactly_once_in_order, handled_lines, wait_for_handled
 from conftest import REPO, Cli
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("delmsg", [False, True], ids=["mark", "delmsg"])
@@ -151,10 +151,7 @@ def test_signal_stops_cleanly_with_partial_summary(
     proc = cli.start(
         "-fill-db", "5000", "-workers", "6", "-work-ms", "20-30", "-orders", "4", "-json", "out.json"
     )
-    log = cli.workdir / "msg_queue.log"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 20):
-        time.sleep(0.1)
+    wait_for_handled(cli.workdir / "msg_queue.log", 20)
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == code, stderr
@@ -168,7 +165,8 @@ def test_signal_stops_cleanly_with_partial_summary(
     journaled = db.execute("select count(*) from msg_journal").fetchone()[0]
     marked = db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0]
     assert journaled == marked == report["processed"]
-    assert Path(cli.workdir / "out.json").exists()
+    last = (cli.workdir / "msg_queue.log").read_text().splitlines()[-1]
+    assert last.endswith(f"run end: interrupted; exit {code}"), last
 
 
 def test_version_and_help(cli: Cli) -> None:

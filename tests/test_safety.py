@@ -12,15 +12,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from checks import handled_lines
+from checks import wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
 
-
-def wait_for_handled(cli: Cli, count: int, timeout: float = 30) -> None:
-    log = cli.workdir / "msg_queue.log"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < count):
-        time.sleep(0.05)
+pytestmark = pytest.mark.integration
 
 
 # -- destroy nothing --------------------------------------------------------------------------
@@ -62,7 +57,7 @@ def test_failed_start_keeps_the_last_log(cli: Cli) -> None:
 
 def test_killed_run_is_audited_in_place_and_named_by_the_next_run(cli: Cli, dsn: str) -> None:
     proc = cli.start("-fill-db 3000 -workers 3 -work-ms 5-10")
-    wait_for_handled(cli, 30)
+    wait_for_handled(cli.workdir / "msg_queue.log", 30)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     audit = cli.audit("-dsn", dsn, "-json", "audit.json")
@@ -156,10 +151,17 @@ def test_failed_copy_counts_only_committed_messages(cli: Cli, db: psycopg.Connec
     assert doc["audit"]["missing"] == 0
 
 
+def prefilled_some(db: psycopg.Connection) -> bool:
+    if db.execute("select to_regclass('pgmq_sim_run')").fetchone()[0] is None:
+        return False
+    row = db.execute("select produced from pgmq_sim_run").fetchone()
+    return bool(row and row[0] > 0)
+
+
 @pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_second_signal_keeps_the_first_code_and_still_writes(cli: Cli, signum: int, code: int) -> None:
     proc = cli.start("-fill-db 5000 -workers 6 -work-ms 20-30 -orders 4 -json out.json")
-    wait_for_handled(cli, 20)
+    wait_for_handled(cli.workdir / "msg_queue.log", 20)
     proc.send_signal(signum)
     time.sleep(0.05)
     proc.send_signal(signal.SIGINT if signum == signal.SIGTERM else signal.SIGTERM)
@@ -173,13 +175,13 @@ def test_second_signal_keeps_the_first_code_and_still_writes(cli: Cli, signum: i
     assert last.endswith(f"exit {code}")
 
 
-def test_signal_during_a_long_prefill_is_honoured_at_once(cli: Cli) -> None:
+def test_signal_during_a_long_prefill_is_honoured_at_once(cli: Cli, db: psycopg.Connection) -> None:
     proc = cli.start("-fill-db 3000000 -workers 3 -json out.json")
     log = cli.workdir / "msg_queue.log"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not log.exists() or "schema ready" not in log.read_text()):
+    while not prefilled_some(db):  # the first chunk has committed: the prefill is under way
+        assert time.monotonic() < deadline and proc.poll() is None, "the prefill never started"
         time.sleep(0.05)
-    time.sleep(0.5)
     began = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=30)

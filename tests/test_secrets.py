@@ -3,48 +3,23 @@ whatever form the DSN takes (URL, key=value, $PGMQ_SIM_DSN, $PGPASSWORD) and how
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, quote_plus, unquote
+from urllib.parse import quote
 
 import psycopg
 import pytest
+from checks import free_port
 from conftest import Cli, assert_one_line_error
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
+from secret_forms import PASSWORD, WRONG, assert_no_secret
 
-from pgmq_sim.server import redact
+pytestmark = pytest.mark.integration
 
 ROLE = "pgmq_secret"
 DATABASE = "pgmq_secrets"
-# Every character that needs quoting somewhere: # / @ : % space ' " (and %41, which decodes).
-PASSWORD = "Zq#7/k@X:w%41 rd'\"Yv"
-WRONG = "Wr0ng#pa/ss%20w@:d"
-
-
-def forms(secret: str) -> set[str]:
-    """The secret as it could appear: raw, percent-encoded (several ways), percent-decoded, quoted."""
-    found = set()
-    for text in (secret, unquote(secret)):
-        found |= {text, quote(text, safe=""), quote(text), quote_plus(text)}
-        found.add(text.replace("\\", "\\\\").replace("'", "\\'"))
-    return found
-
-
-def fragments(secret: str, size: int = 4) -> set[str]:
-    """Every distinctive piece of `size` characters of every form of the secret (not "541+",
-    which a log's time stamp has too)."""
-    pieces = {form[i : i + size] for form in forms(secret) for i in range(len(form) - size + 1)}
-    return {piece for piece in pieces if piece.strip("0123456789+-:./ ")}
-
-
-def assert_no_secret(text: str | bytes, *secrets: str, size: int = 4) -> None:
-    data = text if isinstance(text, bytes) else text.encode()
-    for secret in secrets:
-        for piece in sorted(fragments(secret, size)):
-            assert piece.encode() not in data, (piece, secret)
 
 
 def url(params: dict[str, str], password: str | None, safe: str = "", **query: str) -> str:
@@ -102,12 +77,6 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """The tool with our own -dsn (kept whole, spaces and all) or environment, not the fixture's."""
     return cli.run_argv(cli.command(*args, dsn=False) + (["-dsn", dsn] if dsn is not None else []), env=env)
-
-
-def free_port() -> int:
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 RUN = "-fill-db 50 -workers 3 -json out.json -logfile run.log"
@@ -203,59 +172,3 @@ def test_unreachable_server_never_prints_the_password(cli: Cli) -> None:
     )
     assert_one_line_error(result, 1, "cannot connect")
     assert_no_secret(result.stdout + result.stderr, PASSWORD)
-
-
-H = "/tmp/sock dir"
-E = quote(PASSWORD, safe="")
-
-
-@pytest.mark.parametrize(
-    "dsn,label",
-    [
-        (f"postgres://u:{E}@db.example:5433/app", "postgres://u:***@db.example:5433/app"),
-        (
-            f"postgresql://u:{E}@db.example/app?sslmode=require",
-            "postgres://u:***@db.example/app?sslmode=require",
-        ),
-        (f"postgres://u:{quote(PASSWORD)}@h/app", "(unparseable DSN)"),  # quote() leaves / as is
-        (f"postgres://u:{quote(PASSWORD, safe='#')}@h/app", "postgres://u:***@h/app"),  # # is valid as is
-        (f"postgres://u@h/app?password={E}", "postgres://u:***@h/app"),
-        (f"postgres://u:{E}@h/app?password=other", "postgres://u:***@h/app"),
-        (
-            f"postgres://u@h/app?sslpassword={E}&application_name=x",
-            "postgres://u@h/app?application_name=x&sslpassword=***",
-        ),
-        (f"postgres://u:{E}@[::1]:5432/app", "postgres://u:***@[::1]:5432/app"),
-        (f"postgres://u:{E}@h1:5,h2:6/app", "postgres://u:***@h1:5,h2:6/app"),
-        (f"postgresql://u:{E}@/app?host={quote(H)}", f"postgres://u:***@/app?host={quote(H)}"),
-        (
-            f"host='{H}' user=u password='{PASSWORD.replace(chr(39), chr(92) + chr(39))}' dbname=app",
-            f"postgres://u:***@/app?host={quote(H, safe='/')}",
-        ),
-        (f"host=h port=5 user=u dbname=app password={PASSWORD.split()[0]}", "postgres://u:***@h:5/app"),
-        (f"dbname=postgres://u:{E}@h/app", "postgres://?dbname=postgres://u:***@h/app"),
-        ("postgres://u@h/app", "postgres://u@h/app"),
-        ("service=mine", "postgres://?service=mine"),
-        (f"http://u:{E}@h", "(unparseable DSN)"),
-        (f"postgres://u:{E}@[::1", "(unparseable DSN)"),
-        (f"garbage {PASSWORD}", "(unparseable DSN)"),
-        (f"postgres://u:{PASSWORD}@h/app", "(unparseable DSN)"),
-        (f"postgres://u:{PASSWORD.replace(' ', '')}@h/app", "(unparseable DSN)"),
-        (f"postgres://u:{PASSWORD.replace(' ', '').replace('/', '')}@h/app", "(unparseable DSN)"),
-        (f"host=h password={PASSWORD}", "(unparseable DSN)"),
-    ],
-)
-def test_redact(dsn: str, label: str) -> None:
-    assert redact(dsn) == label
-    assert_no_secret(redact(dsn), PASSWORD)
-
-
-def test_scrub_hides_every_form_of_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pgmq_sim.server import scrub
-
-    dsn = f"postgres://u:{E}@h/app?password={quote(WRONG, safe='')}"
-    monkeypatch.setenv("PGPASSWORD", "env-Secret-9")
-    message = " | ".join(sorted(forms(PASSWORD) | forms(WRONG) | {"env-Secret-9", dsn}))
-    scrubbed = scrub(message, dsn)
-    assert_no_secret(scrubbed, PASSWORD, WRONG, "env-Secret-9")
-    assert "***" in scrubbed

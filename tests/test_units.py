@@ -1,101 +1,72 @@
-"""The pure pieces, without a server: timeline, histograms, advice rules, parsing, progress text."""
+"""The pure pieces, without a server: backoff, histograms, the timeline, parsing, progress text."""
 
 from __future__ import annotations
 
-import dataclasses
+import random
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from builders import settings
 
-from pgmq_sim import advice
+from pgmq_sim.backoff import Backoff
 from pgmq_sim.chaos import parse_chaos
-from pgmq_sim.cli import check_flags, parse_compare
+from pgmq_sim.cli.command import check_flags, parse_compare
 from pgmq_sim.errors import UsageError
-from pgmq_sim.progress import eta_text, floor_percent
-from pgmq_sim.queue import Backoff, TableHealth
-from pgmq_sim.result import RunResult
-from pgmq_sim.settings import Settings, WorkTime
+from pgmq_sim.render.progress import eta_text, floor_percent
+from pgmq_sim.settings import WorkTime
 from pgmq_sim.sqlfiles import MAX_SQL_BYTES, read_sql
-from pgmq_sim.stats import LatencyHistogram, Timeline, WorkerStats
+from pgmq_sim.stats import LatencyHistogram, Timeline
 
-
-def settings(**changes: Any) -> Settings:
-    base = Settings(
-        dsn=None,
-        delmsg=False,
-        fill_db=1000,
-        logfile="-",
-        rate=0.0,
-        schema=None,
-        next_msg=None,
-        workers=6,
-        work=WorkTime(1, 10),
-        orders=2,
-        poll_interval=1.0,
-        seed=1,
-    )
-    return dataclasses.replace(base, **changes)
-
-
-def result(
-    *,
-    workers: int = 6,
-    groups: int = 2,
-    processed: int = 1000,
-    empty: int = 0,
-    claim_ms: float = 0.3,
-    complete_ms: float = 0.5,
-    e2e_ms: float = 8.0,
-    work_ms: float = 5.5,
-    health: TableHealth | None = None,
-    strategy: str = "seed",
-    **changes: Any,
-) -> RunResult:
-    """A run whose figures are set by hand: each worker processed its share at these latencies."""
-    stats = []
-    for i in range(workers):
-        s = WorkerStats(f"w{i + 1}", ("type1", "type2", "type3")[i % 3])
-        share = processed // workers + (1 if i < processed % workers else 0)
-        for _ in range(share):
-            s.record_processed(e2e_ms, 0.001, work_ms / 1000)
-            s.claim.record_ms(claim_ms)
-            s.complete.record_ms(complete_ms)
-        s.empty_claims = empty // workers + (1 if i < empty % workers else 0)
-        stats.append(s)
-    return RunResult.from_stats(
-        settings=settings(workers=workers, **changes),
-        server="test",
-        strategy=strategy,
-        ordered=True,
-        files={},
-        produced=processed,
-        elapsed_s=2.0,
-        outcome="completed",
-        stats=stats,
-        groups_per_type={"type1": groups, "type2": groups, "type3": groups},
-        timeline=[],
-        health=health,
-        audit=None,
-    )
+pytestmark = pytest.mark.unit
 
 
 # -- reconnect backoff ----------------------------------------------------------------------------
 
 
+class FakeClock:
+    """A clock that moves only when the backoff sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> bool:
+        self.slept.append(seconds)
+        self.now += seconds
+        return False
+
+
 def test_backoff_doubles_until_its_deadline_and_yields_to_a_stop() -> None:
-    stop = threading.Event()
-    backoff = Backoff(0.35, stop, first=0.05, cap=0.1)
-    began = time.monotonic()
-    waits = 0
+    clock = FakeClock()
+    backoff = Backoff(0.3, threading.Event(), first=0.05, cap=0.1, clock=lambda: clock.now, sleep=clock.sleep)
     while backoff.wait():
-        waits += 1
-    # 0.05 + 0.1 + 0.1 fits in 0.35 s; a fourth wait of 0.1 would pass the deadline
-    assert waits == 3 and 0.24 < time.monotonic() - began < 0.35
+        pass
+    # doubling, capped at 0.1; a fourth wait (0.25 + 0.1 s) would pass the 0.3 s deadline
+    assert clock.slept == [0.05, 0.1, 0.1]
+    stop = threading.Event()
     stop.set()
-    assert not Backoff(60, stop).wait()
+    stopped = FakeClock()
+    assert not Backoff(60, stop, clock=lambda: 0.0, sleep=stopped.sleep).wait()
+    assert stopped.slept == []  # a stop gives up at once, without waiting
+
+
+def test_backoff_jitter_stays_within_one_delay() -> None:
+    clock = FakeClock()
+    backoff = Backoff(
+        10,
+        threading.Event(),
+        first=0.1,
+        cap=0.4,
+        rng=random.Random(7),
+        clock=lambda: clock.now,
+        sleep=clock.sleep,
+    )
+    for _ in range(5):
+        assert backoff.wait()
+    for slept, base in zip(clock.slept, [0.1, 0.2, 0.4, 0.4, 0.4], strict=True):
+        assert base <= slept < 2 * base
+    assert len(set(clock.slept)) == 5  # jittered: workers do not knock at once
 
 
 # -- histograms and the timeline ------------------------------------------------------------
@@ -111,6 +82,26 @@ def test_histograms_merge_exactly_and_survive_the_wire() -> None:
     assert merged.count == 100
     p = merged.percentiles_ms()
     assert p["p50"] == pytest.approx(50, rel=0.001) and p["max"] == pytest.approx(100, rel=0.001)
+
+
+@pytest.mark.parametrize("digits", [2, 3])
+def test_inline_recording_counts_exactly_as_hdrh_does(digits: int) -> None:
+    """record_ms computes hdrh's counts index itself (it is on every message's path)."""
+    from hdrh.histogram import HdrHistogram
+
+    ours, theirs = LatencyHistogram(digits), HdrHistogram(1, 3_600_000_000, digits)
+    rng = random.Random(7)
+    for _ in range(20_000):
+        ms = rng.choice([0.0004, 0.0015]) if rng.random() < 0.01 else 10 ** rng.uniform(-3, 7)
+        ours.record_ms(ms)
+        theirs.record_value(min(max(1, round(ms * 1000)), 3_600_000_000))
+    mine = ours._hist
+    assert list(mine.counts) == list(theirs.counts)
+    assert (mine.total_count, mine.min_value, mine.max_value) == (
+        theirs.total_count,
+        theirs.min_value,
+        theirs.max_value,
+    )
 
 
 def test_timeline_counts_every_message_and_ranks_each_second() -> None:
@@ -144,51 +135,6 @@ def test_late_commit_is_counted_even_when_its_second_closed() -> None:
     samples = timeline.samples(11.0)
     assert samples[0].processed == 1 and samples[0].e2e_p50_ms is None
     assert samples[10].processed == 1
-
-
-# -- advice rules ------------------------------------------------------------------------------
-
-
-def test_vacuum_advice_only_for_a_live_queue() -> None:
-    drained = result(health=TableHealth(0, 50_000, 0, 0, 1, 1))
-    assert advice.dead_tuples(drained) is None
-    live = result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1))
-    line = advice.dead_tuples(live)
-    assert line is not None and "50000 dead tuples" in line
-
-
-def test_idle_worker_advice_needs_more_workers_than_groups() -> None:
-    # exactly 6 workers for 6 groups: empty claims are polling, not crowding
-    assert advice.idle_workers(result(workers=6, groups=2, empty=5000)) is None
-    crowded = advice.idle_workers(result(workers=12, groups=2, empty=5000))
-    assert crowded is not None and "type1" in crowded and "more workers than groups" in crowded
-
-
-def test_slow_claim_advice_does_not_suggest_the_strategy_in_use() -> None:
-    seed_run = advice.slow_claim(result(claim_ms=20, strategy="seed"))
-    assert seed_run is not None and "-claim indexed" in seed_run
-    indexed_run = advice.slow_claim(result(claim_ms=20, strategy="indexed"))
-    assert indexed_run is not None and "-claim indexed" not in indexed_run
-    assert advice.slow_claim(result(claim_ms=0.2)) is None
-
-
-def test_prefill_latency_is_called_backlog_wait() -> None:
-    line = advice.backlog_wait(result(e2e_ms=11_000))
-    assert line is not None and "waiting in the prefilled backlog" in line
-    assert advice.backlog_wait(result(e2e_ms=11_000, rate=100.0)) is None
-    assert advice.backlog_wait(result(e2e_ms=8)) is None
-
-
-def test_too_few_workers_names_the_bound() -> None:
-    line = advice.too_few_workers(result(workers=3, groups=4))
-    assert line is not None and "3 workers" in line
-    assert advice.too_few_workers(result(workers=12, groups=4)) is None
-
-
-def test_advice_runs_every_rule() -> None:
-    lines = advice.advice(result(workers=3, groups=4, e2e_ms=11_000))
-    assert any("fewer workers" in line for line in lines)
-    assert any("backlog" in line for line in lines)
 
 
 # -- parsing -----------------------------------------------------------------------------------

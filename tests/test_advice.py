@@ -1,0 +1,200 @@
+"""Every advice rule: a result whose figures call for it gets its line, and a result whose figures do
+not gets none. Results are built from workers' counters set by hand (no server)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from builders import settings
+
+from pgmq_sim import advice
+from pgmq_sim.costs import ClientCost, ProcessCpu
+from pgmq_sim.db.values import PathFacts, TableHealth
+from pgmq_sim.events import SnapshotHold
+from pgmq_sim.keys import HotGroup, KeyDistribution
+from pgmq_sim.kinds import Outcome, PoolerMode
+from pgmq_sim.result import RetryFigures, RunResult
+from pgmq_sim.serverpath import RunPath
+from pgmq_sim.stats import SecondSample, WorkerStats
+
+pytestmark = pytest.mark.unit
+
+
+def result(
+    *,
+    workers: int = 6,
+    groups: int = 2,
+    processed: int = 1000,
+    empty: int = 0,
+    claim_ms: float = 0.3,
+    complete_ms: float = 0.5,
+    e2e_ms: float = 8.0,
+    work_ms: float = 5.5,
+    strategy: str = "seed",
+    health: TableHealth | None = None,
+    snapshot: SnapshotHold | None = None,
+    retries: RetryFigures | None = None,
+    backlog_at_end: int = 0,
+    client: ClientCost | None = None,
+    hot: HotGroup | None = None,
+    path: RunPath | None = None,
+    worker_backends_max: int | None = None,
+    **changes: Any,
+) -> RunResult:
+    """A run whose figures are set by hand: each worker processed its share at these latencies."""
+    stats = []
+    for i in range(workers):
+        s = WorkerStats(name=f"w{i + 1}", queue_type=("type1", "type2", "type3")[i % 3])
+        share = processed // workers + (1 if i < processed % workers else 0)
+        for _ in range(share):
+            s.record_processed(e2e_ms, 0.001, work_ms / 1000)
+            s.claim.record_ms(claim_ms)
+            s.complete.record_ms(complete_ms)
+        s.empty_claims = empty // workers + (1 if i < empty % workers else 0)
+        stats.append(s)
+    return RunResult.from_stats(
+        settings=settings(workers=workers, **changes),
+        server="test",
+        strategy=strategy,
+        ordered=True,
+        files={},
+        produced=processed,
+        elapsed_s=2.0,
+        outcome=Outcome.COMPLETED,
+        stats=stats,
+        keys=KeyDistribution(
+            processed,
+            3 * groups,
+            {"type1": groups, "type2": groups, "type3": groups},
+            (hot,) if hot else (),
+            True,
+            hot.messages / processed if hot else 1 / (3 * groups),
+        ),
+        timeline=[SecondSample(0, processed, processed, backlog_at_end, None, None, None)],
+        health=health,
+        audit=None,
+        snapshot=snapshot,
+        retries=retries,
+        client=client,
+        path=path,
+        worker_backends_max=worker_backends_max,
+    )
+
+
+HELD = SnapshotHold(
+    pid=4242, application="report job", held_s=30, dead_tuples_before=100, dead_tuples_peak=9000
+)
+BLOCKING = RetryFigures(
+    failed_attempts=9,
+    dead_lettered=1,
+    recovered=0,
+    lost_ownership=0,
+    crashes=0,
+    blocked_groups=(("type2", 7, 3, 4.5),),
+)
+
+# each rule, a run that calls for it, and words its line must hold
+TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ...]]] = [
+    (advice.slow_claim, result(claim_ms=20), ("claim p50 20.0 ms", "-claim indexed")),
+    (
+        advice.overhead_caps_bound,
+        result(claim_ms=1.5, complete_ms=1.5),
+        ("caps the run at", "of the ordering bound"),
+    ),
+    (advice.too_few_workers, result(workers=3, groups=4), ("3 workers", "add workers")),
+    (
+        advice.idle_workers,
+        result(workers=12, groups=2, empty=5000),
+        ("5000 of 6000 claims", "more workers than groups"),
+    ),
+    (advice.polling_latency, result(rate=100.0, e2e_ms=500), ("poll every 1 s", "-wakeup notify")),
+    (advice.backlog_wait, result(e2e_ms=11_000), ("waiting in the prefilled backlog", "-rate R")),
+    (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
+    (advice.dead_tuples, result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ("50000 dead tuples",)),
+    (advice.head_of_line, result(retries=BLOCKING), ("type2/order 7", "4.5 s over 3 failures")),
+    (advice.rate_too_high, result(rate=100.0, backlog_at_end=5000, e2e_ms=20), ("backlog ended at 5000",)),
+    (
+        advice.hot_key,
+        result(groups=100, hot=HotGroup("type2", 1, 400)),
+        ("group (type2, order_id 1) has 40%", "caps the run at 455/s", "54545/s if keys were even"),
+    ),
+    (
+        advice.pool_bottleneck,
+        result(
+            workers=12,
+            groups=4,
+            claim_ms=6.0,
+            complete_ms=0.5,
+            worker_backends_max=4,
+            path=RunPath(
+                PoolerMode.TRANSACTION,
+                True,
+                "shared backends",
+                None,
+                (),
+                PathFacts(PoolerMode.TRANSACTION, "shared backends", None, True, True, 180000),
+            ),
+        ),
+        ("the pool is the bottleneck", "12 workers shared at most 4 server connections", "pool size to 12"),
+    ),
+    (
+        advice.client_limit,
+        result(client=ClientCost((ProcessCpu("local", cpu_s=1.9, elapsed_s=2.0, messages=1000),))),
+        ("the client set the pace", "95% of a core", "1900 us of CPU per message", "--processes N"),
+    ),
+    (
+        advice.client_starved,
+        result(client=ClientCost((ProcessCpu("local", 1.0, 2.0, 1000, run_delay_s=3.0),))),
+        ("waited 1.5 s per second for a CPU", "share the cores"),
+    ),
+]
+
+
+def test_every_rule_has_a_trigger() -> None:
+    assert {rule for rule, _, _ in TRIGGERS} == set(advice.RULES)
+
+
+@pytest.mark.parametrize("rule,run,words", TRIGGERS, ids=[rule.__name__ for rule, _, _ in TRIGGERS])
+def test_rule_speaks_when_its_figures_call_for_it(
+    rule: Callable[[RunResult], str | None], run: RunResult, words: tuple[str, ...]
+) -> None:
+    line = rule(run)
+    assert line is not None
+    for word in words:
+        assert word in line, (word, line)
+    assert line in advice.advice(run)
+
+
+def test_a_quiet_run_gets_no_advice() -> None:
+    assert advice.advice(result()) == []
+    calm = ClientCost((ProcessCpu("local", cpu_s=0.6, elapsed_s=2.0, messages=1000, run_delay_s=0.2),))
+    assert advice.advice(result(client=calm)) == []
+
+
+def test_vacuum_advice_only_for_a_live_queue_and_not_for_a_held_snapshot() -> None:
+    drained = result(health=TableHealth(0, 50_000, 0, 0, 1, 1))
+    assert advice.dead_tuples(drained) is None
+    held = result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1), snapshot=HELD)
+    assert advice.dead_tuples(held) is None and advice.old_snapshot(held) is not None
+
+
+def test_idle_worker_advice_needs_more_workers_than_groups() -> None:
+    # exactly 6 workers for 6 groups: empty claims are polling, not crowding
+    assert advice.idle_workers(result(workers=6, groups=2, empty=5000)) is None
+
+
+def test_slow_claim_advice_does_not_suggest_the_strategy_in_use() -> None:
+    indexed_run = advice.slow_claim(result(claim_ms=20, strategy="indexed"))
+    assert indexed_run is not None and "-claim indexed" not in indexed_run
+    assert advice.slow_claim(result(claim_ms=0.2)) is None
+
+
+def test_prefill_latency_is_backlog_wait_only_without_a_rate() -> None:
+    assert advice.backlog_wait(result(e2e_ms=11_000, rate=100.0)) is None
+    assert advice.backlog_wait(result(e2e_ms=8)) is None
+
+
+def test_too_few_workers_is_quiet_with_enough_workers() -> None:
+    assert advice.too_few_workers(result(workers=12, groups=4)) is None

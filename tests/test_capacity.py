@@ -1,0 +1,125 @@
+"""How much a queue takes and what it costs the database: runs bounded by time, sweeps to the knee,
+server cost per message from PostgreSQL's own statistics, and a bystander's latency."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from checks import assert_exactly_once_in_order
+from conftest import Cli, assert_one_line_error
+
+pytestmark = pytest.mark.integration
+FAST = "-claim indexed -poll-interval 0.02"
+
+
+def doc(cli: Cli) -> dict:
+    return json.loads((cli.workdir / "out.json").read_text())
+
+
+def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(cli: Cli, db: psycopg.Connection) -> None:
+    """Three workers, one per type, 10 ms of work each: 300 messages/s at most. 80/s and 160/s are
+    held; 1200/s is four times what they can do, so its backlog grows and it fails."""
+    result = cli.run(
+        "-sweep rate=80,160,1200 -step 2.5 -settle 4 -workers 3 -orders 10 -work-ms 10", FAST,
+        "-slo e2e-p99=1000 -json out.json -plot knee.png",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    sweep = report["sweep"]
+    steps = sweep["steps"]
+    assert [s["setting"] for s in steps] == [80, 160, 1200]
+    for step in steps:
+        for key in ("offered_per_s", "achieved_per_s", "backlog_end", "backlog_slope_per_s", "empty_claims"):
+            assert step[key] is not None, key
+        assert set(step["e2e_ms"]) == {"p50", "p95", "p99", "max"}
+        assert step["claim_ms"]["p50"] is not None and step["complete_ms"]["p50"] is not None
+        assert step["wal_bytes_per_msg"] > 0 and step["client_cpu_us_per_msg"] > 0
+    low, mid, high = steps
+    assert low["verdict"] == mid["verdict"] == "pass", (low, mid)
+    assert abs(low["achieved_per_s"] - 80) < 25 and abs(mid["achieved_per_s"] - 160) < 40
+    # above capacity: the backlog grew through the step, by about what the workers could not take
+    assert high["verdict"] == "fail" and any("backlog grew" in r for r in high["reasons"]), high
+    assert high["achieved_per_s"] < 320 and high["backlog_slope_per_s"] > 500
+    assert sweep["max_sustainable_per_s"] == 160 and sweep["knee_step"] == 2
+    assert "max sustainable rate 160 msg/s" in " ".join(result.stdout.split())
+    # one continuous run: the audit judges every message any step produced
+    audit = report["audit"]
+    assert audit["verdict"] == "pass" and audit["duplicates"] == audit["missing"] == 0
+    assert (
+        audit["expected"]
+        == report["produced"]
+        == db.execute("select max(msg_id) from msg_queue").fetchone()[0]
+    )
+    assert (cli.workdir / "knee.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:
+    result = cli.run("-sweep workers=3,6 -step 2 -orders 20 -work-ms 5 -json out.json", FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = doc(cli)["sweep"]["steps"]
+    assert [s["setting"] for s in steps] == [3, 6]
+    # 5 ms of work: 3 workers take about 600/s, 6 about 1200/s (the queue is kept topped up)
+    assert steps[1]["achieved_per_s"] > 1.4 * steps[0]["achieved_per_s"], steps
+    assert "throughput peaks at 6 workers" in " ".join(result.stdout.split())
+
+
+def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db: psycopg.Connection) -> None:
+    """400/s offered to what takes about 300/s: when 3 s have passed, the producer stops, the work in
+    flight finishes, and the rest is backlog: pending, not missing."""
+    result = cli.run("-duration 3 -rate 400 -workers 3 -orders 10 -work-ms 10 -json out.json", FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["outcome"] == "completed" and report["target"] is None
+    assert 3.0 <= report["elapsed_s"] < 4.5, report["elapsed_s"]
+    produced = report["produced"]
+    assert 1100 <= produced <= 1250, produced  # 400/s for 3 s
+    pending = db.execute("select count(*) from msg_queue where status = 'N'").fetchone()[0]
+    assert pending > 50 and report["audit"]["left_behind"] == pending
+    assert report["audit"]["verdict"] == "pass" and report["audit"]["missing"] == 0
+    assert report["processed"] + pending == produced
+    assert f"{pending} left as backlog" in " ".join(result.stdout.split())
+
+
+def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection) -> None:
+    db.execute("create extension if not exists pg_stat_statements")  # the tests' server preloads it
+    result = cli.run(
+        "-fill-db 800 -rate 400 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json", FAST
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    cost = report["server_cost"]
+    for key in ("wal_bytes_per_msg", "commits_per_msg", "blks_hit_per_msg", "rows_written_per_msg"):
+        assert cost[key] is not None and cost[key] > 0, key
+    assert cost["messages"] == 800
+    statements = cost["statements"]
+    assert statements and any("msg_queue" in s["query"] for s in statements)
+    assert all(s["calls"] > 0 and s["mean_ms"] is not None for s in statements)
+    client = report["client"]
+    assert client["cpu_us_per_msg"] > 0 and client["processes"][0]["runner"] == "local"
+    bystander = report["bystander"]
+    assert bystander["transactions"] > 60 and bystander["errors"] == 0
+    assert bystander["latency_ms"]["p50"] > 0 and bystander["alone_latency_ms"]["p99"] > 0
+    assert (
+        db.execute("select sum(counter) from pgmq_sim_bystander").fetchone()[0] == bystander["transactions"]
+    )
+    assert "bystander ms" in result.stdout and "server cost" in result.stdout
+    assert_exactly_once_in_order(db, 800, delmsg=False)
+
+
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        ("-sweep rate=100,x", ["-sweep 'rate=100,x'", "rate=A,B,C"]),
+        ("-sweep speed=1", ["is not a sweep"]),
+        ("-sweep rate=100 -rate 50", ["drop -rate"]),
+        ("-sweep rate=100 -duration 5", ["drop -duration"]),
+        ("-sweep workers=2,6 -workers 6", ["leaves a type without one"]),
+        ("-slo p95=3", ["-slo 'p95=3'", "e2e-p99=MS"]),
+        ("-duration 0 -rate 10", ["-duration 0"]),
+        ("-bystander -4", ["-bystander -4"]),
+    ],
+)
+def test_bad_capacity_flags(cli: Cli, args: str, needles: list[str]) -> None:
+    assert_one_line_error(cli.run(args), 2, *needles)

@@ -1,0 +1,221 @@
+"""Where production traffic runs: through a real PgBouncer (Debian's, run by the tests as an
+unprivileged user on 127.0.0.1) in transaction and in session pooling, as a plain role without
+monitoring privileges, and over TLS with verify-full. Every run is audited from the database."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import tls
+from checks import assert_exactly_once_in_order, wait_for_handled
+from conftest import Cli, assert_one_line_error
+from pooler import PgBouncer, skip_reason, temp_role
+
+from pgmq_sim.embedded.postgres import LocalPostgres
+
+pytestmark = pytest.mark.integration
+RUN = "-fill-db 600 -workers 12 -claim indexed -orders 8 -work-ms 0-2 -poll-interval 0.05 -json out.json"
+
+
+@pytest.fixture(scope="module")
+def tcp_pg() -> Iterator[LocalPostgres]:
+    """A server on 127.0.0.1 with a password, for the pooler to log in to."""
+    with LocalPostgres(tcp=True, host="127.0.0.1") as server:
+        yield server
+
+
+def bouncer(server: LocalPostgres, mode: str, pool_size: int = 20, dbname: str = "postgres") -> PgBouncer:
+    reason = skip_reason()
+    if reason:
+        print(reason)
+        pytest.skip(reason)
+    assert server.password is not None
+    return PgBouncer(
+        "127.0.0.1", server.port, "postgres", server.password, dbname, mode=mode, pool_size=pool_size
+    )
+
+
+@pytest.fixture
+def database(tcp_pg: LocalPostgres) -> Iterator[str]:
+    """A database of this test's own on the TCP server."""
+    name = f"p_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(tcp_pg.dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    yield name
+    with psycopg.connect(tcp_pg.dsn, autocommit=True) as conn:
+        conn.execute(f"drop database if exists {name} with (force)")
+
+
+def direct(server: LocalPostgres, dbname: str) -> psycopg.Connection:
+    return psycopg.connect(server.dsn.rsplit("/", 1)[0] + f"/{dbname}", autocommit=True)
+
+
+def doc(cli: Cli) -> dict:
+    return json.loads((cli.workdir / "out.json").read_text())
+
+
+@pytest.mark.parametrize("mode", ["transaction", "session"])
+def test_a_whole_run_through_pgbouncer(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path, mode: str
+) -> None:
+    with bouncer(tcp_pg, mode, dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        result = cli.run(RUN)
+        log = pool.log_text()
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["path"]["pooler"] == mode and report["path"]["detected"] is True
+    assert report["audit"]["verdict"] == "pass" and report["processed"] == 600
+    with direct(tcp_pg, database) as db:
+        assert_exactly_once_in_order(db, 600, delmsg=False)
+        functions = db.execute("select count(*) from pg_proc where proname like 'pgmq_sim_%'").fetchone()[0]
+    # behind a transaction pooler the workers call functions made for the run; in session mode they PREPARE
+    assert (functions > 0) == (mode == "transaction")
+    assert "unsupported startup parameter" not in log, log
+    assert f"{mode} pooling (detected" in " ".join(result.stdout.split())
+
+
+def test_split_mode_through_transaction_pooling_recovers_killed_workers(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    with bouncer(tcp_pg, "transaction", dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        result = cli.run(
+            "-fill-db 2000 -rate 500 -workers 6 -claim indexed -orders 4 -work-ms 1-3 -poll-interval 0.05",
+            "-tx split -lease 30 -chaos kill-worker/2s -json out.json",
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["retries"]["crashes"] >= 1 and report["retries"]["recovered"] >= 1
+    assert report["audit"]["verdict"] == "pass" and report["audit"]["redelivered"] >= 1
+    with direct(tcp_pg, database) as db:
+        assert_exactly_once_in_order(db, 2000, delmsg=False)
+    # recovered by the stopped heartbeat, long before the 30 s lease
+    assert report["elapsed_s"] < 20
+
+
+def test_killed_server_connections_behind_the_pooler(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    with bouncer(tcp_pg, "transaction", dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        result = cli.run(
+            "-fill-db 1500 -rate 500 -workers 6 -claim indexed -orders 4 -work-ms 1-3 -poll-interval 0.05",
+            "-chaos kill-connection*2/1s -json out.json",
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    kills = [f for f in report["faults"] if f["kind"] == "kill-connection"]
+    injected = [f for f in kills if f["detail"] != "not injected: the run ended first"]
+    assert injected and all("behind the transaction pooler" in f["detail"] for f in injected), kills
+    assert report["audit"]["verdict"] == "pass"
+    with direct(tcp_pg, database) as db:
+        assert_exactly_once_in_order(db, 1500, delmsg=False)
+
+
+def test_a_stall_names_the_pooler_connection_holding_the_lock(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    with bouncer(tcp_pg, "transaction", dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        proc = cli.start(
+            "-fill-db 4000 -rate 400 -workers 3 -orders 1 -work-ms 1-2 -stall-timeout 1.5 -poll-interval 0.05"
+        )
+        with psycopg.connect(pool.dsn, application_name="report job", prepare_threshold=None) as holder:
+            wait_for_handled(cli.workdir / "msg_queue.log", 20)
+            holder.execute("lock table msg_queue in access exclusive mode")  # through the pooler
+            stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stdout + stderr
+    out = " ".join(stdout.split())
+    assert "a server connection of the pooler at 127.0.0.1, last serving report job" in out, out
+
+
+def test_notify_behind_transaction_pooling_needs_a_direct_listen_connection(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    with bouncer(tcp_pg, "transaction", dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        refused = cli.run("-fill-db 200 -rate 200 -workers 3 -wakeup notify")
+        assert_one_line_error(refused, 2, "-wakeup notify", "-listen-dsn", "transaction pooler")
+        with direct(tcp_pg, database) as db:  # refused before anything changed
+            assert db.execute("select to_regclass('msg_queue')").fetchone()[0] is None
+        listen = tcp_pg.dsn.rsplit("/", 1)[0] + f"/{database}"
+        result = cli.run(
+            "-fill-db 40 -rate 8 -workers 3 -work-ms 0 -wakeup notify -poll-interval 2 -listen-dsn", listen,
+            "-json out.json",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["audit"]["verdict"] == "pass"
+    # idle workers woken by notifications: far sooner than the 2 s fallback wait
+    assert report["latency_ms"]["e2e"]["p50"] < 500, report["latency_ms"]["e2e"]
+    assert any("LISTEN on -listen-dsn" in change for change in report["path"]["changes"])
+
+
+def test_a_pool_smaller_than_the_workers(tcp_pg: LocalPostgres, database: str, tmp_path: Path) -> None:
+    with bouncer(tcp_pg, "transaction", pool_size=4, dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        result = cli.run("-fill-db 1500 -workers 12 -claim indexed -orders 30 -work-ms 1-2 -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["audit"]["verdict"] == "pass" and report["processed"] == 1500
+    assert report["worker_backends_max"] is not None and report["worker_backends_max"] <= 4
+    assert any("the pool is the bottleneck" in line for line in report["advice"]), report["advice"]
+
+
+def test_a_pooler_that_refuses_the_login_is_named_at_once(tcp_pg: LocalPostgres, tmp_path: Path) -> None:
+    with bouncer(tcp_pg, "transaction") as pool:
+        cli = Cli(pool.dsn_for(password="not-the-password"), tmp_path)
+        began = time.monotonic()
+        result = cli.run("-fill-db 10 -workers 3")
+        took = time.monotonic() - began
+    line = assert_one_line_error(result, 1, "refused the login", f"127.0.0.1:{pool.port}")
+    assert "not-the-password" not in result.stdout + result.stderr
+    assert took < 5, (took, line)
+
+
+def test_a_whole_run_as_a_plain_role(tcp_pg: LocalPostgres, tmp_path: Path) -> None:
+    """No superuser, no pg_monitor, no pg_read_all_stats: every feature works or says which privilege
+    it lacks; a stall diagnosis falls back to what the role can see."""
+    name = f"plain_{uuid.uuid4().hex[:8]}"
+    with temp_role(tcp_pg.dsn, name, "plain-pw") as role:
+        cli = Cli(role.dsn, tmp_path)
+        result = cli.run(
+            "-fill-db 600 -rate 300 -workers 6 -claim indexed -orders 6 -work-ms 0-2 -poll-interval 0.05",
+            "-tx split -chaos kill-connection/1s,hold-xmin@0.5s+1s -json out.json",
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        report = doc(cli)
+        assert report["audit"]["verdict"] == "pass"
+        assert report["path"]["role"] == {"superuser": False, "sees_all_sessions": False}
+        assert any("cannot see other roles' sessions" in note for note in report["notes"])
+        assert report["server_cost"] is not None and report["server_cost"]["wal_bytes_per_msg"] > 0
+        kills = [f for f in report["faults"] if f["kind"] == "kill-connection"]
+        assert kills and all("not injected" not in f["detail"] for f in kills)
+        restart = cli.run("-fill-db 10 -workers 3 -chaos restart-server@1s -chaos-allow-restart")
+        assert_one_line_error(restart, 2, "restart-server", "superuser")
+
+
+def test_a_run_over_tls_with_verify_full(tmp_path: Path) -> None:
+    reason = tls.skip_reason()
+    if reason:
+        print(reason)
+        pytest.skip(reason)
+    with tls.TlsPostgres() as server:
+        cli = Cli(server.dsn, tmp_path)
+        result = cli.run("-fill-db 300 -workers 3 -work-ms 0 -json out.json")
+        wrong = Cli(server.dsn_with("verify-full", server.wrong_ca_path), tmp_path).run(
+            "-fill-db 10 -workers 3"
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["audit"]["verdict"] == "pass" and report["path"]["tls"].startswith("TLS")
+    assert "sslmode=verify-full" in report["server"]
+    assert "sslmode=verify-full" in result.stdout and "(TLS" in result.stdout
+    assert_one_line_error(wrong, 1, "certificate verify failed")

@@ -1,0 +1,195 @@
+"""Pure parts of the run, each judged without a server: the audit's verdict on counts, the stall
+diagnosis on facts, counters that add up field by field, settings' closed sets of names, and the
+import graph's rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import builders
+import pytest
+from conftest import REPO
+
+from pgmq_sim.audit import AuditVerdict
+from pgmq_sim.db.values import AuditCounts, StallFacts
+from pgmq_sim.diagnose import explain_stall
+from pgmq_sim.errors import UsageError
+from pgmq_sim.kinds import Outcome, TxMode, WakeupMode
+from pgmq_sim.settings import Settings, WorkTime
+from pgmq_sim.stats import WorkerCounters, WorkerStats
+
+pytestmark = pytest.mark.unit
+
+CLEAN = AuditCounts(100, 0, 0, 0, (), (), (), 0)
+
+
+def verdict(counts: AuditCounts = CLEAN, *, ordered: bool = True, complete: bool = True) -> AuditVerdict:
+    return AuditVerdict.judge(counts, expected=100, ordered=ordered, complete=complete)
+
+
+def test_verdict_passes_a_clean_run_and_keeps_every_count() -> None:
+    v = verdict()
+    assert v.passed and v.problems() == []
+    doc = v.as_json()
+    assert doc["verdict"] == "pass" and doc["expected"] == 100 and doc["processed"] == 100
+    assert doc["order_checked"] is True and doc["complete"] is True
+    assert set(doc) >= {f.name for f in dataclasses.fields(AuditCounts)}
+
+
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        ({"duplicates": 1, "duplicate_ids": (7,)}, "1 duplicate(s), e.g. msg_id 7"),
+        ({"missing": 2, "missing_ids": (3, 4)}, "2 missing, e.g. msg_id 3, 4"),
+        ({"left_behind": 5}, "5 left behind"),
+        ({"order_violations": 1, "order_violation_ids": (9,)}, "1 order violation(s), e.g. msg_id 9"),
+    ],
+)
+def test_each_kind_of_problem_fails_the_verdict(change: dict[str, object], words: str) -> None:
+    v = verdict(dataclasses.replace(CLEAN, **change))  # type: ignore[arg-type]
+    assert not v.passed and v.verdict == "fail"
+    assert words in "; ".join(v.problems())
+
+
+def test_a_partial_run_may_leave_messages_and_an_unordered_one_may_reorder() -> None:
+    assert verdict(dataclasses.replace(CLEAN, left_behind=5), complete=False).passed
+    reordered = dataclasses.replace(CLEAN, order_violations=3, order_violation_ids=(1, 2, 3))
+    assert verdict(reordered, ordered=False).passed
+    assert "out-of-order (unordered strategy)" in "; ".join(verdict(reordered, ordered=False).problems())
+
+
+def facts(**changes: object) -> StallFacts:
+    base = StallFacts(blocked=[], pending_by_type=[], heads=[], unlocked_heads=set(), lock_holders=[])
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_stall_names_a_type_nobody_serves() -> None:
+    causes = explain_stall(facts(pending_by_type=[("type9", 30)]), {"type1", "type2", "type3"})
+    assert causes == ["30 pending message(s) of type 'type9' but no worker serves that type"]
+
+
+def test_stall_names_the_session_holding_a_head_and_hides_its_literals() -> None:
+    holder = (
+        4242,
+        "report job",
+        "idle in transaction",
+        61.0,
+        "777",
+        "update t set pw = 'hunter2'",
+        False,
+        "10.0.0.9",
+    )
+    causes = explain_stall(
+        facts(heads=[("type1", 3, 12, False, "777")], lock_holders=[holder]), {"type1", "type2", "type3"}
+    )
+    assert len(causes) == 1
+    assert "group (type1, order_id 3): head msg_id 12 is locked by another session, pid 4242" in causes[0]
+    assert "report job" in causes[0] and "hunter2" not in causes[0] and "'…'" in causes[0]
+
+
+def test_stall_names_a_pooler_connection_and_a_session_hidden_from_the_role() -> None:
+    ours = (100, "pgmq-sim w1", "active", 1.0, "", "execute claim", True, "127.0.0.1")
+    pooled_holder = (
+        200,
+        "report job",
+        "idle in transaction",
+        30.0,
+        "900",
+        "lock table x",
+        False,
+        "127.0.0.1",
+    )
+    facts_ = facts(
+        heads=[("type1", 1, 5, False, "900")],
+        blocked=[(100, 300, "", "", 0.0, "", "")],
+        lock_holders=[ours, pooled_holder],
+    )
+    causes = explain_stall(facts_, {"type1", "type2", "type3"}, pooled=True)
+    assert "its state and query are hidden from this role" in causes[0] and "pid 300" in causes[0]
+    assert "a server connection of the pooler at 127.0.0.1, last serving report job" in causes[1]
+    assert "pooler" not in " ".join(explain_stall(facts_, {"type1", "type2", "type3"}, pooled=False))
+
+
+def test_advisory_locks_are_transaction_level_only() -> None:
+    """A transaction pooler hands the server connection to another client at every commit: a
+    session-level advisory lock would stay with the connection, not with the worker."""
+    root = REPO / "src" / "pgmq_sim" / "sql"
+    texts = {str(path.relative_to(root)): path.read_text() for path in root.rglob("*.sql")}
+    session_level = re.compile(r"pg_(try_)?advisory_(lock|unlock)(_shared)?\s*\(")
+    assert [name for name, text in texts.items() if session_level.search(text)] == []
+    for name in ("strategies/advisory/claim.sql", "strategies/advisory/claim_split.sql"):
+        assert "pg_try_advisory_xact_lock(" in texts[name], name
+
+
+def test_stall_names_a_time_tie_and_a_head_the_claim_never_selects() -> None:
+    heads = [("type1", 1, 5, True, "0"), ("type2", 2, 6, False, "0")]
+    causes = explain_stall(facts(heads=heads, unlocked_heads={5, 6}), {"type1", "type2", "type3"})
+    assert "shares its time_added" in causes[0] and "never selects it" in causes[1]
+
+
+def test_counters_add_up_field_by_field() -> None:
+    a, b = WorkerStats(name="w1", queue_type="type1"), WorkerStats(name="w2", queue_type="type2")
+    a.processed, a.busy_s, a.dead_lettered = 3, 0.5, 1
+    b.processed, b.busy_s, b.crashes = 4, 0.25, 2
+    total = WorkerCounters.total([a, b])
+    assert (total.processed, total.busy_s, total.dead_lettered, total.crashes) == (7, 0.75, 1, 2)
+    assert total.finished == 8
+    assert set(a.counters()) == set(WorkerCounters.names()) and "name" not in a.counters()
+    b.set_counters(a.counters())
+    assert b.counters() == a.counters() and b.name == "w2"
+
+
+def settings(**changes: object) -> Settings:
+    """Three workers without work time, ten messages."""
+    return builders.settings(
+        **({"fill_db": 10, "workers": 3, "work": WorkTime(0, 0), "seed": None} | changes)
+    )
+
+
+def test_modes_arrive_as_text_and_are_kept_as_names() -> None:
+    s = settings(tx="split", wakeup="notify")
+    assert s.tx is TxMode.SPLIT and s.wakeup is WakeupMode.NOTIFY
+    assert s.as_json()["tx"] == "split" and type(s.as_json()["tx"]) is str
+    with pytest.raises(UsageError, match="unknown -tx 'twice'; use one of: single, split"):
+        settings(tx="twice")
+    assert [o.exit_code for o in Outcome] == [0, 0, 1, 3, 3, 3]
+
+
+def test_import_graph_of_the_package_has_no_circle_and_keeps_its_layers() -> None:
+    checked = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "check_imports.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout
+    assert "no circles" in checked.stdout
+
+
+def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_path: Path) -> None:
+    package = tmp_path / "pgmq_sim"
+    (package / "render").mkdir(parents=True)
+    for name, text in {
+        "__init__.py": "",
+        "render/__init__.py": "",
+        "render/terminal.py": "",
+        "a.py": "from pgmq_sim import b\n",
+        "b.py": "def f():\n    from pgmq_sim.a import x\n",  # a deferred import is still a circle
+        "engine.py": "import pgmq_sim.render.terminal\n",
+        "result.py": "import psycopg\n",
+    }.items():
+        (package / name).write_text(text)
+    checked = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "check_imports.py"), str(package)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 1
+    assert "import circle: pgmq_sim.a <-> pgmq_sim.b" in checked.stdout
+    assert "pgmq_sim.engine imports the view pgmq_sim.render.terminal" in checked.stdout
+    assert "pgmq_sim.result must not load the driver or the SQL layer, but loads psycopg" in checked.stdout

@@ -1,0 +1,329 @@
+"""The one worker code path (`WorkerLoop`) against a fake claim session: what it counts, when it
+waits, how it settles a commit whose answer was lost, and what a crash leaves. No server: the
+session is scripted."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgmq_sim import worker
+from pgmq_sim.db.claims import Completion
+from pgmq_sim.db.values import Claimed, SessionPlan
+from pgmq_sim.kinds import SessionMode
+from pgmq_sim.runlog import RunLog
+from pgmq_sim.settings import WorkTime
+from pgmq_sim.stats import Timeline, WorkerStats
+from pgmq_sim.worker import ProcessedCounter, WorkerLoop, WorkerPlan
+
+pytestmark = pytest.mark.unit
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def server_text(ms: float) -> str:
+    """T0 + ms as the server writes a timestamptz (DateStyle ISO)."""
+    return (T0 + timedelta(milliseconds=ms)).isoformat(sep=" ")
+
+
+LOST = psycopg.OperationalError("server closed the connection unexpectedly")
+
+
+class FakeSession:
+    """Answers claims from a script; records what the loop asked."""
+
+    def __init__(self, claims: list[Claimed | None], pid: int = 100) -> None:
+        self.claims = deque(claims)
+        self.pid = pid
+        self.closed = False
+        self.calls: list[str] = []
+        self.complete_raises: BaseException | None = None
+        self.owned = True
+        self.landed: bool | None = True
+        self.dead = False
+        self.claim_error: psycopg.Error | None = None  # met by the claim chained after a completion
+        self.on_claim = lambda: None
+
+    @property
+    def backend_pid(self) -> int:
+        return self.pid
+
+    def claim(self) -> Claimed | None:
+        self.calls.append("claim")
+        self.on_claim()
+        return self.claims.popleft() if self.claims else None
+
+    def complete(self, claimed: Claimed, claim_next: bool) -> Completion:
+        """Arrived at T0+5 ms, committed at T0+7 ms (2 ms on the server); then the next claim."""
+        self.calls.append(f"complete {claimed.msg_id}" + (" +claim" if claim_next else ""))
+        if self.complete_raises is not None:
+            self.closed = isinstance(self.complete_raises, psycopg.OperationalError)  # the link is gone
+            raise self.complete_raises
+        if not self.owned:
+            return Completion(None, None, 0.002)
+        if claim_next and self.claim_error is not None:
+            self.closed = isinstance(self.claim_error, psycopg.OperationalError)
+            return Completion(server_text(0), server_text(7), 0.002, None, True, self.claim_error)
+        following = (self.claims.popleft() if self.claims else None) if claim_next else None
+        return Completion(server_text(0), server_text(7), 0.002, following, claim_next)
+
+    def fail(self, claimed: Claimed, error: str) -> bool | None:
+        self.calls.append(f"fail {claimed.msg_id}")
+        return self.dead
+
+    def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
+        self.calls.append(f"was_completed {msg_id} {worker}")
+        return self.landed
+
+    def abandon(self) -> None:
+        self.calls.append("abandon")
+
+    def cancel(self) -> None:
+        self.calls.append("cancel")
+
+    def close(self) -> None:
+        self.calls.append("close")
+        self.closed = True
+
+
+class RecordingWakeup:
+    def __init__(self) -> None:
+        self.waits: list[tuple[str, int]] = []
+
+    def token(self, queue_type: str) -> int:
+        return 41
+
+    def wait(self, queue_type: str, token: int) -> None:
+        self.waits.append((queue_type, token))
+
+    def close(self) -> None:
+        pass
+
+
+class Harness:
+    def __init__(
+        self,
+        tmp_path: Path,
+        sessions: list[FakeSession],
+        *,
+        audited: bool = True,
+        mode: SessionMode = SessionMode.BASIC,
+        max_attempts: int = 1,
+        fail_rate: float = 0.0,
+    ) -> None:
+        self.sessions = deque(sessions)
+        self.opened: list[FakeSession] = []
+        self.owners_seen: list[str] = []
+        self.stats = WorkerStats(name="w1", queue_type="type1")
+        self.done = threading.Event()
+        self.counter = ProcessedCounter(1000, self.done)
+        self.timeline = Timeline()
+        self.wakeup = RecordingWakeup()
+        self.stop = threading.Event()
+        self.log = RunLog(str(tmp_path / "run.log"))
+        self.log.open()
+        self.log_path = tmp_path / "run.log"
+        session_plan = SessionPlan("claim", False, audited, mode, max_attempts=max_attempts)
+        self.plan = WorkerPlan(
+            "dbname=x", session_plan, self.open, WorkTime(0, 0), 5.0, lambda: 0.5, fail_rate
+        )
+        self.loop = WorkerLoop(
+            self.stats,
+            self.plan,
+            self.wakeup,
+            self.log,
+            self.counter,
+            self.timeline,
+            self.stop,
+            random.Random(1),
+        )
+
+    def open(self, worker: str, queue_type: str, owner: str) -> FakeSession:
+        session = self.sessions.popleft()
+        self.opened.append(session)
+        self.owners_seen.append(owner)
+        return session
+
+    def logged(self) -> str:
+        self.log.close()
+        return self.log_path.read_text()
+
+
+def claimed(msg_id: int, attempt: int = 1) -> Claimed:
+    return Claimed(msg_id, "type1", 3, server_text(1), attempt)
+
+
+def test_a_claimed_message_is_completed_counted_timed_and_logged(tmp_path: Path) -> None:
+    session = FakeSession([claimed(1)])
+    h = Harness(tmp_path, [session])
+    h.loop.step()
+    assert session.calls == ["claim", "complete 1 +claim"]
+    assert h.stats.processed == 1 and h.counter.count == 1
+    assert h.stats.e2e.percentiles_ms()["p50"] == pytest.approx(7, rel=0.05)  # the server's clock
+    assert [s.processed for s in h.timeline.samples(1.0)] == [1]
+    assert "handled worker=w1 type=type1 msg_id=1 order_id=3" in h.logged()
+
+
+def test_an_empty_claim_right_after_a_hand_off_claims_again_before_waiting(tmp_path: Path) -> None:
+    session = FakeSession([claimed(1), None, None])
+    h = Harness(tmp_path, [session])
+    for _ in range(2):
+        h.loop.step()
+    # the completion's round trip claimed nothing: claim once more at once, then wait
+    assert session.calls == ["claim", "complete 1 +claim", "claim"]
+    assert h.wakeup.waits == [("type1", 41)]  # once, with the token taken before the claim
+    assert h.stats.empty_claims == 2
+
+
+def test_each_completion_claims_the_next_message_in_the_same_round_trip(tmp_path: Path) -> None:
+    session = FakeSession([claimed(1), claimed(2), claimed(3)])
+    h = Harness(tmp_path, [session])
+    for _ in range(3):
+        h.loop.step()
+    assert session.calls == ["claim", "complete 1 +claim", "complete 2 +claim", "complete 3 +claim"]
+    assert h.stats.processed == 3
+    # completion latency is the server's time from the message's arrival to its commit
+    assert h.stats.complete.percentiles_ms()["max"] == pytest.approx(2, rel=0.01)
+    assert h.stats.claim.count == 4  # the first claim and the three chained ones
+
+
+def test_a_closed_gate_completes_without_claiming_and_then_parks(tmp_path: Path) -> None:
+    session = FakeSession([claimed(1), claimed(2)])
+    h = Harness(tmp_path, [session])
+    session.on_claim = lambda: h.plan.gate.allow(0)  # a timed run's deadline, reached mid-message
+    h.loop.step()
+    assert session.calls == ["claim", "complete 1"] and h.stats.processed == 1
+    assert h.plan.gate.busy == 0
+    h.loop.step()
+    assert session.calls == ["claim", "complete 1"]  # parked: nothing more claimed
+
+
+def test_a_lost_commit_answer_is_settled_from_the_journal_once(tmp_path: Path) -> None:
+    first = FakeSession([claimed(5)])
+    first.complete_raises = LOST
+    second = FakeSession([], pid=101)
+    h = Harness(tmp_path, [first, second])
+    h.loop.step()  # the commit's answer is lost: the connection is gone
+    assert h.stats.connections_lost == 1 and h.counter.count == 0
+    h.loop.step()  # a new session asks whether it landed, before anything else
+    assert second.calls[0] == "was_completed 5 w1"
+    assert h.owners_seen[0] == h.owners_seen[1]  # a reconnect keeps the token: it still owns its work
+    assert h.counter.count == 1 and h.stats.processed == 1 and h.stats.reconnects == 1
+    assert "msg_id 5 had committed" in h.logged()
+
+
+def test_a_lost_commit_that_did_not_land_is_not_counted(tmp_path: Path) -> None:
+    first = FakeSession([claimed(5)])
+    first.complete_raises = LOST
+    second = FakeSession([])
+    second.landed = False
+    h = Harness(tmp_path, [first, second])
+    h.loop.step()
+    h.loop.step()
+    assert h.counter.count == 0 and h.stats.processed == 0 and h.counter.in_doubt == 0
+
+
+def test_without_a_journal_an_unknown_outcome_is_counted_in_doubt(tmp_path: Path) -> None:
+    first = FakeSession([claimed(5)])
+    first.complete_raises = LOST
+    second = FakeSession([])
+    second.landed = None
+    h = Harness(tmp_path, [first, second], audited=False)
+    h.loop.step()
+    h.loop.step()
+    assert second.calls[0] == "was_completed 5 None"
+    assert h.counter.count == 0 and h.counter.in_doubt == 1
+
+
+def test_a_statement_error_is_not_taken_for_a_lost_connection(tmp_path: Path) -> None:
+    session = FakeSession([claimed(5)])
+    session.complete_raises = psycopg.errors.UndefinedColumn("column nope does not exist")
+    h = Harness(tmp_path, [session])
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        h.loop.step()
+
+
+def test_a_connection_lost_during_the_chained_claim_counts_the_completion_without_doubt(
+    tmp_path: Path,
+) -> None:
+    """The commit answered before the link broke: the message is counted at once, and the new
+    session asks the journal nothing."""
+    first = FakeSession([claimed(5)])
+    first.claim_error = LOST
+    second = FakeSession([], pid=101)
+    h = Harness(tmp_path, [first, second])
+    h.loop.step()
+    assert h.counter.count == 1 and h.stats.processed == 1 and h.stats.connections_lost == 1
+    h.loop.step()
+    assert second.calls[0] == "claim" and h.stats.reconnects == 1
+
+
+def test_a_statement_error_in_the_chained_claim_fails_the_run_after_counting(tmp_path: Path) -> None:
+    session = FakeSession([claimed(5)])
+    session.claim_error = psycopg.errors.DivisionByZero("division by zero")
+    h = Harness(tmp_path, [session])
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        h.loop.step()
+    assert h.counter.count == 1 and h.stats.processed == 1
+    assert "msg_id=5" in h.logged()
+
+
+def test_split_mode_counts_a_message_taken_back_as_lost_ownership(tmp_path: Path) -> None:
+    session = FakeSession([claimed(9)])
+    session.owned = False
+    h = Harness(tmp_path, [session], mode=SessionMode.SPLIT)
+    h.loop.step()
+    assert h.stats.lost_ownership == 1 and h.stats.processed == 0 and h.counter.count == 0
+
+
+def test_a_crash_closes_the_session_without_rolling_back(tmp_path: Path) -> None:
+    session = FakeSession([claimed(2)])
+    h = Harness(tmp_path, [session, FakeSession([])])
+    h.loop.crash()
+    h.loop.step()
+    assert session.calls == ["claim", "close"]  # no abandon, no completion
+    assert h.stats.crashes == 1 and h.stats.processed == 0
+    h.loop.step()
+    assert len(h.opened) == 2  # a new worker took its place, owning under a new token
+    first, second = h.owners_seen
+    assert first.startswith("w1:") and second.startswith("w1:") and first != second
+    assert h.plan.owners.alive() == [second]  # the crashed token's heartbeat stops
+
+
+def test_failing_work_records_the_attempt_and_a_dead_letter_finishes_it(tmp_path: Path) -> None:
+    session = FakeSession([claimed(4, attempt=3)])
+    session.dead = True
+    h = Harness(tmp_path, [session], mode=SessionMode.SINGLE, max_attempts=3, fail_rate=1.0)
+    h.loop.step()
+    assert session.calls == ["claim", "fail 4"]
+    assert h.stats.failed_attempts == 1 and h.stats.dead_lettered == 1 and h.counter.count == 1
+    assert "attempt=3 dead-letter" in h.logged()
+
+
+def test_once_a_second_a_completion_goes_alone_so_the_server_flushes_statistics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker, "STATS_FLUSH_S", 0.0)  # every completion is due to go alone
+    session = FakeSession([claimed(1), claimed(2)])
+    h = Harness(tmp_path, [session])
+    h.loop.step()
+    h.loop.step()
+    assert session.calls == ["claim", "complete 1", "claim", "complete 2"]
+
+
+def test_split_mode_takes_a_new_token_when_its_connection_is_lost(tmp_path: Path) -> None:
+    """What the worker took on the lost connection may have committed unseen: its old token stops
+    beating, so recovery gives those messages back."""
+    first = FakeSession([claimed(5)])
+    first.complete_raises = LOST
+    h = Harness(tmp_path, [first, FakeSession([])], mode=SessionMode.SPLIT)
+    h.loop.step()
+    h.loop.step()
+    old, new = h.owners_seen
+    assert old != new and h.plan.owners.alive() == [new]
