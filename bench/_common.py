@@ -31,7 +31,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from pgmq_sim.embedded import LocalPostgres, find_bindir
+from pgmq_sim.embedded.postgres import LocalPostgres, find_bindir
 from pgmq_sim.settings import QUEUE_TYPES
 from pgmq_sim.sqlfiles import ClaimStrategy, load_strategy, statement, user_file
 
@@ -106,19 +106,21 @@ def run_cli(
     outcomes: Sequence[str] = ("completed",),
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Run `python -m pgmq_sim ARGS -json TMP -progress off -logfile LOG [-dsn DSN]`, return its JSON.
+    """Run `[PREFIX] python -m pgmq_sim ARGS -json TMP -progress off -logfile LOG [-dsn DSN]`, return
+    its JSON (prefix: e.g. taskset -c 0).
 
     The per-message log goes to a temporary file (or keep_log), so the run pays its real cost.
     while_running(Running) is called in a thread while the process runs; what it returns is in
     "_bench"/"watch". Adds "_bench": wall_s, cpu_s (user + system) and max_rss_mb (peak resident
-    set, from wait4) of the tool's process, exit code, launched (monotonic clock), launched_utc and
-    output (stdout and stderr).
+    set, from wait4) of the tool's process (its worker processes included), exit code, launched
+    (monotonic clock), launched_utc and output (stdout and stderr).
     """
     with tempfile.TemporaryDirectory(prefix="pgmq-bench-run-") as tmp:
         result = Path(tmp) / "result.json"
         log = keep_log or Path(tmp) / "run.log"
-        cmd = [sys.executable, "-m", "pgmq_sim", *args, "-json", str(result), "-progress", "off"]
+        cmd = [*prefix, sys.executable, "-m", "pgmq_sim", *args, "-json", str(result), "-progress", "off"]
         cmd += ["-logfile", str(log)]
         if dsn is not None:
             cmd += ["-dsn", dsn]
@@ -246,12 +248,14 @@ def prepare_queue(
     vacuum: bool = False,
     autovacuum: bool = True,
     seed: float = 0.42,
+    journal: bool = False,
 ) -> None:
     """Recreate the tool's table (the schema file the CLI would use + the strategy's schema) and
     prefill it by SQL the way the tool's producer does: msg_id 1..N, distinct increasing time_added,
     random type and order_id, status 'N'; then ANALYZE it as the tool does after its prefill
     (analyze), or VACUUM ANALYZE it (vacuum). autovacuum=False turns autovacuum off for the table, so
-    no background pass changes its plan or visibility map during a measurement.
+    no background pass changes its plan or visibility map during a measurement. journal: also
+    (re)create the journal the audited completion writes.
 
     Use a database of the bench's own (bench_database): a run of the tool refuses to replace a
     table it did not create."""
@@ -259,6 +263,8 @@ def prepare_queue(
         conn.execute(user_file("schema.sql", None, "-schema").text)
         if strategy.schema is not None:
             conn.execute(strategy.schema.text)
+        if journal:  # the audited completion's journal, empty
+            conn.execute(statement("journal"))
         conn.execute("select setseed(%s)", (seed,))
         conn.execute(
             """
@@ -286,21 +292,36 @@ def processed_count(dsn: str) -> int:
 # --- pgbench ----------------------------------------------------------------------------------
 
 
-def pgbench_script(strategy: ClaimStrategy) -> str:
-    """BEGIN; claim (type chosen at random, claimed msg_id captured with \\gset); complete; COMMIT.
+def pgbench_script(strategy: ClaimStrategy, audited: bool = False) -> str:
+    """BEGIN; claim (type chosen at random, claimed row captured with \\gset); complete; COMMIT.
 
     The claim is wrapped the way the tool wraps it (the claim as a CTE, then a select from it) and
-    the completion is the tool's complete_mark statement; the select aggregates so an empty claim
-    yields msg_id 0 instead of aborting the client, and the completion then touches no row.
-    Throughput is counted from the table, so empties do not count.
+    the completion is the tool's complete_mark statement (audited: complete_mark_audited, which
+    also writes the journal row; pgbench cannot quote a variable, so the journal's claimed_at is the
+    completion's clock); the select aggregates so an empty claim yields msg_id 0 instead of
+    aborting the client, and the completion then touches no row. Throughput is counted from the
+    table, so empties do not count.
     """
     claim = strip_sql(strategy.claim.text).replace("$1", "('type' || :t)")
-    complete = strip_sql(statement("complete_mark")).replace("$1", ":claimed_id")
+    if audited:
+        complete = strip_sql(statement("complete_mark_audited"))
+        for param, value in (
+            ("$1", ":claimed_id"),
+            ("$2", "('type' || :t)"),
+            ("$3", ":claimed_order"),
+            ("$4", "'pgbench'"),
+            ("$5", "clock_timestamp()"),
+            ("$6", "1"),
+        ):
+            complete = complete.replace(param, value)
+    else:
+        complete = strip_sql(statement("complete_mark")).replace("$1", ":claimed_id")
     return (
         "\\set t random(1, 3)\n"
         "BEGIN;\n"
         f"with claimed as (\n{claim}\n)\n"
-        "select coalesce(max(claimed.msg_id), 0) as claimed_id, max(clock_timestamp()) as claimed_at"
+        "select coalesce(max(claimed.msg_id), 0) as claimed_id,"
+        " coalesce(max(claimed.order_id), 0) as claimed_order, max(clock_timestamp()) as claimed_at"
         " from claimed\n"
         "\\gset\n"
         f"{complete};\n"
@@ -329,6 +350,7 @@ def run_pgbench(
     transactions_per_client: int,
     protocol: str = "prepared",
     threads: int = 2,
+    prefix: Sequence[str] = (),
 ) -> PgbenchResult:
     """pgbench -n -f SCRIPT -c C -j J -t T -M PROTOCOL on dsn; messages processed counted from the table."""
     before = processed_count(dsn)
@@ -336,7 +358,8 @@ def run_pgbench(
         f.write(script)
         path = f.name
     try:
-        cmd = [server.tool("pgbench"), "-n", "-f", path, "-c", str(clients), "-j", str(min(threads, clients))]
+        cmd = [*prefix, server.tool("pgbench"), "-n", "-f", path, "-c", str(clients)]
+        cmd += ["-j", str(min(threads, clients))]
         cmd += ["-t", str(transactions_per_client), "-M", protocol, dsn]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
@@ -491,3 +514,50 @@ def verdict(ratio: float | None, target: float, higher_is_better: bool = True) -
         return "n/a"
     ok = ratio >= target if higher_is_better else ratio <= target
     return "PASS" if ok else "MISS"
+
+
+# --- PgBouncer (the tests' helper) -------------------------------------------------------------
+
+
+def pgbouncer_for(
+    dsn: str, mode: str, pool_size: int = 20, extra: dict[str, str] | None = None, dbname: str | None = None
+) -> Any:
+    """A PgBouncer in `mode` pooling in front of the server dsn names (TCP host, port, user and
+    password: `LocalPostgres(tcp=True)` gives such a DSN), not started: use it as a context manager;
+    .dsn goes through it, .binary is the pgbouncer it runs, .process its process. It is the tests'
+    helper, tests/pooler.py's PgBouncer (Debian's pgbouncer run as an unprivileged user on
+    127.0.0.1), loaded from the file under the name `pgbouncer_helper` (bench/pooler.py is `pooler`)
+    with tests/ on sys.path for its own import of checks.py. RuntimeError if pgbouncer is not
+    installed or the DSN has no TCP host or password."""
+    import importlib.util
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    helper = sys.modules.get("pgbouncer_helper")
+    if helper is None:
+        if str(tests) not in sys.path:
+            sys.path.append(str(tests))
+        spec = importlib.util.spec_from_file_location("pgbouncer_helper", tests / "pooler.py")
+        if spec is None or spec.loader is None:
+            raise RuntimeError(f"cannot load {tests / 'pooler.py'}")
+        helper = importlib.util.module_from_spec(spec)
+        sys.modules["pgbouncer_helper"] = helper
+        spec.loader.exec_module(helper)
+    reason = helper.skip_reason()
+    if reason:
+        raise RuntimeError(reason)
+    info = conninfo_to_dict(dsn)
+    host, password = str(info.get("host") or ""), info.get("password")
+    if not host or host.startswith("/") or password is None:
+        raise RuntimeError("PgBouncer needs a server on TCP with a password (LocalPostgres(tcp=True))")
+    return helper.PgBouncer(
+        host,
+        int(info.get("port") or 5432),
+        str(info.get("user") or "postgres"),
+        str(password),
+        dbname or str(info.get("dbname") or "postgres"),
+        mode=mode,
+        pool_size=pool_size,
+        extra=extra,
+    )

@@ -64,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    c.workload_args(parser, fill_db=5000, claims="seed,indexed,advisory")
+    c.workload_args(parser, fill_db=5000, claims="seed,indexed,affinity,advisory")
     args = parser.parse_args()
 
     claims = c.comma_list(args.claims)

@@ -7,21 +7,26 @@ redelivered, lost and duplicated messages (must be 0) and the time to recover af
 from the fault (or a hold's end) to the first second whose throughput is back to 90% of the
 seconds before it. Each cell is a real run of the CLI against one embedded server.
 
-    python bench/scenarios.py                      # the table for the README
-    python bench/scenarios.py --fill-db 4000       # quicker
+--time-scale F multiplies every time of the fault schedule (and of the scenario names): with a
+smaller --fill-db the runs are shorter, and the faults still land inside them.
+
+    python bench/scenarios.py                      # the table for the README, about 6 minutes
+    python bench/scenarios.py --fill-db 4000       # quicker, about 2 minutes
+    python bench/scenarios.py --fill-db 1000 --rate 800 --time-scale 0.2   # quick form, about 20 s
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from pgmq_sim.embedded import LocalPostgres
+from pgmq_sim.embedded.postgres import LocalPostgres
 
 SCENARIOS = {
     "no faults": None,
@@ -30,6 +35,12 @@ SCENARIOS = {
     "restart-server": "restart-server@5s",
     "hold-xmin 10 s": "hold-xmin@3s+10s",
 }
+SECONDS = re.compile(r"(\d+(?:\.\d+)?)(?= ?s\b)")  # "5s" in a fault spec, "5 s" in a name
+
+
+def scaled(text: str, scale: float) -> str:
+    """The text with every time in seconds multiplied by scale ("@4s" -> "@1.2s" at 0.3)."""
+    return SECONDS.sub(lambda m: f"{float(m.group(1)) * scale:g}", text) if scale != 1 else text
 
 
 def run_cell(pg: LocalPostgres, workdir: Path, args: argparse.Namespace, tx: str, chaos: str | None) -> dict:
@@ -79,13 +90,23 @@ def main() -> None:
     parser.add_argument("--claim", default="indexed")
     parser.add_argument("--work-ms", default="1-3")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--time-scale", type=float, default=1.0, help="multiply the fault schedule's times (default 1)"
+    )
     args = parser.parse_args()
+    if args.time_scale <= 0:
+        parser.error("--time-scale must be above 0")
+    scenarios = {
+        scaled(name, args.time_scale): scaled(chaos, args.time_scale) if chaos else None
+        for name, chaos in SCENARIOS.items()
+    }
     rows = []
     with LocalPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
         print(f"server: {pg.label}; {args.fill_db} messages at {args.rate:g}/s, {args.workers} workers,"
-              f" -claim {args.claim}, -work-ms {args.work_ms}, -orders {args.orders}, seed {args.seed}",
+              f" -claim {args.claim}, -work-ms {args.work_ms}, -orders {args.orders}, seed {args.seed},"
+              f" faults: {'; '.join(chaos for chaos in scenarios.values() if chaos)}",
               flush=True)  # fmt: skip
-        for name, chaos in SCENARIOS.items():
+        for name, chaos in scenarios.items():
             for tx in ("single", "split"):
                 doc = run_cell(pg, Path(tmp), args, tx, chaos)
                 audit = doc["audit"] or {}

@@ -1,0 +1,435 @@
+"""Knee: the max sustainable rate of `seed` and `indexed` in the seed's shape, at -orders 2 and 100.
+
+Issue requirement: a bench script finds the max sustainable rate of `seed` and `indexed` in the
+seed's shape (12 workers, 1-10 ms work), with `-orders 2` and with `-orders 100`, on this machine,
+and prints the knee table. No target: the figures are this machine's.
+
+One pgmq-sim run per cell, the tool's own rate sweep (one continuous run that holds each rate of
+the cell's ladder for a step):
+
+    pgmq-sim -sweep rate=R1,R2,... -step 15 -settle 10 -workers 12 -orders 2|100 -work-ms 1-10
+             -claim seed|indexed
+
+everything else at the tool's defaults, as the seed runs: -wakeup poll (an idle worker sleeps 1 s
+after an empty claim, so end-to-end latency is up to a second even far below the knee), completion
+by marking (processed rows stay in the table), audit on. -orders 2 gives 6 groups, whose ordering
+bound is 6 / 5.5 ms ~ 1,090 msg/s; -orders 100 gives 300 groups, and there the 12 workers bound it:
+12 / 5.5 ms ~ 2,180 msg/s (`worker_bound_per_s`). On 2 shared cores the CPU may bind first.
+
+How a step is measured (src/pgmq_sim/engine/sweeping.py): the producer offers the step's rate for
+-step seconds; at the step's end the producer pauses (rate 0) and the settle waits until the
+backlog (messages committed by the producer minus messages finished) is 0, or -settle seconds have
+passed; the next step starts after that. So a step starts from an empty queue when its predecessor
+drained, and its figures are its own: achieved/s = messages finished during the step (settle not
+counted) / step length; its latency percentiles are those of the messages completed from its start
+to the end of its settle (the ones it produced, when the settle drained). When the settle times out,
+the rest (`backlog_left`) is inherited by the next step: it counts in that step's backlog and slope
+and its latencies. The table shows it as the next step's "start backlog".
+
+How the knee is decided (src/pgmq_sim/sweep.py, judge_step and SweepResult.knee): a step fails
+when its e2e p99 is above -slo (only with --slo; none by default), or when its backlog grew through
+it: the least-squares slope of the backlog (the step's start, each whole second inside it from the
+run's timeline, its end) above 2% of the offered rate per second AND more than one second of offered
+messages waiting at its end. The knee (`max_sustainable_per_s`) is the rate of the highest step that
+passed with every lower step passing: one failing step caps it, even if higher steps pass again.
+Consequences: an overload is seen only when (offered - capacity) x step > offered, i.e. above
+capacity by more than 1/step of the offered rate (7% with 15 s steps; 50% with the quick form's
+2 s steps, whose knees are not measurements); the knee is a rung of the ladder (resolution = its
+spacing); "max ach/s" (the largest achieved rate of any step) is a capacity figure that does not
+depend on the verdict rules.
+
+Near the knee the e2e p99 of `indexed` is the wait of the groups with high order_ids: its claim
+walks the group heads in ascending order_id and takes the first free one, so while the workers are
+behind, low order_ids are served first and the others wait, while the p50 stays low. (The seed's
+claim takes the first claimable row of its scan in the table's order, roughly the oldest head.)
+
+The seed's claim scans the table for status 'N' (no index on it) and every message the run made
+stays in the table, so the seed's claim gets slower as the run goes on: its knee depends on what the
+ladder put in the table before ("rows" = messages inserted before the step, from the run's
+timeline).
+
+The audit (exactly once, order per group) runs once over the whole ramp; a sweep need not drain at
+its end, so messages left behind by a failing last step are reported, not a failure.
+
+--repeat N runs N rounds with the cells interleaved (order rotating) and reports the median knee
+and every round's; default 1 (a round takes minutes).
+
+    python bench/knee.py                                  # about 8 minutes on 2 cores
+    python bench/knee.py --step 2 --settle 1 --steps 3    # quick form, under a minute
+    python bench/knee.py --claims indexed --orders 100 --ladder indexed/100=1000..2400*1.15 --slo 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import _common as c
+
+# rates per (claim, orders); the seed's claim slows as the table grows, so its ladders are lower
+LADDERS: dict[tuple[str, int], str] = {
+    ("seed", 2): "200,300,400,500,600,750",
+    ("indexed", 2): "300,500,650,800,950,1100",
+    ("seed", 100): "150,250,350,450,550,700",
+    ("indexed", 100): "500,800,1000,1200,1400,1650",
+}
+DEFAULT_LADDER = "200,400,800,1200,1600,2400"  # a cell LADDERS does not name
+
+
+def rates(text: str) -> list[float]:
+    """A ladder as rates: A,B,C or A..B*F (geometric), as -sweep rate=... reads them."""
+    text = text.strip()
+    if ".." in text:
+        low_text, _, rest = text.partition("..")
+        high_text, _, factor_text = rest.partition("*")
+        low, high, factor = float(low_text), float(high_text), float(factor_text)
+        if not (0 < low <= high and factor > 1):
+            raise SystemExit(f"ladder {text}: needs 0 < A <= B and F > 1")
+        out: list[float] = []
+        value = low
+        while value <= high * (1 + 1e-9):
+            out.append(round(value))
+            value *= factor
+        return out
+    return [float(v) for v in c.comma_list(text)]
+
+
+def thin(values: Sequence[float], steps: int | None) -> list[float]:
+    """At most `steps` rungs of a ladder, evenly over it, keeping the first and the last."""
+    if steps is None or steps >= len(values):
+        return list(values)
+    if steps <= 1:
+        return [values[-1]]
+    return [values[round(i * (len(values) - 1) / (steps - 1))] for i in range(steps)]
+
+
+def ladder_overrides(given: Sequence[str]) -> dict[str, str]:
+    """--ladder CELL=RATES, CELL as the cell names it (claim/orders, or a skew)."""
+    out: dict[str, str] = {}
+    for item in given:
+        cell, eq, text = item.partition("=")
+        if not eq or not text.strip():
+            raise SystemExit(f"--ladder {item}: give CELL=RATES, e.g. indexed/100=500,1000,1500")
+        out[cell.strip()] = text.strip()
+    return out
+
+
+def sweep_args(args: argparse.Namespace, ladder: Sequence[float]) -> list[str]:
+    """-sweep, -step, -settle and -slo for a ladder."""
+    out = ["-sweep", "rate=" + ",".join(f"{r:g}" for r in ladder), "-step", f"{args.step:g}"]
+    out += ["-settle", f"{args.settle:g}"]
+    return out + (["-slo", f"e2e-p99={args.slo:g}"] if args.slo is not None else [])
+
+
+def sweep_flags(parser: argparse.ArgumentParser, step: float, settle: float) -> None:
+    """The flags of a sweep per cell (both knee.py and skew.py)."""
+    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
+    parser.add_argument("--step", type=float, default=step, help=f"seconds per rate step (default {step:g})")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=settle,
+        help=f"at most this many seconds to drain (default {settle:g})",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=None, help="use at most N rungs of each ladder (first and last kept)"
+    )
+    parser.add_argument(
+        "--ladder",
+        action="append",
+        default=[],
+        metavar="CELL=RATES",
+        help="a cell's rates instead of the default: A,B,C or A..B*F",
+    )
+    parser.add_argument(
+        "--slo", type=float, default=None, help="-slo e2e-p99=MS for every step (default none)"
+    )
+    parser.add_argument("--wakeup", default=None, help="-wakeup poll|notify (default: the tool's, poll)")
+    parser.add_argument("--no-audit", action="store_true", help="pass -no-audit")
+    parser.add_argument("--keep", default=None, metavar="DIR", help="write each run's JSON into DIR")
+    c.common_args(parser, repeat=1)
+
+
+def keep_json(directory: str | None, name: str, data: Mapping[str, Any]) -> None:
+    """The run's JSON as the tool wrote it (plus the bench's own keys), as DIR/NAME.json."""
+    if directory is None:
+        return
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({k: v for k, v in data.items() if k != "_bench"}, indent=1, default=str)
+    (path / f"{name.replace('/', '-').replace(':', '-')}.json").write_text(text, encoding="utf-8")
+
+
+def shape_args(args: argparse.Namespace) -> list[str]:
+    out = ["-workers", str(args.workers), "-work-ms", args.work_ms]
+    out += ["-wakeup", args.wakeup] if args.wakeup else []
+    return out + (["-no-audit"] if args.no_audit else [])
+
+
+# --- reading a sweep's JSON -----------------------------------------------------------------
+
+
+def rows_before(run: Mapping[str, Any], started_s: float) -> int:
+    """Messages the producer inserted before a step started, from the run's per-second timeline."""
+    return sum(int(s.get("arrived") or 0) for s in run.get("timeline") or [] if s["second"] + 1 <= started_s)
+
+
+def steps(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list((run.get("sweep") or {}).get("steps") or [])
+
+
+def knee(run: Mapping[str, Any]) -> float:
+    value = (run.get("sweep") or {}).get("max_sustainable_per_s")
+    return float("nan") if value is None else float(value)
+
+
+def knee_step(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    number = (run.get("sweep") or {}).get("knee_step")
+    return None if number is None else steps(run)[number - 1]
+
+
+def first_failure(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    return next((s for s in sorted(steps(run), key=lambda s: s["setting"]) if s["verdict"] != "pass"), None)
+
+
+def max_achieved(run: Mapping[str, Any]) -> float:
+    return max((s["achieved_per_s"] for s in steps(run)), default=float("nan"))
+
+
+def audit_text(run: Mapping[str, Any]) -> str:
+    """The audit over the whole ramp: verdict, messages, and any duplicate, missing, out of order or
+    left behind."""
+    audit = run.get("audit")
+    if not audit:
+        return "off"
+    text = f"{audit['verdict']} {audit['processed']}/{audit['expected']}"
+    faults = [
+        f"{audit[key]} {label}"
+        for key, label in (
+            ("duplicates", "dup"),
+            ("missing", "missing"),
+            ("order_violations", "order"),
+            ("left_behind", "left"),
+        )
+        if audit.get(key)
+    ]
+    return text + (f" ({', '.join(faults)})" if faults else "")
+
+
+def ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return c.fmt(value, 0 if value >= 100 else 1)
+
+
+def odd_steps(run: Mapping[str, Any]) -> list[str]:
+    """What the verdict rules make of this ramp that a reader should know: a step that passed above
+    a failed one (the knee stays below the failure), a passing step whose achieved rate is well
+    under its offered one, a step that inherited a backlog."""
+    notes = []
+    ordered = sorted(steps(run), key=lambda s: s["setting"])
+    failed = first_failure(run)
+    if ordered and failed is None:
+        top = ordered[-1]["setting"]
+        notes.append(f"every step passed: the knee is the ladder's top ({top:g}/s), a lower bound")
+    if ordered and failed is ordered[0]:
+        notes.append(f"the lowest step ({failed['setting']:g}/s) failed: no knee; start the ladder lower")
+    if failed is not None:
+        above = [s for s in ordered if s["setting"] > failed["setting"] and s["verdict"] == "pass"]
+        passed = ", ".join(f"{s['setting']:g}/s" for s in above)
+        if above:
+            notes.append(
+                f"step {failed['index'] + 1} ({failed['setting']:g}/s) failed"
+                f" ({'; '.join(failed['reasons'])}) but higher steps passed:"
+                f" {passed}; the knee stays below the failure"
+            )
+    for s in ordered:
+        if s["verdict"] == "pass" and s["achieved_per_s"] < 0.9 * s["offered_per_s"]:
+            notes.append(
+                f"step {s['index'] + 1} ({s['setting']:g}/s) passed with achieved {s['achieved_per_s']:.0f}/s"
+                f" ({s['achieved_per_s'] / s['offered_per_s']:.0%} of offered), backlog {s['backlog_end']}"
+                f" at its end, slope {s['backlog_slope_per_s']:.0f}/s"
+            )
+    previous: dict[str, Any] | None = None
+    for s in steps(run):
+        if previous is not None and previous["backlog_left"]:
+            notes.append(
+                f"step {s['index'] + 1} ({s['setting']:g}/s) started with {previous['backlog_left']} messages"
+                f" the previous step's settle ({previous['settle_s']:.1f} s) left"
+            )
+        previous = s
+    return notes
+
+
+def print_steps(run: Mapping[str, Any], title: str) -> None:
+    """The step table of one sweep: what the tool's summary shows, plus the inherited backlog and
+    the rows in the table."""
+    rows = []
+    previous_left = 0
+    for s in steps(run):
+        rows.append(
+            [
+                str(s["index"] + 1),
+                c.fmt(s["offered_per_s"], 0),
+                c.fmt(s["achieved_per_s"], 0),
+                c.fmt(s["achieved_per_s"] / s["offered_per_s"], 2) if s["offered_per_s"] else "-",
+                ms(s["e2e_ms"]["p50"]),
+                ms(s["e2e_ms"]["p99"]),
+                ms(s["claim_ms"]["p50"]),
+                str(previous_left),
+                str(s["backlog_end"]),
+                c.fmt(s["backlog_slope_per_s"], 0),
+                c.fmt(s["settle_s"], 1),
+                str(s["backlog_left"]),
+                f"{rows_before(run, s['started_s']):,}",
+                s["verdict"].upper() if s["verdict"] != "pass" else "pass",
+                "; ".join(s["reasons"]),
+            ]
+        )
+        previous_left = s["backlog_left"]
+    c.print_table(
+        ["step", "offered/s", "achieved/s", "ach/off", "e2e p50 ms", "e2e p99 ms", "claim p50 ms",
+         "start backlog", "end backlog", "slope/s", "settle s", "left", "rows", "verdict", "why"],
+        rows,
+        title,
+    )  # fmt: skip
+    for note in odd_steps(run):
+        print(f"  note: {note}")
+
+
+def print_knees(
+    cells: Sequence[str],
+    runs: Mapping[str, Sequence[Mapping[str, Any]]],
+    label: Mapping[str, Sequence[str]],
+    label_headers: Sequence[str],
+    title: str,
+) -> None:
+    """One row per cell: the knee (median over rounds) with its step's figures, the bounds the JSON
+    reports, the first failing step, the largest achieved rate, the audit over the ramp."""
+    rows = []
+    for cell in cells:
+        r = runs[cell]
+        knees = [knee(run) for run in r]
+        median_knee = c.median([k for k in knees if not math.isnan(k)])
+        last = r[-1]
+        at = knee_step(last)
+        failed = first_failure(last)
+        bound = c.median_at(r, "ordering_bound_per_s")
+        worker_bound = c.median_at(r, "worker_bound_per_s")
+        tight = min(bound, worker_bound) if not math.isnan(worker_bound) else bound
+        rows.append(
+            [
+                *label[cell],
+                f"{len(steps(last))} x {last['sweep']['step_s']:g} s",
+                c.fmt(median_knee, 0),
+                "-" if at is None else c.fmt(at["achieved_per_s"], 0),
+                "-" if at is None else ms(at["e2e_ms"]["p99"]),
+                "-" if failed is None else f"{failed['setting']:g} ({failed['achieved_per_s']:.0f})",
+                c.fmt(c.median([max_achieved(run) for run in r]), 0),
+                c.fmt(c.median_at(r, "work_mean_ms"), 2),
+                c.fmt(bound, 0),
+                c.fmt(worker_bound, 0),
+                c.fmt(median_knee / tight, 2) if tight == tight and tight else "-",
+                "; ".join(audit_text(run) for run in r),
+                ", ".join(c.fmt(k, 0) for k in knees),
+            ]
+        )
+    c.print_table(
+        [*label_headers, "steps", "knee/s", "ach/s at knee", "p99 ms at knee", "1st fail (ach)", "max ach/s",
+         "work ms", "order bound/s", "worker bound/s", "knee/bound", "audit (whole ramp)", "all runs' knees"],
+        rows,
+        title,
+    )  # fmt: skip
+    print(
+        "knee = max_sustainable_per_s: the highest rate that passed with every lower rate passing (median of"
+        " the rounds; the step figures are the last round's).\n1st fail = the lowest failing rate (its"
+        " achieved/s); max ach/s = the largest achieved rate of any step (a capacity figure that does not"
+        " depend on the verdict rules).\norder bound = groups (or the hottest group's cap) / mean work time;"
+        " worker bound = the same with each type's groups limited to its workers; knee/bound against the"
+        " lower of the two."
+    )
+
+
+def run_cell(cli: list[str], dsn: str, keep: str | None, name: str) -> dict[str, Any]:
+    data = c.run_cli(cli, dsn)
+    keep_json(keep, name, data)
+    return data
+
+
+def describe_run(run: Mapping[str, Any]) -> str:
+    at = knee_step(run)
+    return (
+        f"knee {c.fmt(knee(run), 0)}/s"
+        + ("" if at is None else f" (step {at['index'] + 1}, p99 {ms(at['e2e_ms']['p99'])} ms)")
+        + f", max achieved {c.fmt(max_achieved(run), 0)}/s, audit {audit_text(run)}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--claims", default="seed,indexed", help="strategies (default seed,indexed)")
+    parser.add_argument("--orders", default="2,100", help="-orders values, comma list (default 2,100)")
+    sweep_flags(parser, step=15, settle=10)
+    args = parser.parse_args()
+
+    overrides = ladder_overrides(args.ladder)
+    cells: list[str] = []
+    ladders: dict[str, list[float]] = {}
+    label: dict[str, list[str]] = {}
+    for orders in (int(o) for o in c.comma_list(args.orders)):
+        for claim in c.comma_list(args.claims):
+            cell = f"{claim}/{orders}"
+            cells.append(cell)
+            ladders[cell] = thin(
+                rates(overrides.get(cell, LADDERS.get((claim, orders), DEFAULT_LADDER))), args.steps
+            )
+            label[cell] = [claim, str(orders), str(3 * orders)]
+    unknown = set(overrides) - set(cells)
+    if unknown:
+        raise SystemExit(
+            f"--ladder for cells not run: {', '.join(sorted(unknown))} (cells: {', '.join(cells)})"
+        )
+
+    def cli(cell: str) -> list[str]:
+        claim, orders = cell.split("/")
+        return ["-claim", claim, "-orders", orders, *shape_args(args), *sweep_args(args, ladders[cell])]
+
+    for cell in cells:
+        print(f"{cell}: " + c.cli_command_text(cli(cell)))
+    with c.server_from_args(args.dsn) as server:
+        runs = c.interleaved(
+            cells, args.repeat, lambda cell, r: run_cell(cli(cell), server.dsn, args.keep, f"{cell}-{r + 1}")
+        )
+        for cell in cells:
+            for i, run in enumerate(runs[cell]):
+                print(f"  {cell} round {i + 1}: {describe_run(run)}")
+
+    slo = f", SLO e2e p99 <= {args.slo:g} ms" if args.slo is not None else ", no SLO (backlog growth alone)"
+    for cell in cells:
+        run = runs[cell][-1]
+        print_steps(
+            run,
+            f"{cell}: -claim {label[cell][0]} -orders {label[cell][1]} ({label[cell][2]} groups)"
+            f" -workers {args.workers} -work-ms {args.work_ms}; -sweep {run['sweep']['spec']}"
+            f" -step {args.step:g} -settle {args.settle:g}{slo}"
+            + (f"; round {len(runs[cell])} of {len(runs[cell])}" if len(runs[cell]) > 1 else ""),
+        )
+    print_knees(
+        cells,
+        runs,
+        label,
+        ["claim", "orders", "groups"],
+        f"max sustainable rate (knee) per cell, {args.repeat} round(s); -workers {args.workers}"
+        f" -work-ms {args.work_ms}, wake-up {args.wakeup or 'poll'}{slo}",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,708 @@
+"""Statement forms: a worker's claim + completion sent as SQL text (PREPARE/EXECUTE or SQL functions,
+what the tool does), as unnamed extended-protocol statements, as protocol-level prepared statements,
+and pipelined; msg/s, client and server CPU per message, each form checked for exactly-once.
+
+A bare loop, not the tool: N threads (default 12, types dealt round-robin), one connection each in
+autocommit mode, each running the `indexed` strategy's cycle in one transaction per message: BEGIN;
+the claim (pgmq_sim.sqlfiles.load_strategy("indexed", None).wrapped_claim_sql); the completion
+(statement("complete_mark")); COMMIT, until --messages are done, on a table prefilled by SQL
+(bench/_common.py's prepare_queue: --messages + 2000, -orders 100, ANALYZEd) and recreated for every
+run. The PREPARE texts, the functions and their calls are the tool's own (pgmq_sim.db.statements:
+prepare, create_function, call). The tool's clocks select after the commit is left out of every
+form, so all run the same statements.
+
+Forms (round trips per message):
+
+  prepare-sql        1  simple query "execute pgmq_sim_complete(ID); commit; begin; execute
+                        pgmq_sim_claim('typeN', null)": SQL-level PREPARE once per session, then
+                        text; the tool's form on a direct connection and in session pooling
+  function-sql       1  the same chained text calling SQL functions (select * from pgmq_sim_...(...))
+  function-sql-2rt   2  "begin; select * from pgmq_sim_claim(...)" then "select * from
+                        pgmq_sim_complete(ID); commit": the tool's form behind a transaction pooler
+                        (it does not chain the next claim there: that would keep the server link)
+  unnamed            4  begin; claim; complete; commit, one round trip each, the two statements as
+                        unnamed extended-protocol statements (Parse/Bind/Execute/Sync each time)
+  prepared           4  the same with protocol-level prepared statements (Parse once per session,
+                        then Bind/Execute)
+  cursor-unnamed     4  as unnamed, through psycopg cursors: execute(..., prepare=False)
+  cursor-prepared    4  as prepared, through psycopg cursors: execute(..., prepare=True)
+  pipeline-unnamed   1  libpq pipeline mode, one Sync per message: complete, commit, begin, claim
+                        (unnamed extended statements, begin/commit as statements too)
+  pipeline-prepared  1  the same with protocol-level prepared statements
+  pipeline-unnamed-2rt 2  [begin, claim] Sync, [complete, commit] Sync: pipelined without chaining
+                        the next claim to the commit, so a transaction pooler can release the link
+
+The SQL-text, unnamed, prepared and pipeline forms run at libpq's level as the tool's
+pgmq_sim.db.wire does (psycopg.pq: send, poll the socket, raw results); cursor-* use psycopg's
+cursors, i.e. what psycopg's prepare=False/True cost with its Python layer.
+
+Paths (--paths): `direct` (the server's TCP DSN), `transaction` (a real PgBouncer in transaction
+pooling in front of it: tests/pooler.py's PgBouncer, loaded by bench/_common.py's pgbouncer_for with
+tests/ on sys.path; pool_size 20), `session` (PgBouncer in session pooling). PgBouncer keeps
+protocol-level prepared statements across server links only from 1.21 with max_prepared_statements
+set; the script sets it (100) when `pgbouncer --version` is 1.21 or newer and says which. The server
+is `LocalPostgres(tcp=True)` so PgBouncer can log in; --dsn: a server on TCP with a password.
+
+Figures per form and path, medians of --repeat interleaved rounds (every form once per round, order
+rotating): msg/s (messages completed / time from the threads' start to the last thread's stop),
+client CPU per message (resource.getrusage of this process: every thread, over the measured loop),
+server CPU per message (LocalPostgres.cpu_seconds(): every server process, backends that ended
+included, over the loop; '-' with --dsn), PgBouncer's own CPU per message (its process, from /proc),
+and a check: every completion's UPDATE found its row, no message was completed twice, the rows
+marked processed in the table are exactly the messages the threads completed, and no row is left
+claimed but unprocessed. A form that errors (e.g. SQL-level or named prepared statements behind a
+transaction pooler that cannot keep them) stops at the first error and is reported as failed. A form
+that passes behind a transaction pooler only by coincidence is marked so: psycopg names its
+statements _pg3_0, _pg3_1 ... in the order a connection prepares them, every thread here prepares
+the same two in the same order, so a name means the same statement on every server link; a
+PgBouncer older than 1.21 passes each Bind to whichever link is free, and a Parse of a name a link
+already has fails ("already exists") depending on which links had which clients before. A chained
+form (the next claim sent with the commit) behind a transaction pooler is always in a transaction, so
+it holds its server link for good (correct with pool_size >= threads, but nothing is pooled): marked.
+
+Two shared cores: the threads, the server and PgBouncer share them, and another benchmark may be
+running: compare the ratios in one run, not absolute figures.
+
+    python bench/statements.py                               # about 4 minutes on 2 cores
+    python bench/statements.py --messages 800 --repeat 1    # quick form, about 10 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import re
+import resource
+import select
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import _common as c
+import psycopg
+from psycopg import pq
+from psycopg.errors import error_from_result
+
+from pgmq_sim.db.statements import CLAIM, COMPLETE, call, create_function, prepare, worker_statements
+from pgmq_sim.embedded.postgres import LocalPostgres
+from pgmq_sim.embedded.processes import cpu_seconds
+from pgmq_sim.kinds import SessionMode
+
+FORMS = {  # name: round trips per message
+    "prepare-sql": 1,
+    "function-sql": 1,
+    "function-sql-2rt": 2,
+    "unnamed": 4,
+    "prepared": 4,
+    "cursor-unnamed": 4,
+    "cursor-prepared": 4,
+    "pipeline-unnamed": 1,
+    "pipeline-prepared": 1,
+    "pipeline-unnamed-2rt": 2,
+}
+TOOL_FORM = {"direct": "prepare-sql", "session": "prepare-sql", "transaction": "function-sql-2rt"}
+PATHS = ("direct", "transaction", "session")
+ORDERS = 100
+MARGIN = 2000
+WAIT_MS = 100
+TUPLES_OK, COMMAND_OK = pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK
+PIPELINE_SYNC = pq.ExecStatus.PIPELINE_SYNC
+MIN_PREPARED_BOUNCER = (1, 21)  # max_prepared_statements
+SQL_PREPARED = {"prepare-sql"}  # PREPARE/EXECUTE text: session state no transaction pooler keeps
+PROTOCOL_PREPARED = {"prepared", "cursor-prepared", "pipeline-prepared"}  # kept by PgBouncer >= 1.21
+CHAINED = {"prepare-sql", "function-sql", "pipeline-unnamed", "pipeline-prepared"}  # always in a transaction
+
+
+# --- one connection at libpq's level ----------------------------------------------------------
+
+
+class Link:
+    """Raw round trips on a psycopg connection's libpq handle (as pgmq_sim.db.wire does): send, poll
+    the socket, read every result; the first error raised after the round trip is read to its end."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+        self.pg = conn.pgconn
+        self.encoding = conn.info.encoding
+        self.poller = select.poll()
+        self.poller.register(self.pg.socket, select.POLLIN)
+
+    def _flush(self) -> None:
+        while self.pg.flush():
+            select.select([], [self.pg.socket], [], WAIT_MS / 1000)
+
+    def _next(self) -> pq.abc.PGresult | None:
+        pg = self.pg
+        while pg.is_busy():
+            if self.poller.poll(WAIT_MS):
+                pg.consume_input()
+        return pg.get_result()
+
+    def _check(self, results: list[pq.abc.PGresult]) -> list[pq.abc.PGresult]:
+        for result in results:
+            if result.status not in (TUPLES_OK, COMMAND_OK, PIPELINE_SYNC):
+                if result.status == pq.ExecStatus.PIPELINE_ABORTED:
+                    continue
+                raise error_from_result(result, encoding=self.encoding)
+        return results
+
+    def _read(self) -> list[pq.abc.PGresult]:
+        """Every result of one query (simple or extended, not pipelined)."""
+        results = []
+        while (result := self._next()) is not None:
+            results.append(result)
+        return self._check(results)
+
+    def simple(self, text: bytes) -> list[pq.abc.PGresult]:
+        self.pg.send_query(text)
+        self._flush()
+        return self._read()
+
+    def unnamed(self, text: bytes, params: Sequence[bytes | None]) -> pq.abc.PGresult:
+        self.pg.send_query_params(text, params)
+        self._flush()
+        return self._read()[-1]
+
+    def prepare(self, name: bytes, text: bytes) -> None:
+        self.pg.send_prepare(name, text)
+        self._flush()
+        self._read()
+
+    def prepared(self, name: bytes, params: Sequence[bytes | None]) -> pq.abc.PGresult:
+        self.pg.send_query_prepared(name, params)
+        self._flush()
+        return self._read()[-1]
+
+    # pipeline mode: queue statements, then one Sync and read up to it
+
+    def enter_pipeline(self) -> None:
+        self.pg.enter_pipeline_mode()
+
+    def exit_pipeline(self) -> None:
+        self.pg.exit_pipeline_mode()
+
+    def queue(self, name_or_text: bytes, params: Sequence[bytes | None], named: bool) -> None:
+        if named:
+            self.pg.send_query_prepared(name_or_text, params)
+        else:
+            self.pg.send_query_params(name_or_text, params)
+
+    def sync(self) -> list[pq.abc.PGresult]:
+        """Send the Sync and read every queued statement's result up to it (one per statement)."""
+        self.pg.pipeline_sync()
+        self._flush()
+        results: list[pq.abc.PGresult] = []
+        while True:
+            result = self._next()
+            if result is None:  # the end of one statement's results
+                continue
+            if result.status == PIPELINE_SYNC:
+                return self._check(results)
+            results.append(result)
+
+
+# --- the worker loop ---------------------------------------------------------------------------
+
+
+@dataclass
+class Shared:
+    """What the threads of one run share: the stop condition, the first error, the counter."""
+
+    target: int
+    done: threading.Event = field(default_factory=threading.Event)
+    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    errors: list[str] = field(default_factory=list)
+
+    def completed(self) -> None:
+        if next(self.counter) >= self.target:
+            self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        self.errors.append(
+            f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error) else ''}"
+        )
+        self.done.set()
+
+
+@dataclass
+class Worker:
+    """One thread's connection and what it completed (msg_ids; misses: completions that found no row)."""
+
+    conn: psycopg.Connection
+    queue_type: str
+    done_ids: list[int] = field(default_factory=list)
+    misses: int = 0
+
+
+@dataclass(frozen=True)
+class Texts:
+    """The statements in every form this bench sends."""
+
+    claim_sql: bytes  # the wrapped claim, $1 the type
+    complete_sql: bytes  # complete_mark, $1 the msg_id
+    prepare_sql: list[str]  # PREPARE pgmq_sim_claim(...) ..., PREPARE pgmq_sim_complete(...)
+    functions_ddl: list[str]  # CREATE FUNCTION pgmq_sim_claim ..., pgmq_sim_complete ...
+
+
+def texts_of(strategy: c.ClaimStrategy) -> Texts:
+    found = worker_statements(strategy.wrapped_claim_sql, SessionMode.BASIC, delmsg=False, audited=False)
+    assert [s.name for s in found] == [CLAIM, COMPLETE]
+    return Texts(
+        strategy.wrapped_claim_sql.encode(),
+        c.statement("complete_mark").encode(),
+        [prepare(s) for s in found],
+        [ddl for s in found for ddl in create_function(s)],
+    )
+
+
+def first_id(result: pq.abc.PGresult) -> int | None:
+    """The claimed msg_id (first column of the first row), or None: nothing free."""
+    if result.ntuples == 0:
+        return None
+    value = result.get_value(0, 0)
+    return int(value) if value is not None else None
+
+
+def sql_text_loop(w: Worker, s: Shared, texts: Texts, functions: bool, chained: bool) -> None:
+    """The tool's forms: SQL text in simple-query messages, EXECUTE of SQL-level prepared statements
+    or SELECT from SQL functions; chained = the next claim rides with the commit."""
+    link = Link(w.conn)
+    if not functions:
+        link.simple(b"deallocate all")
+        for text in texts.prepare_sql:
+            link.simple(text.encode())
+    quoted = f"'{w.queue_type}'"
+    claim = call(CLAIM, f"{quoted}, null", functions).encode()
+    begin_claim = b"begin; " + claim
+    msg_id = first_id(link.simple(begin_claim)[-1])
+    while not s.done.is_set():
+        if msg_id is None:
+            link.simple(b"commit")
+            time.sleep(0.001)
+            msg_id = first_id(link.simple(begin_claim)[-1])
+            continue
+        complete = call(COMPLETE, str(msg_id), functions).encode() + b"; commit"
+        results = link.simple(complete + b"; " + begin_claim if chained else complete)
+        if results[0].ntuples != 1:
+            w.misses += 1
+        w.done_ids.append(msg_id)
+        s.completed()
+        if chained:
+            msg_id = first_id(results[-1])
+        elif not s.done.is_set():
+            msg_id = first_id(link.simple(begin_claim)[-1])
+        else:
+            msg_id = None
+    link.simple(b"rollback")  # a chained claim still open: back to the queue
+
+
+def extended_loop(w: Worker, s: Shared, texts: Texts, named: bool) -> None:
+    """begin; claim; complete; commit: one round trip each (extended protocol, unnamed or named)."""
+    link = Link(w.conn)
+    param = [w.queue_type.encode()]
+    if named:
+        link.prepare(b"claim", texts.claim_sql)
+        link.prepare(b"complete", texts.complete_sql)
+
+        def claim() -> pq.abc.PGresult:
+            return link.prepared(b"claim", param)
+
+        def complete(msg_id: int) -> pq.abc.PGresult:
+            return link.prepared(b"complete", [str(msg_id).encode()])
+    else:
+
+        def claim() -> pq.abc.PGresult:
+            return link.unnamed(texts.claim_sql, param)
+
+        def complete(msg_id: int) -> pq.abc.PGresult:
+            return link.unnamed(texts.complete_sql, [str(msg_id).encode()])
+
+    while not s.done.is_set():
+        link.simple(b"begin")
+        msg_id = first_id(claim())
+        if msg_id is None:
+            link.simple(b"commit")
+            time.sleep(0.001)
+            continue
+        if complete(msg_id).ntuples != 1:
+            w.misses += 1
+        link.simple(b"commit")
+        w.done_ids.append(msg_id)
+        s.completed()
+
+
+def cursor_loop(w: Worker, s: Shared, texts: Texts, named: bool) -> None:
+    """The same four round trips through psycopg cursors, execute(..., prepare=named); begin and
+    commit with prepare=False (psycopg would prepare them after prepare_threshold uses)."""
+    cur = psycopg.RawCursor(w.conn)
+    claim, complete = texts.claim_sql.decode(), texts.complete_sql.decode()
+    param = (w.queue_type,)
+    while not s.done.is_set():
+        cur.execute("begin", prepare=False)
+        cur.execute(claim, param, prepare=named)
+        row = cur.fetchone()
+        if row is None:
+            cur.execute("commit", prepare=False)
+            time.sleep(0.001)
+            continue
+        msg_id = int(row[0])
+        cur.execute(complete, (msg_id,), prepare=named)
+        if cur.rowcount != 1:
+            w.misses += 1
+        cur.execute("commit", prepare=False)
+        w.done_ids.append(msg_id)
+        s.completed()
+
+
+def pipeline_loop(w: Worker, s: Shared, texts: Texts, named: bool, chained: bool) -> None:
+    """libpq pipeline mode, one Sync per round trip; begin and commit are statements too."""
+    link = Link(w.conn)
+    if named:
+        link.prepare(b"claim", texts.claim_sql)
+        link.prepare(b"complete", texts.complete_sql)
+    claim_q = b"claim" if named else texts.claim_sql
+    complete_q = b"complete" if named else texts.complete_sql
+    param = [w.queue_type.encode()]
+    link.enter_pipeline()
+
+    def begin_claim() -> None:
+        link.queue(b"begin", [], False)
+        link.queue(claim_q, param, named)
+
+    def complete_commit(msg_id: int) -> None:
+        link.queue(complete_q, [str(msg_id).encode()], named)
+        link.queue(b"commit", [], False)
+
+    begin_claim()
+    msg_id = first_id(link.sync()[-1])
+    while not s.done.is_set():
+        if msg_id is None:
+            link.queue(b"commit", [], False)
+            link.sync()
+            time.sleep(0.001)
+            begin_claim()
+            msg_id = first_id(link.sync()[-1])
+            continue
+        complete_commit(msg_id)
+        if chained:
+            begin_claim()
+        results = link.sync()
+        if results[0].ntuples != 1:
+            w.misses += 1
+        w.done_ids.append(msg_id)
+        s.completed()
+        if chained:
+            msg_id = first_id(results[-1])
+        elif not s.done.is_set():
+            begin_claim()
+            msg_id = first_id(link.sync()[-1])
+        else:
+            msg_id = None
+    link.exit_pipeline()
+    link.simple(b"rollback")
+
+
+def loop_of(form: str, texts: Texts) -> Callable[[Worker, Shared], None]:
+    loops: dict[str, Callable[[Worker, Shared], None]] = {
+        "prepare-sql": lambda w, s: sql_text_loop(w, s, texts, functions=False, chained=True),
+        "function-sql": lambda w, s: sql_text_loop(w, s, texts, functions=True, chained=True),
+        "function-sql-2rt": lambda w, s: sql_text_loop(w, s, texts, functions=True, chained=False),
+        "unnamed": lambda w, s: extended_loop(w, s, texts, named=False),
+        "prepared": lambda w, s: extended_loop(w, s, texts, named=True),
+        "cursor-unnamed": lambda w, s: cursor_loop(w, s, texts, named=False),
+        "cursor-prepared": lambda w, s: cursor_loop(w, s, texts, named=True),
+        "pipeline-unnamed": lambda w, s: pipeline_loop(w, s, texts, named=False, chained=True),
+        "pipeline-prepared": lambda w, s: pipeline_loop(w, s, texts, named=True, chained=True),
+        "pipeline-unnamed-2rt": lambda w, s: pipeline_loop(w, s, texts, named=False, chained=False),
+    }
+    return loops[form]
+
+
+def cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_form(
+    dsn: str,
+    form: str,
+    texts: Texts,
+    threads: int,
+    messages: int,
+    server_cpu: Callable[[], float],
+    bouncer_cpu: Callable[[], float],
+) -> tuple[dict[str, float], list[Worker], Shared]:
+    """threads connections, each running the form's loop until `messages` are completed; the figures
+    over the loop (connections and session set-up, e.g. PREPARE, before the start)."""
+    shared = Shared(messages)
+    body = loop_of(form, texts)
+    workers = [
+        Worker(psycopg.connect(dsn, autocommit=True), c.QUEUE_TYPES[i % len(c.QUEUE_TYPES)])
+        for i in range(threads)
+    ]
+    start = threading.Barrier(threads + 1)
+
+    def run(w: Worker) -> None:
+        try:
+            start.wait()
+            body(w, shared)
+        except BaseException as error:  # stop every thread; reported as the form's failure
+            shared.fail(error)
+
+    pool = [threading.Thread(target=run, args=(w,), daemon=True) for w in workers]
+    for t in pool:
+        t.start()
+    cpu0, server0, bouncer0 = cpu_self(), server_cpu(), bouncer_cpu()
+    start.wait()
+    began = time.perf_counter()
+    for t in pool:
+        t.join()
+    elapsed = time.perf_counter() - began
+    cpu1, server1, bouncer1 = cpu_self(), server_cpu(), bouncer_cpu()
+    for w in workers:
+        w.conn.close()
+    completed = sum(len(w.done_ids) for w in workers)
+    n = max(1, completed)
+    figures = {
+        "msg_s": completed / elapsed if elapsed > 0 else 0.0,
+        "client_us": (cpu1 - cpu0) * 1e6 / n,
+        "server_us": (server1 - server0) * 1e6 / n,
+        "bouncer_us": (bouncer1 - bouncer0) * 1e6 / n,
+        "completed": float(completed),
+    }
+    return figures, workers, shared
+
+
+def check(dsn: str, workers: list[Worker], shared: Shared) -> str:
+    """'ok' when every message the threads completed is processed exactly once in the table, else
+    what is wrong (or the first error)."""
+    if shared.errors:
+        return "FAILED " + shared.errors[0]
+    ids = [i for w in workers for i in w.done_ids]
+    problems = []
+    if len(ids) != len(set(ids)):
+        problems.append(f"{len(ids) - len(set(ids))} completed twice")
+    misses = sum(w.misses for w in workers)
+    if misses:
+        problems.append(f"{misses} completions found no row")
+    with psycopg.connect(dsn) as conn:
+        processed = {int(r[0]) for r in conn.execute(
+            "select msg_id from msg_queue where time_processed is not null"
+        )}  # fmt: skip
+        row = conn.execute(
+            "select count(*) from msg_queue where status <> 'N' and time_processed is null"
+        ).fetchone()
+        stuck = int(row[0]) if row else 0
+    if processed != set(ids):
+        problems.append(
+            f"table has {len(processed - set(ids))} processed not completed,"
+            f" {len(set(ids) - processed)} completed not processed"
+        )
+    if stuck:
+        problems.append(f"{stuck} claimed but not processed")
+    return "; ".join(problems) or "ok"
+
+
+# --- the servers -------------------------------------------------------------------------------
+
+
+def bouncer_version(binary: str) -> tuple[tuple[int, int], str]:
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout
+    first = out.splitlines()[0] if out.strip() else binary
+    found = re.search(r"(\d+)\.(\d+)", first)
+    return ((int(found.group(1)), int(found.group(2))) if found else (0, 0)), first
+
+
+@contextlib.contextmanager
+def tcp_server(dsn: str | None) -> Iterator[tuple[str, str, LocalPostgres | None]]:
+    """(dsn, label, pg): --dsn as given, else one LocalPostgres on TCP with a password."""
+    if dsn is not None:
+        yield dsn, "PostgreSQL from --dsn", None
+        return
+    with LocalPostgres(tcp=True) as pg:
+        yield pg.dsn, pg.label, pg
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=int, default=5000, help="messages per run (default 5000)")
+    parser.add_argument("--threads", type=int, default=12, help="threads, one connection each (default 12)")
+    parser.add_argument("--forms", default=",".join(FORMS), help="comma list (default all)")
+    parser.add_argument(
+        "--paths",
+        default="direct,transaction",
+        help="direct,transaction,session (default direct,transaction)",
+    )
+    parser.add_argument("--pool-size", type=int, default=20, help="PgBouncer default_pool_size (default 20)")
+    c.common_args(parser, repeat=5)
+    args = parser.parse_args()
+    forms = [f for f in c.comma_list(args.forms) if f in FORMS]
+    paths = [p for p in c.comma_list(args.paths) if p in PATHS]
+    strategy = c.load_strategy("indexed", None)
+    texts = texts_of(strategy)
+    shown = strategy.wrapped_claim_sql.strip().replace("\n", "\n    ")
+    print(f"claim: indexed, wrapped:\n    {shown}")
+    print(f"completion: {c.statement('complete_mark').strip().splitlines()[-2]} ...")
+
+    with tcp_server(args.dsn) as (dsn, label, pg), contextlib.ExitStack() as stack:
+        print(f"server: {label}, one for all runs", flush=True)
+        bench_dsn = c.bench_database(dsn)
+        dsns = {"direct": bench_dsn}
+        bouncer_pids: dict[str, int] = {}
+        versions: dict[str, tuple[int, int]] = {}
+        notes: list[str] = []
+        for path in paths:
+            if path == "direct":
+                continue
+            try:
+                probe = c.pgbouncer_for(bench_dsn, path)
+            except RuntimeError as missing:
+                print(f"{path}: skipped ({missing})")
+                continue
+            version, text = bouncer_version(probe.binary)
+            extra = {}
+            if version >= MIN_PREPARED_BOUNCER:
+                extra["max_prepared_statements"] = "100"
+                note = f"{text}: max_prepared_statements = 100"
+            else:
+                note = f"{text}: older than 1.21, no max_prepared_statements (named statements are not kept)"
+            versions[path] = version
+            bouncer = stack.enter_context(c.pgbouncer_for(bench_dsn, path, args.pool_size, extra))
+            dsns[path] = bouncer.dsn
+            bouncer_pids[path] = bouncer.process.pid
+            notes.append(f"{path} pooling: {note}, pool_size {args.pool_size}")
+            print(notes[-1])
+        paths = [p for p in paths if p in dsns]
+        keeps_named = {path: v >= MIN_PREPARED_BOUNCER for path, v in versions.items()}
+        installed = [False]
+
+        def measure(cell: str, _round: int) -> dict[str, Any]:
+            path, form = cell.split("|")
+            c.prepare_queue(bench_dsn, strategy, args.messages + MARGIN, ORDERS, analyze=True)
+            if not installed[0]:  # the functions survive the table's re-creation (SQL bodies)
+                with psycopg.connect(bench_dsn, autocommit=True) as conn:
+                    for ddl in texts.functions_ddl:
+                        conn.execute(ddl)
+                installed[0] = True
+            pid = bouncer_pids.get(path)
+            figures, workers, shared = run_form(
+                dsns[path],
+                form,
+                texts,
+                args.threads,
+                args.messages,
+                (lambda: pg.cpu_seconds()) if pg is not None else (lambda: float("nan")),
+                (lambda: cpu_seconds([pid])) if pid else (lambda: float("nan")),
+            )
+            return {**figures, "check": check(bench_dsn, workers, shared)}
+
+        cells = [f"{path}|{form}" for path in paths for form in forms]
+        results = c.interleaved(cells, args.repeat, measure)
+
+    report(results, paths, forms, args, notes, keeps_named)
+
+
+def unsafe(path: str, form: str, keeps_named: dict[str, bool]) -> str:
+    """Why a form that passed its check is still wrong on this path ('' when it is not)."""
+    if path != "transaction":
+        return ""
+    if form in SQL_PREPARED:
+        return "unsafe: SQL PREPARE is per server link"
+    if form in PROTOCOL_PREPARED and not keeps_named.get(path, False):
+        return "correct by luck: PgBouncer < 1.21 lets clients share named statements"
+    if form in CHAINED:
+        return "holds its server link throughout: pool_size >= threads"
+    return ""
+
+
+def report(
+    results: dict[str, list[dict[str, Any]]],
+    paths: list[str],
+    forms: list[str],
+    args: argparse.Namespace,
+    notes: list[str],
+    keeps_named: dict[str, bool],
+) -> None:
+    def good(cell: str) -> list[dict[str, Any]]:
+        return [r for r in results.get(cell, []) if r["check"] == "ok"]
+
+    def med(cell: str, key: str) -> float:
+        return c.median([float(r[key]) for r in good(cell)])
+
+    footnotes: list[str] = []  # failures and caveats, printed under the table
+
+    def mark(text: str) -> str:
+        if text not in footnotes:
+            footnotes.append(text)
+        return f"[{footnotes.index(text) + 1}]"
+
+    rows = []
+    for path in paths:
+        tool = f"{path}|{TOOL_FORM[path]}"
+        for form in forms:
+            cell = f"{path}|{form}"
+            runs = results[cell]
+            failures = [r["check"] for r in runs if r["check"] != "ok"]
+            if not failures:
+                verdict = "ok"
+            else:
+                verdict = f"ok {len(runs) - len(failures)}/{len(runs)}, " if len(failures) < len(runs) else ""
+                verdict += f"FAILED {len(failures)}/{len(runs)} {mark(failures[0].removeprefix('FAILED '))}"
+            why = unsafe(path, form, keeps_named)
+            if why and len(failures) < len(runs):
+                verdict += f" {mark(why)}"
+            ratio = med(cell, "msg_s") / med(tool, "msg_s") if good(cell) and good(tool) else float("nan")
+            rows.append(
+                [
+                    path,
+                    form + (" (tool)" if form == TOOL_FORM[path] else ""),
+                    str(FORMS[form]),
+                    c.fmt(med(cell, "msg_s")),
+                    c.fmt(ratio, 3),
+                    c.fmt(med(cell, "client_us"), 0),
+                    c.fmt(med(cell, "server_us"), 0),
+                    c.fmt(med(cell, "bouncer_us"), 0),
+                    verdict,
+                ]
+            )
+    c.print_table(
+        [
+            "path",
+            "form",
+            "trips/msg",
+            "msg/s",
+            "x tool's form",
+            "client us/msg",
+            "server us/msg",
+            "bouncer us/msg",
+            "exactly once",
+        ],
+        rows,
+        f"medians of {args.repeat} interleaved rounds; {args.threads} threads, {args.messages} messages of"
+        f" {args.messages + MARGIN} prefilled, -orders {ORDERS}, claim indexed, complete_mark, no audit",
+    )
+    for number, text in enumerate(footnotes, 1):
+        print(f"[{number}] {text}")
+    for note in notes:
+        print(note)
+    print(
+        "x tool's form: msg/s over the form the tool uses on that path (prepare-sql direct and in"
+        " session pooling, function-sql-2rt behind a transaction pooler).\nCPU per message over the"
+        " measured loop: client = this process (all threads), server = every server process."
+        " Figures only from runs whose check passed."
+    )
+    for cell, runs in results.items():
+        print(
+            f"{cell.replace('|', ' ')}: "
+            + ", ".join(c.fmt(r["msg_s"]) + ("" if r["check"] == "ok" else " (failed)") for r in runs)
+        )
+
+
+if __name__ == "__main__":
+    main()
