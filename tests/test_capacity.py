@@ -18,7 +18,9 @@ def doc(cli: Cli) -> dict:
     return json.loads((cli.workdir / "out.json").read_text())
 
 
-def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(cli: Cli, db: psycopg.Connection) -> None:
+def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
+    cli: Cli, db: psycopg.Connection, dsn: str
+) -> None:
     """Three workers, one per type, 10 ms of work each: 300 messages/s at most. 80/s and 160/s are
     held; 1200/s is four times what they can do, so its backlog grows and it fails."""
     result = cli.run(
@@ -53,6 +55,10 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(cli: Cli, db: p
         == db.execute("select max(msg_id) from msg_queue").fetchone()[0]
     )
     assert (cli.workdir / "knee.png").read_bytes()[:4] == b"\x89PNG"
+    # the failing last step left messages behind: `pgmq-sim audit` judges them as the run did
+    assert audit["left_behind"] > 0, audit
+    again = cli.audit("-dsn", dsn)
+    assert again.returncode == 0 and "audit pass" in again.stdout, again.stdout + again.stderr
 
 
 def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:

@@ -3,12 +3,14 @@ password scrubbed out of a driver's message. Pure: no server."""
 
 from __future__ import annotations
 
+import threading
 from urllib.parse import quote
 
 import pytest
 from secret_forms import PASSWORD, WRONG, assert_no_secret, forms
 
 from pgmq_sim.dsn import redact, scrub
+from pgmq_sim.engine.bounded import FirstError
 
 pytestmark = pytest.mark.unit
 
@@ -64,3 +66,14 @@ def test_scrub_hides_every_form_of_the_password(monkeypatch: pytest.MonkeyPatch)
     scrubbed = scrub(message, dsn)
     assert_no_secret(scrubbed, PASSWORD, WRONG, "env-Secret-9")
     assert "***" in scrubbed
+
+
+def test_a_run_error_hides_the_listen_dsn_password_too() -> None:
+    """-listen-dsn is a second DSN: an error a thread reports is scrubbed of both DSNs' secrets."""
+    dsn, listen = "postgres://u@h/app", f"postgres://l:{E}@direct/app"
+    errors = FirstError(threading.Event())
+    errors.report("notify listener", RuntimeError(f"could not connect with {listen} ({PASSWORD})"))
+    described = errors.describe(dsn, listen)
+    assert described is not None
+    assert_no_secret(described[1], PASSWORD)
+    assert "postgres://l:***@direct/app" in described[1]

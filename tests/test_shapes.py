@@ -40,6 +40,7 @@ def test_zipf_keys_give_the_hottest_key_its_share(cli: Cli, db: psycopg.Connecti
     assert keys["expected_hot_share"] == pytest.approx(expected / 3, rel=1e-3)
     # the hottest group caps the run: the bound follows from its share, far below groups / work
     assert report["ordering_bound_per_s"] < report["groups"] / (report["work_mean_ms"] / 1000) / 5
+    assert "hottest group 7.7% of messages: 13.0 groups' worth" in " ".join(result.stdout.split())
     assert report["audit"]["verdict"] == "pass"
     assert_exactly_once_in_order(db, n, delmsg=False)
 

@@ -136,17 +136,19 @@ def _parse_loosely(dsn: str) -> dict[str, str]:
         return {}
 
 
-def reason(exc: BaseException, dsn: str) -> str:
-    """An exception's first line, fit to print: never trust a driver's message not to quote the DSN."""
-    return scrub(first_line(exc), dsn)
+def reason(exc: BaseException, dsn: str, *others: str | None) -> str:
+    """An exception's first line, fit to print: never trust a driver's message not to quote a DSN
+    (the run's, and any other it was given, as -listen-dsn)."""
+    return scrub(first_line(exc), dsn, *others)
 
 
-def scrub(text: str, dsn: str) -> str:
-    """The text with the DSN and every form of its password (or $PGPASSWORD's) hidden."""
-    if dsn:
-        text = text.replace(dsn, redact(dsn))
-    for secret in _secrets(dsn):
-        text = text.replace(secret, HIDDEN)
+def scrub(text: str, dsn: str, *others: str | None) -> str:
+    """The text with each DSN and every form of its password (or $PGPASSWORD's) hidden."""
+    for each in (dsn, *others):
+        if each:
+            text = text.replace(each, redact(each))
+            for secret in _secrets(each):
+                text = text.replace(secret, HIDDEN)
     return text
 
 

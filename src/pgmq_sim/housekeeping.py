@@ -1,9 +1,10 @@
 """The run's housekeeper: once a second it samples the table's dead tuples and the oldest
-snapshot on the server; in split mode it also recovers messages whose owner is gone.
+snapshot on the server; in split mode it also recovers messages whose owner is gone, every
+heartbeat or quarter lease, whichever is sooner.
 
 Recovery runs here, on one thread, rather than in every claim: the claim stays the hot
-path it was, and a message whose worker died comes back within a second (its backend is
-gone at once) or when its lease expires (a worker alive but stuck).
+path it was, and a message whose worker died comes back about a second after its owner's
+heartbeat stopped, or when its lease expires (a worker alive but stuck).
 """
 
 from __future__ import annotations

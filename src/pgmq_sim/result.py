@@ -204,16 +204,22 @@ class RunResult:
         return sum(w.reconnects for w in self.workers)
 
     @property
+    def bound_groups(self) -> float:
+        """How many groups' worth advance side by side: G, or 1/f when the hottest group has a
+        share f of the messages that leaves fewer (a skew)."""
+        cap = float(self.groups)
+        if self.keys is not None and self.keys.expected_hot_share > 0:
+            hot_cap = 1 / self.keys.expected_hot_share
+            cap = hot_cap if self.keys.groups is None else min(cap, hot_cap)
+        return cap
+
+    @property
     def ordering_bound_per_s(self) -> float | None:
         """Each group advances at most one message per mean work time: G groups allow G/W, and a
         group with share f of the messages caps the run at 1/(f W) (the skew's hottest group)."""
         if not self.ordered or self.settings.work.mean_ms <= 0:  # no work: no bound to speak of
             return None
-        cap = float(self.groups)
-        if self.keys is not None and self.keys.expected_hot_share > 0:
-            hot_cap = 1 / self.keys.expected_hot_share
-            cap = hot_cap if self.keys.groups is None else min(cap, hot_cap)
-        return cap / (self.work_mean_ms / 1000)
+        return self.bound_groups / (self.work_mean_ms / 1000)
 
     @property
     def worker_bound_per_s(self) -> float | None:

@@ -55,7 +55,8 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
         counts,
         expected=previous.produced,
         ordered=previous.ordered,
-        complete=previous.outcome == "completed" and recorded.get("duration") is None,
+        # a run bounded by time or a sweep need not drain (older records: -duration alone said so)
+        complete=previous.outcome == "completed" and recorded.get("drains", recorded.get("duration") is None),
         retrying=retrying,
     )
     console = Console(highlight=False, stderr=json_path == STDOUT)

@@ -55,7 +55,7 @@ class FirstError:
     def reporter(self, where: str) -> Callable[[BaseException], None]:
         return lambda exc: self.report(where, exc)
 
-    def describe(self, dsn: str) -> tuple[Outcome, str] | None:
+    def describe(self, dsn: str, *others: str | None) -> tuple[Outcome, str] | None:
         """(outcome, one line) for the first failure, if any."""
         if self.error is None:
             return None
@@ -64,11 +64,12 @@ class FirstError:
             return outcome_of(exc), str(exc)
         if isinstance(exc, SimError):
             return Outcome.FAILED, f"{where}: {exc}"
-        return Outcome.FAILED, f"{where} failed: {reason(exc, dsn)}; check the server and the SQL files"
+        why = reason(exc, dsn, *others)
+        return Outcome.FAILED, f"{where} failed: {why}; check the server and the SQL files"
 
-    def raise_first(self, dsn: str) -> None:
+    def raise_first(self, dsn: str, *others: str | None) -> None:
         """Raise the first failure again, as the error that ends the run the same way."""
-        described = self.describe(dsn)
+        described = self.describe(dsn, *others)
         if described is not None:
             outcome, text = described
             kind = {Outcome.SERVER_LOST: ServerLostError, Outcome.SERVER_UNRESPONSIVE: NotAnswering}

@@ -50,7 +50,7 @@ class Prefill:
         if not filling.is_alive():
             writer.close()
         state.timeline.arrived(0, writer.committed)
-        state.errors.raise_first(state.server.dsn)
+        state.errors.raise_first(*state.dsns)
         if state.signals.interrupt.is_set():
             raise InterruptedError("prefill")
         call_bounded(state.db.analyze, 120, state.signals, "ANALYZE")

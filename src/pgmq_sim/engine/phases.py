@@ -101,12 +101,14 @@ def check(state: RunState, parts: RunParts) -> None:
     parts.carrier.open(state)
 
 
-def prepare(state: RunState) -> None:
-    """Install the queue in one transaction (a failure inside it changes nothing), then open the log."""
+def prepare(state: RunState, parts: RunParts) -> None:
+    """Install the queue in one transaction (a failure inside it changes nothing), then open the log.
+    The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
     settings, strategy = state.settings, state.strategy
     assert state.path is not None
     state.session = session = session_plan(settings, strategy, state.path.transaction_pooled)
-    record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, settings.as_json())
+    recorded = settings.as_json() | {"drains": parts.goal.drains}
+    record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, recorded)
     state.log.open()
     state.changed = True
     try:
@@ -138,7 +140,7 @@ def prepare(state: RunState) -> None:
         try:
             call_bounded(state.db.track_statements, 30, state.signals, "pg_stat_statements")
         except psycopg.Error as exc:
-            state.notes.append(f"per-statement cost not tracked: {reason(exc, state.server.dsn)}")
+            state.notes.append(f"per-statement cost not tracked: {reason(exc, *state.dsns)}")
     server_now = call_bounded(state.db.server_clock, 30, state.signals, "server clock")
     state.source = MessageSource(
         settings.queue_types,
@@ -211,7 +213,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
             state.clock,
             state.stop,
             state.record_fault,
-            lambda exc: reason(exc, state.server.dsn),
+            lambda exc: reason(exc, *state.dsns),
         )
         state.schedule.start()
 
@@ -267,7 +269,7 @@ def halt(state: RunState, parts: RunParts) -> None:
     state.writer.close()
     parts.carrier.close(state)
     state.log.flush()  # a write that fails now (a full disk) still ends the run as failed
-    described = state.errors.describe(state.server.dsn)
+    described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:
         state.outcome, state.error = described
     if not state.changed:
@@ -315,7 +317,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 )
                 state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
         except (SimError, psycopg.Error, InterruptedError) as exc:
-            why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, state.server.dsn)
+            why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
             state.log.event(f"audit skipped: {why}")
     source = state.source

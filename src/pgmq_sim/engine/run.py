@@ -66,7 +66,7 @@ def execute(state: RunState, parts: RunParts) -> RunResult:
     state.phase = parts.goal.describe
     try:
         phases.check(state, parts)
-        phases.prepare(state)
+        phases.prepare(state, parts)
         parts.feed.produce(state)
         phases.start(state, parts)
         watch(state, parts)
@@ -77,7 +77,7 @@ def execute(state: RunState, parts: RunParts) -> RunResult:
             raise  # nothing was changed: one line says why
         state.outcome, state.error = outcome_of(exc), str(exc)
     except psycopg.Error as exc:
-        text = f"database error: {reason(exc, state.server.dsn)}; check the server"
+        text = f"database error: {reason(exc, *state.dsns)}; check the server"
         if not state.changed:
             raise SimError(text) from None
         state.outcome, state.error = Outcome.FAILED, text

@@ -108,6 +108,11 @@ class RunState:
     def strategy(self) -> ClaimStrategy:
         return self.given.strategy
 
+    @property
+    def dsns(self) -> tuple[str, str | None]:
+        """Every DSN the run was given, to hide from whatever it prints: the server's, -listen-dsn."""
+        return self.server.dsn, self.settings.listen_dsn
+
     def clock(self) -> float:
         """Seconds since the workers started (0 before)."""
         return time.perf_counter() - self.started if self.started else 0.0

@@ -37,7 +37,7 @@ def watch(state: RunState, parts: RunParts) -> None:
             if state.signals.interrupt.is_set():
                 state.outcome = Outcome.INTERRUPTED
                 return
-            described = state.errors.describe(state.server.dsn)
+            described = state.errors.describe(*state.dsns)
             if described is not None:
                 state.outcome, state.error = described
                 return
@@ -95,5 +95,5 @@ def check_answering(state: RunState, what: str) -> None:
             f"the server ({state.server.label}) did not answer: {what} made no progress for"
             f" {state.settings.stall_timeout:g} s and a new connection got no answer within"
             f" {PING_TIMEOUT_S:g} s"
-            + (f" ({reason(exc, state.server.dsn)})" if isinstance(exc, psycopg.Error) else "")
+            + (f" ({reason(exc, *state.dsns)})" if isinstance(exc, psycopg.Error) else "")
         ) from None

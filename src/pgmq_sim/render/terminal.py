@@ -60,10 +60,15 @@ def print_summary(console: Console, result: RunResult) -> None:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
     bound, worker_bound = result.ordering_bound_per_s, result.worker_bound_per_s
     if bound and worker_bound:
-        text = (
-            f"{bound:.0f}/s ({result.groups} groups / {result.work_mean_ms:.2f} ms work);"
-            f" run reached {result.bound_share:.0%}"
-        )
+        groups = result.bound_groups
+        if groups < result.groups:  # a hot key sets it
+            assert result.keys is not None
+            share = result.keys.expected_hot_share
+            what = f"hottest group {share:.1%} of messages: {groups:.1f} groups' worth"
+        else:
+            what = f"{result.groups} groups"
+        text = f"{bound:.0f}/s ({what} / {result.work_mean_ms:.2f} ms work)"
+        text += f"; run reached {result.bound_share:.0%}"
         if worker_bound < bound:
             share = result.throughput_per_s / worker_bound
             text += f"; {len(result.workers)} workers allow at most {worker_bound:.0f}/s ({share:.0%})"
