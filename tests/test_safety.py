@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from checks import wait_for_handled
+from checks import free_port, wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
 
 pytestmark = pytest.mark.integration
@@ -36,6 +36,22 @@ def test_a_foreign_table_is_refused_and_kept(cli: Cli, db: psycopg.Connection) -
     assert db.execute("select to_regclass('msg_journal')").fetchone()[0] is not None
     # said explicitly, the tables are replaced
     assert cli.run("-fill-db 20 -workers 3 -work-ms 0 -replace-tables").returncode == 0
+
+
+def test_a_foreign_notify_function_is_refused_and_kept(cli: Cli, db: psycopg.Connection) -> None:
+    body = "begin return null; end"
+    db.execute(f"create function msg_queue_notify() returns trigger language plpgsql as $$ {body} $$")
+    db.commit()
+    assert cli.run("-fill-db 20 -workers 3 -work-ms 0").returncode == 0  # poll: the function is not touched
+    result = cli.run("-fill-db 20 -workers 3 -work-ms 0 -wakeup notify")
+    assert_one_line_error(result, 2, "msg_queue_notify", "not created by pgmq-sim", "-replace-tables")
+    kept = db.execute("select prosrc from pg_proc where proname = 'msg_queue_notify'").fetchone()
+    assert kept is not None and kept[0].strip() == body
+    # the tool's own function is replaced by its next run without a word
+    db.execute("drop function msg_queue_notify()")
+    db.commit()
+    for _ in range(2):
+        assert cli.run("-fill-db 20 -workers 3 -work-ms 0 -wakeup notify").returncode == 0
 
 
 def test_the_tool_replaces_its_own_tables_without_asking(cli: Cli, db: psycopg.Connection) -> None:
@@ -73,6 +89,15 @@ def test_killed_run_is_audited_in_place_and_named_by_the_next_run(cli: Cli, dsn:
 
 def test_audit_command_needs_a_server(cli: Cli) -> None:
     assert_one_line_error(cli.audit(), 2, "-dsn")
+    port = free_port()
+    assert_one_line_error(cli.audit("-dsn", f"postgres://u:pw@127.0.0.1:{port}/x"), 1, "cannot connect")
+
+
+def test_audit_command_without_a_run_record_is_one_line(cli: Cli, dsn: str, db: psycopg.Connection) -> None:
+    assert cli.run("-fill-db 10 -workers 3 -work-ms 0").returncode == 0
+    db.execute("delete from pgmq_sim_run")
+    db.commit()
+    assert_one_line_error(cli.audit("-dsn", dsn), 1, "no run recorded")
 
 
 def test_json_through_a_symlink_keeps_the_link(cli: Cli) -> None:

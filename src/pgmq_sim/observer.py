@@ -34,19 +34,3 @@ class RunObserver(Protocol):
 
     def stopped_watching(self) -> None:
         """The run has ended (whatever ended it)."""
-
-
-class QuietObserver:
-    """Nobody watches."""
-
-    def say(self, line: str) -> None:
-        pass
-
-    def watching(self, figures: LiveFigures) -> None:
-        pass
-
-    def tick(self) -> None:
-        pass
-
-    def stopped_watching(self) -> None:
-        pass

@@ -217,7 +217,8 @@ class RunResult:
     def ordering_bound_per_s(self) -> float | None:
         """Each group advances at most one message per mean work time: G groups allow G/W, and a
         group with share f of the messages caps the run at 1/(f W) (the skew's hottest group)."""
-        if not self.ordered or self.settings.work.mean_ms <= 0:  # no work: no bound to speak of
+        # no work (or none measured: nothing processed): no bound to speak of
+        if not self.ordered or self.settings.work.mean_ms <= 0 or self.work_mean_ms <= 0:
             return None
         return self.bound_groups / (self.work_mean_ms / 1000)
 
@@ -225,14 +226,14 @@ class RunResult:
     def worker_bound_per_s(self) -> float | None:
         """The ordering bound with these workers: a type's groups advance at most as many at a
         time as the type has workers."""
-        if not self.ordered or self.settings.work.mean_ms <= 0:
+        bound = self.ordering_bound_per_s
+        if bound is None:
             return None
         busy = sum(
             min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
             for queue_type, groups in self.groups_per_type.items()
         )
-        bound = self.ordering_bound_per_s
-        return min(busy / (self.work_mean_ms / 1000), bound if bound is not None else float("inf"))
+        return min(busy / (self.work_mean_ms / 1000), bound)
 
     @property
     def bound_share(self) -> float | None:

@@ -12,12 +12,11 @@ from typing import Any, TypeVar
 from pgmq_sim.errors import UsageError
 from pgmq_sim.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
 from pgmq_sim.sweep import SweepSpec
-from pgmq_sim.traffic import ConstantRate, KeySkew, RateProfile, parse_rate_profile
+from pgmq_sim.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
 
 QUEUE_TYPES = ("type1", "type2", "type3")  # the seed's, and -types 3
 MAX_TYPES = 1000  # queue_type is varchar(10): type1000 fits
 MAX_PAYLOAD_BYTES = 10_000_000
-INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
 MAX_WORKERS = 10_000
 MAX_ATTEMPTS = 60  # the backoff doubles per attempt: 2^60 x BASE is already forever
 E = TypeVar("E", bound=StrEnum)

@@ -51,9 +51,6 @@ class LatencyHistogram:
     def reset(self) -> None:
         self._hist.reset()
 
-    def copy(self) -> LatencyHistogram:
-        return LatencyHistogram.merged([self])
-
     def minus(self, earlier: LatencyHistogram) -> LatencyHistogram:
         """What was recorded since `earlier` (a copy of this histogram taken then): a window of a
         cumulative histogram, for a sweep's step."""

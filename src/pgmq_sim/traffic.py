@@ -22,7 +22,7 @@ from typing import Literal, Protocol
 
 from pgmq_sim.errors import UsageError
 
-INT4_MAX = 2**31 - 1  # order_id is the seed's integer column
+INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
 KEY_SKEW_FORMS = "give uniform or zipf:S with S > 0, e.g. zipf:1.2"
 IDLE_WAIT_S = 0.05  # the longest sleep next_due_in asks for while nothing is offered
 MAX_PROFILE_BYTES = 10_000_000  # a day at one row a second is ~1.5 MB; /dev/zero is not a recording

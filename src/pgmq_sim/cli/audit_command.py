@@ -9,13 +9,15 @@ import sys
 from pathlib import Path
 
 import click
+import psycopg
 from rich.console import Console
 
 from pgmq_sim.audit import SHOW, AuditVerdict
 from pgmq_sim.cli.flags import flag
+from pgmq_sim.db.connection import connect_checked
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.dsn import DSN_ENV, check_dsn, redact
+from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
 
@@ -40,6 +42,15 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
     check_dsn(dsn)
     if json_path:
         check_output_path(json_path, "-json")
+    connect_checked(dsn).close()  # one line naming why there is no connection
+    try:
+        verdict = _audit(dsn, json_path)
+    except psycopg.Error as exc:
+        raise SimError(f"database error: {reason(exc, dsn)}; check the server") from None
+    sys.exit(0 if verdict.passed else 1)
+
+
+def _audit(dsn: str, json_path: Path | None) -> AuditVerdict:
     db = QueueDatabase(Sessions(dsn, reconnect_timeout=0))
     tables = db.tables()
     if not tables["pgmq_sim_run"][0] or not tables["msg_queue"][0]:
@@ -47,7 +58,8 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
     if not tables["msg_journal"][0]:
         raise SimError("the last run had no journal (-no-audit); there is nothing to audit")
     previous = db.previous_run()
-    assert previous is not None
+    if previous is None:
+        raise SimError(f"no run recorded in {redact(dsn)} (pgmq_sim_run is empty); run pgmq-sim there first")
     recorded = json.loads(previous.settings)
     retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
     counts = db.audit_counts(previous.produced, SHOW, retrying)
@@ -59,7 +71,7 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
         complete=previous.outcome == "completed" and recorded.get("drains", recorded.get("duration") is None),
         retrying=retrying,
     )
-    console = Console(highlight=False, stderr=json_path == STDOUT)
+    console = Console(highlight=False, markup=False, stderr=json_path == STDOUT)
     state = previous.outcome or "unfinished (no outcome recorded: the run was killed or is running)"
     console.print(
         f"run {previous.run_id} started {previous.started_at:%Y-%m-%d %H:%M:%S}: {state};"
@@ -72,4 +84,4 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
             json_path,
             {"run_id": previous.run_id, "outcome": previous.outcome or None, "audit": verdict.as_json()},
         )
-    sys.exit(0 if verdict.passed else 1)
+    return verdict

@@ -3,7 +3,8 @@ diagnoses find on the server), what counts as a lost connection, and the one rec
 
 Nothing is set at connection start-up beyond what every pooler forwards (application_name): a
 session setting goes in with SET LOCAL inside the transaction that needs it, so it holds whether
-or not the pooler keeps a server session for this client.
+or not the pooler keeps a server session for this client. (DateStyle, which a worker sets when the
+server's is not ISO, is one a pooler tracks per client, as it does application_name.)
 """
 
 from __future__ import annotations
@@ -42,20 +43,28 @@ def is_connection_lost(exc: BaseException, closed: bool = False) -> bool:
     return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in (None, "08000", "08003", "08006")
 
 
-def connect_worker(dsn: str, name: str | None = None) -> psycopg.Connection:
-    """A worker's own connection: bounded connect, keepalives so a dead peer is noticed; its
-    application_name carries the worker's name, so faults and diagnoses find it on any host."""
+def connect(dsn: str, name: str | None = None, autocommit: bool = False) -> psycopg.Connection:
+    """Every connection of the tool: bounded connect, keepalives so a dead peer is noticed, $1
+    placeholders, no protocol-level prepared statements (a transaction pooler before PgBouncer 1.21
+    cannot keep them); the application_name carries a worker's name, so faults and diagnoses find
+    it on any host."""
     return psycopg.connect(
         dsn,
         application_name=APPLICATION_NAME + (f" {name}" if name else ""),
         connect_timeout=CONNECT_TIMEOUT_S,
         cursor_factory=psycopg.RawCursor,
-        prepare_threshold=None,  # a transaction pooler cannot keep protocol-level prepared statements
+        prepare_threshold=None,
+        autocommit=autocommit,
         keepalives=1,
         keepalives_idle=5,
         keepalives_interval=2,
         keepalives_count=3,
     )
+
+
+def connect_worker(dsn: str, name: str | None = None) -> psycopg.Connection:
+    """A worker's own connection."""
+    return connect(dsn, name)
 
 
 def limit_lock_waits(conn: psycopg.Connection) -> None:
@@ -67,13 +76,7 @@ def limit_lock_waits(conn: psycopg.Connection) -> None:
 @contextlib.contextmanager
 def admin_connection(dsn: str) -> Iterator[psycopg.Connection]:
     """The tool's own connection for one operation, its first transaction open with a lock bound."""
-    conn = psycopg.connect(
-        dsn,
-        application_name=APPLICATION_NAME,
-        connect_timeout=CONNECT_TIMEOUT_S,
-        cursor_factory=psycopg.RawCursor,  # the statements use $1 placeholders
-        prepare_threshold=None,
-    )
+    conn = connect(dsn)
     try:
         limit_lock_waits(conn)
         yield conn
@@ -110,7 +113,7 @@ def connect_checked(dsn: str) -> psycopg.Connection:
     """A connection, or one line saying why there is none (never the password)."""
     check_dsn(dsn, "the DSN")
     try:
-        return psycopg.connect(dsn, application_name=APPLICATION_NAME, connect_timeout=10)
+        return connect(dsn)
     except psycopg.Error as exc:
         raise connect_error(dsn, exc) from None
 

@@ -8,7 +8,7 @@ import socket
 
 import psycopg
 
-from pgmq_sim.db.connection import APPLICATION_NAME, CONNECT_TIMEOUT_S, connect_error
+from pgmq_sim.db.connection import connect, connect_error
 from pgmq_sim.db.values import PathFacts
 from pgmq_sim.dsn import check_dsn
 from pgmq_sim.errors import UsageError
@@ -19,16 +19,9 @@ STATEMENT_POOLING = "transaction blocks not allowed"
 
 
 def _connect(dsn: str) -> psycopg.Connection:
-    """A probe's connection: autocommit, no prepared statements (a transaction pooler before
-    PgBouncer 1.21 cannot keep them), a refusal said in one line at once."""
+    """A probe's connection, in autocommit; a refusal said in one line at once."""
     try:
-        return psycopg.connect(
-            dsn,
-            application_name=APPLICATION_NAME,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            autocommit=True,
-            prepare_threshold=None,
-        )
+        return connect(dsn, autocommit=True)
     except psycopg.Error as exc:
         raise connect_error(dsn, exc) from None
 

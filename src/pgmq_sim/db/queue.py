@@ -23,10 +23,6 @@ class QueueDatabase:
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
 
-    @property
-    def dsn(self) -> str:
-        return self.sessions.dsn
-
     # -- before the run -------------------------------------------------------------------
 
     def connection_budget(self) -> tuple[int, int | None]:
@@ -45,7 +41,7 @@ class QueueDatabase:
         return {name: (bool(exists), bool(ours)) for name, exists, ours in self.sessions.all("owned_tables")}
 
     def functions(self) -> dict[str, tuple[bool, bool]]:
-        """For each function a run behind a transaction pooler replaces: (exists, made by this tool)."""
+        """For each function a run may replace: (exists, made by this tool)."""
         return {name: (bool(e), bool(ours)) for name, e, ours in self.sessions.all("owned_functions")}
 
     def previous_run(self) -> PreviousRun | None:

@@ -30,10 +30,6 @@ class Sessions:
     def dsn(self) -> str:
         return self._dsn
 
-    @property
-    def stop(self) -> threading.Event:
-        return self._stop
-
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         """One connection, not retried (for operations that must not run twice)."""

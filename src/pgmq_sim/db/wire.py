@@ -15,7 +15,6 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-TUPLES_OK = pq.ExecStatus.TUPLES_OK
 FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 WAIT_MS = 100  # the socket is polled in slices: a connection closed under it is noticed
 

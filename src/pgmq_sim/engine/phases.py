@@ -24,6 +24,7 @@ from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
+from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.housekeeping import Housekeeper
 from pgmq_sim.keys import GroupTally
@@ -39,7 +40,6 @@ from pgmq_sim.worker import session_plan
 
 STOP_GRACE_S = 2.0
 FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
-PING_TIMEOUT_S = 5.0
 COLLECT_TIMEOUT_S = 600.0
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
 
@@ -79,8 +79,12 @@ def check(state: RunState, parts: RunParts) -> None:
                 " it crash-restarts the server by killing a backend from COPY TO PROGRAM"
             )
     tables = call_bounded(db.tables, 30, signals, "table check", True)
-    if path.transaction_pooled:
-        tables |= call_bounded(db.functions, 30, signals, "function check", True)
+    functions = call_bounded(db.functions, 30, signals, "function check", True)
+    tables |= {
+        name: found
+        for name, found in functions.items()
+        if (settings.wakeup == WakeupMode.NOTIFY if name == "msg_queue_notify" else path.transaction_pooled)
+    }
     foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
     if foreign and not settings.replace_tables:
         raise UsageError(

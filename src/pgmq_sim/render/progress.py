@@ -145,7 +145,7 @@ class TerminalObserver:
         self._progress: RunProgress | None = None
 
     def say(self, line: str) -> None:
-        self._console.print(line, highlight=False)
+        self._console.print(line, highlight=False, markup=False)  # server text may hold [brackets]
 
     def watching(self, figures: LiveFigures) -> None:
         self._progress = RunProgress(self._console, figures, self._mode)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from pgmq_sim.advice import advice
@@ -31,12 +32,13 @@ def print_summary(console: Console, result: RunResult) -> None:
     table.add_column(style="bold")
     table.add_column()
     if result.error:
-        table.add_row("error", f"[red]{result.error}[/]")
+        table.add_row("error", f"[red]{escape(result.error)}[/]")
     path = result.path
-    table.add_row("server", result.server + (f" ({path.tls})" if path and path.tls else ""))
+    table.add_row("server", escape(result.server) + (f" ({path.tls})" if path and path.tls else ""))
     if path is not None and path.pooled:
         how = "detected" if path.detected else "given by -pooler"
-        table.add_row("pooler", f"{path.pooler} pooling ({how}: {path.evidence}); " + "; ".join(path.changes))
+        pooling = f"{path.pooler} pooling ({how}: {path.evidence}); " + "; ".join(path.changes)
+        table.add_row("pooler", escape(pooling))
     table.add_row(
         "strategy / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
     )
@@ -98,7 +100,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             f"{a.processed}/{a.expected} exactly once, order "
             + ("kept" if a.ordered else "not checked (unordered strategy)")
         )
-        table.add_row("audit", f"{verdict}: {detail}")
+        table.add_row("audit", f"{verdict}: {escape(detail)}")
     elif result.settings.audit:
         table.add_row("audit", "[yellow]not run[/]: the server could not be reached")
     if result.retries:
@@ -124,7 +126,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
         )
     for fault in result.faults:
-        table.add_row("fault", f"{fault.at_s:.1f} s {fault.kind}: {fault.detail}")
+        table.add_row("fault", f"{fault.at_s:.1f} s {fault.kind}: {escape(fault.detail)}")
     console.print(table)
     workers = Table(title="workers", title_justify="left")
     columns = ["worker", "type", "processed", "empty claims", "busy", "conn. lost"]
@@ -143,11 +145,11 @@ def print_summary(console: Console, result: RunResult) -> None:
     if result.sweep is not None:
         print_sweep(console, result.sweep)
     for note in result.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {escape(note)}")
     for cause in result.stall_causes:
-        console.print(f"[red]stall:[/] {cause}")
+        console.print(f"[red]stall:[/] {escape(cause)}")
     for line in advice(result):
-        console.print(f"[yellow]advice:[/] {line}")
+        console.print(f"[yellow]advice:[/] {escape(line)}")
 
 
 def processed_text(result: RunResult) -> str:

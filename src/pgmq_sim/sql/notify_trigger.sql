@@ -6,5 +6,6 @@ begin
     from (select queue_type, count(*) as n from inserted group by queue_type) t;
     return null;
 end $$;
+comment on function msg_queue_notify() is 'pgmq-sim: created by pgmq-sim; replaced by its next run';
 create trigger msg_queue_notify after insert on msg_queue
     referencing new table as inserted for each statement execute function msg_queue_notify();
