@@ -71,6 +71,17 @@ def server_from_args(dsn: str | None, settings: dict[str, str] | None = None) ->
         yield Server(pg.dsn, pg.label, find_bindir(), pg)
 
 
+@contextlib.contextmanager
+def tcp_server(dsn: str | None) -> Iterator[tuple[str, str, LocalPostgres | None]]:
+    """(dsn, label, pg): --dsn as given, else one LocalPostgres on TCP with a password (PgBouncer
+    logs in with it)."""
+    if dsn is not None:
+        yield dsn, "PostgreSQL from --dsn", None
+        return
+    with LocalPostgres(tcp=True) as pg:
+        yield pg.dsn, pg.label, pg
+
+
 def bench_database(dsn: str, name: str = BENCH_DATABASE) -> str:
     """A database of the bench's own on the same server (created once), for queues built by SQL."""
     with psycopg.connect(dsn, autocommit=True) as conn:

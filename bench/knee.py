@@ -64,7 +64,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -370,6 +370,29 @@ def describe_run(run: Mapping[str, Any]) -> str:
     )
 
 
+def sweep_cells(
+    cells: Sequence[str],
+    args: argparse.Namespace,
+    cli: Callable[[str], list[str]],
+    run_cell: Callable[[list[str], str, str | None, str], dict[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Each cell's command, then every cell's sweep on one server, interleaved over --repeat rounds."""
+    for cell in cells:
+        print(f"{cell}: " + c.cli_command_text(cli(cell)))
+    with c.server_from_args(args.dsn) as server:
+        runs = c.interleaved(
+            cells, args.repeat, lambda cell, r: run_cell(cli(cell), server.dsn, args.keep, f"{cell}-{r + 1}")
+        )
+    for cell in cells:
+        for i, run in enumerate(runs[cell]):
+            print(f"  {cell} round {i + 1}: {describe_run(run)}")
+    return runs
+
+
+def slo_text(args: argparse.Namespace) -> str:
+    return f", SLO e2e p99 <= {args.slo:g} ms" if args.slo is not None else ", no SLO (backlog growth alone)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -401,17 +424,8 @@ def main() -> None:
         claim, orders = cell.split("/")
         return ["-claim", claim, "-orders", orders, *shape_args(args), *sweep_args(args, ladders[cell])]
 
-    for cell in cells:
-        print(f"{cell}: " + c.cli_command_text(cli(cell)))
-    with c.server_from_args(args.dsn) as server:
-        runs = c.interleaved(
-            cells, args.repeat, lambda cell, r: run_cell(cli(cell), server.dsn, args.keep, f"{cell}-{r + 1}")
-        )
-        for cell in cells:
-            for i, run in enumerate(runs[cell]):
-                print(f"  {cell} round {i + 1}: {describe_run(run)}")
-
-    slo = f", SLO e2e p99 <= {args.slo:g} ms" if args.slo is not None else ", no SLO (backlog growth alone)"
+    runs = sweep_cells(cells, args, cli, run_cell)
+    slo = slo_text(args)
     for cell in cells:
         run = runs[cell][-1]
         print_steps(

@@ -47,26 +47,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import _common as c
 
-from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.embedded.processes import cpu_seconds
 
 PATHS = ("direct", "transaction", "session")
 LOADS = ("drain", "rate")
-
-
-@contextlib.contextmanager
-def tcp_server(dsn: str | None) -> Iterator[tuple[str, str, LocalPostgres | None]]:
-    """(dsn, label, pg): --dsn as given, else one LocalPostgres on TCP with a password."""
-    if dsn is not None:
-        yield dsn, "PostgreSQL from --dsn", None
-        return
-    with LocalPostgres(tcp=True) as pg:
-        yield pg.dsn, pg.label, pg
 
 
 def main() -> None:
@@ -106,7 +94,7 @@ def main() -> None:
         print(f"{load}: {shown.replace('-pooler none', '-pooler none|transaction|session')}")
     print("  DSN: the server direct, or PgBouncer (transaction | session pooling) in front of it")
 
-    with tcp_server(args.dsn) as (direct, label, pg), contextlib.ExitStack() as stack:
+    with c.tcp_server(args.dsn) as (direct, label, pg), contextlib.ExitStack() as stack:
         print(f"server: {label}, one for all runs", flush=True)
         dsns, bouncers = {"direct": direct}, {}
         for mode in PATHS[1:]:

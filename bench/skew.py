@@ -156,17 +156,8 @@ def main() -> None:
         out = ["-claim", args.claim, "-orders", str(args.orders), "-key-skew", cell, *k.shape_args(args)]
         return out + k.sweep_args(args, ladders[cell])
 
-    for cell in cells:
-        print(f"{cell}: " + c.cli_command_text(cli(cell)))
-    with c.server_from_args(args.dsn) as server:
-        runs = c.interleaved(
-            cells, args.repeat, lambda cell, r: run_cell(cli(cell), server.dsn, args.keep, f"{cell}-{r + 1}")
-        )
-        for cell in cells:
-            for i, run in enumerate(runs[cell]):
-                print(f"  {cell} round {i + 1}: {k.describe_run(run)}")
-
-    slo = f", SLO e2e p99 <= {args.slo:g} ms" if args.slo is not None else ", no SLO (backlog growth alone)"
+    runs = k.sweep_cells(cells, args, cli, run_cell)
+    slo = k.slo_text(args)
     shape = f"-claim {args.claim} -orders {args.orders} -workers {args.workers} -work-ms {args.work_ms}"
     for cell in cells:
         run = runs[cell][-1]

@@ -88,7 +88,6 @@ from psycopg import pq
 from psycopg.errors import error_from_result
 
 from pgmq_sim.db.statements import CLAIM, COMPLETE, call, create_function, prepare, worker_statements
-from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.embedded.processes import cpu_seconds
 from pgmq_sim.kinds import SessionMode
 
@@ -517,16 +516,6 @@ def bouncer_version(binary: str) -> tuple[tuple[int, int], str]:
     return ((int(found.group(1)), int(found.group(2))) if found else (0, 0)), first
 
 
-@contextlib.contextmanager
-def tcp_server(dsn: str | None) -> Iterator[tuple[str, str, LocalPostgres | None]]:
-    """(dsn, label, pg): --dsn as given, else one LocalPostgres on TCP with a password."""
-    if dsn is not None:
-        yield dsn, "PostgreSQL from --dsn", None
-        return
-    with LocalPostgres(tcp=True) as pg:
-        yield pg.dsn, pg.label, pg
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -550,7 +539,7 @@ def main() -> None:
     print(f"claim: indexed, wrapped:\n    {shown}")
     print(f"completion: {c.statement('complete_mark').strip().splitlines()[-2]} ...")
 
-    with tcp_server(args.dsn) as (dsn, label, pg), contextlib.ExitStack() as stack:
+    with c.tcp_server(args.dsn) as (dsn, label, pg), contextlib.ExitStack() as stack:
         print(f"server: {label}, one for all runs", flush=True)
         bench_dsn = c.bench_database(dsn)
         dsns = {"direct": bench_dsn}
