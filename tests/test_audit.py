@@ -12,7 +12,7 @@ import pytest
 from checks import handled_lines, wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
 
-from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.sqlfiles import statement
@@ -36,8 +36,7 @@ def crafted(db: psycopg.Connection) -> psycopg.Connection:
 
 def judge(db: psycopg.Connection, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
     """The audit, through the tool's own queue layer, of the database `db` is connected to."""
-    counts = QueueDatabase(Sessions(db.info.dsn)).audit_counts(expected, SHOW)
-    return AuditVerdict.judge(counts, expected=expected, ordered=ordered, complete=complete)
+    return QueueDatabase(Sessions(db.info.dsn)).audit(expected, ordered=ordered, complete=complete)
 
 
 def queue(db: psycopg.Connection, msg_id: int, status: str, order_id: int = 1) -> None:

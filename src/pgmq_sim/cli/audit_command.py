@@ -12,7 +12,7 @@ import click
 import psycopg
 from rich.console import Console
 
-from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.db.connection import connect_checked
 from pgmq_sim.db.queue import QueueDatabase
@@ -62,10 +62,8 @@ def _audit(dsn: str, json_path: Path | None) -> AuditVerdict:
         raise SimError(f"no run recorded in {redact(dsn)} (pgmq_sim_run is empty); run pgmq-sim there first")
     recorded = json.loads(previous.settings)
     retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
-    counts = db.audit_counts(previous.produced, SHOW, retrying)
-    verdict = AuditVerdict.judge(
-        counts,
-        expected=previous.produced,
+    verdict = db.audit(
+        previous.produced,
         ordered=previous.ordered,
         # a run bounded by time or a sweep need not drain (older records: -duration alone said so)
         complete=previous.outcome == "completed" and recorded.get("drains", recorded.get("duration") is None),

@@ -9,8 +9,11 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.statements import CLAIM, COMPLETE, FAIL, NOTIFY_FUNCTION, TAKE
 from pgmq_sim.db.values import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
@@ -42,7 +45,8 @@ class QueueDatabase:
 
     def functions(self) -> dict[str, tuple[bool, bool]]:
         """For each function a run may replace: (exists, made by this tool)."""
-        return {name: (bool(e), bool(ours)) for name, e, ours in self.sessions.all("owned_functions")}
+        rows = self.sessions.all("owned_functions", ([CLAIM, COMPLETE, TAKE, FAIL, NOTIFY_FUNCTION],))
+        return {name: (bool(e), bool(ours)) for name, e, ours in rows}
 
     def previous_run(self) -> PreviousRun | None:
         """The last run's record; ask only when `tables()` says pgmq_sim_run exists."""
@@ -128,11 +132,11 @@ class QueueDatabase:
 
     def produced(self) -> int:
         """Messages whose batch committed, from the run record."""
-        row = self.sessions.one("run_produced_count")
-        return int(row[0]) if row else 0
+        return self.sessions.retrying(produced_count)
 
     def analyze(self) -> None:
-        self.sessions.retrying(lambda conn: conn.execute(statement("analyze_queue")) and None)
+        """Committed: in the tool's transaction the statistics would roll back with it."""
+        self.sessions.write("analyze_queue")
 
     def finish_run(self, outcome: str) -> None:
         self.sessions.write("run_finish", (outcome,))
@@ -159,6 +163,16 @@ class QueueDatabase:
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""
         return [(str(t), int(o), int(n), float(b)) for t, o, n, b in self.sessions.all("group_blocking")]
+
+    def audit(self, expected: int, *, ordered: bool, complete: bool, retrying: bool = False) -> AuditVerdict:
+        """The verdict on the journal and the queue, as a run and `pgmq-sim audit` both judge them."""
+        return AuditVerdict.judge(
+            self.audit_counts(expected, SHOW, retrying),
+            expected=expected,
+            ordered=ordered,
+            complete=complete,
+            retrying=retrying,
+        )
 
     def audit_counts(self, expected: int, show: int, retrying: bool = False) -> AuditCounts:
         suffix = "_retry" if retrying else ""

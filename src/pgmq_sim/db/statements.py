@@ -27,6 +27,7 @@ BODY_QUOTE = "$pgmq_sim$"
 OWNED_COMMENT = "pgmq-sim: created by pgmq-sim; replaced by its next run"
 
 CLAIM, COMPLETE, TAKE, FAIL = "pgmq_sim_claim", "pgmq_sim_complete", "pgmq_sim_take", "pgmq_sim_fail"
+NOTIFY_FUNCTION = "msg_queue_notify"  # -wakeup notify's trigger function (notify_trigger.sql)
 
 
 @dataclass(frozen=True)

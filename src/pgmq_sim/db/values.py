@@ -109,6 +109,12 @@ class SessionPlan:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SessionMode(self.mode))  # as it arrives from another process
 
+    @property
+    def chains(self) -> bool:
+        """A completion may carry the next claim: only in the basic mode, where the claim's
+        transaction is the message's, and where the server connection is the worker's own."""
+        return self.chain and self.mode == SessionMode.BASIC
+
 
 @dataclass(frozen=True)
 class StatementCounters:
@@ -141,7 +147,6 @@ class ServerCounters:
     """The server's cumulative counters at one moment; what is not visible there is None."""
 
     wal_lsn: int  # the WAL insert position, in bytes
-    version: int  # server_version_num
     database: dict[str, int]  # pg_stat_database of this database
     wal: dict[str, int] | None  # pg_stat_wal (14+)
     io: dict[str, int] | None  # pg_stat_io, summed (16+)

@@ -6,6 +6,7 @@ import psycopg
 
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import ServerCounters, StallFacts, StatementCounters
+from pgmq_sim.dsn import first_line
 from pgmq_sim.sqlfiles import statement
 
 
@@ -84,7 +85,7 @@ def parse_lsn(text: str) -> int:
 def read_counters(conn: psycopg.Connection) -> ServerCounters:
     row = conn.execute(statement("server_counters")).fetchone()
     assert row is not None
-    lsn, version, has_wal, has_io, has_statements, *database = row
+    lsn, has_wal, has_io, has_statements, *database = row
     wal = io = None
     if has_wal:
         wal_row = conn.execute(statement("wal_counters")).fetchone()
@@ -105,10 +106,9 @@ def read_counters(conn: psycopg.Connection) -> ServerCounters:
                 for queryid, q, c, t, r, h, b, w in rows
             }
         except psycopg.Error as exc:  # installed but not preloaded, or hidden from this role
-            note = f"pg_stat_statements could not be read: {str(exc).strip().splitlines()[0]}"
+            note = f"pg_stat_statements could not be read: {first_line(exc)}"
     return ServerCounters(
         parse_lsn(str(lsn)),
-        int(version),
         dict(zip(DATABASE_COUNTERS, map(int, database), strict=True)),
         wal,
         io,

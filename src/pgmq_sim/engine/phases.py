@@ -10,7 +10,7 @@ import uuid
 
 import psycopg
 
-from pgmq_sim.audit import SHOW, AuditVerdict
+from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.bystander import BASELINE_S, Bystander
 from pgmq_sim.chaos import FaultActions, FaultSchedule, pick
 from pgmq_sim.costs import ClientCost, ServerCost
@@ -18,6 +18,7 @@ from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.values import TableHealth
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
@@ -83,7 +84,7 @@ def check(state: RunState, parts: RunParts) -> None:
     tables |= {
         name: found
         for name, found in functions.items()
-        if (settings.wakeup == WakeupMode.NOTIFY if name == "msg_queue_notify" else path.transaction_pooled)
+        if (settings.wakeup == WakeupMode.NOTIFY if name == NOTIFY_FUNCTION else path.transaction_pooled)
     }
     foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
     if foreign and not settings.replace_tables:
@@ -317,7 +318,15 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
             if settings.audit:
                 verdict = call_bounded(
-                    lambda: audit(db, state, parts, produced), COLLECT_TIMEOUT_S, signals, "audit"
+                    lambda: db.audit(
+                        produced,
+                        ordered=state.strategy.ordered,
+                        complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
+                        retrying=settings.retrying,
+                    ),
+                    COLLECT_TIMEOUT_S,
+                    signals,
+                    "audit",
                 )
                 state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
         except (SimError, psycopg.Error, InterruptedError) as exc:
@@ -366,13 +375,3 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
     )
 
-
-def audit(db: QueueDatabase, state: RunState, parts: RunParts, produced: int) -> AuditVerdict:
-    settings = state.settings
-    return AuditVerdict.judge(
-        db.audit_counts(produced, SHOW, settings.retrying),
-        expected=produced,
-        ordered=state.strategy.ordered,
-        complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
-        retrying=settings.retrying,
-    )

@@ -3,7 +3,6 @@
 -- statistics views count what backends have flushed (at transaction end, at most once a second,
 -- and when they exit).
 select pg_current_wal_insert_lsn()::text,
-       current_setting('server_version_num')::int,
        to_regclass('pg_catalog.pg_stat_wal') is not null,
        to_regclass('pg_catalog.pg_stat_io') is not null,
        exists (select 1 from pg_extension where extname = 'pg_stat_statements'),
