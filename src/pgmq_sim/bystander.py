@@ -12,7 +12,7 @@ from collections.abc import Callable
 import psycopg
 
 from pgmq_sim.costs import BystanderResult
-from pgmq_sim.db.connection import connect_worker, is_connection_lost
+from pgmq_sim.db.connection import connect
 from pgmq_sim.sqlfiles import statement
 from pgmq_sim.stats import LatencyHistogram
 from pgmq_sim.threads import RunThread
@@ -71,15 +71,13 @@ class Bystander(RunThread):
         began = time.perf_counter()
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = connect_worker(self._dsn, "bystander")
-                self._conn.autocommit = True
+                self._conn = connect(self._dsn, "bystander", autocommit=True)
             self._conn.execute(text)
-        except psycopg.Error as exc:
+        except psycopg.Error:
             if self._halt.is_set():
                 return
             self.errors += 1
-            closed = self._conn is not None and self._conn.closed
-            if self._conn is not None and (is_connection_lost(exc, closed) or not closed):
+            if self._conn is not None:  # lost or not, a failed session starts afresh
                 self._conn.close()
             self._conn = None
             return

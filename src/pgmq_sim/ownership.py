@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from pgmq_sim.db.connection import connect_worker
+from pgmq_sim.db.connection import connect
 from pgmq_sim.sqlfiles import statement
 from pgmq_sim.threads import RunThread
 
@@ -70,8 +70,7 @@ class Heartbeat(RunThread):
             return
         try:
             if self._conn is None or self._conn.closed:
-                self._conn = connect_worker(self._dsn, "heartbeat")
-                self._conn.autocommit = True
+                self._conn = connect(self._dsn, "heartbeat", autocommit=True)
             self._conn.execute(statement("owner_beat"), (tokens,))
         except psycopg.Error:
             if self._conn is not None:

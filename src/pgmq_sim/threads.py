@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
 
 import psycopg
 
-CANCEL_TIMEOUT_S = 2.0
+from pgmq_sim.db.connection import cancel_query
 
 
 class RunThread(threading.Thread):
@@ -38,10 +37,8 @@ class RunThread(threading.Thread):
     def cancel(self) -> None:
         """Cancel the query this thread waits on, from another thread (psycopg allows it)."""
         conn = self.connection()
-        if conn is not None and not conn.closed:
-            # the server may be gone or frozen: the join's own bound still holds
-            with contextlib.suppress(psycopg.Error):
-                conn.cancel_safe(timeout=CANCEL_TIMEOUT_S)
+        if conn is not None:
+            cancel_query(conn)
 
 
 def join_all(threads: list[RunThread], grace_s: float) -> list[RunThread]:

@@ -293,8 +293,7 @@ class WorkerLoop:
         if self._plan.session.mode == SessionMode.SPLIT:
             # what this worker took on the lost connection may have committed unseen: a new token,
             # and the old one's messages come back through recovery within about a second
-            self._plan.owners.drop(self.owner)
-            self.owner = self._plan.owners.new_token(self.stats.name)
+            self._renew_owner()
         self.stats.connections_lost += 1
         self._log.event(
             f"worker {self.stats.name} lost its connection: {reason(exc, self._plan.dsn)}; reconnecting"
@@ -349,15 +348,18 @@ class WorkerLoop:
         if plan.fail_rate and self._rng.random() < plan.fail_rate:
             self._fail(session, claimed, work_s)
             return
-        token = self._wakeup.token(stats.queue_type)
         sent = time.perf_counter()
         # Chaining keeps the session in a transaction between messages, and PostgreSQL flushes a
         # backend's statistics (dead tuples that drive autovacuum, the server's counters) only when
         # it is idle outside one: once a second each worker completes on its own first.
         idle_due = sent - self._idle_at >= STATS_FLUSH_S
-        claim_next = plan.gate.allows(self._index) and not self._halt.is_set() and not idle_due
+        claim_next = (
+            plan.session.chains and plan.gate.allows(self._index) and not self._halt.is_set() and not idle_due
+        )
         if not claim_next:
             self._idle_at = sent
+        # the wake-up token guards the chained claim's empty answer only
+        token = self._wakeup.token(stats.queue_type) if claim_next else 0
         self._in_doubt = ("complete", claimed)
         done = session.complete(claimed, claim_next)
         round_trip = time.perf_counter() - sent
@@ -426,7 +428,11 @@ class WorkerLoop:
         session, self._session = self._session, None
         if session is not None:
             session.close()  # no rollback, no completion: the server ends the session's transaction
-        self._plan.owners.drop(self.owner)  # its heartbeat stops: recovery takes its message back
+        self._renew_owner()
+
+    def _renew_owner(self) -> None:
+        """The old token's heartbeat stops (recovery takes its messages back); work on under a new one."""
+        self._plan.owners.drop(self.owner)
         self.owner = self._plan.owners.new_token(self.stats.name)
 
 

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -15,7 +14,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.pq.abc import PGresult
 
-from pgmq_sim.db.connection import connect_worker
+from pgmq_sim.db.connection import cancel_query, connect_worker
 from pgmq_sim.db.statements import (
     CLAIM,
     COMPLETE,
@@ -33,7 +32,6 @@ from pgmq_sim.errors import SimError
 from pgmq_sim.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
 
-CANCEL_TIMEOUT_S = 2.0
 # after a commit: when it was done, and how long since the message carrying it arrived
 CLOCKS = "select clock_timestamp(), extract(epoch from clock_timestamp() - statement_timestamp())"
 
@@ -158,7 +156,6 @@ class ClaimSession:
         self, conn: psycopg.Connection, plan: SessionPlan, queue_type: str, worker: str, owner: str
     ) -> None:
         conn.autocommit = True
-        conn.prepare_threshold = None  # every message's text differs; the server holds the plans
         self._conn = conn
         self._plan = plan
         if not (conn.info.parameter_status("DateStyle") or "").startswith("ISO"):
@@ -186,10 +183,7 @@ class ClaimSession:
         return self._conn.closed
 
     def cancel(self) -> None:
-        if not self._conn.closed:
-            # the server may be gone or frozen: the caller's join has its own bound
-            with contextlib.suppress(psycopg.Error):
-                self._conn.cancel_safe(timeout=CANCEL_TIMEOUT_S)
+        cancel_query(self._conn)
 
     def close(self) -> None:
         self._conn.close()
@@ -260,7 +254,7 @@ class ClaimSession:
             args = str(claimed.msg_id) + (f", {self._owner}" if split else "")
         first = 1 if split else 0  # the completion's result: after the split mode's BEGIN
         text = f"{'begin; ' if split else ''}{self._call(COMPLETE, args)}; commit; {CLOCKS}"
-        chained = claim_next and plan.chain and plan.mode == SessionMode.BASIC
+        chained = claim_next and plan.chains
         if chained:  # the group just completed is named: a strategy with affinity tries it first
             text += f"; begin; {self._call(CLAIM, f'{self._type}, {claimed.order_id}')}"
         answer = self._wire.roundtrip(text.encode(self._wire.encoding))

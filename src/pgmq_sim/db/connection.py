@@ -22,6 +22,7 @@ from pgmq_sim.errors import SimError
 T = TypeVar("T")
 APPLICATION_NAME = "pgmq-sim"
 CONNECT_TIMEOUT_S = 5
+CANCEL_TIMEOUT_S = 2.0
 ADMIN_LOCK_TIMEOUT_MS = 3_000
 
 # Lost connections, restarts, fail-overs: worth a new connection. Anything else is a real error.
@@ -67,6 +68,14 @@ def connect_worker(dsn: str, name: str | None = None) -> psycopg.Connection:
     return connect(dsn, name)
 
 
+def cancel_query(conn: psycopg.Connection) -> None:
+    """Cancel what a connection waits on, from another thread (psycopg allows it). The server may
+    be gone or frozen: the cancel has its own bound, and the caller's join keeps its own."""
+    if not conn.closed:
+        with contextlib.suppress(psycopg.Error):
+            conn.cancel_safe(timeout=CANCEL_TIMEOUT_S)
+
+
 def limit_lock_waits(conn: psycopg.Connection) -> None:
     """Open the tool's transaction with a bound on lock waits: a lock held elsewhere must not hang
     the schema, the diagnosis or the audit. SET LOCAL ends with the transaction."""
@@ -109,11 +118,11 @@ def reconnecting(
                 raise give_up(exc) from None
 
 
-def connect_checked(dsn: str) -> psycopg.Connection:
+def connect_checked(dsn: str, autocommit: bool = False) -> psycopg.Connection:
     """A connection, or one line saying why there is none (never the password)."""
     check_dsn(dsn, "the DSN")
     try:
-        return connect(dsn)
+        return connect(dsn, autocommit=autocommit)
     except psycopg.Error as exc:
         raise connect_error(dsn, exc) from None
 

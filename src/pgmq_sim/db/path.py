@@ -8,22 +8,13 @@ import socket
 
 import psycopg
 
-from pgmq_sim.db.connection import connect, connect_error
+from pgmq_sim.db.connection import connect_checked
 from pgmq_sim.db.values import PathFacts
-from pgmq_sim.dsn import check_dsn
 from pgmq_sim.errors import UsageError
 from pgmq_sim.kinds import PoolerMode
 from pgmq_sim.sqlfiles import statement
 
 STATEMENT_POOLING = "transaction blocks not allowed"
-
-
-def _connect(dsn: str) -> psycopg.Connection:
-    """A probe's connection, in autocommit; a refusal said in one line at once."""
-    try:
-        return connect(dsn, autocommit=True)
-    except psycopg.Error as exc:
-        raise connect_error(dsn, exc) from None
 
 
 def _pid(conn: psycopg.Connection) -> int:
@@ -48,8 +39,7 @@ def probe(dsn: str) -> PathFacts:
     """Two client connections open at once, then a third after they closed: backends shared while
     both are open mean transaction pooling; a backend handed from a closed client to a new one
     means a pooler keeping sessions. Raises UsageError for statement pooling (no transactions)."""
-    check_dsn(dsn, "the DSN")
-    with _connect(dsn) as a, _connect(dsn) as b:
+    with connect_checked(dsn, autocommit=True) as a, connect_checked(dsn, autocommit=True) as b:
         first, second = _pid(a), _pid(b)
         again = _pid(a)
         try:
@@ -78,7 +68,7 @@ def probe(dsn: str) -> PathFacts:
             f"one client connection was served by backends {first} and {again}",
         )
     else:
-        with _connect(dsn) as c:
+        with connect_checked(dsn, autocommit=True) as c:
             third = _pid(c)
         if third in (first, second):
             mode, evidence = (
