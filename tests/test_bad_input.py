@@ -40,6 +40,7 @@ pytestmark = pytest.mark.integration
         (["-stall-timeout", "0"], ["-stall-timeout 0", "polls or works"]),
         (["-stall-timeout", "2", "-work-ms", "1000-3000"], ["-stall-timeout 2", "(3 s)"]),
         (["-plot", "run.xyz"], ["-plot run.xyz", ".png"]),
+        (["-wakeup", "notify", "-listen-dsn", "postgres://u:pw@[::1"], ["-listen-dsn", "not shown"]),
     ],
 )
 def test_bad_flag_values_are_usage_errors(cli: Cli, args: list[str], needles: list[str]) -> None:

@@ -14,7 +14,20 @@ from pgmq_sim.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, Wakeup
 from pgmq_sim.sweep import SweepSpec
 from pgmq_sim.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
 
-QUEUE_TYPES = ("type1", "type2", "type3")  # the seed's, and -types 3
+
+def queue_types(count: int) -> tuple[str, ...]:
+    """The types of -types COUNT: type1..typeCOUNT."""
+    return tuple(f"type{i}" for i in range(1, count + 1))
+
+
+def runs_by_time(
+    sweep: SweepSpec | None, rate_profile: str | None, duration: float | None, rate: float
+) -> bool:
+    """A run that needs no -fill-db: a sweep, a rate profile, or -duration with -rate."""
+    return sweep is not None or rate_profile is not None or bool(duration and rate)
+
+
+QUEUE_TYPES = queue_types(3)  # the seed's, and -types 3
 MAX_TYPES = 1000  # queue_type is varchar(10): type1000 fits
 MAX_PAYLOAD_BYTES = 10_000_000
 MAX_WORKERS = 10_000
@@ -150,8 +163,7 @@ class Settings:
                 raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
         if self.duration is not None and not (math.isfinite(self.duration) and self.duration > 0):
             raise UsageError(f"-duration {self.duration:g} must be a positive number of seconds")
-        timed = self.sweep is not None or self.rate_profile is not None or (self.duration and self.rate)
-        if self.fill_db is None and not timed:
+        if self.fill_db is None and not runs_by_time(self.sweep, self.rate_profile, self.duration, self.rate):
             raise UsageError("a run needs -fill-db N, or -duration S with -rate R to run by time alone")
         if self.fill_db is not None and not 0 < self.fill_db <= INT4_MAX:
             raise UsageError(
@@ -259,7 +271,7 @@ class Settings:
 
     @property
     def queue_types(self) -> tuple[str, ...]:
-        return tuple(f"type{i}" for i in range(1, self.types + 1))
+        return queue_types(self.types)
 
     @property
     def paced(self) -> bool:

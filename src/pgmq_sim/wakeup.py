@@ -15,7 +15,6 @@ import psycopg
 
 from pgmq_sim.backoff import Backoff
 from pgmq_sim.db.connection import reconnecting
-from pgmq_sim.settings import QUEUE_TYPES
 
 CHANNEL = "pgmq_sim"
 
@@ -62,7 +61,7 @@ class NotifyWakeup:
         reconnect_timeout: float,
         stop: threading.Event,
         on_error: Callable[[BaseException], None],
-        types: tuple[str, ...] = QUEUE_TYPES,
+        types: tuple[str, ...],
     ) -> None:
         self._connect = connect
         self._fallback = fallback
@@ -140,3 +139,18 @@ class NotifyWakeup:
             for changed in self._changed.values():
                 changed.notify_all()
         self._thread.join(timeout=2)
+
+
+def wakeup_for(
+    notify: bool,
+    connect: Callable[[], psycopg.Connection],
+    poll_interval: float,
+    reconnect_timeout: float,
+    stop: threading.Event,
+    on_error: Callable[[BaseException], None],
+    types: tuple[str, ...],
+) -> Wakeup:
+    """The wake-up -wakeup asks for, however the workers are carried (threads or processes)."""
+    if notify:
+        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, stop, on_error, types)
+    return PollWakeup(poll_interval, stop)

@@ -20,7 +20,7 @@ from rich.console import Console
 from pgmq_sim import __version__
 from pgmq_sim.chaos import parse_chaos
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.dsn import first_line
+from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
@@ -34,7 +34,7 @@ from pgmq_sim.render.terminal import print_comparison, print_summary
 from pgmq_sim.result import RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
-from pgmq_sim.settings import Payload, Settings, WorkTime
+from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
 from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
 from pgmq_sim.sweep import SweepSpec, parse_slo
 from pgmq_sim.traffic import KeySkew
@@ -369,7 +369,7 @@ def _settings(options: dict[str, Any]) -> Settings:
     fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
     sweep = SweepSpec.parse(options["sweep"]) if options["sweep"] else None
-    timed = options["rate_profile"] or sweep or (options["duration"] and options["rate"])
+    timed = runs_by_time(sweep, options["rate_profile"], options["duration"], options["rate"])
     if given["fill_db"] is None and not timed:
         given["fill_db"] = DEFAULT_FILL_DB
     if sweep is not None and sweep.kind == "workers" and options["workers"] is None:
@@ -427,6 +427,8 @@ def execute(options: dict[str, Any]) -> int:
     summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
     if summary_to_stderr and settings.logfile == "-":
         raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
+    if settings.listen_dsn is not None:
+        check_dsn(settings.listen_dsn, "-listen-dsn")  # before any server is touched
     if settings.json_path:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:

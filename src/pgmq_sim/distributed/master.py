@@ -35,7 +35,7 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.kinds import TxMode, WakeupMode
-from pgmq_sim.settings import MAX_WORKERS, Settings
+from pgmq_sim.settings import Settings
 from pgmq_sim.threads import RunThread
 from pgmq_sim.worker import Assignment
 
@@ -58,7 +58,6 @@ class LocustCarrier:
         self.environment: Environment | None = None
         self.master: MasterRunner | None = None
         self._members: Members | None = None
-        self.allowed = MAX_WORKERS
 
     @property
     def members(self) -> Members:
@@ -139,7 +138,6 @@ class LocustCarrier:
     def allow(self, state: RunState, count: int) -> None:
         """Every worker process applies it to its own workers (by their place in the run)."""
         assert self.master is not None
-        self.allowed = count
         self.master.send_message(m.ALLOW, {"count": count})
 
     def busy(self, state: RunState) -> int:
@@ -192,9 +190,7 @@ class LocustCarrier:
         for r, member in enumerate(members):
             member.runner = f"p{r + 1}@{member.hello.host}"
             first, last = r * settings.workers // count, (r + 1) * settings.workers // count
-            assignments = [
-                Assignment(f"w{i + 1}", settings.worker_type(i), seeds.random()) for i in range(first, last)
-            ]
+            assignments = [Assignment(s.name, s.queue_type, seeds.random()) for s in state.stats[first:last]]
             member.names = [a.name for a in assignments]
             state.runners[first:last] = [member.runner] * (last - first)
             own = member.hello.own_dsn is not None
@@ -247,7 +243,7 @@ class LocustCarrier:
         members.last_count_change = time.monotonic()
 
     def _check_types_served(self, state: RunState, remaining: int) -> None:
-        by_name = {s.name: s for s in state.stats}
+        by_name = state.stats_by_name
         alive = {by_name[n].queue_type for member in self.members if not member.lost for n in member.names}
         orphaned = sorted({s.queue_type for s in state.stats} - alive)
         if orphaned:

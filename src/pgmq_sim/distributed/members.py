@@ -103,9 +103,8 @@ class Members:
         if member is None or member.final:
             return
         data = msg.data
-        by_name = {s.name: s for s in state.stats}
         for counters in data["workers"]:
-            stats = by_name.get(counters["name"])
+            stats = state.stats_by_name.get(counters["name"])
             if stats is not None:
                 stats.set_counters(counters)
                 encoded = (data.get("histograms") or {}).get(stats.name)
@@ -155,7 +154,7 @@ class Members:
             return
         self.reconciled = True
         names = [name for member in lost for name in member.names]
-        by_name = {s.name: s for s in state.stats}
+        by_name = state.stats_by_name
         before = WorkerCounters.total(state.stats).processed
         try:
             if state.settings.audit:

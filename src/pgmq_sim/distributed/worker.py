@@ -35,9 +35,9 @@ from pgmq_sim.errors import ServerLostError, SimError
 from pgmq_sim.kinds import TxMode, WakeupMode
 from pgmq_sim.ownership import Heartbeat, Owners
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.settings import MAX_WORKERS, WorkTime
+from pgmq_sim.settings import MAX_WORKERS, WorkTime, queue_types
 from pgmq_sim.stats import LatencyHistogram, Timeline, WorkerStats
-from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
+from pgmq_sim.wakeup import Wakeup, wakeup_for
 from pgmq_sim.worker import ClaimGate, ProcessedCounter, WorkerLoop, WorkerPlan, crew, worker_index
 
 STOP_GRACE_S = 2.0
@@ -98,7 +98,6 @@ class WorkerProcess:
         self.timeline = DeltaTimeline()
         self.gate = ClaimGate(MAX_WORKERS)
         self.owners = Owners()
-        self.heartbeat: Heartbeat | None = None
         self.started = 0.0
         self.cpu_at_start: CpuReading | None = None
         self.failure: str | None = None
@@ -159,18 +158,16 @@ class WorkerProcess:
             f" workers {names}"
         )
         connect_worker(dsn).close()  # a bad DSN or login is reported before the run starts
-        if settings["wakeup"] == WakeupMode.NOTIFY:
-            listen = plan.listen_dsn or dsn
-            self.wakeup = NotifyWakeup(
-                lambda: connect_worker(listen),
-                settings["poll_interval"] or 1.0,
-                settings["reconnect_timeout"],
-                self.stop,
-                lambda exc: self.fail(f"notify listener of {plan.runner}: {reason(exc, listen)}"),
-                tuple(f"type{i}" for i in range(1, int(settings["types"]) + 1)),
-            )
-        else:
-            self.wakeup = PollWakeup(settings["poll_interval"], self.stop)
+        listen = plan.listen_dsn or dsn
+        self.wakeup = wakeup_for(
+            settings["wakeup"] == WakeupMode.NOTIFY,
+            lambda: connect_worker(listen),
+            settings["poll_interval"],
+            settings["reconnect_timeout"],
+            self.stop,
+            lambda exc: self.fail(f"notify listener of {plan.runner}: {reason(exc, listen)}"),
+            queue_types(int(settings["types"])),
+        )
         work = WorkTime.parse(settings["work_ms"])
         session = SessionPlan(**plan.session)
         shared = WorkerPlan(
@@ -209,8 +206,11 @@ class WorkerProcess:
         fire = self.plan is not None and self.plan.fire_requests
         self.greenlets = [gevent.spawn(self._work, loop, fire) for loop in self.loops]
         if self.plan is not None and self.plan.settings["tx"] == TxMode.SPLIT:
-            self.heartbeat = Heartbeat(self.dsn, self.owners, self.stop, lambda exc: None)
-            self.heartbeat.start()
+            dsn = self.dsn
+            heartbeat = Heartbeat(
+                dsn, self.owners, self.stop, lambda exc: self.fail(f"heartbeat: {reason(exc, dsn)}")
+            )
+            heartbeat.start()
         gevent.spawn(self._report_loop)
 
     def on_crash(self, environment: Environment, msg: Any, **_: Any) -> None:

@@ -4,7 +4,6 @@ flag, or what the probe found), what that mode changes, what the role may not do
 from __future__ import annotations
 
 from pgmq_sim.db.path import probe
-from pgmq_sim.dsn import check_dsn
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
@@ -55,8 +54,6 @@ def choose_path(state: RunState) -> RunPath:
                 " the wait"
             )
         changes.append("connection budget not checked against the server (the pooler's pool bounds it)")
-    if settings.listen_dsn is not None:
-        check_dsn(settings.listen_dsn, "-listen-dsn")
     if not facts.sees_all_sessions:  # in the report, not on screen: a failed check stays one line
         line = (
             "this role cannot see other roles' sessions (no pg_read_all_stats): a stall caused by another"
@@ -64,4 +61,4 @@ def choose_path(state: RunState) -> RunPath:
         )
         state.notes.append(line)
         state.log.event(f"note: {line}")
-    return RunPath(mode, detected, facts.evidence, facts.tls, tuple(changes), facts)
+    return RunPath(mode, detected, tuple(changes), facts)

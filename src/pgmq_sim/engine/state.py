@@ -95,6 +95,7 @@ class RunState:
         self.stats = [
             WorkerStats(name=f"w{i + 1}", queue_type=settings.worker_type(i)) for i in range(settings.workers)
         ]
+        self.stats_by_name = {s.name: s for s in self.stats}
         self.writer = BatchWriter(self.server.dsn, settings.reconnect_timeout, self.stop, self.log.event)
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.notes.extend(self.given.notes)

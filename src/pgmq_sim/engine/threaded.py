@@ -11,7 +11,7 @@ from pgmq_sim.kinds import TxMode, WakeupMode
 from pgmq_sim.ownership import Heartbeat, Owners
 from pgmq_sim.settings import MAX_WORKERS
 from pgmq_sim.threads import RunThread
-from pgmq_sim.wakeup import NotifyWakeup, PollWakeup, Wakeup
+from pgmq_sim.wakeup import Wakeup, wakeup_for
 from pgmq_sim.worker import ClaimGate, Worker, WorkerPlan, crew
 
 
@@ -32,22 +32,20 @@ class ThreadCarrier:
 
     def ready(self, state: RunState) -> None:
         settings, dsn = state.settings, state.server.dsn
-        if settings.wakeup == WakeupMode.NOTIFY:
-            self.wakeup = call_bounded(
-                lambda: NotifyWakeup(
-                    lambda: connect_worker(settings.listen_dsn or dsn),
-                    settings.poll_interval or 1.0,
-                    settings.reconnect_timeout,
-                    state.stop,
-                    state.errors.reporter("notify listener"),
-                    settings.queue_types,
-                ),
-                30,
-                state.signals,
-                "listener connection",
-            )
-        else:
-            self.wakeup = PollWakeup(settings.poll_interval, state.stop)
+        self.wakeup = call_bounded(  # the listener's first connection is bounded
+            lambda: wakeup_for(
+                settings.wakeup == WakeupMode.NOTIFY,
+                lambda: connect_worker(settings.listen_dsn or dsn),
+                settings.poll_interval,
+                settings.reconnect_timeout,
+                state.stop,
+                state.errors.reporter("notify listener"),
+                settings.queue_types,
+            ),
+            30,
+            state.signals,
+            "listener connection",
+        )
 
     def go(self, state: RunState) -> list[RunThread]:
         settings, dsn = state.settings, state.server.dsn
