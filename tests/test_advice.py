@@ -131,8 +131,6 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
             path=RunPath(
                 PoolerMode.TRANSACTION,
                 True,
-                "shared backends",
-                None,
                 (),
                 PathFacts(PoolerMode.TRANSACTION, "shared backends", None, True, True, 180000),
             ),

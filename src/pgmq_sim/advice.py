@@ -163,8 +163,9 @@ def hot_key(r: RunResult) -> str | None:
     uniform_bound = keys.groups / (r.work_mean_ms / 1000)
     if bound >= 0.5 * uniform_bound:
         return None
-    hot = keys.hottest[0]
-    share = hot.messages / keys.messages
+    hot, share = keys.hottest[0], keys.hot_share
+    if share is None:
+        return None
     return (
         f"hot key: group ({hot.queue_type}, order_id {hot.order_id}) has {share:.0%} of the messages, and a"
         f" group takes one message per work time: it caps the run at {bound:.0f}/s ({uniform_bound:.0f}/s if"

@@ -17,7 +17,7 @@ TOP_STATEMENTS = 5
 CLIENT_LIMIT_SHARE = 0.85  # a Python process near one full core is its own limit (one GIL)
 
 
-def _per(value: float | None, messages: int, scale: float = 1.0) -> float | None:
+def per_message(value: float | None, messages: int, scale: float = 1.0) -> float | None:
     return None if value is None or messages <= 0 else round(value * scale / messages, 3)
 
 
@@ -25,13 +25,13 @@ def statement_json(s: StatementCounters, messages: int) -> dict[str, Any]:
     return {
         "query": s.query,
         "calls": s.calls,
-        "calls_per_msg": _per(s.calls, messages),
+        "calls_per_msg": per_message(s.calls, messages),
         "mean_ms": round(s.exec_ms / s.calls, 4) if s.calls else None,
         "exec_ms_total": round(s.exec_ms, 1),
         "rows": s.rows,
-        "blks_hit_per_msg": _per(s.blks_hit, messages),
-        "blks_read_per_msg": _per(s.blks_read, messages),
-        "wal_bytes_per_msg": _per(s.wal_bytes, messages),
+        "blks_hit_per_msg": per_message(s.blks_hit, messages),
+        "blks_read_per_msg": per_message(s.blks_read, messages),
+        "wal_bytes_per_msg": per_message(s.wal_bytes, messages),
     }
 
 
@@ -76,11 +76,11 @@ class ServerCost:
 
     @property
     def wal_bytes_per_msg(self) -> float | None:
-        return _per(self.wal_bytes, self.messages)
+        return per_message(self.wal_bytes, self.messages)
 
     @property
     def cpu_us_per_msg(self) -> float | None:
-        return _per(self.cpu_s, self.messages, 1e6)
+        return per_message(self.cpu_s, self.messages, 1e6)
 
     def as_json(self) -> dict[str, Any]:
         m, db = self.messages, self.database
@@ -88,13 +88,13 @@ class ServerCost:
         return {
             "messages": m,
             "wal_bytes_per_msg": self.wal_bytes_per_msg,
-            "commits_per_msg": _per(db.get("xact_commit"), m),
-            "blks_hit_per_msg": _per(db.get("blks_hit"), m),
-            "blks_read_per_msg": _per(db.get("blks_read"), m),
-            "rows_written_per_msg": _per(written, m),
-            "wal_records_per_msg": _per(self.wal["records"], m) if self.wal else None,
-            "wal_fpi_per_msg": _per(self.wal["fpi"], m) if self.wal else None,
-            "io_per_msg": {k: _per(v, m) for k, v in self.io.items()} if self.io else None,
+            "commits_per_msg": per_message(db.get("xact_commit"), m),
+            "blks_hit_per_msg": per_message(db.get("blks_hit"), m),
+            "blks_read_per_msg": per_message(db.get("blks_read"), m),
+            "rows_written_per_msg": per_message(written, m),
+            "wal_records_per_msg": per_message(self.wal["records"], m) if self.wal else None,
+            "wal_fpi_per_msg": per_message(self.wal["fpi"], m) if self.wal else None,
+            "io_per_msg": {k: per_message(v, m) for k, v in self.io.items()} if self.io else None,
             "cpu_us_per_msg": self.cpu_us_per_msg,
             "totals": {
                 "wal_bytes": self.wal_bytes,
@@ -124,7 +124,7 @@ class ProcessCpu:
 
     @property
     def cpu_us_per_msg(self) -> float | None:
-        return _per(self.cpu_s, self.messages, 1e6)
+        return per_message(self.cpu_s, self.messages, 1e6)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -167,7 +167,7 @@ class ClientCost:
 
     @property
     def cpu_us_per_msg(self) -> float | None:
-        return _per(self.cpu_s, self.messages, 1e6)
+        return per_message(self.cpu_s, self.messages, 1e6)
 
     @property
     def busiest(self) -> ProcessCpu | None:

@@ -84,7 +84,6 @@ class RunResult:
     complete_ms: dict[str, float | None]
     empty_claims: int
     workers: tuple[WorkerResult, ...]
-    groups_per_type: dict[str, int]
     work_mean_ms: float
     timeline: tuple[SecondSample, ...]
     health: TableHealth | None
@@ -167,7 +166,6 @@ class RunResult:
                 )
                 for s, runner in zip(stats, runners, strict=True)
             ),
-            groups_per_type=dict(keys.groups_per_type) if keys else {},
             keys=keys,
             work_mean_ms=(totals.work_s / processed * 1000) if processed else settings.work.mean_ms,
             timeline=tuple(timeline),
@@ -212,6 +210,10 @@ class RunResult:
             hot_cap = 1 / self.keys.expected_hot_share
             cap = hot_cap if self.keys.groups is None else min(cap, hot_cap)
         return cap
+
+    @property
+    def groups_per_type(self) -> dict[str, int]:
+        return dict(self.keys.groups_per_type) if self.keys else {}
 
     @property
     def ordering_bound_per_s(self) -> float | None:

@@ -13,10 +13,16 @@ from pgmq_sim.kinds import PoolerMode
 class RunPath:
     pooler: PoolerMode
     detected: bool  # found by the probe, not given by -pooler
-    evidence: str
-    tls: str | None
     changes: tuple[str, ...]  # what this mode changed in the run
     facts: PathFacts
+
+    @property
+    def evidence(self) -> str:
+        return self.facts.evidence
+
+    @property
+    def tls(self) -> str | None:
+        return self.facts.tls
 
     @property
     def pooled(self) -> bool:

@@ -121,7 +121,7 @@ class WorkerCounters:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(WorkerCounters))
+        return COUNTER_NAMES
 
     def counters(self) -> dict[str, int | float]:
         return {name: getattr(self, name) for name in self.names()}
@@ -142,6 +142,9 @@ class WorkerCounters:
     def finished(self) -> int:
         """Messages this worker is done with: processed, or given up on as dead letters."""
         return self.processed + self.dead_lettered
+
+
+COUNTER_NAMES = tuple(f.name for f in fields(WorkerCounters))  # read per tick: computed once
 
 
 @dataclass(kw_only=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.paths import describe_path
 
 INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
 KEY_SKEW_FORMS = "give uniform or zipf:S with S > 0, e.g. zipf:1.2"
@@ -61,7 +62,7 @@ class KeySkew:
             s = float(exponent)
             if math.isfinite(s) and s > 0:
                 return cls("zipf", s)
-        raise UsageError(f"-key-skew '{_shown(text)}' is not a skew; {KEY_SKEW_FORMS}")
+        raise UsageError(f"-key-skew '{describe_path(text)}' is not a skew; {KEY_SKEW_FORMS}")
 
     def __str__(self) -> str:
         return "uniform" if self.kind == "uniform" else f"zipf:{_number_text(self.s)}"
@@ -654,7 +655,7 @@ def _parse_form(kind: str, given: str, text: str, base_rate: float) -> RateProfi
     match = pattern.fullmatch(given)
 
     def bad(problem: str) -> UsageError:
-        return UsageError(f"-rate-profile '{_shown(text)}' {problem}; give {_FORMS[kind]}")
+        return UsageError(f"-rate-profile '{describe_path(text)}' {problem}; give {_FORMS[kind]}")
 
     if not match:
         raise bad(f"is not a {kind} profile")
@@ -684,7 +685,7 @@ def _parse_form(kind: str, given: str, text: str, base_rate: float) -> RateProfi
 
 def _read_replay(path: Path, speed: float) -> Replay:
     """Read a recorded shape: at most MAX_PROFILE_BYTES, one-line errors naming the first bad line."""
-    shown = _shown(str(path))
+    shown = describe_path(path)
     if not (math.isfinite(speed) and speed > 0):
         raise UsageError(f"{REPLAY_SPEED_FLAG} {speed:g} is not a speed; give a finite number > 0, e.g. 60")
     try:
@@ -737,7 +738,7 @@ def _is_header(line: str) -> bool:
 def _csv_row(line: str, previous_s: float | None) -> tuple[str, tuple[float, float] | None]:
     """One row as (second, rate), or what is wrong with it."""
     fields = [part.strip() for part in line.split(",")]
-    quoted = f"'{_shown(line.strip()[:40])}'"
+    quoted = f"'{describe_path(line.strip()[:40])}'"
     if len(fields) != 2:
         return f"{quoted} is not second,rate", None
     try:
@@ -758,8 +759,3 @@ def _number_text(value: float) -> str:
     """A number as short as it reads back exactly (100 not 100.0, 1.2 not 1.20000)."""
     short = f"{value:g}"
     return short if float(short) == value else repr(value)
-
-
-def _shown(text: str) -> str:
-    """User text fit to print on one line, whatever characters it holds."""
-    return text if text.isprintable() else repr(text)[1:-1]

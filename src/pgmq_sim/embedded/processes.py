@@ -24,14 +24,20 @@ UNMARKED_GRACE_S = 60.0  # an unmarked directory younger than this may be anothe
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, parent pid, start time in clock ticks) of a live process, None if gone or a zombie."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (which may hold spaces and parentheses),
+    from the state on; None if the process is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except (OSError, ValueError):
         return None
-    fields = text[text.rfind(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
+    return text[text.rfind(")") + 2 :].split()
+
+
+def proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, parent pid, start time in clock ticks) of a live process, None if gone or a zombie."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return None
     return fields[0], int(fields[1]), int(fields[19])
 
@@ -207,12 +213,9 @@ def cpu_seconds(pids: list[int]) -> float:
     that ended is counted in its postmaster's cutime), from /proc."""
     total = 0
     for pid in pids:
-        try:
-            text = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2 :].split()
-        total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+        fields = _stat_fields(pid)
+        if fields is not None:
+            total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
     return total / CLOCK_TICKS
 
 

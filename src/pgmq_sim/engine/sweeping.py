@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgmq_sim.costs import CpuReading, ServerCost
+from pgmq_sim.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
@@ -220,9 +220,11 @@ class SweepGoal:
             if start.server is not None and last.server is not None
             else None
         )
-        server_cpu = None
-        if start.server_cpu is not None and last.server_cpu is not None and finished:
-            server_cpu = (last.server_cpu - start.server_cpu) * 1e6 / finished
+        server_cpu_s = (
+            last.server_cpu - start.server_cpu
+            if start.server_cpu is not None and last.server_cpu is not None
+            else None
+        )
         # this process, and the worker processes elsewhere (their reports lag by at most 0.2 s)
         client_cpu_s = last.client.cpu_s - start.client.cpu_s + last.elsewhere_cpu_s - start.elsewhere_cpu_s
         faults = tuple(f"{f.at_s:.1f} s {f.kind}" for f in state.faults if start.at <= f.at_s < last.at)
@@ -243,8 +245,8 @@ class SweepGoal:
             empty_claims=last.empty_claims - start.empty_claims,
             dead_tuples=state.timeline.last_dead_tuples(),
             wal_bytes_per_msg=cost.wal_bytes_per_msg if cost else None,
-            server_cpu_us_per_msg=server_cpu,
-            client_cpu_us_per_msg=client_cpu_s * 1e6 / finished if finished else None,
+            server_cpu_us_per_msg=per_message(server_cpu_s, finished, 1e6),
+            client_cpu_us_per_msg=per_message(client_cpu_s, finished, 1e6),
             verdict=verdict,
             reasons=reasons,
             faults=faults,
