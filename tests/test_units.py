@@ -95,13 +95,38 @@ def test_inline_recording_counts_exactly_as_hdrh_does(digits: int) -> None:
         ms = rng.choice([0.0004, 0.0015]) if rng.random() < 0.01 else 10 ** rng.uniform(-3, 7)
         ours.record_ms(ms)
         theirs.record_value(min(max(1, round(ms * 1000)), 3_600_000_000))
-    mine = ours._hist
+    mine = ours._hdr()
     assert list(mine.counts) == list(theirs.counts)
     assert (mine.total_count, mine.min_value, mine.max_value) == (
         theirs.total_count,
         theirs.min_value,
         theirs.max_value,
     )
+
+
+def test_a_window_of_a_sparse_histogram_reads_as_hdrh_reads_the_same_values() -> None:
+    """minus() and merge() work on the sparse counts; a window must read as the values in it."""
+    from hdrh.histogram import HdrHistogram
+
+    rng = random.Random(3)
+    before = [10 ** rng.uniform(-2, 3) for _ in range(3_000)]
+    after = [10 ** rng.uniform(-1, 2) for _ in range(5_000)]
+    cumulative = LatencyHistogram()
+    for ms in before:
+        cumulative.record_ms(ms)
+    earlier = LatencyHistogram()
+    earlier.merge(cumulative)
+    for ms in after:
+        cumulative.record_ms(ms)
+    window = cumulative.minus(earlier)
+    reference = HdrHistogram(1, 3_600_000_000, 3)
+    for ms in after:
+        reference.record_value(max(1, round(ms * 1000)))
+    assert window.count == len(after)
+    p = window.percentiles_ms()
+    assert p["p50"] == reference.get_value_at_percentile(50) / 1000
+    assert p["p99"] == reference.get_value_at_percentile(99) / 1000
+    assert p["max"] == reference.get_max_value() / 1000
 
 
 def test_timeline_counts_every_message_and_ranks_each_second() -> None:

@@ -8,6 +8,7 @@ timeline keeps a handful of figures per second.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Iterable
@@ -19,81 +20,125 @@ HOUR_US = 3_600_000_000
 OPEN_SECONDS = 3  # commits reach the timeline a little out of order; later ones count, unranked
 
 
+@functools.cache
+def _shape(digits: int) -> HdrHistogram:
+    """An empty histogram of this precision, for its index arithmetic (never recorded into)."""
+    return HdrHistogram(1, HOUR_US, digits)
+
+
 class LatencyHistogram:
     """Latencies in microseconds (1 us .. 1 h), reported in ms. HDR histograms merge exactly,
-    so workers in other threads, processes or hosts add up to the run's figures."""
+    so workers in other threads, processes or hosts add up to the run's figures.
+
+    Counts are kept by HDR index in a dict: a worker's latencies fill a few hundred of the
+    23,552 buckets of a 3-digit histogram, whose array (184 KiB) would cost a run of 500 workers
+    most of its memory. The array is built only to be read (percentiles, the wire)."""
 
     def __init__(self, digits: int = 3) -> None:
-        self._hist = hist = HdrHistogram(1, HOUR_US, digits)
+        self._shape_to(digits)
+        self._counts: dict[int, int] = {}
+        self._total = 0
+        self._min = HOUR_US + 1
+        self._max = 0
+
+    def _shape_to(self, digits: int) -> None:
+        self._digits = digits
+        shape = _shape(digits)
         # record_ms is on every message's path: hdrh's own index arithmetic, done inline
-        self._mask = hist.sub_bucket_mask
-        self._half_magnitude = hist.sub_bucket_half_count_magnitude
-        self._half = hist.sub_bucket_half_count
-        self._unit = hist.unit_magnitude
+        self._mask = shape.sub_bucket_mask
+        self._half_magnitude = shape.sub_bucket_half_count_magnitude
+        self._half = shape.sub_bucket_half_count
+        self._unit = shape.unit_magnitude
 
     def record_ms(self, ms: float) -> None:
         """The same counts index as HdrHistogram.record_value (a unit test holds them equal), at a
         third of its cost."""
         value = min(max(1, round(ms * 1000)), HOUR_US)
-        hist = self._hist
         half_magnitude = self._half_magnitude
         bucket = (value | self._mask).bit_length() - self._unit - half_magnitude - 1
-        hist.counts[((bucket + 1) << half_magnitude) + (value >> (bucket + self._unit)) - self._half] += 1
-        hist.total_count += 1
-        if value < hist.min_value:
-            hist.min_value = value
-        if value > hist.max_value:
-            hist.max_value = value
+        index = ((bucket + 1) << half_magnitude) + (value >> (bucket + self._unit)) - self._half
+        counts = self._counts
+        counts[index] = counts.get(index, 0) + 1
+        self._total += 1
+        if value < self._min:
+            self._min = value
+        if value > self._max:
+            self._max = value
+
+    def _hdr(self) -> HdrHistogram:
+        """The full histogram, built for a read and not kept."""
+        hist = HdrHistogram(1, HOUR_US, self._digits)
+        for index, count in self._counts.items():
+            hist.counts[index] = count
+        hist.total_count = self._total
+        if self._total:
+            hist.min_value, hist.max_value = self._min, self._max
+        return hist
+
+    def _load(self, hist: HdrHistogram) -> None:
+        self._shape_to(hist.significant_figures)
+        self._counts = {i: int(c) for i, c in enumerate(hist.counts) if c}
+        self._total = int(hist.get_total_count())
+        self._min, self._max = HOUR_US + 1, 0
+        if self._total:
+            self._min, self._max = int(hist.get_min_value()), int(hist.get_max_value())
 
     def merge(self, other: LatencyHistogram) -> None:
-        self._hist.add(other._hist)
+        if other._digits != self._digits:  # another precision: hdrh re-records its values
+            hist = self._hdr()
+            hist.add(other._hdr())
+            self._load(hist)
+            return
+        counts = self._counts
+        for index, count in other._counts.items():
+            counts[index] = counts.get(index, 0) + count
+        self._total += other._total
+        self._min = min(self._min, other._min)
+        self._max = max(self._max, other._max)
 
     def reset(self) -> None:
-        self._hist.reset()
+        self._counts = {}
+        self._total, self._min, self._max = 0, HOUR_US + 1, 0
 
     def minus(self, earlier: LatencyHistogram) -> LatencyHistogram:
         """What was recorded since `earlier` (a copy of this histogram taken then): a window of a
         cumulative histogram, for a sweep's step."""
-        mine, theirs = self._hist, earlier._hist
-        window = LatencyHistogram()
-        target = window._hist
-        if (target.counts_len, target.sub_bucket_count) != (mine.counts_len, mine.sub_bucket_count):
+        if earlier._digits != self._digits:
             raise ValueError("histograms of different shapes")
-        lowest, highest, total = -1, -1, 0
-        for index, (now, then) in enumerate(zip(mine.counts, theirs.counts, strict=True)):
-            count = now - then
-            if count > 0:
-                target.counts[index] = count
-                total += count
-                highest = index
-                if lowest < 0:
-                    lowest = index
-        target.set_internal_tacking_values(lowest, highest, total)
+        window = LatencyHistogram(self._digits)
+        then = earlier._counts
+        window._counts = {i: c - then.get(i, 0) for i, c in self._counts.items() if c > then.get(i, 0)}
+        window._total = sum(window._counts.values())
+        if window._counts:
+            shape = _shape(self._digits)
+            window._min = shape.get_value_from_index(min(window._counts))
+            window._max = shape.get_highest_equivalent_value(shape.get_value_from_index(max(window._counts)))
         return window
 
     @property
     def count(self) -> int:
-        return int(self._hist.get_total_count())
+        return self._total
 
     def percentiles_ms(self) -> dict[str, float | None]:
-        if self.count == 0:
+        if self._total == 0:
             return {"p50": None, "p95": None, "p99": None, "max": None}
-        at = self._hist.get_value_at_percentile
+        hist = self._hdr()
+        at = hist.get_value_at_percentile
         return {
             "p50": at(50) / 1000,
             "p95": at(95) / 1000,
             "p99": at(99) / 1000,
-            "max": self._hist.get_max_value() / 1000,
+            "max": hist.get_max_value() / 1000,
         }
 
     def encode(self) -> str:
         """A compact text form, to send over the wire (Locust messages)."""
-        return self._hist.encode().decode("ascii")
+        return self._hdr().encode().decode("ascii")
 
     @classmethod
     def decode(cls, text: str) -> LatencyHistogram:
         histogram = cls()
-        histogram._hist.add(HdrHistogram.decode(text.encode("ascii")))
+        histogram._load(HdrHistogram.decode(text.encode("ascii")))
         return histogram
 
     @classmethod
@@ -118,6 +163,8 @@ class WorkerCounters:
     dead_lettered: int = 0
     lost_ownership: int = 0
     crashes: int = 0
+    claim_commits: int = 0  # split mode: a claim that found a message commits on its own
+    clock_reads: int = 0  # a completion's clocks read after its commit, in a transaction of their own
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
