@@ -307,15 +307,16 @@ def pgbench_script(strategy: ClaimStrategy, audited: bool = False) -> str:
     """BEGIN; claim (type chosen at random, claimed row captured with \\gset); complete; COMMIT.
 
     The claim is wrapped the way the tool wraps it (the claim as a CTE, then a select from it) and
-    the completion is the tool's complete_mark statement (audited: complete_mark_audited, which
-    also writes the journal row; pgbench cannot quote a variable, so the journal's claimed_at is the
-    completion's clock); the select aggregates so an empty claim yields msg_id 0 instead of
+    the completion is the tool's complete_mark statement (audited: after the tool's journal_entry
+    statement, which writes the journal row; pgbench cannot quote a variable, so the journal's
+    claimed_at is the journal's clock); the select aggregates so an empty claim yields msg_id 0 instead of
     aborting the client, and the completion then touches no row. Throughput is counted from the
     table, so empties do not count.
     """
     claim = strip_sql(strategy.claim.text).replace("$1", "('type' || :t)")
+    complete = strip_sql(statement("complete_mark")).replace("$1", ":claimed_id")
     if audited:
-        complete = strip_sql(statement("complete_mark_audited"))
+        journal = strip_sql(statement("journal_entry"))
         for param, value in (
             ("$1", ":claimed_id"),
             ("$2", "('type' || :t)"),
@@ -324,9 +325,8 @@ def pgbench_script(strategy: ClaimStrategy, audited: bool = False) -> str:
             ("$5", "clock_timestamp()"),
             ("$6", "1"),
         ):
-            complete = complete.replace(param, value)
-    else:
-        complete = strip_sql(statement("complete_mark")).replace("$1", ":claimed_id")
+            journal = journal.replace(param, value)
+        complete = f"{journal};\n{complete}"
     return (
         "\\set t random(1, 3)\n"
         "BEGIN;\n"

@@ -20,7 +20,7 @@ Both sides, per round and interleaved (order alternates), on one server:
                BEGIN;
                with claimed as (<claim.sql, $1 -> 'type' || :t>)
                  select coalesce(max(msg_id), 0) as claimed_id, ... from claimed \\gset
-               <complete_mark_audited.sql (or complete_mark.sql with --no-audit)>;
+               <journal_entry.sql (not with --no-audit)>; <complete_mark.sql>;
                COMMIT;
 
            i.e. the statements the tool runs, prepared. The tool sends a message's completion, its

@@ -93,14 +93,29 @@ class FakeSession:
 
 
 class RecordingWakeup:
+    """A wake-up that always says claim again (as polling does) and records the waits."""
+
     def __init__(self) -> None:
-        self.waits: list[tuple[str, int]] = []
+        self.waits: list[bool] = []  # after_completion, per wait
+        self.due = True
 
-    def token(self, queue_type: str) -> int:
-        return 41
+    def slot(self, queue_type: str) -> RecordingWakeup:
+        return self
 
-    def wait(self, queue_type: str, token: int) -> None:
-        self.waits.append((queue_type, token))
+    def claiming(self) -> None:
+        pass
+
+    def claimed(self, found: bool) -> None:
+        pass
+
+    def claim_due(self) -> bool:
+        return self.due
+
+    def released(self) -> None:
+        pass
+
+    def wait(self, after_completion: bool) -> None:
+        self.waits.append(after_completion)
 
     def close(self) -> None:
         pass
@@ -170,15 +185,29 @@ def test_a_claimed_message_is_completed_counted_timed_and_logged(tmp_path: Path)
     assert "handled worker=w1 type=type1 msg_id=1 order_id=3" in h.logged()
 
 
-def test_an_empty_claim_right_after_a_hand_off_claims_again_before_waiting(tmp_path: Path) -> None:
+def test_an_empty_claim_right_after_a_hand_off_waits_as_after_a_completion(tmp_path: Path) -> None:
     session = FakeSession([claimed(1), None, None])
     h = Harness(tmp_path, [session])
+    for _ in range(4):
+        h.loop.step()
+    # the completion's round trip claimed nothing: the wait says so (polling claims again at once),
+    # then a plain empty claim waits as any other
+    assert session.calls == ["claim", "complete 1 +claim", "claim"]
+    assert h.wakeup.waits == [True, False]
+    assert h.stats.empty_claims == 2
+
+
+def test_a_completion_with_nothing_due_neither_chains_nor_claims_before_waiting(tmp_path: Path) -> None:
+    session = FakeSession([claimed(1), claimed(2)])
+    h = Harness(tmp_path, [session])
+    h.wakeup.due = False  # no message known to wait: a steady rate's usual case
     for _ in range(2):
         h.loop.step()
-    # the completion's round trip claimed nothing: claim once more at once, then wait
-    assert session.calls == ["claim", "complete 1 +claim", "claim"]
-    assert h.wakeup.waits == [("type1", 41)]  # once, with the token taken before the claim
-    assert h.stats.empty_claims == 2
+    assert session.calls == ["claim", "complete 1"]  # no chained claim, no claim before the wait
+    assert h.wakeup.waits == [False]
+    h.loop.step()
+    assert session.calls == ["claim", "complete 1", "claim", "complete 2"]
+    assert h.stats.empty_claims == 0
 
 
 def test_each_completion_claims_the_next_message_in_the_same_round_trip(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ DRIVER_FREE = (
     "pgmq_sim.stats",
     "pgmq_sim.events",
     "pgmq_sim.costs",
+    "pgmq_sim.roles",
     "pgmq_sim.sweep",
     "pgmq_sim.keys",
     "pgmq_sim.serverpath",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.db.values import ServerCounters, StatementCounters
+from pgmq_sim.roles import RoleCosts, RoleTransactions, statement_shares
 
 TOP_STATEMENTS = 5
 CLIENT_LIMIT_SHARE = 0.85  # a Python process near one full core is its own limit (one GIL)
@@ -47,15 +48,22 @@ class ServerCost:
     cpu_s: float | None  # the server's processes, where they are ours to read (embedded)
     statements: tuple[StatementCounters, ...] = ()
     notes: tuple[str, ...] = ()
+    roles: RoleCosts | None = None
 
     @classmethod
     def between(
-        cls, before: ServerCounters, after: ServerCounters, messages: int, cpu_s: float | None
+        cls,
+        before: ServerCounters,
+        after: ServerCounters,
+        messages: int,
+        cpu_s: float | None,
+        transactions: RoleTransactions | None = None,
     ) -> ServerCost:
         def diff(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
             return None if a is None or b is None else {k: b[k] - a[k] for k in a}
 
         statements: list[StatementCounters] = []
+        read = before.statements is not None and after.statements is not None
         if before.statements is not None and after.statements is not None:
             for queryid, now in after.statements.items():
                 during = now.minus(before.statements.get(queryid))
@@ -63,15 +71,19 @@ class ServerCost:
                     statements.append(during)
         statements.sort(key=lambda s: s.exec_ms, reverse=True)
         notes = tuple(n for n in (after.statements_note,) if n)
+        database = diff(before.database, after.database) or {}
+        ended = database.get("xact_commit", 0) + database.get("xact_rollback", 0) if database else None
+        roles = RoleCosts(messages, transactions, statement_shares(statements) if read else None, ended)
         return cls(
             messages,
             after.wal_lsn - before.wal_lsn,
-            diff(before.database, after.database) or {},
+            database,
             diff(before.wal, after.wal),
             diff(before.io, after.io),
             cpu_s,
             tuple(statements[:TOP_STATEMENTS]),
             notes,
+            roles,
         )
 
     @property
@@ -104,6 +116,7 @@ class ServerCost:
                 "io": self.io,
             },
             "statements": [statement_json(s, m) for s in self.statements],
+            "roles": self.roles.as_json() if self.roles else None,
             "notes": list(self.notes),
         }
 

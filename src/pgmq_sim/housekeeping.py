@@ -46,6 +46,7 @@ class Housekeeper(RunThread):
         self._log = log
         self._recover_every_s = recover_every_s
         self.recovered = 0
+        self.transactions = 0  # the tool's, on the server: pulses and recovery rounds
         self.worker_backends_max = 0  # server connections seen serving workers at once
         self._longest: SnapshotHold | None = None
         self._lock = threading.Lock()
@@ -65,6 +66,7 @@ class Housekeeper(RunThread):
 
     def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
+        self.transactions += 1
         try:
             dead, pid, app, held_s, serving = self._views.pulse()
         except psycopg.Error:
@@ -89,6 +91,7 @@ class Housekeeper(RunThread):
     def _recover(self) -> None:
         """A round that cannot run (the queue locked elsewhere, the server away) is tried again
         at the next tick; recovery only needs to happen eventually."""
+        self.transactions += 1
         try:
             recovered = self._db.recover(OWNER_TIMEOUT_S)
         except psycopg.Error as exc:

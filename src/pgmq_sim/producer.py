@@ -6,8 +6,9 @@ clock_timestamp() repeats within a microsecond in a bulk insert. They follow the
 server's clock (read once at start, advanced by this process's monotonic clock),
 so end-to-end latency is measured on one clock wherever the workers run.
 
-A message counts as produced once its batch has committed; a batch whose commit
-answer was lost is checked against the run record before it is written again.
+Each write is shaped as an application's enqueue: one statement in a transaction of its own (see
+db/batches). A message counts as produced once its write has committed; a write whose commit
+answer was lost is looked for in the queue before it is written again, so it lands once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import datetime, timedelta
 import psycopg
 
 from pgmq_sim.backoff import Backoff
-from pgmq_sim.db.batches import produced_count, write_batch
+from pgmq_sim.db.batches import Evidence, landed, record_produced, write_batch
 from pgmq_sim.db.connection import connect_worker, is_connection_lost, reconnecting
 from pgmq_sim.db.values import Row
 from pgmq_sim.dsn import reason
@@ -86,17 +87,32 @@ class MessageSource:
         return self.next_id - 1
 
 
-class BatchWriter:
-    """The producer's connection, kept across batches and replaced when it is lost."""
+RECORD_EVERY_S = 1.0  # how often the run record learns the producer's count (for a killed run)
 
-    def __init__(self, dsn: str, reconnect_timeout: float, stop: threading.Event, log: Callable[[str], None]):
+
+class BatchWriter:
+    """The producer's connection, kept across writes and replaced when it is lost."""
+
+    def __init__(
+        self,
+        dsn: str,
+        reconnect_timeout: float,
+        stop: threading.Event,
+        log: Callable[[str], None],
+        evidence: Evidence,
+    ):
         self._dsn = dsn
         self._reconnect_timeout = reconnect_timeout
         self._halt = stop
         self._log = log
+        self._evidence = evidence
         self._conn: psycopg.Connection | None = None
+        self._recorded_at = time.monotonic()
+        self.prepared = True  # a named statement for the one-message insert (not behind a tx pooler)
         self.committed = 0
         self.connections_lost = 0
+        self.writes = 0  # the producer's transactions
+        self.records = 0  # the tool's: the run record raised
 
     @property
     def connection(self) -> psycopg.Connection | None:
@@ -110,12 +126,17 @@ class BatchWriter:
         def attempt() -> None:
             if self._conn is None:
                 self._conn = connect_worker(self._dsn)
-            if in_doubt:
-                self.committed = produced_count(self._conn)
-                if self.committed >= target:
-                    return  # the lost commit went through
-            write_batch(self._conn, rows, target)
+                self._conn.autocommit = True
+            if in_doubt and landed(self._conn, target, self._evidence):
+                self.committed = target  # the lost commit went through
+                return
+            write_batch(self._conn, rows, self._evidence, self.prepared)
+            self.writes += 1
             self.committed = target
+            if self._evidence != Evidence.RECORD and time.monotonic() - self._recorded_at >= RECORD_EVERY_S:
+                self._recorded_at = time.monotonic()
+                record_produced(self._conn, target)
+                self.records += 1
 
         def lost(exc: BaseException) -> bool:
             closed = self._conn is not None and self._conn.closed

@@ -1,8 +1,15 @@
 """How an idle worker learns that a message may be waiting: polling or LISTEN/NOTIFY.
 
-A worker takes a token before its claim and waits with it after an empty
-claim; a notification that arrived in between changes the token, so the wait
-returns at once and no wake-up is lost in that window.
+Each worker holds a `WakeupSlot` of its type. Around every claim it tells the slot what it is
+doing (claiming, what the claim found, done with its message), and the slot says when to claim:
+after a completion, whether to claim again at once, and after an empty claim, how long to wait.
+
+With notifications, a type's slots share a count of *credits*: one per message that arrived,
+taken by the claim it wakes (a worker waiting, or a completion that claims the next message in
+its round trip). A woken worker that finds nothing goes back to waiting and wakes no one, so a
+steady arrival rate costs about one claim per message, not a herd of empty ones. Credits are
+counted whether or not anyone waits: a message that arrives between a worker's empty claim and
+its wait leaves a credit that the wait takes at once, so no wake-up is lost in that window.
 """
 
 from __future__ import annotations
@@ -17,41 +24,196 @@ from pgmq_sim.backoff import Backoff
 from pgmq_sim.db.connection import reconnecting
 
 CHANNEL = "pgmq_sim"
+UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)
+
+
+class WakeupSlot(Protocol):
+    """One worker's view of its type's wake-ups."""
+
+    def claiming(self) -> None:
+        """A claim is about to be sent (alone, not chained behind a completion)."""
+
+    def claimed(self, found: bool) -> None:
+        """The claim's answer: a message (the worker now holds it) or nothing."""
+
+    def claim_due(self) -> bool:
+        """After a completion: claim again at once? False releases the worker (it will wait)."""
+
+    def released(self) -> None:
+        """The worker dropped its message without completing it (lost connection, crash, stop)."""
+
+    def wait(self, after_completion: bool) -> None:
+        """Until a claim is worth trying (or the fallback, or the run's stop)."""
 
 
 class Wakeup(Protocol):
-    def token(self, queue_type: str) -> int: ...
-
-    def wait(self, queue_type: str, token: int) -> None: ...
+    def slot(self, queue_type: str) -> WakeupSlot: ...
 
     def close(self) -> None: ...
 
 
-class PollWakeup:
-    """The Go tool's behaviour: sleep a fixed interval after finding nothing."""
+class PollSlot:
+    """The Go tool's behaviour: claim again after every message, sleep a fixed interval after an
+    empty claim. Right after a completion an empty claim is often a race over the group this
+    worker just freed, so the first one claims again before sleeping."""
 
     def __init__(self, interval: float, stop: threading.Event) -> None:
         self._interval = interval
         self._stop = stop
 
-    def token(self, queue_type: str) -> int:
-        return 0
+    def claiming(self) -> None:
+        pass
 
-    def wait(self, queue_type: str, token: int) -> None:
-        self._stop.wait(self._interval)
+    def claimed(self, found: bool) -> None:
+        pass
+
+    def claim_due(self) -> bool:
+        return True
+
+    def released(self) -> None:
+        pass
+
+    def wait(self, after_completion: bool) -> None:
+        if not after_completion:
+            self._stop.wait(self._interval)
+
+
+class PollWakeup:
+    def __init__(self, interval: float, stop: threading.Event) -> None:
+        self._interval = interval
+        self._stop = stop
+
+    def slot(self, queue_type: str) -> WakeupSlot:
+        return PollSlot(self._interval, self._stop)
 
     def close(self) -> None:
         pass
 
 
-class NotifyWakeup:
-    """One listening connection; a notification wakes one idle worker of the type per
-    message that arrived (seed 000 proposes signalling one handler), and a woken worker
-    keeps claiming until it finds nothing.
+class TypeCredits:
+    """A type's wake-ups in this process, under one condition.
 
-    A lost listener reconnects (until the reconnect deadline) and wakes every waiter, since
-    notifications sent meanwhile are gone; the fallback bounds the cost of any wake-up
-    that is missed anyway.
+    `known`: messages notified (or, at the start and after a lost listener, possibly present)
+    that no claim of this process has taken yet; a completion claims again at once while it is
+    above zero, since the group it freed may hold the next one. `credits`: notified messages
+    whose claim has not been tried, at most `known`; each wakes one claim. An empty claim, while
+    no other worker of the type here claims or holds a message, proves that nothing notified
+    before it started is claimable: `known` drops to what was notified since.
+    """
+
+    def __init__(self, stop: threading.Event, fallback: float) -> None:
+        self._changed = threading.Condition()
+        self._stop = stop
+        self._fallback = fallback
+        self.known = UNKNOWN
+        self.credits = 0
+        self.notified = 0  # ever, for what an empty claim can vouch for
+        self.active = 0  # workers claiming or holding a message
+        self.waiting = 0
+
+    def arrived(self, count: int) -> None:
+        with self._changed:
+            self.notified += count
+            self.known = min(UNKNOWN, self.known + count)
+            self.credits += count
+            self._changed.notify(count)
+
+    def unknown(self) -> None:
+        """Notifications may have been lost: claim once more everywhere, chain until proven empty."""
+        with self._changed:
+            self.known = UNKNOWN
+            self.credits = max(self.credits, self.waiting)
+            self._changed.notify_all()
+
+    def release_all(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def start(self) -> int:
+        with self._changed:
+            self.active += 1
+            return self.notified
+
+    def found(self, hit: bool, notified_at_start: int) -> None:
+        with self._changed:
+            if hit:
+                self.known = max(0, self.known - 1)
+                self.credits = min(self.credits, self.known)
+                return
+            if self.active == 1:
+                self.known = self.notified - notified_at_start
+                self.credits = min(self.credits, self.known)
+            self.active -= 1
+
+    def due(self) -> int | None:
+        """After a completion: the notified count a claim now starts from, or None (released)."""
+        with self._changed:
+            if self.credits > 0:
+                self.credits -= 1
+                return self.notified
+            if self.known > 0:
+                return self.notified
+            self.active -= 1
+            return None
+
+    def release(self) -> None:
+        with self._changed:
+            self.active -= 1
+
+    def wait(self) -> None:
+        with self._changed:
+            self.waiting += 1
+            try:
+                self._changed.wait_for(lambda: self.credits > 0 or self._stop.is_set(), self._fallback)
+            finally:
+                self.waiting -= 1
+            if self.credits > 0:
+                self.credits -= 1
+            # else the fallback: claim anyway, which bounds the cost of a wake-up missed for good
+
+
+class NotifySlot:
+    """A worker's side of its type's credits: whether it is counted as active (claiming or
+    holding a message), and from which notification its current claim vouches."""
+
+    def __init__(self, credits: TypeCredits) -> None:
+        self._credits = credits
+        self._active = False
+        self._notified_at_start = 0
+
+    def claiming(self) -> None:
+        if not self._active:  # else claim_due kept it active and opened the window
+            self._active = True
+            self._notified_at_start = self._credits.start()
+
+    def claimed(self, found: bool) -> None:
+        if self._active:
+            self._credits.found(found, self._notified_at_start)
+            self._active = found
+
+    def claim_due(self) -> bool:
+        notified = self._credits.due() if self._active else None
+        self._active = notified is not None
+        if notified is not None:
+            self._notified_at_start = notified
+        return self._active
+
+    def released(self) -> None:
+        if self._active:
+            self._active = False
+            self._credits.release()
+
+    def wait(self, after_completion: bool) -> None:
+        self._credits.wait()
+
+
+class NotifyWakeup:
+    """One listening connection; each notification says how many messages of a type arrived
+    ('type1:3') and adds that many credits (seed 000 proposes signalling one idle handler).
+
+    A lost listener reconnects (until the reconnect deadline); notifications sent meanwhile are
+    gone, so every type goes back to not knowing what is pending. The fallback bounds the cost
+    of any wake-up that is missed anyway.
     """
 
     def __init__(
@@ -64,17 +226,17 @@ class NotifyWakeup:
         types: tuple[str, ...],
     ) -> None:
         self._connect = connect
-        self._fallback = fallback
         self._reconnect_timeout = reconnect_timeout
         self._stop = stop
         self._on_error = on_error
-        lock = threading.Lock()
-        self._changed = {t: threading.Condition(lock) for t in types}
-        self._lock = lock
-        self._generation = dict.fromkeys(types, 0)
+        self._types = {t: TypeCredits(stop, fallback) for t in types}
+        self.delivered = 0  # notifications read: the server runs a transaction to read each batch
         self._conn = self._listening()
         self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
         self._thread.start()
+
+    def slot(self, queue_type: str) -> WakeupSlot:
+        return NotifySlot(self._types[queue_type])
 
     def _listening(self) -> psycopg.Connection:
         conn = self._connect()
@@ -91,7 +253,8 @@ class NotifyWakeup:
                     if self._stop.is_set():
                         return
                     self._conn.close()
-                    self._wake_all()
+                    for credits in self._types.values():
+                        credits.unknown()
                     self._reconnect()
         except BaseException as exc:
             if not self._stop.is_set():
@@ -101,13 +264,11 @@ class NotifyWakeup:
 
     def _deliver(self) -> None:
         for note in self._conn.notifies(timeout=0.2):
+            self.delivered += 1
             queue_type, _, count = note.payload.partition(":")
-            changed = self._changed.get(queue_type)
-            if changed is None:  # a type no worker serves
-                continue
-            with changed:
-                self._generation[queue_type] += 1
-                changed.notify(int(count) if count.isdigit() else 1)
+            credits = self._types.get(queue_type)
+            if credits is not None:  # else a type no worker serves
+                credits.arrived(int(count) if count.isdigit() else 1)
 
     def _reconnect(self) -> None:
         self._conn = reconnecting(
@@ -115,29 +276,13 @@ class NotifyWakeup:
             Backoff(self._reconnect_timeout, self._stop),
             lost=lambda exc: isinstance(exc, psycopg.OperationalError),
         )
-
-    def _wake_all(self) -> None:
-        with self._lock:
-            for queue_type, changed in self._changed.items():
-                self._generation[queue_type] += 1
-                changed.notify_all()
-
-    def token(self, queue_type: str) -> int:
-        with self._lock:
-            return self._generation[queue_type]
-
-    def wait(self, queue_type: str, token: int) -> None:
-        with self._lock:
-            self._changed[queue_type].wait_for(
-                lambda: self._generation[queue_type] != token or self._stop.is_set(),
-                timeout=self._fallback,
-            )
+        for credits in self._types.values():  # what arrived while the listener was away
+            credits.unknown()
 
     def close(self) -> None:
         """Called once the run's stop event is set: release every waiting worker."""
-        with self._lock:
-            for changed in self._changed.values():
-                changed.notify_all()
+        for credits in self._types.values():
+            credits.release_all()
         self._thread.join(timeout=2)
 
 

@@ -178,14 +178,15 @@ class WorkerLoop:
     ) -> None:
         self.stats = stats
         self._plan = plan
-        self._wakeup = wakeup
+        self._wakeup = wakeup.slot(stats.queue_type)
         self._log = log
         self._counter = counter
         self._timeline = timeline
         self._halt = stop
         self._rng = rng
         self._session: ClaimPort | None = None
-        self._handed_off = False
+        self._claim_now = True  # at the start, nothing says whether messages wait: claim
+        self._after_completion = False  # the last empty claim rode behind a completion
         self._in_doubt: tuple[str, Claimed] | None = None  # (complete | fail, message) sent, no answer
         self._interrupt = threading.Event()  # ends the work early: a stop, or a crash to simulate
         self._crash_requested = False
@@ -234,6 +235,7 @@ class WorkerLoop:
             self._lost(exc)
 
     def close(self) -> None:
+        self._wakeup.released()  # whatever it held rolls back (or, split, waits for recovery)
         session, self._session = self._session, None
         if session is not None:
             with contextlib.suppress(psycopg.Error):
@@ -306,8 +308,13 @@ class WorkerLoop:
         claimed, self._next = self._next, None
         if claimed is None:
             if not plan.gate.allows(self._index):
+                self._wakeup.released()  # a parked worker does not vouch for its type's queue
                 plan.gate.park(self._index)
                 return
+            if not self._claim_now:
+                self._wakeup.wait(self._after_completion)
+                self._claim_now, self._after_completion = True, False
+                return  # the run may have stopped meanwhile
             claimed = self._claim(session)
             if claimed is None:
                 return
@@ -319,23 +326,22 @@ class WorkerLoop:
 
     def _claim(self, session: ClaimPort) -> Claimed | None:
         stats = self.stats
-        token = self._wakeup.token(stats.queue_type)
+        self._wakeup.claiming()
         started = time.perf_counter()
         claimed = session.claim()
         self._claim_s = time.perf_counter() - started
         stats.claim.record_ms(self._claim_s * 1000)
+        self._wakeup.claimed(claimed is not None)
         if claimed is None:
-            self._empty(token)
+            self._empty(after_completion=False)
+        elif self._plan.session.mode == SessionMode.SPLIT:
+            stats.claim_commits += 1
         return claimed
 
-    def _empty(self, token: int) -> None:
+    def _empty(self, after_completion: bool) -> None:
+        """Nothing claimable: the next step waits for a reason to claim."""
         self.stats.empty_claims += 1
-        if self._handed_off:
-            # Right after a commit, an empty claim is often a race with another worker over the
-            # head this worker just freed: claim once more before waiting.
-            self._handed_off = False
-        else:
-            self._wakeup.wait(self.stats.queue_type, token)
+        self._claim_now, self._after_completion = False, after_completion
 
     def _process(self, session: ClaimPort, claimed: Claimed) -> None:
         stats, plan = self.stats, self._plan
@@ -353,13 +359,18 @@ class WorkerLoop:
         # backend's statistics (dead tuples that drive autovacuum, the server's counters) only when
         # it is idle outside one: once a second each worker completes on its own first.
         idle_due = sent - self._idle_at >= STATS_FLUSH_S
+        # claim again at once only where a message may wait (the wake-up knows of one, or of a
+        # group this completion frees): at a steady rate most completions find nothing to chain
+        self._claim_now = self._wakeup.claim_due()
         claim_next = (
-            plan.session.chains and plan.gate.allows(self._index) and not self._halt.is_set() and not idle_due
+            self._claim_now
+            and plan.session.chains
+            and plan.gate.allows(self._index)
+            and not self._halt.is_set()
+            and not idle_due
         )
         if not claim_next:
             self._idle_at = sent
-        # the wake-up token guards the chained claim's empty answer only
-        token = self._wakeup.token(stats.queue_type) if claim_next else 0
         self._in_doubt = ("complete", claimed)
         done = session.complete(claimed, claim_next)
         round_trip = time.perf_counter() - sent
@@ -369,13 +380,15 @@ class WorkerLoop:
         complete_s = round_trip if done.server_s is None else done.server_s
         stats.complete.record_ms(complete_s * 1000)
         busy_s = self._claim_s + work_s + complete_s
-        self._handed_off = True
+        if not done.chained:
+            stats.clock_reads += 1
         if done.chained and done.claim_error is None:
             self._claim_s = max(0.0, round_trip - complete_s)
             stats.claim.record_ms(self._claim_s * 1000)
             self._next = done.next
+            self._wakeup.claimed(done.next is not None)
             if done.next is None:
-                self._empty(token)
+                self._empty(after_completion=True)
         if done.committed_at is None and plan.session.mode == SessionMode.SPLIT:
             stats.lost_ownership += 1  # recovered while we worked: another worker has it now
             self._log.event(
@@ -406,6 +419,7 @@ class WorkerLoop:
         sent = time.perf_counter()
         dead = session.fail(claimed, error)
         self._in_doubt = None
+        self._claim_now = self._wakeup.claim_due()
         stats.busy_s += self._claim_s + work_s + time.perf_counter() - sent
         stats.work_s += work_s
         if dead is None:
@@ -425,6 +439,7 @@ class WorkerLoop:
         self._interrupt.clear()
         self.stats.crashes += 1
         self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
+        self._wakeup.released()
         session, self._session = self._session, None
         if session is not None:
             session.close()  # no rollback, no completion: the server ends the session's transaction

@@ -19,6 +19,7 @@ from pgmq_sim.db.statements import (
     CLAIM,
     COMPLETE,
     FAIL,
+    JOURNAL,
     TAKE,
     WorkerStatement,
     call,
@@ -242,18 +243,18 @@ class ClaimSession:
         message in the same round trip."""
         plan = self._plan
         split = plan.mode == SessionMode.SPLIT
-        if plan.audited:
-            # claimed_at is the server's own text for its timestamptz, offset included
+        owner = f", {self._owner}" if split else ""
+        journal = ""
+        if plan.audited:  # claimed_at is the server's own text for its timestamptz, offset included
             args = (
                 f"{claimed.msg_id}, {self._quoted_type(claimed.queue_type)}, {claimed.order_id},"
-                f" {self._worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}"
+                f" {self._worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}"
             )
-            if split:
-                args += f", {self._owner}"
-        else:
-            args = str(claimed.msg_id) + (f", {self._owner}" if split else "")
-        first = 1 if split else 0  # the completion's result: after the split mode's BEGIN
-        text = f"{'begin; ' if split else ''}{self._call(COMPLETE, args)}; commit; {CLOCKS}"
+            journal = f"{self._call(JOURNAL, args)}; "
+        # the completion's result comes after the split mode's BEGIN and the journal's row
+        first = (1 if split else 0) + (1 if journal else 0)
+        completion = self._call(COMPLETE, f"{claimed.msg_id}{owner}")
+        text = f"{'begin; ' if split else ''}{journal}{completion}; commit; {CLOCKS}"
         chained = claim_next and plan.chains
         if chained:  # the group just completed is named: a strategy with affinity tries it first
             text += f"; begin; {self._call(CLAIM, f'{self._type}, {claimed.order_id}')}"

@@ -13,7 +13,7 @@ from pgmq_sim.audit import SHOW, AuditVerdict
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.statements import CLAIM, COMPLETE, FAIL, NOTIFY_FUNCTION, TAKE
+from pgmq_sim.db.statements import CLAIM, COMPLETE, FAIL, JOURNAL, NOTIFY_FUNCTION, TAKE
 from pgmq_sim.db.values import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
@@ -45,7 +45,8 @@ class QueueDatabase:
 
     def functions(self) -> dict[str, tuple[bool, bool]]:
         """For each function a run may replace: (exists, made by this tool)."""
-        rows = self.sessions.all("owned_functions", ([CLAIM, COMPLETE, TAKE, FAIL, NOTIFY_FUNCTION],))
+        names = [CLAIM, COMPLETE, TAKE, FAIL, JOURNAL, NOTIFY_FUNCTION]
+        rows = self.sessions.all("owned_functions", (names,))
         return {name: (bool(e), bool(ours)) for name, e, ours in rows}
 
     def previous_run(self) -> PreviousRun | None:
@@ -130,16 +131,16 @@ class QueueDatabase:
 
     # -- during and after the run ---------------------------------------------------------
 
-    def produced(self) -> int:
-        """Messages whose batch committed, from the run record."""
-        return self.sessions.retrying(produced_count)
+    def produced(self, journal: bool) -> int:
+        """Messages whose write committed: the run record's count, or the highest msg_id that landed."""
+        return self.sessions.retrying(lambda conn: produced_count(conn, journal))
 
     def analyze(self) -> None:
         """Committed: in the tool's transaction the statistics would roll back with it."""
         self.sessions.write("analyze_queue")
 
-    def finish_run(self, outcome: str) -> None:
-        self.sessions.write("run_finish", (outcome,))
+    def finish_run(self, outcome: str, produced: int) -> None:
+        self.sessions.write("run_finish", (outcome, produced))
 
     def remaining(self) -> int:
         """Messages not yet completed, counted on the server."""

@@ -27,6 +27,7 @@ BODY_QUOTE = "$pgmq_sim$"
 OWNED_COMMENT = "pgmq-sim: created by pgmq-sim; replaced by its next run"
 
 CLAIM, COMPLETE, TAKE, FAIL = "pgmq_sim_claim", "pgmq_sim_complete", "pgmq_sim_take", "pgmq_sim_fail"
+JOURNAL = "pgmq_sim_journal"  # the audit's row, a statement of its own in the completion's transaction
 NOTIFY_FUNCTION = "msg_queue_notify"  # -wakeup notify's trigger function (notify_trigger.sql)
 
 
@@ -53,22 +54,25 @@ def packaged(name: str, as_name: str) -> WorkerStatement:
     return WorkerStatement(as_name, text, signature_of(text, name))
 
 
-def complete_name(mode: SessionMode, delmsg: bool, audited: bool) -> str:
+def complete_name(mode: SessionMode, delmsg: bool) -> str:
     kind = "complete_split_" if mode == SessionMode.SPLIT else "complete_"
-    return kind + ("delete" if delmsg else "mark") + ("_audited" if audited else "")
+    return kind + ("delete" if delmsg else "mark")
 
 
 def worker_statements(
     claim_sql: str, mode: SessionMode, delmsg: bool, audited: bool
 ) -> list[WorkerStatement]:
-    """The claim (wrapped, see ClaimStrategy.wrapped_claim_sql), the completion, and with attempts
-    the take and the failure."""
+    """The claim (wrapped, see ClaimStrategy.wrapped_claim_sql), the completion, with attempts the
+    take and the failure, and with the audit the journal's row."""
     found = [
         WorkerStatement(CLAIM, claim_sql, CLAIM_SIGNATURE),
-        packaged(complete_name(mode, delmsg, audited), COMPLETE),
+        packaged(complete_name(mode, delmsg), COMPLETE),
     ]
     if mode != SessionMode.BASIC:
         found += [packaged(f"take_{mode}", TAKE), packaged("fail_attempt", FAIL)]
+    if audited:
+        journal = "journal_entry_split" if mode == SessionMode.SPLIT else "journal_entry"
+        found.append(packaged(journal, JOURNAL))
     return found
 
 

@@ -143,6 +143,9 @@ class LocustCarrier:
     def busy(self, state: RunState) -> int:
         return sum(member.busy for member in self.members if not member.lost)
 
+    def wakeups(self, state: RunState) -> int | None:
+        return None  # each worker process listens for itself and does not report it
+
     def crash(self, state: RunState, names: list[str]) -> None:
         """The processes that run these workers make them die mid-work."""
         assert self.master is not None

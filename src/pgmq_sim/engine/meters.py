@@ -11,6 +11,7 @@ from pgmq_sim.db.views import ServerViews
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import Signals, call_bounded
 from pgmq_sim.errors import SimError
+from pgmq_sim.roles import RoleTransactions
 from pgmq_sim.server import Server
 
 
@@ -36,7 +37,7 @@ class Meters:
         if self.client_before is not None and self.client is None:
             self.client = self.client_before.until(CpuReading.now(), "local", messages)
 
-    def server_cost(self, messages: int) -> ServerCost | None:
+    def server_cost(self, messages: int, transactions: RoleTransactions | None = None) -> ServerCost | None:
         """After the workers stopped and before the audit reads the tables."""
         before = self.server_before
         after = self.counters() if before is not None else None
@@ -44,7 +45,7 @@ class Meters:
             return None
         cpu_now = self.server_cpu()
         cpu = None if cpu_now is None or self.server_cpu_before is None else cpu_now - self.server_cpu_before
-        return ServerCost.between(before, after, messages, cpu)
+        return ServerCost.between(before, after, messages, cpu, transactions)
 
     def server_cpu(self) -> float | None:
         return self._server.cpu_seconds() if self._server.cpu_seconds is not None else None

@@ -37,6 +37,9 @@ class WorkerCarrier(Protocol):
     def busy(self, state: RunState) -> int:
         """Workers holding a message now."""
 
+    def wakeups(self, state: RunState) -> int | None:
+        """Notifications its listeners read (each a transaction on the server); None: not known."""
+
     def stop(self, state: RunState) -> None:
         """The run is stopping (its stop event is set): end the workers' waits."""
 

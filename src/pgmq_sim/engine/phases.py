@@ -33,6 +33,7 @@ from pgmq_sim.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.ownership import BEAT_S
 from pgmq_sim.producer import MessageSource
 from pgmq_sim.result import RetryFigures, RunResult
+from pgmq_sim.roles import RoleTransactions
 from pgmq_sim.settings import Settings
 from pgmq_sim.stats import WorkerCounters
 from pgmq_sim.threads import join_all
@@ -112,6 +113,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
     settings, strategy = state.settings, state.strategy
     assert state.path is not None
     state.session = session = session_plan(settings, strategy, state.path.transaction_pooled)
+    state.writer.prepared = not state.path.transaction_pooled
     recorded = settings.as_json() | {"drains": parts.goal.drains}
     record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, recorded)
     state.log.open()
@@ -286,6 +288,19 @@ def halt(state: RunState, parts: RunParts) -> None:
         state.log.event(f"stall: {cause}")
 
 
+def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
+    """Each role's transactions over the worker phase, as the tool counted them."""
+    totals = WorkerCounters.total(state.stats)
+    housekeeping = state.housekeeper.transactions if state.housekeeper else 0
+    return RoleTransactions(
+        producer=state.writer.writes,
+        consumers=totals.processed + totals.failed_attempts + totals.lost_ownership + totals.claim_commits,
+        empty_claims=totals.empty_claims,
+        tool=state.writer.records + totals.clock_reads + housekeeping + 1,  # + the meters' reading
+        wakeups=parts.carrier.wakeups(state),
+    )
+
+
 def collect(state: RunState, parts: RunParts) -> RunResult:
     """Table health and the audit, when the server answers; then the result."""
     health: TableHealth | None = None
@@ -306,13 +321,13 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 if gone:
                     raise
                 call_bounded(db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, signals, "server")
-            server_cost = state.meters.server_cost(finished)  # before the audit's own reads
-            call_bounded(lambda: db.finish_run(state.outcome), 30, signals, "run record")
+            server_cost = state.meters.server_cost(finished, role_transactions(state, parts))
+            produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
+            call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
             if settings.tx == TxMode.SPLIT:  # what stopped workers held goes back before the audit
                 back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
                 if back:
                     state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
-            produced = call_bounded(db.produced, 30, signals, "produced count")
             health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
             if settings.retrying:
                 blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")

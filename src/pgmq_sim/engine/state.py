@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pgmq_sim.bystander import Bystander
 from pgmq_sim.chaos import FaultSchedule, FaultSpec, parse_chaos
 from pgmq_sim.costs import ProcessCpu
+from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
@@ -96,7 +97,13 @@ class RunState:
             WorkerStats(name=f"w{i + 1}", queue_type=settings.worker_type(i)) for i in range(settings.workers)
         ]
         self.stats_by_name = {s.name: s for s in self.stats}
-        self.writer = BatchWriter(self.server.dsn, settings.reconnect_timeout, self.stop, self.log.event)
+        self.writer = BatchWriter(
+            self.server.dsn,
+            settings.reconnect_timeout,
+            self.stop,
+            self.log.event,
+            evidence_for(settings.delmsg, settings.audit),
+        )
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.notes.extend(self.given.notes)
         self.meters = Meters(self.views, self.server, self.signals, self.notes)

@@ -11,7 +11,7 @@ from pgmq_sim.kinds import TxMode, WakeupMode
 from pgmq_sim.ownership import Heartbeat, Owners
 from pgmq_sim.settings import MAX_WORKERS
 from pgmq_sim.threads import RunThread
-from pgmq_sim.wakeup import Wakeup, wakeup_for
+from pgmq_sim.wakeup import NotifyWakeup, Wakeup, wakeup_for
 from pgmq_sim.worker import ClaimGate, Worker, WorkerPlan, crew
 
 
@@ -88,6 +88,9 @@ class ThreadCarrier:
 
     def busy(self, state: RunState) -> int:
         return self.gate.busy
+
+    def wakeups(self, state: RunState) -> int | None:
+        return self.wakeup.delivered if isinstance(self.wakeup, NotifyWakeup) else 0
 
     def stop(self, state: RunState) -> None:
         for worker in self.workers:

@@ -9,6 +9,7 @@ from rich.table import Table
 from pgmq_sim.advice import advice
 from pgmq_sim.costs import ServerCost
 from pgmq_sim.result import RunResult
+from pgmq_sim.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.sweep import SweepResult
 
 
@@ -91,6 +92,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         )
     if result.server_cost is not None:
         table.add_row("server cost", server_cost_text(result.server_cost))
+        if result.server_cost.roles is not None:
+            table.add_row("cost by role", role_cost_text(result.server_cost.roles))
     if result.client.processes:
         table.add_row("client", client_text(result))
     if result.audit:
@@ -177,6 +180,34 @@ def server_cost_text(cost: ServerCost) -> str:
         _num(doc["cpu_us_per_msg"], "us CPU", 0),
     ]
     return "per message: " + ", ".join(p for p in parts if p) + f" ({cost.messages} messages)"
+
+
+ROLE_NAMES = {Role.PRODUCER: "producer", Role.CONSUMERS: "consumers", Role.EMPTY_CLAIMS: "empty claims"}
+
+
+def role_cost_text(roles: RoleCosts) -> str:
+    """Per message, what the queue cost (producer, consumers) apart from what measuring it did."""
+    lines = []
+    for role in QUEUE_ROLES:
+        parts = [
+            _num(roles.transactions_per_msg(role), "tx", 2),
+            _num(roles.wal_per_msg(role), "B WAL", 0),
+        ]
+        if roles.statements is not None:
+            s = roles.statements[role]
+            m = roles.messages
+            parts.append(_num(s.blks_hit / m if m else None, "buffer hits", 1))
+            parts.append(_num(s.exec_ms * 1000 / m if m else None, "us executing", 0))
+        name = ROLE_NAMES.get(role, "tool (run record, journal, clocks, housekeeping)")
+        lines.append(f"{name}: " + ", ".join(p for p in parts if p))
+    rest = roles.unattributed_transactions
+    if rest is not None and roles.messages:
+        wakeups = roles.transactions.wakeups if roles.transactions else None
+        said = f", of which up to {wakeups / roles.messages:.2f} LISTEN reads" if wakeups else ""
+        lines.append(f"other transactions: {rest / roles.messages:.2f}{said}")
+    if roles.statements is None:
+        lines.append("(statements not split: pg_stat_statements is not read here)")
+    return "\n".join(lines)
 
 
 def client_text(result: RunResult) -> str:

@@ -7,4 +7,4 @@ from pg_stat_statements s
 where s.dbid = (select oid from pg_database where datname = current_database())
   and s.userid = (select oid from pg_roles where rolname = current_user)
   and s.queryid is not null
-  and s.query not like '%pg_stat_statements%'
+  and regexp_replace(s.query, '--[^\n]*', '', 'g') not like '%pg_stat_statements%' -- this reading

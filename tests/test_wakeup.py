@@ -1,0 +1,227 @@
+"""Wake-ups: one claim per message that arrived, none for a herd, and none lost.
+
+The unit tests drive a type's credits from real threads; the integration tests use a real
+server: its trigger, its notifications, a listening connection, and claims that find nothing."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import Cli
+
+from pgmq_sim.sqlfiles import statement
+from pgmq_sim.wakeup import NotifySlot, NotifyWakeup, TypeCredits
+
+FALLBACK_S = 5.0  # long enough that a wake-up at the fallback cannot pass for a prompt one
+
+
+def eventually(condition: Callable[[], bool], within_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+class Waiters:
+    """Threads that each wait on a slot once and record when they woke."""
+
+    def __init__(self, slots: list[NotifySlot]) -> None:
+        self.woken: list[int] = []
+        self._lock = threading.Lock()
+        self.threads = [
+            threading.Thread(target=self._wait, args=(i, s), daemon=True) for i, s in enumerate(slots)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _wait(self, index: int, slot: NotifySlot) -> None:
+        slot.wait(after_completion=False)
+        with self._lock:
+            self.woken.append(index)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.woken)
+
+
+def idle_slots(credits: TypeCredits, count: int) -> list[NotifySlot]:
+    """Slots whose claims found nothing while no one else claimed: the type is known empty."""
+    slots = [NotifySlot(credits) for _ in range(count)]
+    for slot in slots:
+        slot.claiming()
+        slot.claimed(False)
+    assert credits.known == 0
+    return slots
+
+
+@pytest.mark.unit
+def test_each_message_wakes_one_waiting_worker_not_the_herd() -> None:
+    stop = threading.Event()
+    credits = TypeCredits(stop, FALLBACK_S)
+    waiters = Waiters(idle_slots(credits, 4))
+    assert eventually(lambda: credits.waiting == 4)
+    credits.arrived(1)
+    assert eventually(lambda: waiters.count() == 1)
+    time.sleep(0.2)
+    assert waiters.count() == 1  # the other three sleep on
+    credits.arrived(2)
+    assert eventually(lambda: waiters.count() == 3)
+    time.sleep(0.2)
+    assert waiters.count() == 3
+    stop.set()
+    credits.release_all()
+
+
+@pytest.mark.unit
+def test_a_woken_worker_that_finds_nothing_waits_again_and_wakes_no_one() -> None:
+    stop = threading.Event()
+    credits = TypeCredits(stop, FALLBACK_S)
+    woken, *others = idle_slots(credits, 3)
+    credits.arrived(1)
+    woken.wait(after_completion=False)  # takes the credit at once
+    woken.claiming()
+    woken.claimed(False)  # someone else took it
+    waiters = Waiters([woken, *others])
+    time.sleep(0.3)
+    assert waiters.count() == 0 and credits.credits == 0
+    stop.set()
+    credits.release_all()
+
+
+@pytest.mark.unit
+def test_a_message_arriving_between_an_empty_claim_and_its_wait_is_not_lost() -> None:
+    stop = threading.Event()
+    credits = TypeCredits(stop, FALLBACK_S)
+    slot = idle_slots(credits, 1)[0]
+    slot.claiming()
+    credits.arrived(1)  # notified while the claim runs: the claim's snapshot may not see it
+    slot.claimed(False)
+    started = time.monotonic()
+    slot.wait(after_completion=False)
+    assert time.monotonic() - started < 0.5  # at once, not at the fallback
+
+
+@pytest.mark.unit
+def test_a_completion_claims_again_only_while_a_message_is_known() -> None:
+    credits = TypeCredits(threading.Event(), FALLBACK_S)
+    slot = NotifySlot(credits)
+    slot.claiming()
+    slot.claimed(True)
+    assert slot.claim_due()  # at the start nothing is known: a prefill may wait
+    slot.claimed(False)  # the chained claim found nothing, and no one else claims: empty
+    assert credits.known == 0
+    slot.claiming()
+    slot.claimed(True)  # woken at the fallback, say
+    assert not slot.claim_due()  # a steady rate's usual case: complete alone, then wait
+    other = NotifySlot(credits)
+    other.claiming()
+    other.claimed(True)
+    credits.arrived(1)
+    assert other.claim_due()  # one more arrived meanwhile: claim it in the same round trip
+
+
+@pytest.mark.unit
+def test_an_empty_claim_beside_a_held_message_keeps_its_group_known() -> None:
+    """Ordered groups: a message behind one in flight is invisible to a claim until that one
+    commits. The empty claim must not make the completing worker forget it."""
+    credits = TypeCredits(threading.Event(), FALLBACK_S)
+    holder, idle = idle_slots(credits, 2)
+    holder.claiming()
+    holder.claimed(True)  # holds message k of group g
+    credits.arrived(1)  # k+1 of group g
+    idle.wait(after_completion=False)
+    idle.claiming()
+    idle.claimed(False)  # g is in flight: nothing claimable
+    assert credits.known == 1
+    assert holder.claim_due()  # completing k frees k+1: claim it in the same round trip
+
+
+@pytest.mark.unit
+def test_a_lost_listener_wakes_every_waiter_once() -> None:
+    stop = threading.Event()
+    credits = TypeCredits(stop, FALLBACK_S)
+    waiters = Waiters(idle_slots(credits, 3))
+    assert eventually(lambda: credits.waiting == 3)
+    credits.unknown()
+    assert eventually(lambda: waiters.count() == 3)
+    assert credits.credits == 0
+
+
+def make_queue(db: psycopg.Connection) -> None:
+    db.execute(statement("schema"))
+    db.execute(statement("notify_trigger"))
+
+
+def claim_one(conn: psycopg.Connection) -> int | None:
+    row = conn.execute(
+        "update msg_queue set status = 'P' where msg_id = (select msg_id from msg_queue"
+        " where queue_type = 'type1' and status = 'N' order by msg_id limit 1 for update skip locked)"
+        " returning msg_id"
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+@pytest.mark.integration
+def test_a_message_notified_while_every_worker_is_between_its_empty_claim_and_its_wait(
+    dsn: str, db: psycopg.Connection
+) -> None:
+    """The race the old token closed, on a real server: the claims find nothing, the message
+    arrives (trigger, NOTIFY, the listener's connection) before any worker waits; one worker
+    wakes at once and claims it, the others sleep on."""
+    make_queue(db)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    wakeup = NotifyWakeup(
+        lambda: psycopg.connect(dsn), FALLBACK_S, 5.0, stop, errors.append, ("type1", "type2")
+    )
+    conns = [psycopg.connect(dsn, autocommit=True) for _ in range(3)]
+    try:
+        slots = [wakeup.slot("type1") for _ in conns]
+        for slot, conn in zip(slots, conns, strict=True):
+            slot.claiming()
+            assert claim_one(conn) is None
+            slot.claimed(False)
+        db.execute("insert into msg_queue values (1, 'type1', 'N', 7, clock_timestamp())")
+        credits = wakeup._types["type1"]
+        assert eventually(lambda: credits.notified == 1), "the notification never reached the listener"
+        started = time.monotonic()
+        waiters = Waiters(slots)  # type: ignore[arg-type]
+        assert eventually(lambda: waiters.count() == 1, within_s=1.0)
+        woke_s = time.monotonic() - started
+        assert woke_s < 0.5, f"woken after {woke_s:.2f} s: at the fallback, the wake-up was lost"
+        assert claim_one(conns[waiters.woken[0]]) == 1
+        time.sleep(0.3)
+        assert waiters.count() == 1  # one message, one wake-up
+    finally:
+        stop.set()
+        wakeup.close()
+        for conn in conns:
+            conn.close()
+    assert not errors
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("rate", [200, 600])
+def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_path: Path, rate: int) -> None:
+    """A herd of empty claims (about two per message before credits) is the tool's cost, not the
+    queue's; latency stays a work time, not a fallback."""
+    result = cli.run(
+        f"-duration 5 -rate {rate} -workers 12 -work-ms 1-10 -orders 100 -claim indexed -wakeup notify"
+        " -json run.json"
+    )
+    assert result.returncode == 0, result.stderr
+    run = json.loads((cli.workdir / "run.json").read_text())
+    processed = run["processed"]
+    empty = sum(w["empty_claims"] for w in run["workers"])
+    assert processed >= rate * 4
+    assert empty / processed <= 0.25, f"{empty} empty claims for {processed} messages"
+    assert run["latency_ms"]["e2e"]["p50"] < 50
+    assert run["audit"]["verdict"] == "pass"
