@@ -102,8 +102,21 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
     statements = cost["statements"]
     assert statements and any("msg_queue" in s["query"] for s in statements)
     assert all(s["calls"] > 0 and s["mean_ms"] is not None for s in statements)
+    roles = cost["roles"]
+    assert roles["sources"] == {"transactions": "the tool's own count", "statements": "pg_stat_statements"}
+    producer, consumers, empty = roles["producer"], roles["consumers"], roles["empty_claims"]
+    # an application's shape: one insert, one transaction per message (a COPY only to catch up)
+    assert 0.5 <= producer["transactions_per_msg"] <= 1.0 and 0.5 <= producer["calls_per_msg"] <= 1.0
+    assert producer["wal_bytes_per_msg"] > 0 and empty["wal_bytes_per_msg"] == 0
+    assert consumers["transactions_per_msg"] >= 1.0 and consumers["wal_bytes_per_msg"] > 0
+    assert roles["bystander"]["calls_per_msg"] > 0  # its statements are named apart from the queue's
+    assert "cost by role" in result.stdout
     client = report["client"]
     assert client["cpu_us_per_msg"] > 0 and client["processes"][0]["runner"] == "local"
+    by_part = client["processes"][0]["cpu_us_per_msg_by_part"]
+    assert by_part["workers"] > 0 and by_part["producer"] == 0 and by_part["listener"] == 0  # prefilled, polled
+    assert sum(by_part.values()) <= client["cpu_us_per_msg"] * 1.02  # the threads' CPU is the process's
+    assert "(this process: workers" in " ".join(result.stdout.split())
     bystander = report["bystander"]
     assert bystander["transactions"] > 60 and bystander["errors"] == 0
     assert bystander["latency_ms"]["p50"] > 0 and bystander["alone_latency_ms"]["p99"] > 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,7 @@ class ProcessCpu:
     elapsed_s: float
     messages: int
     run_delay_s: float | None = None  # runnable but waiting for a CPU (the server had it)
+    parts: tuple[tuple[str, float], ...] = ()  # CPU seconds by thread part (THREAD_PARTS)
 
     @property
     def core_share(self) -> float:
@@ -148,6 +150,9 @@ class ProcessCpu:
             "messages": self.messages,
             "run_delay_s": None if self.run_delay_s is None else round(self.run_delay_s, 3),
             "elapsed_s": round(self.elapsed_s, 3),
+            "cpu_us_per_msg_by_part": {
+                part: per_message(cpu, self.messages, 1e6) for part, cpu in self.parts
+            },
         }
 
     @classmethod
@@ -203,24 +208,59 @@ class ClientCost:
         }
 
 
+THREAD_PARTS = ("workers", "producer", "listener", "housekeeper", "other")
+
+
+def thread_part(name: str) -> str:
+    """Which part of the tool a thread is, by its name (workers are w1, w2, ...)."""
+    if name[:1] == "w" and name[1:].isdigit():
+        return "workers"
+    return name if name in THREAD_PARTS else "other"
+
+
 @dataclass(frozen=True)
 class CpuReading:
-    """This process's CPU and its threads' run-queue wait at one moment."""
+    """This process's CPU, by thread part, and its threads' run-queue wait at one moment."""
 
     at: float
     cpu_s: float
     run_delay_s: float | None
+    parts: dict[str, float] = field(default_factory=dict)  # empty where /proc cannot say
 
     @classmethod
     def now(cls) -> CpuReading:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s())
+        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s(), cpu_by_part())
 
     def until(self, later: CpuReading, runner: str, messages: int) -> ProcessCpu:
         delay = None
         if self.run_delay_s is not None and later.run_delay_s is not None:
             delay = max(0.0, later.run_delay_s - self.run_delay_s)  # a thread that ended took its own
-        return ProcessCpu(runner, later.cpu_s - self.cpu_s, later.at - self.at, messages, delay)
+        parts: tuple[tuple[str, float], ...] = ()
+        if later.parts:  # a thread started since counts from zero; one that ended took its CPU along
+            parts = tuple(
+                (part, max(0.0, later.parts.get(part, 0.0) - self.parts.get(part, 0.0)))
+                for part in THREAD_PARTS
+            )
+        return ProcessCpu(runner, later.cpu_s - self.cpu_s, later.at - self.at, messages, delay, parts)
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_part() -> dict[str, float]:
+    """CPU seconds of this process's live threads, summed by part: what the workers, the producer
+    and the listener each cost, so the tool's own cost can be read where it arises."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    parts: dict[str, float] = {}
+    try:
+        for task in os.scandir("/proc/self/task"):
+            fields = Path(task.path, "stat").read_text().rsplit(")", 1)[1].split()
+            part = thread_part(names.get(int(task.name), ""))
+            parts[part] = parts.get(part, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return {}
+    return parts
 
 
 def run_delay_s() -> float | None:
