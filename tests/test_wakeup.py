@@ -208,6 +208,35 @@ def test_a_message_notified_while_every_worker_is_between_its_empty_claim_and_it
     assert not errors
 
 
+@pytest.mark.unit
+def test_idle_workers_of_a_type_share_one_fallback_claim_per_interval() -> None:
+    """Hundreds of idle workers must not each poll at the fallback: the type polls once per interval."""
+    stop = threading.Event()
+    credits = TypeCredits(stop, 0.1)
+    slots = idle_slots(credits, 8)
+    fallbacks = 0
+    lock = threading.Lock()
+
+    def idle(slot: NotifySlot) -> None:
+        nonlocal fallbacks
+        while not stop.is_set():
+            slot.wait(after_completion=False)
+            if not stop.is_set():
+                with lock:
+                    fallbacks += 1
+
+    threads = [threading.Thread(target=idle, args=(s,), daemon=True) for s in slots]
+    for t in threads:
+        t.start()
+    time.sleep(0.75)
+    stop.set()
+    credits.release_all()
+    for t in threads:
+        t.join(2)
+    assert not any(t.is_alive() for t in threads)
+    assert 4 <= fallbacks <= 9, fallbacks  # one per 0.1 s for the type; 8 workers alone would make ~56
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("rate", [200, 600])
 def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_path: Path, rate: int) -> None:

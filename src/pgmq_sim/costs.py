@@ -8,6 +8,7 @@ import os
 import resource
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,9 +229,10 @@ class CpuReading:
     parts: dict[str, float] = field(default_factory=dict)  # empty where /proc cannot say
 
     @classmethod
-    def now(cls) -> CpuReading:
+    def now(cls, ended: Iterable[tuple[str, float]] = ()) -> CpuReading:
+        """`ended`: (name, CPU seconds) of threads that finished since the earlier reading."""
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s(), cpu_by_part())
+        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s(), cpu_by_part(ended))
 
     def until(self, later: CpuReading, runner: str, messages: int) -> ProcessCpu:
         delay = None
@@ -245,19 +247,21 @@ class CpuReading:
         return ProcessCpu(runner, later.cpu_s - self.cpu_s, later.at - self.at, messages, delay, parts)
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_by_part() -> dict[str, float]:
-    """CPU seconds of this process's live threads, summed by part: what the workers, the producer
-    and the listener each cost, so the tool's own cost can be read where it arises."""
+def cpu_by_part(ended: Iterable[tuple[str, float]] = ()) -> dict[str, float]:
+    """CPU seconds of this process's live threads and of `ended` ones, summed by part: what the
+    workers, the producer and the listener each cost, so the tool's own cost is read where it arises.
+    From schedstat's time on a CPU, in ns: the clock ticks of stat would round 500 workers' few ms
+    each to nothing."""
     names = {t.native_id: t.name for t in threading.enumerate()}
     parts: dict[str, float] = {}
+    for name, cpu in ended:
+        part = thread_part(name)
+        parts[part] = parts.get(part, 0.0) + cpu
     try:
         for task in os.scandir("/proc/self/task"):
-            fields = Path(task.path, "stat").read_text().rsplit(")", 1)[1].split()
+            on_cpu_ns = int(Path(task.path, "schedstat").read_text().split()[0])
             part = thread_part(names.get(int(task.name), ""))
-            parts[part] = parts.get(part, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            parts[part] = parts.get(part, 0.0) + on_cpu_ns / 1e9
     except (OSError, ValueError, IndexError):
         return {}
     return parts

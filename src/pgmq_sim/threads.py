@@ -19,6 +19,7 @@ class RunThread(threading.Thread):
         super().__init__(name=name, daemon=True)
         self._halt = stop
         self._on_error = on_error
+        self.cpu_s: float | None = None  # this thread's CPU, once it ended (its /proc entry goes with it)
 
     def body(self) -> None:
         raise NotImplementedError
@@ -33,6 +34,8 @@ class RunThread(threading.Thread):
         except BaseException as exc:
             if not self._halt.is_set():
                 self._on_error(exc)
+        finally:
+            self.cpu_s = time.thread_time()
 
     def cancel(self) -> None:
         """Cancel the query this thread waits on, from another thread (psycopg allows it)."""

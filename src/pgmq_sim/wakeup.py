@@ -15,6 +15,7 @@ its wait leaves a credit that the wait takes at once, so no wake-up is lost in t
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -110,6 +111,7 @@ class TypeCredits:
         self.notified = 0  # ever, for what an empty claim can vouch for
         self.active = 0  # workers claiming or holding a message
         self.waiting = 0
+        self._fallback_at = time.monotonic()  # the type's last claim at the fallback
 
     def arrived(self, count: int) -> None:
         with self._changed:
@@ -161,15 +163,23 @@ class TypeCredits:
             self.active -= 1
 
     def wait(self) -> None:
+        """Until a credit, the stop, or the type's fallback: one claim per fallback interval for
+        the whole type, which bounds the cost of a wake-up missed for good. Not one per idle
+        worker: 500 of them would poll 500 times a second."""
         with self._changed:
             self.waiting += 1
             try:
-                self._changed.wait_for(lambda: self.credits > 0 or self._stop.is_set(), self._fallback)
+                while not self._changed.wait_for(
+                    lambda: self.credits > 0 or self._stop.is_set(), self._fallback
+                ):
+                    now = time.monotonic()
+                    if now - self._fallback_at >= self._fallback:
+                        self._fallback_at = now
+                        return
             finally:
                 self.waiting -= 1
             if self.credits > 0:
                 self.credits -= 1
-            # else the fallback: claim anyway, which bounds the cost of a wake-up missed for good
 
 
 class NotifySlot:

@@ -160,6 +160,7 @@ class WorkerPlan:
     fail_rate: float = 0.0
     gate: ClaimGate = field(default_factory=lambda: ClaimGate(MAX_WORKERS))
     owners: Owners = field(default_factory=Owners)
+    opened: threading.Semaphore | None = None  # released once by each worker's first connect, done or not
 
 
 class WorkerLoop:
@@ -253,12 +254,18 @@ class WorkerLoop:
                 f" (-reconnect-timeout): {reason(exc, self._plan.dsn)}"
             )
 
-        session = reconnecting(
-            lambda: self._plan.open_session(name, self.stats.queue_type, self.owner),
-            Backoff(self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng),
-            lost=lambda exc: not first and is_connection_lost(exc),  # a first failure is a real one
-            give_up=give_up,
-        )
+        try:
+            session = reconnecting(
+                lambda: self._plan.open_session(name, self.stats.queue_type, self.owner),
+                Backoff(
+                    self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng
+                ),
+                lost=lambda exc: not first and is_connection_lost(exc),  # a first failure is a real one
+                give_up=give_up,
+            )
+        finally:
+            if first and self._plan.opened is not None:
+                self._plan.opened.release()
         try:
             self._session = session
             self.backend_pid = session.backend_pid

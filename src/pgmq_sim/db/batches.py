@@ -32,22 +32,20 @@ def evidence_for(delmsg: bool, audited: bool) -> Evidence:
     return Evidence.RECORD if delmsg else Evidence.ROWS
 
 
-def write_batch(
-    conn: psycopg.Connection, rows: Sequence[Row], evidence: Evidence, prepared: bool
-) -> None:
-    """Write the rows, all or none: one INSERT for one message, else one COPY. `conn` is in
-    autocommit, so the statement is its transaction, unless the record must count it too."""
+def write_batch(cur: psycopg.Cursor, rows: Sequence[Row], evidence: Evidence, prepared: bool) -> None:
+    """Write the rows, all or none: one INSERT for one message, else one COPY. The cursor's
+    connection is in autocommit, so the statement is its transaction, unless the record must count
+    it too."""
     payload = len(rows[0]) > 5
     if evidence == Evidence.RECORD:
-        with conn.transaction(), conn.cursor() as cur:
+        with cur.connection.transaction():
             copy_rows(cur, rows, payload)
             cur.execute(statement("run_produced"), (rows[-1][0],))
     elif len(rows) == 1:
         name = "insert_message_payload" if payload else "insert_message"
-        conn.execute(statement(name), rows[0], prepare=prepared)
+        cur.execute(statement(name), rows[0], prepare=prepared)
     else:
-        with conn.cursor() as cur:
-            copy_rows(cur, rows, payload)
+        copy_rows(cur, rows, payload)
 
 
 def copy_rows(cur: psycopg.Cursor, rows: Sequence[Row], payload: bool) -> None:

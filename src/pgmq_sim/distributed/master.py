@@ -124,6 +124,9 @@ class LocustCarrier:
             "the worker processes did not all get ready",
         )
 
+    def connected(self, state: RunState) -> None:
+        pass  # each worker process connected its workers before it said it was ready
+
     def go(self, state: RunState) -> list[RunThread]:
         self.members.last_count_change = time.monotonic()
         assert self.master is not None

@@ -3,6 +3,8 @@ process's CPU. Their differences are what the messages cost."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import psycopg
 
 from pgmq_sim.costs import CpuReading, ProcessCpu, ServerCost
@@ -32,10 +34,11 @@ class Meters:
         self.server_cpu_before = self.server_cpu()
         self.client_before = CpuReading.now()
 
-    def stop(self, messages: int) -> None:
-        """When the watch ends, with the workers still alive (their threads' waits are counted)."""
+    def stop(self, messages: int, ended: Iterable[tuple[str, float]] = ()) -> None:
+        """When the watch ends, with the workers still alive (their threads' waits are counted);
+        `ended`: the CPU of the run's threads that finished before (a producer that wrote all)."""
         if self.client_before is not None and self.client is None:
-            self.client = self.client_before.until(CpuReading.now(), "local", messages)
+            self.client = self.client_before.until(CpuReading.now(ended), "local", messages)
 
     def server_cost(self, messages: int, transactions: RoleTransactions | None = None) -> ServerCost | None:
         """After the workers stopped and before the audit reads the tables."""

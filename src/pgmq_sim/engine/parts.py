@@ -23,7 +23,11 @@ class WorkerCarrier(Protocol):
         """Everything the workers need before they start (a listener, the worker processes' plans)."""
 
     def go(self, state: RunState) -> list[RunThread]:
-        """Start the workers (the run's clock has just started); threads for the run to start and join."""
+        """The workers; threads for the run to start and join."""
+
+    def connected(self, state: RunState) -> None:
+        """After the workers started, before the producer starts: until they have their sessions
+        (bounded), so that a paced run's first second is not the workers' connecting."""
 
     def describe(self, state: RunState) -> str:
         """The workers, for the log: "12 workers", "12 workers in 2 processes"."""

@@ -188,13 +188,19 @@ def start(state: RunState, parts: RunParts) -> None:
         bystander.start()
     parts.carrier.ready(state)
     state.meters.start()
-    state.begin_clock()
-    threads = parts.carrier.go(state)
-    threads += parts.feed.threads(state)
-    state.threads += threads
+    feed = parts.feed.threads(state)
+    if not feed:  # a backlog: its clock runs from the first worker's start
+        state.begin_clock()
+    workers = parts.carrier.go(state)
+    state.threads += workers + feed
     state.log.event(f"starting {parts.carrier.describe(state)}{parts.feed.describe()}")
-    for thread in threads:
+    for thread in workers:
         thread.start()
+    if feed:  # a rate: its second 0 is when the workers can claim, not while they connect
+        parts.carrier.connected(state)
+        state.begin_clock()
+        for thread in feed:
+            thread.start()
     start_housekeeping(state, parts)
 
 
@@ -389,4 +395,3 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         bystander=state.bystander.result() if state.bystander else None,
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
     )
-

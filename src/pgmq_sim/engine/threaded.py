@@ -3,9 +3,12 @@ workers mirror (they run the same `WorkerLoop`)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 from pgmq_sim.db.claims import claim_sessions
 from pgmq_sim.db.connection import connect_worker
-from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.bounded import TICK_S, call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.kinds import TxMode, WakeupMode
 from pgmq_sim.ownership import Heartbeat, Owners
@@ -14,6 +17,8 @@ from pgmq_sim.threads import RunThread
 from pgmq_sim.wakeup import NotifyWakeup, Wakeup, wakeup_for
 from pgmq_sim.worker import ClaimGate, Worker, WorkerPlan, crew
 
+CONNECTED_WAIT_S = 30.0  # the producer waits at most this for the workers' first sessions
+
 
 class ThreadCarrier:
     def __init__(self) -> None:
@@ -21,6 +26,7 @@ class ThreadCarrier:
         self.wakeup: Wakeup | None = None
         self.gate = ClaimGate(MAX_WORKERS)
         self.owners = Owners()
+        self.opened = threading.Semaphore(0)
 
     def connections(self, state: RunState) -> int:
         settings = state.settings
@@ -62,6 +68,7 @@ class ThreadCarrier:
             settings.fail_rate,
             self.gate,
             self.owners,
+            self.opened,
         )
         seeds = [state.rng.random() for _ in state.stats]
         loops = crew(
@@ -74,6 +81,15 @@ class ThreadCarrier:
         if settings.tx == TxMode.SPLIT:
             threads.append(Heartbeat(dsn, self.owners, state.stop, state.errors.reporter("heartbeat")))
         return threads
+
+    def connected(self, state: RunState) -> None:
+        began = time.monotonic()
+        deadline = began + CONNECTED_WAIT_S
+        for _ in self.workers:
+            while not self.opened.acquire(timeout=TICK_S):
+                if state.stop.is_set() or state.signals.interrupt.is_set() or time.monotonic() > deadline:
+                    return  # the run goes on: its watch names the failure or the stop
+        state.log.event(f"{len(self.workers)} workers connected in {time.monotonic() - began:.2f} s")
 
     def describe(self, state: RunState) -> str:
         return f"{state.settings.workers} workers"

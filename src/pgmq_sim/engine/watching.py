@@ -54,7 +54,8 @@ def watch(state: RunState, parts: RunParts) -> None:
                 return
     finally:
         state.elapsed = state.clock()
-        state.meters.stop(WorkerCounters.total(state.stats).finished)
+        ended = [(t.name, t.cpu_s) for t in state.threads if t.cpu_s is not None]
+        state.meters.stop(WorkerCounters.total(state.stats).finished, ended)
         observer.stopped_watching()
 
 

@@ -1,0 +1,152 @@
+"""What a steady run costs: the queue's cost per message apart from the tool's, and the tool's own.
+
+At a steady arrival rate (the production case) most idle workers wait; what they and the producer
+spend is the simulation's, not the queue's. This prints, for -wakeup notify and -wakeup poll at
+each rate, per message: empty claims, the client's CPU (JSON `client`, and by thread part), commits
+and buffer hits (JSON `server_cost`), the split of the server's transactions by role
+(`server_cost.roles`), and the end-to-end latency.
+
+    pgmq-sim -duration D -rate R -workers 12 -work-ms 1-10 -orders 100 -claim indexed -wakeup W
+
+Rounds are interleaved (every cell once per round, rotating); medians of --repeat rounds.
+
+Targets (issue "at a steady rate the tool measures itself"), checked at 800/s with notify:
+empty claims <= 0.25 per message; client CPU <= 150 us per message (the whole process, producer
+included); the queue's own transactions (an insert, a completion, the empty claims) <= 2.2 per
+message. `commits/msg` is all the server counted: the queue's, the tool's (clock reads, the run
+record, the housekeeper) and one per notification the LISTEN session reads (PostgreSQL runs a
+transaction to read each). The other rates are printed for the
+shape: at 100/s the fixed cost of idle workers shows, at 3,000/s (beyond 12 workers x 5.5 ms) the
+run is at full load and poll and notify converge.
+
+    python bench/steady_rate.py                    # about 6 minutes: 2 wake-ups x 3 rates x 3 rounds x 20 s
+    python bench/steady_rate.py --rates 800 --duration 30 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import _common as c
+import psycopg
+
+TARGET_RATE = 800.0
+TARGETS = (  # (figure, bound, what): checked on notify at TARGET_RATE
+    ("empty/msg", 0.25, "empty claims per message"),
+    ("client us/msg", 150.0, "client CPU per message, whole process"),
+    ("queue tx/msg", 2.2, "the queue's transactions per message (producer, consumers, empty claims)"),
+)
+
+
+def figures(run: dict[str, Any]) -> dict[str, float | None]:
+    """The row's figures from one run's JSON."""
+    done = max(1, run["processed"])
+    cost = run.get("server_cost") or {}
+    roles = cost.get("roles") or {}
+    client = run["client"]
+    local = next((p for p in client["processes"] if p["runner"] == "local"), {})
+    parts = local.get("cpu_us_per_msg_by_part") or {}
+
+    def role_tx(role: str) -> float | None:
+        return (roles.get(role) or {}).get("transactions_per_msg")
+
+    return {
+        "msg/s": run["throughput_per_s"],
+        "empty/msg": run["empty_claims"] / done,
+        "client us/msg": client["cpu_us_per_msg"],
+        "workers us": parts.get("workers"),
+        "producer us": parts.get("producer"),
+        "listener us": parts.get("listener"),
+        "commits/msg": cost.get("commits_per_msg"),
+        "hits/msg": cost.get("blks_hit_per_msg"),
+        "WAL B/msg": cost.get("wal_bytes_per_msg"),
+        "producer tx": role_tx("producer"),
+        "consumer tx": role_tx("consumers"),
+        "empty tx": role_tx("empty_claims"),
+        "tool tx": role_tx("tool"),
+        "queue tx/msg": queue_tx(roles),
+        "e2e p50": run["latency_ms"]["e2e"]["p50"],
+        "e2e p99": run["latency_ms"]["e2e"]["p99"],
+    }
+
+
+def queue_tx(roles: dict[str, Any]) -> float | None:
+    values = [
+        (roles.get(r) or {}).get("transactions_per_msg") for r in ("producer", "consumers", "empty_claims")
+    ]
+    return None if None in values else sum(v for v in values if v is not None)
+
+
+def statements_by_role(dsn: str) -> None:
+    """The role split by statement needs pg_stat_statements (the embedded server preloads it)."""
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("create extension if not exists pg_stat_statements")
+    except psycopg.Error as exc:
+        print(f"pg_stat_statements not available ({exc.sqlstate}): roles by transaction counts only")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rates", default="100,800,3000", help="msg/s, comma list (default 100,800,3000)")
+    parser.add_argument("--wakeups", default="notify,poll", help="comma list (default notify,poll)")
+    parser.add_argument("--duration", type=float, default=20, help="seconds per run (default 20)")
+    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
+    parser.add_argument("--orders", type=int, default=100, help="order_ids per type (default 100)")
+    c.common_args(parser)
+    args = parser.parse_args()
+    rates = [float(r) for r in c.comma_list(args.rates)]
+    wakeups = c.comma_list(args.wakeups)
+
+    def cli_args(wakeup: str, rate: float) -> list[str]:
+        return [
+            "-duration", f"{args.duration:g}", "-rate", f"{rate:g}", "-workers", str(args.workers),
+            "-work-ms", args.work_ms, "-orders", str(args.orders), "-claim", "indexed", "-wakeup", wakeup,
+        ]  # fmt: skip
+
+    print("steady rate: " + c.cli_command_text(cli_args("<notify|poll>", 0)).replace("-rate 0", "-rate R"))
+    cells = [f"{wakeup}@{rate:g}" for rate in rates for wakeup in wakeups]
+    with c.server_from_args(args.dsn) as server:
+        statements_by_role(server.dsn)
+
+        def measure(cell: str, _round: int) -> dict[str, Any]:
+            wakeup, rate = cell.split("@")
+            return c.run_cli(cli_args(wakeup, float(rate)), server.dsn)
+
+        runs = c.interleaved(cells, args.repeat, measure)
+
+    columns = list(figures(runs[cells[0]][0]))
+    digits = {
+        "empty/msg": 2,
+        "commits/msg": 2,
+        "producer tx": 2,
+        "consumer tx": 2,
+        "empty tx": 2,
+        "tool tx": 2,
+    }
+    rows = []
+    for cell in cells:
+        medians = {k: c.median([v for r in runs[cell] if (v := figures(r)[k]) is not None]) for k in columns}
+        rows.append(
+            [cell, *(c.fmt(medians[k], digits.get(k, 1 if k.startswith("e2e") else 0)) for k in columns)]
+        )
+    audits = c.audit_verdicts(r for v in runs.values() for r in v)
+    c.print_table(
+        ["wake-up@rate", *columns], rows, f"medians of {args.repeat} interleaved rounds; audits {audits}"
+    )
+    target_cell = f"notify@{TARGET_RATE:g}"
+    if target_cell not in runs:
+        print(f"targets: not checked (they are for {target_cell})")
+        return
+    print(f"\ntargets at {target_cell}:")
+    for key, bound, what in TARGETS:
+        value = c.median([v for r in runs[target_cell] if (v := figures(r)[key]) is not None])
+        print(f"  {what}: {c.fmt(value, 2)} <= {bound:g}: {c.verdict(value, bound, higher_is_better=False)}")
+
+
+if __name__ == "__main__":
+    main()
