@@ -83,6 +83,16 @@ QUICK: dict[str, Quick] = {
         "--claims indexed --orders 2 --step 1 --settle 0.5 --steps 2",
         ("step  offered/s  achieved/s", "max sustainable rate (knee) per cell", "knee = max_sustainable"),
     ),
+    "steady_rate.py": Quick(
+        "--rates 800 --duration 3 --repeat 1",
+        ("wake-up@rate  msg/s  empty/msg", "targets at notify@800:", "client CPU per message"),
+    ),
+    # a TCP server of its own with a password, for PgBouncer
+    "many_workers.py": Quick(
+        "--workers 4,40 --duration 3 --repeat 1",
+        ("workers  msg/s  client us/msg", "client CPU per message, 40 / 4 workers", "peak RSS at 40 workers"),
+        dsn=False,
+    ),
     "skew.py": Quick(
         "--step 1 --settle 0.5 --steps 2",
         ("rate by rate (last round)", "hot cap/s", "zipf:1.2 / uniform: knee "),

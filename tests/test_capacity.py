@@ -120,6 +120,11 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
     bystander = report["bystander"]
     assert bystander["transactions"] > 60 and bystander["errors"] == 0
     assert bystander["latency_ms"]["p50"] > 0 and bystander["alone_latency_ms"]["p99"] > 0
+    # alone twice, before the workers and after them, so that a start-up is not the baseline
+    assert bystander["alone_before_ms"]["p50"] > 0 and bystander["alone_after_ms"]["p50"] > 0
+    assert bystander["comparable"] == (bystander["incomparable_because"] is None)
+    said = " ".join(result.stdout.split())
+    assert "alone (before and after)" in said and ("; comparable" in said or "not comparable: " in said)
     assert (
         db.execute("select sum(counter) from pgmq_sim_bystander").fetchone()[0] == bystander["transactions"]
     )

@@ -193,3 +193,33 @@ def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_pat
     assert "import circle: pgmq_sim.a <-> pgmq_sim.b" in checked.stdout
     assert "pgmq_sim.engine imports the view pgmq_sim.render.terminal" in checked.stdout
     assert "pgmq_sim.result must not load the driver or the SQL layer, but loads psycopg" in checked.stdout
+
+
+def _p50(ms: float) -> dict[str, float | None]:
+    return {"p50": ms, "p95": ms * 2, "p99": ms * 3, "max": ms * 4}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "before,after,beside,why",
+    [
+        (0.50, 0.55, 0.60, None),  # alone agrees with itself, beside is slower: the queue's cost
+        (1.00, 0.40, 0.60, "disagree"),  # the server changed between the two alone windows
+        (1.04, 1.00, 0.40, "sleeping CPU"),  # an idle machine is no baseline for a busy one
+        (0.50, None, 0.60, "not measured"),  # the run stopped before the second window
+    ],
+)
+def test_a_bystander_baseline_is_compared_only_when_it_is_like_for_like(
+    before: float, after: float | None, beside: float, why: str | None
+) -> None:
+    from pgmq_sim.costs import BystanderResult
+
+    alone = (before + after) / 2 if after is not None else before
+    result = BystanderResult(
+        50, 500, 0, _p50(alone), _p50(beside), _p50(before), _p50(after) if after is not None else None
+    )
+    reason = result.incomparable_because
+    assert (reason is None) == (why is None), reason
+    if why is not None:
+        assert reason is not None and why in reason
+    assert result.as_json()["comparable"] == (why is None)

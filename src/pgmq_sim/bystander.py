@@ -1,6 +1,10 @@
 """A bystander: a small read-and-update workload on a table of its own, beside the queue on the same
-server, at a steady rate for the whole run. Its latency, alone before the workers start and then
-beside them, shows what the queue costs the rest of the database."""
+server, at a steady rate for the whole run. Its latency beside the workers, against its latency
+alone, shows what the queue costs the rest of the database.
+
+Alone is measured twice, before the workers start (after a warm-up that is not counted: a fresh
+connection and cold caches) and after they stopped, so that the baseline is the server's own state
+and not a start-up's; the result says whether the two agree, and so whether they can be compared."""
 
 from __future__ import annotations
 
@@ -18,7 +22,8 @@ from pgmq_sim.stats import LatencyHistogram
 from pgmq_sim.threads import RunThread
 
 ROWS = 1000
-BASELINE_S = 2.0
+BASELINE_S = 2.0  # each alone window
+WARMUP_S = 0.5  # before the first window, not counted
 
 
 class Bystander(RunThread):
@@ -39,34 +44,52 @@ class Bystander(RunThread):
         self._rng = random.Random(seed)
         self._conn: psycopg.Connection | None = None
         self._template = statement("bystander_work")
-        self.alone = LatencyHistogram()
+        self.before = LatencyHistogram()  # alone, before the workers started
         self.beside = LatencyHistogram()
+        self.after = LatencyHistogram()  # alone, after they stopped
+        self.warmup = LatencyHistogram()  # not reported: counted only among the transactions
         self.errors = 0
 
     def connection(self) -> psycopg.Connection | None:
         return self._conn
 
     def baseline(self, seconds: float = BASELINE_S) -> None:
-        """Run alone for a while, on the caller's thread, before the workers start."""
-        self._paced(self.alone, time.monotonic() + seconds)
+        """Run alone, on the caller's thread, before the workers start."""
+        self._alone(self.before, seconds, self._halt)
+
+    def alone_after(self, interrupt: threading.Event, seconds: float = BASELINE_S) -> None:
+        """Run alone again once the workers stopped (the run's stop is set by then: a signal ends it)."""
+        self._alone(self.after, seconds, interrupt)
+
+    def _alone(self, into: LatencyHistogram, seconds: float, halt: threading.Event) -> None:
+        """A warm-up on a fresh connection, not counted, then the window."""
+        try:
+            self._paced(self.warmup, time.monotonic() + WARMUP_S, halt)
+            self._paced(into, time.monotonic() + seconds, halt)
+        finally:
+            self._close()
 
     def body(self) -> None:
         try:
-            self._paced(self.beside, None)
+            self._paced(self.beside, None, self._halt)
         finally:
-            if self._conn is not None:
-                self._conn.close()
+            self._close()
 
-    def _paced(self, into: LatencyHistogram, until: float | None) -> None:
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _paced(self, into: LatencyHistogram, until: float | None, halt: threading.Event) -> None:
         start, done = time.monotonic(), 0
-        while not self._halt.is_set() and (until is None or time.monotonic() < until):
+        while not halt.is_set() and (until is None or time.monotonic() < until):
             due = start + done / self._rate
-            if self._halt.wait(max(0.0, due - time.monotonic())):
+            if halt.wait(max(0.0, due - time.monotonic())):
                 return
-            self._once(into)
+            self._once(into, halt)
             done += 1
 
-    def _once(self, into: LatencyHistogram) -> None:
+    def _once(self, into: LatencyHistogram, halt: threading.Event) -> None:
         text = self._template.format(id=self._rng.randint(1, ROWS - 9))
         began = time.perf_counter()
         try:
@@ -74,7 +97,7 @@ class Bystander(RunThread):
                 self._conn = connect(self._dsn, "bystander", autocommit=True)
             self._conn.execute(text)
         except psycopg.Error:
-            if self._halt.is_set():
+            if halt.is_set():
                 return
             self.errors += 1
             if self._conn is not None:  # lost or not, a failed session starts afresh
@@ -84,7 +107,11 @@ class Bystander(RunThread):
         into.record_ms((time.perf_counter() - began) * 1000)
 
     def result(self) -> BystanderResult:
+        alone = LatencyHistogram()
+        alone.merge(self.before)
+        alone.merge(self.after)
         return BystanderResult(
-            self._rate, self.alone.count + self.beside.count, self.errors,
-            self.alone.percentiles_ms(), self.beside.percentiles_ms(),
+            self._rate, self.warmup.count + alone.count + self.beside.count, self.errors,
+            alone.percentiles_ms(), self.beside.percentiles_ms(),
+            self.before.percentiles_ms(), self.after.percentiles_ms() if self.after.count else None,
         )  # fmt: skip

@@ -328,6 +328,11 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     raise
                 call_bounded(db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, signals, "server")
             server_cost = state.meters.server_cost(finished, role_transactions(state, parts))
+            if state.bystander is not None and not signals.interrupt.is_set() and not gone:
+                bystander = state.bystander  # alone again, its statements past the server's counters
+                call_bounded(
+                    lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander"
+                )
             produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
             call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
             if settings.tx == TxMode.SPLIT:  # what stopped workers held goes back before the audit

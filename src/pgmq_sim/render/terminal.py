@@ -87,8 +87,12 @@ def print_summary(console: Console, result: RunResult) -> None:
         b = result.bystander
         beside = "  ".join(f"{k} {_ms(v)}" for k, v in b.beside_ms.items())
         alone = "  ".join(f"{k} {_ms(v)}" for k, v in b.alone_ms.items())
+        why = b.incomparable_because
+        verdict = "comparable" if why is None else f"not comparable: {why}"
         table.add_row(
-            "bystander ms", f"{beside} beside the queue; alone: {alone} ({b.rate:g}/s, {b.errors} errors)"
+            "bystander ms",
+            f"{beside} beside the queue; alone (before and after): {alone} ({b.rate:g}/s, {b.errors} errors);"
+            f" {verdict}",
         )
     if result.server_cost is not None:
         table.add_row("server cost", server_cost_text(result.server_cost))
