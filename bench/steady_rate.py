@@ -126,6 +126,7 @@ def main() -> None:
         "producer tx": 2,
         "consumer tx": 2,
         "empty tx": 2,
+        "queue tx/msg": 2,
         "tool tx": 2,
     }
     rows = []
