@@ -49,9 +49,15 @@ def write_batch(cur: psycopg.Cursor, rows: Sequence[Row], evidence: Evidence, pr
 
 
 def copy_rows(cur: psycopg.Cursor, rows: Sequence[Row], payload: bool) -> None:
-    with cur.copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:
-        for row in rows:
-            copy.write_row(row)
+    try:
+        with cur.copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:
+            for row in rows:
+                copy.write_row(row)
+    except ValueError as exc:
+        # a server connection killed behind a pooler mid-COPY can answer its end twice, and psycopg
+        # unpacks one result: the session is out of step, which is a lost connection
+        cur.connection.close()
+        raise psycopg.OperationalError(f"the connection broke during COPY ({exc})") from exc
 
 
 def landed(conn: psycopg.Connection, msg_id: int, evidence: Evidence) -> bool:
