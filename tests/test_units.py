@@ -129,6 +129,31 @@ def test_a_window_of_a_sparse_histogram_reads_as_hdrh_reads_the_same_values() ->
     assert p["max"] == reference.get_max_value() / 1000
 
 
+def test_a_histogram_merges_and_reads_while_its_worker_records() -> None:
+    """A sweep's edge and the live figures merge workers' histograms while they record."""
+    live = LatencyHistogram()
+    stop = threading.Event()
+
+    def record() -> None:
+        rng = random.Random(1)
+        while not stop.is_set():
+            live.record_ms(10 ** rng.uniform(-3, 6))
+
+    worker = threading.Thread(target=record, daemon=True)
+    worker.start()
+    try:
+        for i in range(400):  # without the copies this fails within a few dozen
+            total = LatencyHistogram()
+            total.merge(live)
+            total.minus(LatencyHistogram())
+            if i % 40 == 0:
+                live.percentiles_ms()
+    finally:
+        stop.set()
+        worker.join(5)
+    assert live.count > 0
+
+
 def test_timeline_counts_every_message_and_ranks_each_second() -> None:
     timeline = Timeline()
     timeline.arrived(0, 30)

@@ -30,9 +30,11 @@ class LatencyHistogram:
     """Latencies in microseconds (1 us .. 1 h), reported in ms. HDR histograms merge exactly,
     so workers in other threads, processes or hosts add up to the run's figures.
 
-    Counts are kept by HDR index in a dict: a worker's latencies fill a few hundred of the
-    23,552 buckets of a 3-digit histogram, whose array (184 KiB) would cost a run of 500 workers
-    most of its memory. The array is built only to be read (percentiles, the wire)."""
+    Counts are kept by HDR index in a dict: a worker's latencies fill a few hundred of the 23,552
+    buckets of a 3-digit histogram, whose array (184 KiB) would cost a run of 500 workers
+    most of its memory. The array is built only to be read (percentiles, the wire). The dict is read
+    from a copy (atomic under the GIL): a worker records while another thread merges or reads it,
+    and a dict must not change size under an iteration."""
 
     def __init__(self, digits: int = 3) -> None:
         self._shape_to(digits)
@@ -68,7 +70,7 @@ class LatencyHistogram:
     def _hdr(self) -> HdrHistogram:
         """The full histogram, built for a read and not kept."""
         hist = HdrHistogram(1, HOUR_US, self._digits)
-        for index, count in self._counts.items():
+        for index, count in self._counts.copy().items():  # copy(): atomic under the GIL
             hist.counts[index] = count
         hist.total_count = self._total
         if self._total:
@@ -90,7 +92,7 @@ class LatencyHistogram:
             self._load(hist)
             return
         counts = self._counts
-        for index, count in other._counts.items():
+        for index, count in other._counts.copy().items():  # its worker may be recording meanwhile
             counts[index] = counts.get(index, 0) + count
         self._total += other._total
         self._min = min(self._min, other._min)
@@ -106,8 +108,8 @@ class LatencyHistogram:
         if earlier._digits != self._digits:
             raise ValueError("histograms of different shapes")
         window = LatencyHistogram(self._digits)
-        then = earlier._counts
-        window._counts = {i: c - then.get(i, 0) for i, c in self._counts.items() if c > then.get(i, 0)}
+        then = earlier._counts.copy()
+        window._counts = {i: c - then.get(i, 0) for i, c in self._counts.copy().items() if c > then.get(i, 0)}
         window._total = sum(window._counts.values())
         if window._counts:
             shape = _shape(self._digits)
