@@ -20,6 +20,11 @@ def queue_types(count: int) -> tuple[str, ...]:
     return tuple(f"type{i}" for i in range(1, count + 1))
 
 
+DEFAULT_STEP_S = 10.0
+POLLS_PER_STEP = 3  # an adaptive sweep's step spans at least this many poll intervals
+DEFAULT_RESOLUTION_PCT = 5.0
+
+
 def runs_by_time(
     sweep: SweepSpec | None, rate_profile: str | None, duration: float | None, rate: float
 ) -> bool:
@@ -139,9 +144,12 @@ class Settings:
     speed: float = 1.0  # a replayed rate profile's time compression
     profile: RateProfile | None = field(default=None, compare=False, repr=False)
     sweep: SweepSpec | None = None
-    step_s: float = 10.0
+    step_s: float | None = None  # None: DEFAULT_STEP_S (given without -sweep, refused)
     settle_s: float | None = None  # None: as long as a step
     slo_p99_ms: float | None = None
+    resolution_pct: float | None = None  # an adaptive sweep's; None: DEFAULT_RESOLUTION_PCT
+    repeat: int | None = None  # runs of each bisection step; None: 1
+    sweep_budget_s: float | None = None  # the whole search's bound
     bystander: float | None = None  # transactions per second of a neighbour workload
 
     def __post_init__(self) -> None:
@@ -184,6 +192,10 @@ class Settings:
             )
         if self.sweep is not None:
             self._check_sweep(self.sweep)
+        else:
+            for flag, given in self._sweep_only_flags().items():
+                if given is not None:
+                    raise UsageError(f"{flag} goes with -sweep; drop it, or add -sweep rate=auto")
         if self.bystander is not None and not (
             math.isfinite(self.bystander) and 0 < self.bystander <= 100_000
         ):
@@ -227,14 +239,32 @@ class Settings:
             )
 
     def _check_sweep(self, sweep: SweepSpec) -> None:
-        for flag, value in (("-step", self.step_s), ("-settle", self.settle_s)):
+        for flag, value in (
+            ("-step", self.step_s),
+            ("-settle", self.settle_s),
+            ("-sweep-budget", self.sweep_budget_s),
+        ):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UsageError(f"{flag} {value:g} must be a positive number of seconds")
+        if not sweep.adaptive:
+            for flag, value in (
+                ("-resolution", self.resolution_pct),
+                ("-repeat", self.repeat),
+                ("-sweep-budget", self.sweep_budget_s),
+            ):
+                if value is not None:
+                    raise UsageError(f"{flag} goes with an adaptive sweep; use -sweep rate=auto or rate=A..B")
+        if self.resolution_pct is not None and not (
+            math.isfinite(self.resolution_pct) and 0.1 <= self.resolution_pct <= 50
+        ):
+            raise UsageError(f"-resolution {self.resolution_pct:g} must be a percentage between 0.1 and 50")
+        if self.repeat is not None and not 1 <= self.repeat <= 9:
+            raise UsageError(f"-repeat {self.repeat} must be between 1 and 9")
         if self.duration is not None or self.rate_profile is not None:
             raise UsageError("-sweep sets its own time and rates; drop -duration and -rate-profile")
         if sweep.kind == "rate" and self.rate:
             raise UsageError("-sweep rate=... sets the rate of each step; drop -rate")
-        if sweep.kind == "workers":
+        if sweep.kind == "workers" and not sweep.adaptive:
             if min(sweep.values) < self.types:
                 raise UsageError(
                     f"-sweep {sweep}: a step with fewer than {self.types} workers leaves a type without one"
@@ -244,9 +274,45 @@ class Settings:
                     f"-sweep {sweep} needs -workers {max(sweep.values):g} or more (the largest step)"
                 )
 
+    def _sweep_only_flags(self) -> dict[str, object]:
+        """The flags only a sweep reads: without one they would do nothing, so they are refused."""
+        return {
+            "-step": self.step_s,
+            "-settle": self.settle_s,
+            "-slo": self.slo_p99_ms,
+            "-resolution": self.resolution_pct,
+            "-repeat": self.repeat,
+            "-sweep-budget": self.sweep_budget_s,
+        }
+
+    def check_sweep_wakeup(self) -> None:
+        """Once the run's wake-up is known (a -compare cell sets its own)."""
+        sweep = self.sweep
+        if (
+            sweep is not None
+            and sweep.adaptive
+            and self.wakeup == WakeupMode.POLL
+            and self.sweep_step_s < POLLS_PER_STEP * self.poll_interval
+        ):
+            raise UsageError(
+                f"-sweep {sweep} with -wakeup poll needs steps of at least {POLLS_PER_STEP} poll intervals"
+                f" (-step {POLLS_PER_STEP * self.poll_interval:g}): idle workers wake once per"
+                " -poll-interval, and a shorter step cannot tell a queue that keeps up from one that does"
+                " not; or use -wakeup notify"
+            )
+
+    @property
+    def sweep_step_s(self) -> float:
+        return self.step_s if self.step_s is not None else DEFAULT_STEP_S
+
     @property
     def sweep_settle_s(self) -> float:
-        return self.settle_s if self.settle_s is not None else self.step_s
+        return self.settle_s if self.settle_s is not None else self.sweep_step_s
+
+    @property
+    def sweep_resolution(self) -> float:
+        """As a fraction."""
+        return (self.resolution_pct if self.resolution_pct is not None else DEFAULT_RESOLUTION_PCT) / 100
 
     @property
     def message_cap(self) -> int:

@@ -2,6 +2,11 @@
 step, measures the step, and judges it against the SLO. Its answer is the knee: the highest rate the
 queue sustains, or the number of workers where throughput peaks.
 
+A fixed ladder (rate=A,B,C or A..B*F) runs the steps it is given. An adaptive sweep (rate=auto,
+rate=A..B) searches: a doubling ladder until a step fails, bisection between the last pass and the
+first failure until they are within the resolution, then a hold at the rate found, three steps
+long, which must pass (else it steps down and holds again). Its answer is a bracket, not a point.
+
 A step's figures are its own, not inherited from the step before: after each rate step the producer
 pauses until the backlog drains (at most -settle seconds), so the next step starts from an empty
 queue; its end-to-end latencies are those of the messages completed from its start to the end of its
@@ -17,21 +22,43 @@ from typing import Any, Literal
 
 from pgmq_sim.errors import UsageError
 
-SWEEP_FORMS = "give rate=A,B,C, rate=A..B*F (geometric) or workers=A,B,C, e.g. rate=100..1600*2"
+SWEEP_FORMS = (
+    "give rate=auto or rate=A..B (adaptive), rate=A,B,C or rate=A..B*F (a fixed ladder), or workers=A,B,C,"
+    " e.g. rate=auto"
+)
+AUTO_LOW = 50.0  # rate=auto's first step, msg/s
+AUTO_WORKERS = 64  # workers=auto's largest step unless -workers says
+LADDER_FACTOR = 2.0  # an adaptive ladder doubles
+HOLD_STEPS = 3  # the confirmation hold, in step lengths
+MAX_HOLDS = 3  # holds that fail step down at most this often
+DESCENT = 0.9  # after a failed hold, the search goes down by 10% a step, at the hold's length
+MIN_RATE = 1.0  # below this a search stops stepping down
+MAX_RATE = 1_000_000.0  # above this a search stops climbing
 MAX_STEPS = 100
 GROWTH_SHARE = 0.02  # a backlog slope above 2% of the offered rate, per second, is growth
+UNFINISHED_SHARE = 0.03  # a step that kept up leaves at most 3% of its arrivals (and one per worker)
+KEEP_UP_FLOOR = 0.5  # a step that finished less than half of what was offered failed, whatever else
 
 
 @dataclass(frozen=True)
 class SweepSpec:
     kind: Literal["rate", "workers"]
-    values: tuple[float, ...]
+    values: tuple[float, ...]  # a fixed ladder's steps; an adaptive one's (low,) or (low, high)
+    adaptive: bool = False
 
     @classmethod
     def parse(cls, text: str) -> SweepSpec:
         name, eq, rest = text.strip().partition("=")
         if name not in ("rate", "workers") or not eq:
             raise UsageError(f"-sweep '{text}' is not a sweep; {SWEEP_FORMS}")
+        if rest.strip() == "auto":
+            return cls(name, (AUTO_LOW,) if name == "rate" else (), adaptive=True)  # type: ignore[arg-type]
+        bounded = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*\.\.\s*(\d+(?:\.\d+)?)\s*", rest)
+        if bounded and name == "rate":
+            low, high = (float(g) for g in bounded.groups())
+            if not 0 < low < high:
+                raise UsageError(f"-sweep '{text}' needs 0 < A < B; {SWEEP_FORMS}")
+            return cls("rate", (low, high), adaptive=True)
         geometric = re.fullmatch(
             r"\s*(\d+(?:\.\d+)?)\s*\.\.\s*(\d+(?:\.\d+)?)\s*\*\s*(\d+(?:\.\d+)?)\s*", rest
         )
@@ -58,7 +85,142 @@ class SweepSpec:
         return cls(name, tuple(values))  # type: ignore[arg-type]
 
     def __str__(self) -> str:
+        if self.adaptive:
+            if self.kind == "workers" or len(self.values) == 1:
+                return f"{self.kind}=auto"
+            return f"rate={self.values[0]:g}..{self.values[1]:g}"
         return f"{self.kind}=" + ",".join(f"{v:g}" for v in self.values)
+
+    @property
+    def ladder_length(self) -> int | None:
+        """Steps of a fixed ladder; None for a search."""
+        return None if self.adaptive else len(self.values)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The next step a search asks for."""
+
+    rate: float  # a rate, or a worker count
+    purpose: Literal["ladder", "bisect", "hold"]
+    length: float  # in step lengths
+
+
+def nice_rate(rate: float) -> float:
+    """Three significant digits: 1047.3 -> 1050, 96.42 -> 96.4."""
+    if rate <= 0:
+        return rate
+    digits = 2 - math.floor(math.log10(rate))
+    return round(rate, digits) if digits > 0 else float(round(rate, digits))
+
+
+class RateSearch:
+    """The adaptive sweep's plan, fed each step's verdict. A rate passes when most of its repeats
+    pass (-repeat N runs each bisection step N times: near the knee, noise decides)."""
+
+    def __init__(self, low: float, high: float | None, resolution: float, repeat: int = 1) -> None:
+        self.low, self.high, self.resolution, self.repeat = low, high, resolution, repeat
+        self.passing: float | None = None  # the highest rate known to pass
+        self.failing: float | None = None  # the lowest rate known to fail above it
+        self.held: list[tuple[float, bool]] = []  # (rate, passed) of each confirmation hold
+        self.length = 1.0  # in step lengths: a short step's pass proved too weak once a hold failed
+        self._probe: Probe | None = Probe(low, "ladder", 1.0)
+        self._votes: list[bool] = []
+
+    def next(self) -> Probe | None:
+        return self._probe
+
+    def record(self, passed: bool) -> None:
+        probe = self._probe
+        assert probe is not None
+        self._votes.append(passed)
+        if probe.purpose == "bisect" and len(self._votes) < self.repeat:
+            return  # the same rate again
+        votes, self._votes = self._votes, []
+        verdict = sum(votes) * 2 > len(votes)
+        rate = probe.rate
+        if probe.purpose == "hold":
+            self.held.append((rate, verdict))
+            if verdict:
+                self._probe = None
+                return
+            # the short steps passed what does not hold: search again below, every step as long as a hold
+            self.failing = rate if self.failing is None else min(self.failing, rate)
+            self.passing, self.length = None, HOLD_STEPS
+            lower = nice_rate(rate * DESCENT)
+            failed_holds = sum(not ok for _, ok in self.held)
+            self._probe = (
+                Probe(lower, "ladder", self.length)
+                if failed_holds < MAX_HOLDS and lower >= MIN_RATE
+                else None
+            )
+            return
+        if verdict:
+            self.passing = rate if self.passing is None else max(self.passing, rate)
+        else:
+            self.failing = rate if self.failing is None else min(self.failing, rate)
+        self._probe = self._after_search_step(rate, verdict, probe.purpose)
+
+    def _after_search_step(self, rate: float, passed: bool, purpose: str) -> Probe | None:
+        if self.passing is None:  # even the lowest failed: step down
+            lower = nice_rate(rate * (DESCENT if self.length > 1 else 1 / LADDER_FACTOR))
+            return Probe(lower, "ladder", self.length) if lower >= MIN_RATE else None
+        if self.failing is None:  # climbing
+            ceiling = self.high if self.high is not None else MAX_RATE
+            if rate >= ceiling:
+                return Probe(self.passing, "hold", HOLD_STEPS)  # the range's top holds
+            return Probe(nice_rate(min(rate * LADDER_FACTOR, ceiling)), "ladder", 1.0)
+        if self.within_resolution:
+            return Probe(self.passing, "hold", HOLD_STEPS)
+        middle = nice_rate((self.passing + self.failing) / 2)
+        if not self.passing < middle < self.failing:  # rounding: as close as three digits go
+            return Probe(self.passing, "hold", HOLD_STEPS)
+        return Probe(middle, "bisect", self.length)
+
+    @property
+    def within_resolution(self) -> bool:
+        return (
+            self.passing is not None
+            and self.failing is not None
+            and self.failing <= self.passing * (1 + self.resolution) + 1e-9
+        )
+
+    @property
+    def confirmed(self) -> float | None:
+        return next((rate for rate, ok in reversed(self.held) if ok), None)
+
+
+GAIN_SHARE = 0.05  # workers=auto: doubling the workers must add more than 5% to throughput
+
+
+class WorkersSearch:
+    """workers=auto: double the workers from one per type while throughput rises by more than 5%;
+    the answer is the count after which it stopped rising."""
+
+    def __init__(self, first: int, most: int) -> None:
+        self.most = most
+        self.achieved: list[tuple[int, float]] = []
+        self._probe: Probe | None = Probe(first, "ladder", 1.0)
+
+    def next(self) -> Probe | None:
+        return self._probe
+
+    def record(self, achieved_per_s: float) -> None:
+        assert self._probe is not None
+        count = int(self._probe.rate)
+        self.achieved.append((count, achieved_per_s))
+        rising = len(self.achieved) < 2 or achieved_per_s > self.achieved[-2][1] * (1 + GAIN_SHARE)
+        self._probe = (
+            Probe(min(count * 2, self.most), "ladder", 1.0) if rising and count < self.most else None
+        )
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds, or a number with s, m or h: 90, 90s, 15m, 1h."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not match or not float(match.group(1)) > 0:
+        raise UsageError(f"{flag} '{text}' is not a duration; give seconds or e.g. 90s, 15m, 1h")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
 def parse_slo(text: str) -> float:
@@ -103,6 +265,7 @@ class StepResult:
     verdict: str  # pass | fail
     reasons: tuple[str, ...] = ()
     faults: tuple[str, ...] = ()  # faults injected during the step
+    purpose: str = "step"  # a fixed ladder's step; a search's "ladder", "bisect" or "hold"
 
     def as_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -121,16 +284,47 @@ class StepResult:
 
 
 def judge_step(
-    offered_per_s: float, p99_ms: float | None, backlog_end: int, slope: float, slo_p99_ms: float | None
+    offered_per_s: float,
+    p99_ms: float | None,
+    backlog_end: int,
+    slope: float,
+    slo_p99_ms: float | None,
+    grown: int = 0,
+    allowance: float = 0.0,
+    achieved_per_s: float | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """A step fails when its p99 breaks the SLO, or when its backlog grew through it: a positive
-    slope above 2% of the offered rate and, at its end, more than one second of offered messages."""
+    slope above 2% of the offered rate, and the backlog `grown` over the step by more than
+    `allowance` (3% of the step's arrivals and a message in flight per worker: what a step that
+    kept up leaves unfinished at its end)."""
     reasons = []
     if slo_p99_ms is not None and (p99_ms is None or p99_ms > slo_p99_ms):
         reasons.append(f"e2e p99 {p99_ms if p99_ms is not None else '-'} ms > SLO {slo_p99_ms:g} ms")
-    if offered_per_s > 0 and slope > GROWTH_SHARE * offered_per_s and backlog_end > offered_per_s:
+    if offered_per_s > 0 and slope > GROWTH_SHARE * offered_per_s and grown > allowance:
         reasons.append(f"backlog grew {slope:.0f}/s to {backlog_end}")
+    elif achieved_per_s is not None and offered_per_s > 0 and achieved_per_s < KEEP_UP_FLOOR * offered_per_s:
+        reasons.append(f"achieved {achieved_per_s:.0f}/s of {offered_per_s:g}/s offered")
     return ("fail" if reasons else "pass"), tuple(reasons)
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """How an adaptive sweep ended: its bracket, its holds, and what cut it short."""
+
+    resolution: float  # asked for, as a fraction
+    repeat: int
+    passing: float | None  # the highest rate that passed (before any hold)
+    failing: float | None  # the lowest rate that failed above the knee
+    holds: tuple[tuple[float, bool], ...]
+    budget_s: float | None
+    cut_by_budget: bool
+
+    @classmethod
+    def of(cls, search: RateSearch, budget_s: float | None, cut_by_budget: bool) -> SearchOutcome:
+        return cls(
+            search.resolution, search.repeat, search.passing, search.failing, tuple(search.held),
+            budget_s, cut_by_budget,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -140,13 +334,70 @@ class SweepResult:
     settle_s: float
     slo_p99_ms: float | None
     steps: tuple[StepResult, ...]
+    search: SearchOutcome | None = None
+
+    @property
+    def hold(self) -> StepResult | None:
+        """An adaptive sweep's last confirmation hold."""
+        return next((s for s in reversed(self.steps) if s.purpose == "hold"), None)
+
+    @property
+    def first_failing_per_s(self) -> float | None:
+        """The lowest failing rate above the knee: with the knee, the bracket a team can quote."""
+        if self.spec.kind != "rate":
+            return None
+        knee = self.knee
+        above = [
+            s.setting
+            for s in self.steps
+            if s.verdict == "fail" and (knee is None or s.setting > knee.setting)
+        ]
+        if self.search is not None and self.search.failing is not None:
+            above.append(self.search.failing)
+        return min(above, default=None)
+
+    @property
+    def resolution_reached(self) -> float | None:
+        knee, failing = self.max_sustainable_per_s, self.first_failing_per_s
+        return None if knee is None or failing is None or knee <= 0 else failing / knee - 1
+
+    def noise(self) -> list[dict[str, Any]]:
+        """Rates run more than once (-repeat): their verdicts and the spread of p99 and throughput."""
+        by_rate: dict[float, list[StepResult]] = {}
+        for step in self.steps:
+            if step.purpose == "bisect":
+                by_rate.setdefault(step.setting, []).append(step)
+        return [
+            {
+                "rate": rate,
+                "runs": len(runs),
+                "passed": sum(s.verdict == "pass" for s in runs),
+                "e2e_p99_ms": [s.e2e_ms.get("p99") for s in runs],
+                "achieved_per_s": [round(s.achieved_per_s, 1) for s in runs],
+            }
+            for rate, runs in sorted(by_rate.items())
+            if len(runs) > 1
+        ]
 
     @property
     def knee(self) -> StepResult | None:
         """Rates: the highest step that passed with every lower one passing (the max sustainable
-        rate). Workers: the step with the highest achieved throughput."""
+        rate); an adaptive sweep's passed hold, else its highest pass below its first failure.
+        Workers: the step with the highest achieved throughput."""
         if self.spec.kind == "workers":
+            if self.spec.adaptive and self.steps:  # the fewest workers within 5% of the best
+                top = max(s.achieved_per_s for s in self.steps)
+                enough = [s for s in self.steps if s.achieved_per_s * (1 + GAIN_SHARE) >= top]
+                return min(enough, key=lambda s: s.setting)
             return max(self.steps, key=lambda s: s.achieved_per_s, default=None)
+        if self.spec.adaptive:
+            hold = self.hold
+            if hold is not None and hold.verdict == "pass":
+                return hold
+            failing = [s.setting for s in self.steps if s.verdict == "fail"]
+            lowest_fail = min(failing, default=math.inf)
+            passed = [s for s in self.steps if s.verdict == "pass" and s.setting < lowest_fail]
+            return max(passed, key=lambda s: s.setting, default=None)
         best = None
         for step in sorted(self.steps, key=lambda s: s.setting):
             if step.verdict != "pass":
@@ -168,11 +419,48 @@ class SweepResult:
         p99 = knee.e2e_ms.get("p99")
         shown = f"{p99:.1f} ms" if p99 is not None else "-"
         if self.spec.kind == "workers":
+            if self.spec.adaptive:
+                ordered = sorted(self.steps, key=lambda s: s.setting)
+                if knee is ordered[-1]:
+                    return (
+                        f"throughput still rising at {knee.setting:g} workers, the most this sweep may use:"
+                        f" {knee.achieved_per_s:.0f} msg/s (p99 {shown}); give -workers more"
+                    )
+                return (
+                    f"throughput stops rising at {knee.setting:g} workers: {knee.achieved_per_s:.0f} msg/s"
+                    f" (more workers added less than {GAIN_SHARE * 100:.0f}%; p99 {shown})"
+                )
             return (
                 f"throughput peaks at {knee.setting:g} workers: {knee.achieved_per_s:.0f} msg/s"
                 f" (p99 {shown}, step {knee.index + 1})"
             )
+        if self.spec.adaptive:
+            return self._bracket_line(knee)
         return f"max sustainable rate {knee.setting:g} msg/s (p99 {shown}, step {knee.index + 1})"
+
+    def _bracket_line(self, knee: StepResult) -> str:
+        """e.g. max sustainable 1000 msg/s (1050 fails, within 5%; held 30 s at p99 133 ms)."""
+        parts = []
+        failing, reached = self.first_failing_per_s, self.resolution_reached
+        if failing is None:
+            parts.append("no step failed: the knee is above the range")
+        elif reached is not None:
+            parts.append(f"{failing:g} fails, within {reached * 100:.0f}%")
+        hold = self.hold
+        if hold is not None:
+            p99 = hold.e2e_ms.get("p99")
+            at = f"at p99 {p99:.0f} ms" if p99 is not None else "without a p99"
+            ok = "held" if hold.verdict == "pass" else "FAILED to hold"
+            parts.append(f"{ok} {hold.seconds:.0f} s {at}")
+        else:
+            parts.append("not confirmed by a hold")
+        search = self.search
+        if search is not None and search.cut_by_budget:
+            budget = (
+                "its step limit" if search.budget_s is None else f"the -sweep-budget of {search.budget_s:g} s"
+            )
+            parts.append(f"{budget} cut the search short")
+        return f"max sustainable {knee.setting:g} msg/s ({'; '.join(parts)})"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -182,7 +470,36 @@ class SweepResult:
             "settle_s": self.settle_s,
             "slo": {"e2e_p99_ms": self.slo_p99_ms},
             "max_sustainable_per_s": self.max_sustainable_per_s,
+            "first_failing_per_s": self.first_failing_per_s,
             "knee_step": None if self.knee is None else self.knee.index + 1,
             "headline": self.headline(),
+            "confirmed": self._confirmed_json(),
+            "adaptive": self._search_json(),
             "steps": [s.as_json() for s in self.steps],
+        }
+
+    def _confirmed_json(self) -> dict[str, Any] | None:
+        hold = self.hold
+        if hold is None:
+            return None
+        return {
+            "rate": hold.setting,
+            "seconds": round(hold.seconds, 3),
+            "e2e_p99_ms": hold.e2e_ms.get("p99"),
+            "verdict": hold.verdict,
+        }
+
+    def _search_json(self) -> dict[str, Any] | None:
+        search = self.search
+        if search is None:
+            return None
+        reached = self.resolution_reached
+        return {
+            "resolution": search.resolution,
+            "resolution_reached": None if reached is None else round(reached, 4),
+            "repeat": search.repeat,
+            "budget_s": search.budget_s,
+            "cut_by_budget": search.cut_by_budget,
+            "holds": [{"rate": rate, "passed": ok} for rate, ok in search.holds],
+            "noise": self.noise(),
         }

@@ -36,7 +36,7 @@ from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
 from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
 from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
-from pgmq_sim.sweep import SweepSpec, parse_slo
+from pgmq_sim.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
 from pgmq_sim.traffic import KeySkew
 
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -306,12 +306,11 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
 @flag(
     "sweep",
     default=None,
-    metavar="rate=A,B,C|rate=A..B*F|workers=A,B,C",
-    help="Hold each rate (or worker count) for -step seconds in one run; report each step and the knee.",
+    metavar="rate=auto|rate=A..B|rate=A,B,C|rate=A..B*F|workers=A,B,C",
+    help="Hold each rate (or worker count) for -step seconds in one run; report each step and the knee."
+    " rate=auto and rate=A..B search for the knee: a doubling ladder, bisection to -resolution, then a hold.",
 )
-@flag(
-    "step", "step_s", type=float, default=10.0, show_default=True, metavar="S", help="A sweep step's length."
-)
+@flag("step", "step_s", type=float, default=None, metavar="S", help="A sweep step's length (default 10).")
 @flag(
     "settle",
     "settle_s",
@@ -321,6 +320,28 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     help="After a rate step, wait at most S seconds for its backlog to drain (default: -step).",
 )
 @flag("slo", default=None, metavar="e2e-p99=MS", help="The end-to-end p99 each sweep step must keep.")
+@flag(
+    "resolution",
+    "resolution_pct",
+    type=float,
+    default=None,
+    metavar="PCT",
+    help="An adaptive sweep bisects until the failing rate is within PCT% of the passing one (default 5).",
+)
+@flag(
+    "repeat",
+    type=int,
+    default=None,
+    metavar="N",
+    help="An adaptive sweep runs each bisection step N times; a rate passes when most runs pass.",
+)
+@flag(
+    "sweep-budget",
+    "sweep_budget_s",
+    default=None,
+    metavar="DURATION",
+    help="Bound an adaptive sweep's whole search: seconds, or 90s, 15m, 1h.",
+)
 @flag(
     "bystander",
     type=float,
@@ -365,7 +386,7 @@ def command(**options: object) -> None:
 
 def _settings(options: dict[str, Any]) -> Settings:
     """The flags become the settings field by field; three are read into other forms."""
-    parsed = {"work", "audit", "seed", "key_skew", "payload", "sweep", "slo_p99_ms"}
+    parsed = {"work", "audit", "seed", "key_skew", "payload", "sweep", "slo_p99_ms", "sweep_budget_s"}
     fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
     sweep = SweepSpec.parse(options["sweep"]) if options["sweep"] else None
@@ -373,7 +394,8 @@ def _settings(options: dict[str, Any]) -> Settings:
     if given["fill_db"] is None and not timed:
         given["fill_db"] = DEFAULT_FILL_DB
     if sweep is not None and sweep.kind == "workers" and options["workers"] is None:
-        given["workers"] = int(max(sweep.values))  # the largest step; the others wait at the gate
+        # the largest step; the others wait at the gate
+        given["workers"] = AUTO_WORKERS if sweep.adaptive else int(max(sweep.values))
     if given["workers"] is None:
         given["workers"] = DEFAULT_WORKERS
     return Settings(
@@ -383,6 +405,9 @@ def _settings(options: dict[str, Any]) -> Settings:
         payload=Payload.parse(options["payload_bytes"]),
         sweep=sweep,
         slo_p99_ms=parse_slo(options["slo"]) if options["slo"] else None,
+        sweep_budget_s=parse_duration(options["sweep_budget_s"], "-sweep-budget")
+        if options["sweep_budget_s"] is not None
+        else None,
         audit=not options["no_audit"],
         # one seed per invocation: every cell of a comparison runs the same workload
         seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),

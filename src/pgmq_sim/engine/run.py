@@ -25,7 +25,7 @@ from pgmq_sim.result import RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server
 from pgmq_sim.stats import WorkerCounters
-from pgmq_sim.sweep import SweepSpec
+from pgmq_sim.sweep import RateSearch, SweepSpec, WorkersSearch
 from pgmq_sim.traffic import RateProfile
 
 CarrierFactory = Callable[[], WorkerCarrier]
@@ -47,6 +47,7 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
     """A rate sweep paces the producer through the steps; a workers sweep opens the claim gate to
     each step's count, at a fixed -rate or keeping the queue topped up."""
     settings = state.settings
+    settings.check_sweep_wakeup()
     profile: RateProfile
     stepped: SteppedRate | None = None
     if spec.kind == "rate" or settings.rate:
@@ -54,8 +55,21 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
     else:
         level = max(TOP_UP_MIN, 20 * settings.workers)
         profile = TopUp(lambda: WorkerCounters.total(state.stats).finished, level)
+    search: RateSearch | WorkersSearch | None = None
+    if spec.adaptive and spec.kind == "workers":
+        search = WorkersSearch(settings.types, settings.workers)
+    elif spec.adaptive:
+        high = spec.values[1] if len(spec.values) > 1 else None
+        search = RateSearch(spec.values[0], high, settings.sweep_resolution, settings.repeat or 1)
     goal = SweepGoal(
-        spec, settings.step_s, settings.sweep_settle_s, settings.slo_p99_ms, stepped, settings.rate or None
+        spec,
+        settings.sweep_step_s,
+        settings.sweep_settle_s,
+        settings.slo_p99_ms,
+        stepped,
+        settings.rate or None,
+        search,
+        settings.sweep_budget_s,
     )
     return RunParts(carrier=carrier, feed=Paced(profile), goal=goal)
 

@@ -13,8 +13,20 @@ from pgmq_sim.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
+from pgmq_sim.kinds import WakeupMode
 from pgmq_sim.stats import LatencyHistogram, WorkerCounters
-from pgmq_sim.sweep import StepResult, SweepResult, SweepSpec, judge_step, slope_per_s
+from pgmq_sim.sweep import (
+    MAX_STEPS,
+    UNFINISHED_SHARE,
+    RateSearch,
+    SearchOutcome,
+    StepResult,
+    SweepResult,
+    SweepSpec,
+    WorkersSearch,
+    judge_step,
+    slope_per_s,
+)
 from pgmq_sim.traffic import IDLE_WAIT_S
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
@@ -103,10 +115,17 @@ class SweepGoal:
         slo_p99_ms: float | None,
         rate: SteppedRate | None,
         fixed_rate: float | None = None,
+        search: RateSearch | WorkersSearch | None = None,
+        budget_s: float | None = None,
     ) -> None:
         """`rate`: the producer's profile (rate sweeps, and workers sweeps at a fixed -rate, which is
-        `fixed_rate`); None for a workers sweep that keeps the queue topped up."""
+        `fixed_rate`); None for a workers sweep that keeps the queue topped up. `search`: an adaptive
+        sweep's plan, which picks each next rate from the verdicts so far, within `budget_s`."""
         self.spec = spec
+        self.search = search
+        self.budget_s = budget_s
+        self.cut_by_budget = False
+        self._value, self._purpose, self._length = 0.0, "step", 1.0
         self.fixed_rate = fixed_rate
         self.step_s = step_s
         self.settle_s = settle_s
@@ -122,15 +141,20 @@ class SweepGoal:
     def describe(self) -> str:
         if self._index < 0:
             return ""
-        step = f"step {self._index + 1}/{len(self.spec.values)}: {self._setting_text()}"
+        of = "" if self.search is not None else f"/{len(self.spec.values)}"
+        purpose = f" ({self._purpose})" if self.search is not None else ""
+        step = f"step {self._index + 1}{of}{purpose}: {self._setting_text()}"
         return step + (" (draining)" if self._phase == "settle" else "")
 
     def _setting_text(self) -> str:
-        value = self.spec.values[self._index]
+        value = self._value
         return f"{value:g} msg/s" if self.spec.kind == "rate" else f"{value:g} workers"
 
     def report(self) -> SweepResult:
-        return SweepResult(self.spec, self.step_s, self.settle_s, self.slo_p99_ms, tuple(self.steps))
+        search = None
+        if isinstance(self.search, RateSearch):
+            search = SearchOutcome.of(self.search, self.budget_s, self.cut_by_budget)
+        return SweepResult(self.spec, self.step_s, self.settle_s, self.slo_p99_ms, tuple(self.steps), search)
 
     def reached(self, state: RunState, parts: RunParts) -> bool:
         now = state.clock()
@@ -151,15 +175,21 @@ class SweepGoal:
 
     def _begin(self, state: RunState, parts: RunParts, index: int) -> bool:
         self._index = index
-        value = self.spec.values[index]
+        if self.search is not None:
+            probe = self.search.next()
+            assert probe is not None
+            self._value, self._purpose, self._length = probe.rate, probe.purpose, probe.length
+        else:
+            self._value = self.spec.values[index]
+        value = self._value
         now = state.clock()
         if self.spec.kind == "workers":
             parts.carrier.allow(state, int(value))
         if self.rate is not None:
             self.rate.set(now, value if self.spec.kind == "rate" else self.fixed_rate or 0.0)
         self._step_start = self._edge(state)
-        self._phase, self._deadline = "step", now + self.step_s
-        state.log.event(f"sweep step {index + 1}/{len(self.spec.values)}: {self._setting_text()}")
+        self._phase, self._deadline = "step", now + self.step_s * self._length
+        state.log.event(f"sweep {self.describe()}")
         return False
 
     def _finish(self, state: RunState, parts: RunParts, last: Edge) -> bool:
@@ -173,7 +203,27 @@ class SweepGoal:
             f" backlog {step.backlog_end}: {step.verdict}"
             + (f" ({'; '.join(step.reasons)})" if step.reasons else "")
         )
-        if self._index + 1 >= len(self.spec.values):
+        if self.search is not None:
+            if isinstance(self.search, RateSearch):
+                self.search.record(step.verdict == "pass")
+            else:
+                self.search.record(step.achieved_per_s)
+            probe = self.search.next()
+            if probe is None:
+                return True
+            if len(self.steps) >= MAX_STEPS:
+                self.cut_by_budget = True
+                state.log.event(f"sweep: {MAX_STEPS} steps without an answer; the search stops")
+                return True
+            if self.budget_s is not None:
+                needs = self.step_s * probe.length + self.settle_s
+                if state.clock() + needs > self.budget_s:
+                    self.cut_by_budget = True
+                    state.log.event(
+                        f"sweep: the budget of {self.budget_s:g} s leaves no room for the next step"
+                    )
+                    return True
+        elif self._index + 1 >= len(self.spec.values):
             return True
         return self._begin(state, parts, self._index + 1)
 
@@ -194,6 +244,14 @@ class SweepGoal:
             sum(p.cpu_s for p in state.process_cpu),
         )
 
+    @staticmethod
+    def _allowance(state: RunState, arrivals: int, offered_per_s: float) -> float:
+        """What a step that kept up may leave unfinished at its end: a share of its arrivals, a
+        message in flight per worker, and, polling, what arrives while idle workers sleep."""
+        settings = state.settings
+        polling = settings.poll_interval if settings.wakeup == WakeupMode.POLL else 0.0
+        return UNFINISHED_SHARE * arrivals + settings.workers + offered_per_s * polling
+
     def _measure(self, state: RunState, start: Edge, end: Edge, last: Edge) -> StepResult:
         seconds = max(1e-9, end.at - start.at)
         claim, complete, e2e = (
@@ -209,12 +267,23 @@ class SweepGoal:
             if start.at < s.second + 1 < end.at
         ]
         backlog_points.append((end.at, float(backlog_end)))
-        setting = self.spec.values[self._index]
+        setting = self._value
         paced = setting if self.spec.kind == "rate" else self.fixed_rate  # None: topped up
         offered = paced if paced is not None else (end.produced - start.produced) / seconds
         slope = slope_per_s(backlog_points)
         # a topped-up queue always has a backlog: only the SLO judges its steps
-        verdict, reasons = judge_step(paced or 0.0, e2e["p99"], backlog_end, slope, self.slo_p99_ms)
+        backlog_start = max(0, start.produced - start.finished)
+        arrivals = end.produced - start.produced
+        verdict, reasons = judge_step(
+            paced or 0.0,
+            e2e["p99"],
+            backlog_end,
+            slope,
+            self.slo_p99_ms,
+            grown=backlog_end - backlog_start,
+            allowance=self._allowance(state, arrivals, paced or 0.0),
+            achieved_per_s=(end.finished - start.finished) / seconds if paced else None,
+        )
         cost = (
             ServerCost.between(start.server, last.server, finished, None)
             if start.server is not None and last.server is not None
@@ -250,4 +319,5 @@ class SweepGoal:
             verdict=verdict,
             reasons=reasons,
             faults=faults,
+            purpose=self._purpose,
         )

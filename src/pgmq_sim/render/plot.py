@@ -76,7 +76,7 @@ def _draw_knees(ax: Any, results: list[RunResult], colors: list[str]) -> None:
     for index, r in enumerate(results):
         assert r.sweep is not None
         color = colors[index % len(colors)]
-        steps = r.sweep.steps
+        steps = sorted(r.sweep.steps, key=lambda s: s.setting)  # a search visits rates out of order
         x = [s.setting for s in steps]
         label = r.strategy if len(results) > 1 else "achieved"
         ax.plot(x, [s.achieved_per_s for s in steps], "o-", color=color, label=f"{label} msg/s")
@@ -87,13 +87,21 @@ def _draw_knees(ax: Any, results: list[RunResult], colors: list[str]) -> None:
                 ax.plot([step.setting], [step.achieved_per_s], "x", color="tab:red", markersize=10)
         if r.sweep.spec.kind == "rate":
             ax.plot(x, x, ":", color="grey", label="offered" if index == 0 else None)
+        knee, failing, hold = r.sweep.max_sustainable_per_s, r.sweep.first_failing_per_s, r.sweep.hold
+        if r.sweep.spec.adaptive and knee is not None and failing is not None:
+            ax.axvspan(knee, failing, color=color, alpha=0.15, label=f"{label} bracket {knee:g}-{failing:g}")
+        if hold is not None:
+            ax.plot([hold.setting], [hold.achieved_per_s], "*", color=color, markersize=16,
+                    label=f"{label} hold {hold.seconds:.0f} s: {hold.verdict}")  # fmt: skip
     kind = results[0].sweep.spec.kind if results[0].sweep else "rate"
     ax.set_xlabel("offered rate (msg/s)" if kind == "rate" else "workers")
     ax.set_ylabel("achieved msg/s")
     p99_axis.set_ylabel("end-to-end p99 (ms)")
     p99_axis.set_yscale("log")
     ax.set_ylim(bottom=0)
-    ax.set_title("the knee: failed steps marked x", fontsize="medium")
+    ax.set_title(
+        "the knee: failed steps marked x; a search's bracket shaded, its hold starred", fontsize="medium"
+    )
     lines, labels = ax.get_legend_handles_labels()
     more, more_labels = p99_axis.get_legend_handles_labels()
     ax.legend(

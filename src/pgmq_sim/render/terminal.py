@@ -250,7 +250,7 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
 
     for step in sweep.steps:
         table.add_row(
-            str(step.index + 1),
+            str(step.index + 1) + ("" if step.purpose == "step" else f" {step.purpose}"),
             f"{step.setting:g}",
             num(step.offered_per_s),
             num(step.achieved_per_s),
@@ -275,6 +275,14 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
         if said:
             console.print(f"step {step.index + 1}: {said}")
     console.print(f"[bold]{sweep.headline()}[/]")
+    for row in sweep.noise():
+        p99s = [p for p in row["e2e_p99_ms"] if p is not None]
+        spread = f"p99 {min(p99s):.0f}-{max(p99s):.0f} ms" if p99s else "no p99"
+        achieved = row["achieved_per_s"]
+        console.print(
+            f"  {row['rate']:g} msg/s, {row['runs']} runs: {row['passed']} passed; {spread},"
+            f" achieved {min(achieved):.0f}-{max(achieved):.0f}/s"
+        )
 
 
 def print_comparison(console: Console, results: list[RunResult]) -> None:
@@ -322,18 +330,24 @@ def print_knees(console: Console, results: list[RunResult]) -> None:
     table = Table(
         title="max sustainable rate per strategy (one sweep each, one workload)", title_justify="left"
     )
-    for column in ("strategy", "wake-up", "tx", "max sustainable/s", "at step", "its e2e p99 ms", "audit"):
+    columns = ("strategy", "wake-up", "tx", "max sustainable/s", "first failing/s", "held", "at step",
+               "its e2e p99 ms", "audit")  # fmt: skip
+    for column in columns:
         table.add_column(
-            column, justify="left" if column in ("strategy", "wake-up", "tx", "audit") else "right"
+            column, justify="left" if column in ("strategy", "wake-up", "tx", "held", "audit") else "right"
         )
     for r in results:
         knee = r.sweep.knee if r.sweep else None
         best = r.sweep.max_sustainable_per_s if r.sweep else None
+        failing = r.sweep.first_failing_per_s if r.sweep else None
+        hold = r.sweep.hold if r.sweep else None
         table.add_row(
             r.strategy,
             r.settings.wakeup,
             r.settings.tx,
             "-" if best is None else f"{best:g}",
+            "-" if failing is None else f"{failing:g}",
+            "-" if hold is None else f"{hold.seconds:.0f} s: {hold.verdict}",
             "-" if knee is None else str(knee.index + 1),
             "-" if knee is None else _ms(knee.e2e_ms["p99"]),
             audit_cell(r),

@@ -1,0 +1,219 @@
+"""The adaptive sweep: a doubling ladder, bisection to the resolution, a confirmation hold.
+
+The unit tests drive the search with a constructed capacity (a rate passes when it is at or below
+it); the integration tests run it on a real server against workers of a known capacity."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+
+import pytest
+from conftest import Cli, assert_one_line_error
+
+from pgmq_sim.sweep import RateSearch, SweepSpec, WorkersSearch, parse_duration
+
+
+def drive(
+    search: RateSearch, passes: Callable[[float, str], bool], limit: int = 60
+) -> list[tuple[float, str, bool]]:
+    """Run the search to its end; each probe's (rate, purpose, passed). `passes` sees a long step
+    (a hold, or any step after a failed hold) as purpose "hold"."""
+    seen = []
+    while (probe := search.next()) is not None and len(seen) < limit:
+        ok = passes(probe.rate, "hold" if probe.length > 1 else probe.purpose)
+        seen.append((probe.rate, probe.purpose, ok))
+        search.record(ok)
+    assert search.next() is None, "the search did not end"
+    return seen
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("capacity", [37.0, 300.0, 1_130.0, 9_000.0])
+def test_the_search_brackets_a_capacity_within_the_resolution_and_holds_it(capacity: float) -> None:
+    search = RateSearch(50.0, None, 0.05)
+    seen = drive(search, lambda rate, _purpose: rate <= capacity)
+    assert search.within_resolution or search.passing is None
+    assert search.confirmed is not None and search.confirmed <= capacity
+    assert search.failing is not None and search.failing > capacity
+    assert search.failing <= search.confirmed * 1.05 + 1e-9
+    assert seen[-1][1] == "hold" and seen[-1][2]
+    assert len(seen) <= 16  # a ladder and a bisection, not a scan
+
+
+@pytest.mark.unit
+def test_a_failed_hold_steps_down_and_holds_again() -> None:
+    """Short steps pass at 1000, the three-step hold does not (the backlog builds slowly)."""
+    search = RateSearch(50.0, None, 0.05)
+    seen = drive(search, lambda rate, purpose: rate <= (960 if purpose == "hold" else 1000))
+    holds = [(rate, ok) for rate, purpose, ok in seen if purpose == "hold"]
+    assert len(holds) >= 2 and not holds[0][1] and holds[-1][1]
+    assert holds[-1][0] < holds[0][0] and search.confirmed == holds[-1][0]
+    # below the failed hold, every step is a hold's length, and the bracket closes on what holds
+    assert search.confirmed is not None and 960 * 0.95 <= search.confirmed <= 960
+    assert search.failing is not None and search.failing <= search.confirmed * 1.05 + 1e-9
+
+
+@pytest.mark.unit
+def test_a_range_whose_top_passes_holds_the_top_and_finds_no_failure() -> None:
+    search = RateSearch(100.0, 700.0, 0.05)
+    seen = drive(search, lambda rate, _purpose: True)
+    assert [rate for rate, _, _ in seen] == [100, 200, 400, 700, 700]
+    assert search.failing is None and search.confirmed == 700
+
+
+@pytest.mark.unit
+def test_a_first_step_that_fails_steps_down_until_one_passes() -> None:
+    search = RateSearch(50.0, None, 0.05)
+    drive(search, lambda rate, _purpose: rate <= 9)
+    assert search.confirmed is not None and 8.5 <= search.confirmed <= 9
+    assert search.failing is not None and search.failing <= search.confirmed * 1.05 + 1e-9
+
+
+@pytest.mark.unit
+def test_repeats_let_the_majority_decide_near_the_knee() -> None:
+    """A rate just above the knee passes one run in three: with -repeat 3 it fails; alone it might
+    be taken as the knee."""
+    rng = random.Random(5)
+    search = RateSearch(50.0, None, 0.05, repeat=3)
+    runs: dict[float, list[bool]] = {}
+
+    def noisy(rate: float, purpose: str) -> bool:
+        ok = rate <= 500 or (rate <= 540 and rng.random() < 0.33)
+        if purpose == "bisect":
+            runs.setdefault(rate, []).append(ok)
+        return ok if purpose != "hold" else rate <= 500
+
+    drive(search, noisy, limit=80)
+    assert all(len(votes) == 3 for votes in runs.values())
+    for rate, votes in runs.items():
+        assert (sum(votes) >= 2) == (search.failing is None or rate < search.failing)
+    assert search.confirmed is not None and search.confirmed <= 500
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "text,adaptive,values",
+    [
+        ("rate=auto", True, (50.0,)),
+        ("rate=800..1200", True, (800.0, 1200.0)),
+        ("rate=100..400*2", False, (100.0, 200.0, 400.0)),
+    ],
+)
+def test_sweep_forms(text: str, adaptive: bool, values: tuple[float, ...]) -> None:
+    spec = SweepSpec.parse(text)
+    assert (spec.adaptive, spec.values) == (adaptive, values)
+    assert SweepSpec.parse(str(spec)) == spec
+
+
+@pytest.mark.unit
+def test_durations() -> None:
+    assert [parse_duration(t, "-sweep-budget") for t in ("90", "90s", "15m", "1h", "2.5m")] == [
+        90,
+        90,
+        900,
+        3600,
+        150,
+    ]
+
+
+# --- on a real server ---------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "sweep,low,workers,work_ms,capacity",
+    [("rate=auto", 50, 6, 20, 300), ("rate=auto", 50, 12, 10, 1_200)],
+    ids=["6x20ms", "12x10ms"],
+)
+def test_an_adaptive_sweep_finds_a_constructed_capacity(
+    cli: Cli, sweep: str, low: float, workers: int, work_ms: int, capacity: int
+) -> None:
+    """Workers of known capacity (workers / work time): the knee within 6%, at least 80% of the
+    capacity, not above it, and held."""
+    sweep_arg = sweep
+    result = cli.run(
+        f"-sweep {sweep} -step 2 -settle 2 -workers {workers} -work-ms {work_ms}-{work_ms} -orders 100",
+        "-claim indexed -wakeup notify -json out.json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    sweep = json.loads((cli.workdir / "out.json").read_text())["sweep"]
+    knee, failing = sweep["max_sustainable_per_s"], sweep["first_failing_per_s"]
+    assert knee is not None and failing is not None, sweep["headline"]
+    assert failing / knee - 1 <= 0.06, sweep["headline"]
+    assert 0.8 * capacity <= knee <= 1.02 * capacity, sweep["headline"]
+    confirmed = sweep["confirmed"]
+    assert confirmed["verdict"] == "pass" and confirmed["rate"] == knee and confirmed["seconds"] >= 5.9
+    assert {s["purpose"] for s in sweep["steps"]} >= {"ladder", "bisect", "hold"}
+    assert sweep["steps"][0]["setting"] == low and sweep["spec"] == sweep_arg
+    assert sweep["adaptive"]["resolution"] == 0.05 and not sweep["adaptive"]["cut_by_budget"]
+    said = " ".join(result.stdout.split())
+    assert f"max sustainable {knee:g} msg/s ({failing:g} fails, within" in said and "held 6 s at p99" in said
+    assert "audit │ pass" in said or "pass:" in said
+
+
+@pytest.mark.integration
+def test_a_budget_cuts_the_search_and_says_how_far_it_got(cli: Cli) -> None:
+    result = cli.run(
+        "-sweep rate=auto -step 1 -settle 1 -sweep-budget 5 -workers 3 -work-ms 10-10 -orders 10",
+        "-claim indexed -wakeup notify -json out.json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    sweep = json.loads((cli.workdir / "out.json").read_text())["sweep"]
+    assert sweep["adaptive"]["cut_by_budget"] and sweep["adaptive"]["budget_s"] == 5
+    assert len(sweep["steps"]) <= 4 and sweep["steps"][-1]["started_s"] < 5
+    assert "the -sweep-budget of 5 s cut the search short" in sweep["headline"]
+    assert sweep["headline"].split("(")[0] in result.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        ("-fill-db 100 -step 0", ["-step goes with -sweep", "-sweep rate=auto"]),
+        ("-fill-db 100 -settle -1", ["-settle goes with -sweep"]),
+        ("-fill-db 100 -slo e2e-p99=100", ["-slo goes with -sweep"]),
+        ("-fill-db 100 -repeat 3", ["-repeat goes with -sweep"]),
+        ("-sweep rate=100,200 -resolution 2", ["-resolution goes with an adaptive sweep"]),
+        ("-sweep rate=100,200 -sweep-budget 60", ["-sweep-budget goes with an adaptive sweep"]),
+        ("-sweep rate=auto -resolution 0", ["-resolution 0", "between 0.1 and 50"]),
+        ("-sweep rate=auto -repeat 0", ["-repeat 0", "between 1 and 9"]),
+        ("-sweep rate=auto -sweep-budget 5x", ["-sweep-budget '5x'", "15m"]),
+        ("-sweep rate=900..300", ["0 < A < B"]),
+        ("-sweep rate=auto -step 2 -wakeup poll -poll-interval 1", ["needs steps of at least 3", "-step 3"]),
+    ],
+)
+def test_sweep_flags_that_would_do_nothing_are_refused(cli: Cli, args: str, needles: list[str]) -> None:
+    assert_one_line_error(cli.run(args), 2, *needles)
+
+
+@pytest.mark.unit
+def test_workers_auto_doubles_while_throughput_rises_by_more_than_five_percent() -> None:
+    search = WorkersSearch(3, 64)
+    seen = []
+    throughput = {3: 300.0, 6: 600.0, 12: 1_150.0, 24: 1_180.0}  # 12 -> 24 adds under 5%
+    while (probe := search.next()) is not None:
+        seen.append(int(probe.rate))
+        search.record(throughput[int(probe.rate)])
+    assert seen == [3, 6, 12, 24]
+    capped = WorkersSearch(3, 10)
+    counts = []
+    while (probe := capped.next()) is not None:
+        counts.append(int(probe.rate))
+        capped.record(100.0 * probe.rate)
+    assert counts == [3, 6, 10]
+
+
+@pytest.mark.integration
+def test_workers_auto_stops_where_the_groups_stop_more_workers_from_helping(cli: Cli) -> None:
+    """One group per type: a fourth worker has nothing of its own to do."""
+    result = cli.run(
+        "-sweep workers=auto -workers 24 -step 2 -orders 1 -work-ms 5-5 -claim indexed -wakeup notify",
+        "-json out.json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    sweep = json.loads((cli.workdir / "out.json").read_text())["sweep"]
+    settings = [s["setting"] for s in sweep["steps"]]
+    assert settings[:2] == [3, 6] and len(settings) <= 3
+    assert sweep["headline"].startswith("throughput stops rising at 3 workers"), sweep["headline"]
