@@ -57,6 +57,14 @@ and every round's; default 1 (a round takes minutes).
     python bench/knee.py                                  # about 8 minutes on 2 cores
     python bench/knee.py --step 2 --settle 1 --steps 3    # quick form, under a minute
     python bench/knee.py --claims indexed --orders 100 --ladder indexed/100=1000..2400*1.15 --slo 2000
+
+--auto runs the adaptive sweep (-sweep rate=auto) per cell instead of a ladder, prints how long the
+search took and its bracket, then checks the knee from outside with two fixed-rate runs of
+--check-s seconds (default 30): at the knee (it must hold) and 10% above it (it should fail; if it
+holds, the knee is conservative and the line says so). A fixed run is judged by the sweep's own
+step rules (sweep.judge_step: its e2e p99 against --slo, its backlog's growth over the run).
+
+    python bench/knee.py --auto --claims indexed --orders 100 --wakeup notify --step 10 --slo 250
 """
 
 from __future__ import annotations
@@ -69,6 +77,8 @@ from pathlib import Path
 from typing import Any
 
 import _common as c
+
+from pgmq_sim.sweep import UNFINISHED_SHARE, judge_step, slope_per_s
 
 # rates per (claim, orders); the seed's claim slows as the table grows, so its ladders are lower
 LADDERS: dict[tuple[str, int], str] = {
@@ -393,14 +403,110 @@ def slo_text(args: argparse.Namespace) -> str:
     return f", SLO e2e p99 <= {args.slo:g} ms" if args.slo is not None else ", no SLO (backlog growth alone)"
 
 
+def fixed_verdict(run: Mapping[str, Any], rate: float, workers: int, slo: float | None) -> tuple[str, str]:
+    """A fixed-rate run judged as a sweep step is: p99 against the SLO, the backlog's growth."""
+    samples = [s for s in run.get("timeline") or [] if s.get("offered")]
+    points = [(float(s["second"] + 1), float(s["backlog"])) for s in samples]
+    backlog_end = int(points[-1][1]) if points else 0
+    grown = backlog_end - (int(points[0][1]) if points else 0)
+    allowance = UNFINISHED_SHARE * (run.get("produced") or 0) + workers
+    verdict, reasons = judge_step(
+        rate, run["latency_ms"]["e2e"]["p99"], backlog_end, slope_per_s(points), slo, grown, allowance,
+        run.get("throughput_per_s"),
+    )  # fmt: skip
+    return verdict, "; ".join(reasons)
+
+
+def auto_main(args: argparse.Namespace, cells: Sequence[str]) -> None:
+    """Each cell's adaptive sweep, then its knee checked with fixed-rate runs at it and 10% above."""
+    slo = ["-slo", f"e2e-p99={args.slo:g}"] if args.slo is not None else []
+
+    def cell_args(cell: str) -> list[str]:
+        claim, orders = cell.split("/")
+        return ["-claim", claim, "-orders", orders, *shape_args(args)]
+
+    rows = []
+    with c.server_from_args(args.dsn) as server:
+        for cell in cells:
+            sweep = ["-sweep", "rate=auto", "-step", f"{args.step:g}", "-settle", f"{args.settle:g}", *slo]
+            print(f"{cell}: " + c.cli_command_text([*cell_args(cell), *sweep]), flush=True)
+            run = run_cell([*cell_args(cell), *sweep], server.dsn, args.keep, f"{cell}-auto")
+            result = run["sweep"]
+            found = result["max_sustainable_per_s"]
+            print(
+                f"  {result['headline']} (the search took {run['elapsed_s']:.0f} s, {len(steps(run))} steps)"
+            )
+            checks = []
+            for share in (1.0, 1.1):
+                if found is None:
+                    checks.append(("-", "-", "no knee"))
+                    continue
+                rate = round(found * share, 1)
+                fixed = run_cell(
+                    [*cell_args(cell), "-duration", f"{args.check_s:g}", "-rate", f"{rate:g}"],
+                    server.dsn, args.keep, f"{cell}-at-{rate:g}",
+                )  # fmt: skip
+                verdict, why = fixed_verdict(fixed, rate, args.workers, args.slo)
+                checks.append(
+                    (
+                        f"{rate:g}",
+                        ms(fixed["latency_ms"]["e2e"]["p99"]),
+                        verdict + (f" ({why})" if why else ""),
+                    )
+                )
+                print(
+                    f"  {args.check_s:g} s at {rate:g}/s: p99 {checks[-1][1]} ms, {checks[-1][2]}", flush=True
+                )
+            confirmed = result.get("confirmed") or {}
+            at, above = checks
+            conservative = (
+                "held: the knee is conservative" if above[2].startswith("pass") else "failed, as it should"
+            )
+            rows.append(
+                [
+                    cell,
+                    c.fmt(found, 0) if found is not None else "-",
+                    c.fmt(result.get("first_failing_per_s"), 0),
+                    c.fmt((result.get("adaptive") or {}).get("resolution_reached"), 3),
+                    f"{confirmed.get('seconds', 0):.0f} s, p99 {ms(confirmed.get('e2e_p99_ms'))}:"
+                    f" {confirmed.get('verdict', '-')}",
+                    f"{run['elapsed_s']:.0f} s / {len(steps(run))}",
+                    f"{at[1]} ms: {at[2]}",
+                    f"{above[0]}/s: {above[1]} ms, {conservative if found is not None else '-'}",
+                    audit_text(run),
+                ]
+            )
+    c.print_table(
+        ["cell", "knee/s", "1st fail/s", "resolution", "hold", "search s / steps",
+         f"{args.check_s:g} s at the knee", f"{args.check_s:g} s at +10%", "audit (search)"],
+        rows,
+        f"adaptive sweeps checked from outside; -workers {args.workers} -work-ms {args.work_ms},"
+        f" wake-up {args.wakeup or 'poll'}{slo_text(args)}",
+    )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--claims", default="seed,indexed", help="strategies (default seed,indexed)")
     parser.add_argument("--orders", default="2,100", help="-orders values, comma list (default 2,100)")
+    parser.add_argument("--auto", action="store_true", help="the adaptive sweep, checked with fixed runs")
+    parser.add_argument(
+        "--check-s", type=float, default=30, help="--auto: each fixed run's seconds (default 30)"
+    )
     sweep_flags(parser, step=15, settle=10)
     args = parser.parse_args()
+    if args.auto:
+        auto_main(
+            args,
+            [
+                f"{claim}/{orders}"
+                for orders in c.comma_list(args.orders)
+                for claim in c.comma_list(args.claims)
+            ],
+        )
+        return
 
     overrides = ladder_overrides(args.ladder)
     cells: list[str] = []

@@ -80,8 +80,8 @@ QUICK: dict[str, Quick] = {
         dsn=False,
     ),
     "knee.py": Quick(
-        "--claims indexed --orders 2 --step 1 --settle 0.5 --steps 2",
-        ("step  offered/s  achieved/s", "max sustainable rate (knee) per cell", "knee = max_sustainable"),
+        "--auto --claims indexed --orders 100 --wakeup notify --step 1 --settle 1 --check-s 2",
+        ("max sustainable", "s at the knee", "adaptive sweeps checked from outside"),
     ),
     "steady_rate.py": Quick(
         "--rates 800 --duration 3 --repeat 1",
