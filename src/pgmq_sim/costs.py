@@ -96,13 +96,17 @@ class ServerCost:
     def cpu_us_per_msg(self) -> float | None:
         return per_message(self.cpu_s, self.messages, 1e6)
 
+    @property
+    def commits_per_msg(self) -> float | None:
+        return per_message(self.database.get("xact_commit"), self.messages)
+
     def as_json(self) -> dict[str, Any]:
         m, db = self.messages, self.database
         written = db.get("tup_inserted", 0) + db.get("tup_updated", 0) + db.get("tup_deleted", 0)
         return {
             "messages": m,
             "wal_bytes_per_msg": self.wal_bytes_per_msg,
-            "commits_per_msg": per_message(db.get("xact_commit"), m),
+            "commits_per_msg": self.commits_per_msg,
             "blks_hit_per_msg": per_message(db.get("blks_hit"), m),
             "blks_read_per_msg": per_message(db.get("blks_read"), m),
             "rows_written_per_msg": per_message(written, m),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pgmq_sim.audit import AuditVerdict
+from pgmq_sim.checks import CHECK_EXIT, CheckResult, evaluate
 from pgmq_sim.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.db.values import TableHealth
 from pgmq_sim.events import Fault, SnapshotHold
@@ -101,6 +103,7 @@ class RunResult:
     sweep: SweepResult | None = None
     bystander: BystanderResult | None = None
     worker_backends_max: int | None = None  # server connections serving the workers at once (sampled)
+    checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
 
     @classmethod
     def from_stats(
@@ -244,11 +247,21 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """The outcome's code; an audit that fails turns a 0 into 1."""
+        """The outcome's code; an audit that fails turns a 0 into 1, a breached -check into 4."""
         code = self.outcome.exit_code
         if code == 0 and self.audit is not None and not self.audit.passed:
             return 1
+        if code == 0 and self.breached:
+            return CHECK_EXIT
         return code
+
+    @property
+    def breached(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+    def judged(self) -> RunResult:
+        """This result with the run's -check thresholds judged on it."""
+        return dataclasses.replace(self, checks=evaluate(self.settings.checks, self))
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -292,6 +305,7 @@ class RunResult:
             "worker_backends_max": self.worker_backends_max,
             "sweep": self.sweep.as_json() if self.sweep else None,
             "bystander": self.bystander.as_json() if self.bystander else None,
+            "checks": [c.as_json() for c in self.checks],
             "stall_causes": list(self.stall_causes),
             "notes": list(self.notes),
             "settings": self.settings.as_json(),

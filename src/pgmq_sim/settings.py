@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pgmq_sim.checks import Check, refuse_unproduced
 from pgmq_sim.errors import UsageError
 from pgmq_sim.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
 from pgmq_sim.sweep import SweepSpec
@@ -151,6 +152,8 @@ class Settings:
     repeat: int | None = None  # runs of each bisection step; None: 1
     sweep_budget_s: float | None = None  # the whole search's bound
     bystander: float | None = None  # transactions per second of a neighbour workload
+    checks: tuple[Check, ...] = ()  # -check: thresholds the run's figures must meet
+    junit_path: Path | None = None
 
     def __post_init__(self) -> None:
         # flags arrive as text; the modes are kept as their closed sets of names
@@ -200,6 +203,7 @@ class Settings:
             math.isfinite(self.bystander) and 0 < self.bystander <= 100_000
         ):
             raise UsageError(f"-bystander {self.bystander:g} must be a rate between 0 and 100000 per second")
+        refuse_unproduced(self.checks, self)
         if self.rate_profile is not None:
             profile = parse_rate_profile(self.rate_profile, self.rate, self.speed)
             object.__setattr__(self, "profile", profile)
@@ -366,6 +370,7 @@ class Settings:
         data["payload_bytes"] = str(self.payload) if self.payload else None
         del data["payload"]
         data["sweep"] = str(self.sweep) if self.sweep else None
-        for key in ("schema", "next_msg", "json_path", "plot_path"):
+        data["checks"] = [str(c) for c in self.checks]
+        for key in ("schema", "next_msg", "json_path", "plot_path", "junit_path"):
             data[key] = None if data[key] is None else str(data[key])
         return data

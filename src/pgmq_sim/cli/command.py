@@ -19,6 +19,7 @@ from rich.console import Console
 
 from pgmq_sim import __version__
 from pgmq_sim.chaos import parse_chaos
+from pgmq_sim.checks import parse_checks
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
@@ -28,6 +29,7 @@ from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.kinds import TxMode, WakeupMode
 from pgmq_sim.render.files import STDOUT, check_output_path, result_document, write_json
+from pgmq_sim.render.junit import write_junit
 from pgmq_sim.render.plot import check_plot_support, write_plot
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.terminal import print_comparison, print_summary
@@ -349,6 +351,20 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     metavar="RATE",
     help="Beside the queue, a small read-and-update workload on a table of its own at RATE/s: its latency.",
 )
+@flag(
+    "check",
+    default=None,
+    metavar="EXPR[,EXPR...]",
+    help="Thresholds on reported figures, e.g. e2e-p99<250,throughput>=900,lost==0; a breach exits 4.",
+)
+@flag(
+    "junit",
+    "junit_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the checks and the audit as JUnit XML, one test case each.",
+)
 @flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
     "progress",
@@ -386,7 +402,17 @@ def command(**options: object) -> None:
 
 def _settings(options: dict[str, Any]) -> Settings:
     """The flags become the settings field by field; three are read into other forms."""
-    parsed = {"work", "audit", "seed", "key_skew", "payload", "sweep", "slo_p99_ms", "sweep_budget_s"}
+    parsed = {
+        "work",
+        "audit",
+        "seed",
+        "key_skew",
+        "payload",
+        "sweep",
+        "slo_p99_ms",
+        "sweep_budget_s",
+        "checks",
+    }
     fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
     sweep = SweepSpec.parse(options["sweep"]) if options["sweep"] else None
@@ -408,6 +434,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         sweep_budget_s=parse_duration(options["sweep_budget_s"], "-sweep-budget")
         if options["sweep_budget_s"] is not None
         else None,
+        checks=parse_checks(options["check"]) if options["check"] is not None else (),
         audit=not options["no_audit"],
         # one seed per invocation: every cell of a comparison runs the same workload
         seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
@@ -459,6 +486,8 @@ def execute(options: dict[str, Any]) -> int:
     if settings.plot_path:
         check_output_path(settings.plot_path, "-plot")
         check_plot_support(settings.plot_path)
+    if settings.junit_path:
+        check_output_path(settings.junit_path, "-junit")
     cells = (
         parse_compare(options["compare"], settings.tx)
         if options["compare"]
@@ -493,7 +522,7 @@ def execute(options: dict[str, Any]) -> int:
                     if len(inputs) > 1:
                         observer.say(f"cell {cell_label(given)}")
                     try:
-                        results.append(run_once(given, server, observer, log, signals, carrier))
+                        results.append(run_once(given, server, observer, log, signals, carrier).judged())
                     except SimError as exc:
                         if len(inputs) == 1:
                             raise
@@ -551,6 +580,11 @@ def _report(
     if settings.plot_path and results:
         try:
             write_plot(settings.plot_path, results)
+        except SimError as exc:
+            errors.append(str(exc))
+    if settings.junit_path and results:
+        try:
+            write_junit(settings.junit_path, results)
         except SimError as exc:
             errors.append(str(exc))
     for error in errors:

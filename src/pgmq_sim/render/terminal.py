@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pgmq_sim.advice import advice
+from pgmq_sim.checks import number
 from pgmq_sim.costs import ServerCost
 from pgmq_sim.result import RunResult
 from pgmq_sim.roles import QUEUE_ROLES, Role, RoleCosts
@@ -157,6 +158,27 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(f"[red]stall:[/] {escape(cause)}")
     for line in advice(result):
         console.print(f"[yellow]advice:[/] {escape(line)}")
+    if result.checks:
+        print_checks(console, result)
+
+
+def print_checks(console: Console, result: RunResult) -> None:
+    """The -check thresholds, one row each, and the breached ones named on the last line."""
+    table = Table(title="checks", title_justify="left")
+    for column in ("", "check", "value", "bound"):
+        table.add_column(column, justify="right" if column in ("value", "bound") else "left")
+    for c in result.checks:
+        value = "not measured" if c.value is None else f"{number(c.value)} {c.check.unit}".rstrip()
+        mark = "[green]✓[/]" if c.passed else "[red]✗[/]"
+        table.add_row(
+            mark, str(c.check), value, f"{c.check.op} {number(c.check.bound)} {c.check.unit}".rstrip()
+        )
+    console.print(table)
+    breached = result.breached
+    if breached:
+        console.print(f"[red]checks breached:[/] {', '.join(str(c.check) for c in breached)} (exit 4)")
+    else:
+        console.print(f"[green]checks passed:[/] {len(result.checks)} of {len(result.checks)}")
 
 
 def processed_text(result: RunResult) -> str:

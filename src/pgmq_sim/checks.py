@@ -1,0 +1,167 @@
+"""Thresholds on what a run reports (`-check e2e-p99<250,lost==0`): what a CI gates on.
+
+A check names a figure, a comparison and a bound, in the units the report prints. A figure the run
+cannot produce (a knee without a sweep, a bystander's p99 without one) is refused before the run;
+one it could have produced but did not (the server's statistics unreadable) fails its check, never
+passes it silently.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pgmq_sim.errors import UsageError
+
+RunResult = Any  # pgmq_sim.result.RunResult, which imports this module
+Settings = Any  # pgmq_sim.settings.Settings, likewise
+
+CHECK_EXIT = 4  # a breached check: the run itself went through
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    unit: str
+    read: Callable[[RunResult], float | None]
+    needs: Callable[[Settings], str | None] = lambda _s: None  # why the run cannot produce it
+    worsens_only: bool = False  # can only grow while the run goes on: -check-abort may act on it
+
+
+def _latency(kind: str, pct: str) -> Callable[[RunResult], float | None]:
+    return lambda r: getattr(r, f"{kind}_ms").get(pct)
+
+
+def _per_msg(value: float | None, r: RunResult) -> float | None:
+    return None if value is None or r.processed <= 0 else value / r.processed
+
+
+def _server(attribute: str) -> Callable[[RunResult], float | None]:
+    return lambda r: None if r.server_cost is None else getattr(r.server_cost, attribute)
+
+
+def _audit(attribute: str) -> Callable[[RunResult], float | None]:
+    return lambda r: None if r.audit is None else float(getattr(r.audit, attribute))
+
+
+def _needs_sweep(s: Settings) -> str | None:
+    return None if s.sweep is not None and s.sweep.kind == "rate" else "a rate sweep (-sweep rate=...)"
+
+
+def _needs_bystander(s: Settings) -> str | None:
+    return None if s.bystander is not None else "-bystander RATE"
+
+
+def _needs_audit(s: Settings) -> str | None:
+    return None if s.audit else "the audit (drop -no-audit)"
+
+
+FIGURES: dict[str, Figure] = {
+    **{
+        f"{kind}-{pct}": Figure("ms", _latency(kind, pct))
+        for kind in ("e2e", "claim", "complete")
+        for pct in ("p50", "p95", "p99", "max")
+    },
+    "throughput": Figure("msg/s", lambda r: r.throughput_per_s),
+    "knee": Figure(
+        "msg/s", lambda r: None if r.sweep is None else r.sweep.max_sustainable_per_s, _needs_sweep
+    ),
+    "wal-per-msg": Figure("B", _server("wal_bytes_per_msg")),
+    "commits-per-msg": Figure("", _server("commits_per_msg")),
+    "server-cpu-per-msg": Figure("us", _server("cpu_us_per_msg")),
+    "client-cpu-per-msg": Figure("us", lambda r: r.client.cpu_us_per_msg),
+    "empty-per-msg": Figure("", lambda r: _per_msg(r.empty_claims, r)),
+    "dead-tuples": Figure("", lambda r: None if r.health is None else float(r.health.dead_tuples)),
+    "lost": Figure("", lambda r: float(r.connections_lost), worsens_only=True),
+    "duplicates": Figure("", _audit("duplicates"), _needs_audit, worsens_only=True),
+    "missing": Figure("", _audit("missing"), _needs_audit),
+    "bystander-p99": Figure(
+        "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
+    ),
+}
+
+
+def number(value: float) -> str:
+    """As a person wrote it: 1000000, not 1e+06."""
+    return str(int(value)) if value == int(value) else f"{value:.6g}"
+
+
+CHECK_FORMS = "give FIGURE<N, <=, >, >= or ==, e.g. e2e-p99<250,throughput>=900,lost==0"
+
+
+@dataclass(frozen=True)
+class Check:
+    figure: str
+    op: str
+    bound: float
+
+    def __str__(self) -> str:
+        return f"{self.figure}{self.op}{number(self.bound)}"
+
+    @property
+    def unit(self) -> str:
+        return FIGURES[self.figure].unit
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    check: Check
+    value: float | None  # None: not measured in this run
+    passed: bool
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "check": str(self.check),
+            "figure": self.check.figure,
+            "value": self.value,
+            "bound": self.check.bound,
+            "unit": self.check.unit,
+            "passed": self.passed,
+        }
+
+
+def parse_checks(text: str) -> tuple[Check, ...]:
+    """-check EXPR[,EXPR...]; an unknown figure or a malformed one is a usage error."""
+    checks = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        match = re.fullmatch(r"([a-z0-9-]+)\s*(<=|>=|==|<|>)\s*(-?\d+(?:\.\d+)?)\s*(?:ms|us|B|msg/s)?", part)
+        if match is None:
+            raise UsageError(f"-check '{part}' is not a check; {CHECK_FORMS}")
+        figure, op, bound = match.group(1), match.group(2), float(match.group(3))
+        if figure not in FIGURES:
+            known = ", ".join(FIGURES)
+            raise UsageError(f"-check '{part}': no figure '{figure}'; the figures are {known}")
+        checks.append(Check(figure, op, bound))
+    if not checks:
+        raise UsageError(f"-check '{text}' names no check; {CHECK_FORMS}")
+    return tuple(checks)
+
+
+def refuse_unproduced(checks: tuple[Check, ...], settings: Settings) -> None:
+    """A check on a figure this run cannot produce would pass or fail for nothing: refuse it."""
+    for check in checks:
+        missing = FIGURES[check.figure].needs(settings)
+        if missing is not None:
+            raise UsageError(f"-check {check}: this run produces no {check.figure}; it needs {missing}")
+
+
+def evaluate(checks: tuple[Check, ...], result: RunResult) -> tuple[CheckResult, ...]:
+    out = []
+    for check in checks:
+        value = FIGURES[check.figure].read(result)
+        passed = value is not None and not math.isnan(value) and OPERATORS[check.op](value, check.bound)
+        out.append(CheckResult(check, None if value is None else round(value, 4), passed))
+    return tuple(out)
