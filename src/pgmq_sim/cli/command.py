@@ -600,6 +600,11 @@ def main() -> None:
 
             audit_command.main(args[1:], prog_name="pgmq-sim audit", standalone_mode=False)
             return
+        if args[:1] == ["diff"]:
+            from pgmq_sim.cli.diff_command import diff_command
+
+            diff_command.main(args[1:], prog_name="pgmq-sim diff", standalone_mode=False)
+            return
         check_flags(args)
         command.main(args, standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -1,0 +1,98 @@
+"""`pgmq-sim diff BASE.json NEW.json`: what changed between two runs, beyond their noise. A figure
+named by -fail-on that got worse exits 4, so a CI can gate a change on the last good run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pgmq_sim.checks import CHECK_EXIT
+from pgmq_sim.cli.flags import flag
+from pgmq_sim.diff import (
+    DEFAULT_FAIL_ON,
+    FigureChange,
+    compare,
+    parse_fail_on,
+    setting_differences,
+    single_run,
+    worse,
+)
+from pgmq_sim.errors import UsageError
+from pgmq_sim.render.files import check_output_path, write_json
+
+
+def load_run(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}; give a run's -json file") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{path} is not JSON ({exc.msg} at line {exc.lineno}); give a run's -json file"
+        ) from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} is not a pgmq-sim run's JSON (-json FILE)")
+    return single_run(doc, str(path))
+
+
+def print_diff(console: Console, changes: list[FigureChange], differences: list[str], title: str) -> None:
+    for line in differences:
+        console.print(f"settings differ: {line}")
+    table = Table(title=title, title_justify="left")
+    for column in ("figure", "base", "new", "change", "verdict", "noise"):
+        table.add_column(column, justify="right" if column in ("base", "new", "change") else "left")
+    colour = {"better": "green", "worse": "red"}
+    for c in changes:
+        change = "-" if c.change is None else f"{c.change:+.1%}"
+        shown = f"[{colour[c.verdict]}]{c.verdict}[/]" if c.verdict in colour else c.verdict
+        table.add_row(c.name, _num(c.base), _num(c.new), change, shown, c.how)
+    console.print(table)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+@click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@flag(
+    "fail-on",
+    default=",".join(DEFAULT_FAIL_ON),
+    show_default=True,
+    metavar="FIGURES",
+    help="Exit 4 when one of these figures got worse beyond the noise.",
+)
+@flag("allow-different", is_flag=True, default=False, help="Diff runs whose settings differ (listed first).")
+@flag(
+    "json", "json_path", type=click.Path(path_type=Path), default=None, metavar="FILE", help="Write the diff."
+)
+def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None) -> None:
+    """Compare two runs' JSON, figure by figure: better, worse, or ~ within the runs' own noise."""
+    names = parse_fail_on(fail_on)
+    if json_path is not None:
+        check_output_path(json_path, "-json")
+    base_doc, new_doc = load_run(base), load_run(new)
+    differences = setting_differences(base_doc, new_doc)
+    if differences and not allow_different:
+        raise UsageError(
+            f"the runs' settings differ ({'; '.join(differences)}); add --allow-different to diff them anyway"
+        )
+    changes = compare(base_doc, new_doc)
+    console = Console(highlight=False)
+    print_diff(console, changes, differences, f"{base} -> {new}")
+    failing = worse(changes, names)
+    if json_path is not None:
+        write_json(json_path, {"base": str(base), "new": str(new), "settings_differ": differences,
+                               "figures": [c.as_json() for c in changes],
+                               "worse": [c.name for c in failing]})  # fmt: skip
+    if failing:
+        console.print(f"[red]worse beyond noise:[/] {', '.join(c.name for c in failing)} (exit 4)")
+        sys.exit(CHECK_EXIT)
+    console.print(f"no figure of {', '.join(names)} got worse beyond the noise")

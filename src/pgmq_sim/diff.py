@@ -1,0 +1,179 @@
+"""Two runs compared figure by figure, each change judged against the runs' own noise.
+
+A figure with a per-second series in both runs (throughput, end-to-end p50 and p99) is compared
+by its seconds: a change is `better` or `worse` only when the Mann-Whitney U test (scipy) says the
+two sets of seconds differ (p < 0.001) and the median second moved by more than 2% and by more than
+1.5 interquartile ranges of the steadier run; else `~`. A run's noise is its own seconds; a
+short episode in one run (an autovacuum) moves few of them. A figure with one value per run
+(cost per message, a knee) has no series to measure noise by: it is judged against a fixed band
+(5%, 10% for the client's CPU; a knee against its sweep's resolution).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import median, quantiles
+from typing import Any
+
+from scipy.stats import mannwhitneyu
+
+from pgmq_sim.errors import UsageError
+
+SIGNIFICANCE = 0.001
+MIN_CHANGE = 0.02  # a significant change smaller than this is still `~`
+MIN_SECONDS = 8  # fewer whole seconds than this in a run: no series, the band decides
+SPREADS = 1.5  # the median second must move by more than this many interquartile ranges
+SETTINGS_COMPARED = (
+    "claim", "wakeup", "tx", "workers", "rate", "rate_profile", "sweep", "orders", "types", "work_ms",
+    "key_skew", "payload_bytes", "fill_db", "duration", "delmsg", "audit",
+)  # fmt: skip
+DEFAULT_FAIL_ON = ("throughput", "e2e-p99", "wal-per-msg")
+Doc = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DiffFigure:
+    name: str
+    higher_is_better: bool
+    value: Callable[[Doc], float | None]
+    series: Callable[[Doc], list[float]] | None = None  # per-second samples, for the noise
+    band: Callable[[Doc, Doc], float] = lambda _b, _n: 0.05
+
+
+def _get(*path: str) -> Callable[[Doc], float | None]:
+    def read(doc: Doc) -> float | None:
+        value: Any = doc
+        for key in path:
+            if not isinstance(value, dict) or value.get(key) is None:
+                return None
+            value = value[key]
+        return float(value)
+
+    return read
+
+
+def _seconds(key: str) -> Callable[[Doc], list[float]]:
+    """A per-second series without the first and the last second (ramp-up, a partial second)."""
+
+    def read(doc: Doc) -> list[float]:
+        samples = [s.get(key) for s in (doc.get("timeline") or [])[1:-1]]
+        return [float(v) for v in samples if v is not None]
+
+    return read
+
+
+def _knee_band(base: Doc, new: Doc) -> float:
+    reached = [((d.get("sweep") or {}).get("adaptive") or {}).get("resolution_reached") for d in (base, new)]
+    return max([0.05, *(float(r) for r in reached if r is not None)])
+
+
+FIGURES = (
+    DiffFigure("throughput", True, _get("throughput_per_s"), _seconds("processed")),
+    DiffFigure("e2e-p50", False, _get("latency_ms", "e2e", "p50"), _seconds("e2e_p50_ms")),
+    DiffFigure("e2e-p99", False, _get("latency_ms", "e2e", "p99"), _seconds("e2e_p99_ms")),
+    DiffFigure("claim-p50", False, _get("latency_ms", "claim", "p50")),
+    DiffFigure("wal-per-msg", False, _get("server_cost", "wal_bytes_per_msg")),
+    DiffFigure("commits-per-msg", False, _get("server_cost", "commits_per_msg")),
+    DiffFigure("server-cpu-per-msg", False, _get("server_cost", "cpu_us_per_msg")),
+    DiffFigure("client-cpu-per-msg", False, _get("client", "cpu_us_per_msg"), band=lambda _b, _n: 0.10),
+    DiffFigure("knee", True, _get("sweep", "max_sustainable_per_s"), band=_knee_band),
+)
+NAMES = tuple(f.name for f in FIGURES)
+
+
+@dataclass(frozen=True)
+class FigureChange:
+    name: str
+    base: float | None
+    new: float | None
+    verdict: str  # better | worse | ~ | n/a
+    how: str  # how the noise was judged
+
+    @property
+    def change(self) -> float | None:
+        if self.base is None or self.new is None or self.base == 0:
+            return None
+        return self.new / self.base - 1
+
+    def as_json(self) -> dict[str, Any]:
+        change = self.change
+        return {
+            "figure": self.name, "base": self.base, "new": self.new,
+            "change": None if change is None else round(change, 4),
+            "verdict": self.verdict, "noise": self.how,
+        }  # fmt: skip
+
+
+def setting_differences(base: Doc, new: Doc) -> list[str]:
+    a, b = base.get("settings") or {}, new.get("settings") or {}
+    out = [f"{key}: {a.get(key)} -> {b.get(key)}" for key in SETTINGS_COMPARED if a.get(key) != b.get(key)]
+    if base.get("server") != new.get("server"):
+        out.append(f"server: {base.get('server')} -> {new.get('server')}")
+    return out
+
+
+def compare(base: Doc, new: Doc) -> list[FigureChange]:
+    changes = []
+    for figure in FIGURES:
+        b, n = figure.value(base), figure.value(new)
+        if b is None or n is None or math.isnan(b) or math.isnan(n):
+            changes.append(FigureChange(figure.name, b, n, "n/a", "not in both runs"))
+            continue
+        changes.append(judge(figure, base, new, b, n))
+    return changes
+
+
+def judge(figure: DiffFigure, base: Doc, new: Doc, b: float, n: float) -> FigureChange:
+    change = (n / b - 1) if b else (0.0 if n == b else math.inf)
+    direction = "better" if (change > 0) == figure.higher_is_better else "worse"
+    series_b = figure.series(base) if figure.series else []
+    series_n = figure.series(new) if figure.series else []
+    if len(series_b) >= MIN_SECONDS and len(series_n) >= MIN_SECONDS:
+        if len(set(series_b + series_n)) == 1:
+            return FigureChange(figure.name, b, n, "~", "every second the same")
+        p = float(mannwhitneyu(series_b, series_n, alternative="two-sided").pvalue)
+        # the typical seconds must move by more than the steadier run's spread between its own
+        # seconds: medians, so that an episode in a few seconds of one run (an autovacuum, a
+        # checkpoint, a neighbour) does not pass for a change
+        spread = SPREADS * min(_iqr(series_b), _iqr(series_n))
+        middle_b, middle_n = median(series_b), median(series_n)
+        shift = abs(middle_n - middle_b)
+        how = (
+            f"Mann-Whitney over {len(series_b)} and {len(series_n)} seconds: p={p:.2g};"
+            f" median seconds {middle_b:.3g} -> {middle_n:.3g}, spread {spread:.3g}"
+        )
+        moved = shift > max(spread, MIN_CHANGE * abs(middle_b))
+        direction = "better" if (middle_n > middle_b) == figure.higher_is_better else "worse"
+        significant = p < SIGNIFICANCE and moved
+        return FigureChange(figure.name, b, n, direction if significant else "~", how)
+    band = figure.band(base, new)
+    how = f"one value per run: a {band:.0%} band"
+    return FigureChange(figure.name, b, n, direction if abs(change) > band else "~", how)
+
+
+def _iqr(values: Sequence[float]) -> float:
+    q = quantiles(values, n=4, method="inclusive")
+    return q[2] - q[0]
+
+
+def parse_fail_on(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in NAMES]
+    if unknown or not names:
+        raise UsageError(f"-fail-on '{text}': the figures are {', '.join(NAMES)}")
+    return names
+
+
+def single_run(doc: Doc, what: str) -> Doc:
+    """A run's document; a -compare document (several runs) is refused: diff one cell's run."""
+    if "runs" in doc and "settings" not in doc:
+        raise UsageError(f"{what} holds several runs (-compare); diff the JSON of one run")
+    if "settings" not in doc or "throughput_per_s" not in doc:
+        raise UsageError(f"{what} is not a pgmq-sim run's JSON (-json FILE)")
+    return doc
+
+
+def worse(changes: Sequence[FigureChange], fail_on: Sequence[str]) -> list[FigureChange]:
+    return [c for c in changes if c.name in fail_on and c.verdict == "worse"]
