@@ -18,6 +18,8 @@ MAY_USE_VIEWS = ("pgmq_sim.cli", "pgmq_sim.render", "pgmq_sim.launch", "pgmq_sim
 # a result is a leaf: the model and what it is made of never load the driver or the SQL layer
 DRIVER_FREE = (
     "pgmq_sim.checks",
+    "pgmq_sim.drift",
+    "pgmq_sim.diff",
     "pgmq_sim.result",
     "pgmq_sim.advice",
     "pgmq_sim.audit",

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.drift import DRIFT_MIN_S
 from pgmq_sim.errors import UsageError
 
 RunResult = Any  # pgmq_sim.result.RunResult, which imports this module
 Settings = Any  # pgmq_sim.settings.Settings, likewise
+Counters = Any  # pgmq_sim.stats.WorkerCounters
 
 CHECK_EXIT = 4  # a breached check: the run itself went through
 
@@ -36,7 +38,9 @@ class Figure:
     unit: str
     read: Callable[[RunResult], float | None]
     needs: Callable[[Settings], str | None] = lambda _s: None  # why the run cannot produce it
-    worsens_only: bool = False  # can only grow while the run goes on: -check-abort may act on it
+    # known while the run goes on, from the workers' counters, and can only get worse: -check-abort
+    # acts on it (duplicates and missing are known only at the audit)
+    live: Callable[[Counters], float] | None = None
 
 
 def _latency(kind: str, pct: str) -> Callable[[RunResult], float | None]:
@@ -53,6 +57,20 @@ def _server(attribute: str) -> Callable[[RunResult], float | None]:
 
 def _audit(attribute: str) -> Callable[[RunResult], float | None]:
     return lambda r: None if r.audit is None else float(getattr(r.audit, attribute))
+
+
+def _drift(figure: str) -> Callable[[RunResult], float | None]:
+    def read(r: RunResult) -> float | None:
+        trend = None if r.drift is None else r.drift.trend(figure)
+        return None if trend is None else trend.share_per_hour * 100
+
+    return read
+
+
+def _needs_drift(s: Settings) -> str | None:
+    if s.sweep is not None or s.rate_profile is not None:
+        return "a run at one setting (no -sweep, no -rate-profile)"
+    return None if s.drift or (s.duration or 0) >= DRIFT_MIN_S else "-duration 600 or more, or -drift"
 
 
 def _needs_sweep(s: Settings) -> str | None:
@@ -83,12 +101,16 @@ FIGURES: dict[str, Figure] = {
     "client-cpu-per-msg": Figure("us", lambda r: r.client.cpu_us_per_msg),
     "empty-per-msg": Figure("", lambda r: _per_msg(r.empty_claims, r)),
     "dead-tuples": Figure("", lambda r: None if r.health is None else float(r.health.dead_tuples)),
-    "lost": Figure("", lambda r: float(r.connections_lost), worsens_only=True),
-    "duplicates": Figure("", _audit("duplicates"), _needs_audit, worsens_only=True),
+    "lost": Figure("", lambda r: float(r.connections_lost), live=lambda c: float(c.connections_lost)),
+    "duplicates": Figure("", _audit("duplicates"), _needs_audit),
     "missing": Figure("", _audit("missing"), _needs_audit),
     "bystander-p99": Figure(
         "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
     ),
+    **{
+        f"{name}-drift": Figure("%/h", _drift(figure), _needs_drift)
+        for name, figure in (("p99", "e2e_p99"), ("throughput", "throughput"), ("table", "table"))
+    },
 }
 
 
@@ -97,6 +119,7 @@ def number(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:.6g}"
 
 
+CHECK_PATTERN = r"([a-z0-9-]+)\s*(<=|>=|==|<|>)\s*(-?\d+(?:\.\d+)?)\s*(?:ms|us|B|msg/s|%/h)?"
 CHECK_FORMS = "give FIGURE<N, <=, >, >= or ==, e.g. e2e-p99<250,throughput>=900,lost==0"
 
 
@@ -107,7 +130,8 @@ class Check:
     bound: float
 
     def __str__(self) -> str:
-        return f"{self.figure}{self.op}{number(self.bound)}"
+        per_hour = "%/h" if self.unit == "%/h" else ""  # a drift's bound reads as a rate, as written
+        return f"{self.figure}{self.op}{number(self.bound)}{per_hour}"
 
     @property
     def unit(self) -> str:
@@ -137,7 +161,7 @@ def parse_checks(text: str) -> tuple[Check, ...]:
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        match = re.fullmatch(r"([a-z0-9-]+)\s*(<=|>=|==|<|>)\s*(-?\d+(?:\.\d+)?)\s*(?:ms|us|B|msg/s)?", part)
+        match = re.fullmatch(CHECK_PATTERN, part)
         if match is None:
             raise UsageError(f"-check '{part}' is not a check; {CHECK_FORMS}")
         figure, op, bound = match.group(1), match.group(2), float(match.group(3))
@@ -165,3 +189,12 @@ def evaluate(checks: tuple[Check, ...], result: RunResult) -> tuple[CheckResult,
         passed = value is not None and not math.isnan(value) and OPERATORS[check.op](value, check.bound)
         out.append(CheckResult(check, None if value is None else round(value, 4), passed))
     return tuple(out)
+
+
+def live_breach(checks: tuple[Check, ...], counters: Counters) -> Check | None:
+    """The first check on a live figure that the workers' counters already breach (-check-abort)."""
+    for check in checks:
+        live = FIGURES[check.figure].live
+        if live is not None and not OPERATORS[check.op](live(counters), check.bound):
+            return check
+    return None

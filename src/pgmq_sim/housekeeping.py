@@ -9,6 +9,7 @@ heartbeat stopped, or when its lease expires (a worker alive but stuck).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from pgmq_sim.db.views import ServerViews
 from pgmq_sim.events import SnapshotHold
 from pgmq_sim.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.stats import Timeline
+from pgmq_sim.stats import PulseSample, Timeline
 from pgmq_sim.threads import RunThread
 
 PULSE_EVERY_S = 1.0
@@ -68,11 +69,15 @@ class Housekeeper(RunThread):
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
         self.transactions += 1
         try:
-            dead, pid, app, held_s, serving = self._views.pulse()
+            pulse = self._views.pulse()
         except psycopg.Error:
             return
-        self._timeline.dead_tuples(self._clock(), dead)
-        self.worker_backends_max = max(self.worker_backends_max, serving)
+        dead, pid, app, held_s = pulse.dead_tuples, pulse.holder_pid, pulse.holder_application, pulse.held_s
+        sample = PulseSample(
+            dead, round(pulse.table_bytes / 2**20, 3), pulse.autovacuums, round(held_s, 1), resident_mb()
+        )
+        self._timeline.pulse(self._clock(), sample)
+        self.worker_backends_max = max(self.worker_backends_max, pulse.worker_backends)
         with self._lock:  # a hold is first seen within a second of its start: its base is close
             if pid is not None and (self._longest is None or held_s > self._longest.held_s):
                 base = (
@@ -105,3 +110,13 @@ class Housekeeper(RunThread):
     def longest_hold(self) -> SnapshotHold | None:
         with self._lock:
             return self._longest
+
+
+def resident_mb() -> float | None:
+    """The tool's resident memory, from /proc (None where there is no /proc)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)

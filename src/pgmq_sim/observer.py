@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pgmq_sim.stats import WorkerStats
+from pgmq_sim.sweep import StepResult
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class LiveFigures:
     produced: Callable[[], int]
     duration_s: float | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now, e.g. a sweep's step
+    dead_tuples: Callable[[], int | None] = lambda: None  # the housekeeper's last sample
+    sweep_steps: Callable[[], Sequence[StepResult]] = lambda: ()  # a sweep's finished steps
 
 
 class RunObserver(Protocol):

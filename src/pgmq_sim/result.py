@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.checks import CHECK_EXIT, CheckResult, evaluate
 from pgmq_sim.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.db.values import TableHealth
+from pgmq_sim.drift import DriftReport, judge_drift
 from pgmq_sim.events import Fault, SnapshotHold
 from pgmq_sim.keys import KeyDistribution
 from pgmq_sim.kinds import Outcome
@@ -188,6 +190,14 @@ class RunResult:
             worker_backends_max=worker_backends_max,
         )
 
+    @functools.cached_property
+    def drift(self) -> DriftReport | None:
+        """A long run's (or -drift's) trends; none for a sweep or a rate profile, which change the
+        load on purpose."""
+        if self.sweep is not None or self.settings.rate_profile is not None:
+            return None
+        return judge_drift(self.timeline, self.elapsed_s, self.settings.drift)
+
     @property
     def throughput_per_s(self) -> float:
         return self.processed / self.elapsed_s if self.elapsed_s > 0 else 0.0
@@ -305,6 +315,7 @@ class RunResult:
             "worker_backends_max": self.worker_backends_max,
             "sweep": self.sweep.as_json() if self.sweep else None,
             "bystander": self.bystander.as_json() if self.bystander else None,
+            "drift": self.drift.as_json() if self.drift else None,
             "checks": [c.as_json() for c in self.checks],
             "stall_causes": list(self.stall_causes),
             "notes": list(self.notes),

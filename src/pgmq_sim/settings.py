@@ -9,7 +9,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pgmq_sim.checks import Check, refuse_unproduced
+from pgmq_sim.checks import FIGURES, Check, refuse_unproduced
+from pgmq_sim.drift import SHORT_DRIFT_S
 from pgmq_sim.errors import UsageError
 from pgmq_sim.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
 from pgmq_sim.sweep import SweepSpec
@@ -154,6 +155,10 @@ class Settings:
     bystander: float | None = None  # transactions per second of a neighbour workload
     checks: tuple[Check, ...] = ()  # -check: thresholds the run's figures must meet
     junit_path: Path | None = None
+    drift: bool = False  # judge the drift of a run shorter than ten minutes (at least a minute)
+    check_abort: bool = False  # end the run at the first breach of a check that can only get worse
+    metrics_port: int | None = None  # serve live metrics for Prometheus
+    baseline_path: Path | None = None  # diff the run against this run's JSON
 
     def __post_init__(self) -> None:
         # flags arrive as text; the modes are kept as their closed sets of names
@@ -204,6 +209,7 @@ class Settings:
         ):
             raise UsageError(f"-bystander {self.bystander:g} must be a rate between 0 and 100000 per second")
         refuse_unproduced(self.checks, self)
+        self._check_gating()
         if self.rate_profile is not None:
             profile = parse_rate_profile(self.rate_profile, self.rate, self.speed)
             object.__setattr__(self, "profile", profile)
@@ -289,6 +295,23 @@ class Settings:
             "-sweep-budget": self.sweep_budget_s,
         }
 
+    def _check_gating(self) -> None:
+        if self.drift:
+            if self.sweep is not None or self.rate_profile is not None:
+                raise UsageError(
+                    "-drift judges a run at one setting; a sweep or a rate profile changes it on purpose"
+                )
+            if self.duration is not None and self.duration < SHORT_DRIFT_S:
+                raise UsageError(
+                    f"-drift needs a run of at least {SHORT_DRIFT_S:.0f} s; give -duration 60 or more"
+                )
+        if self.check_abort and not any(FIGURES[c.figure].live is not None for c in self.checks):
+            live = ", ".join(name for name, f in FIGURES.items() if f.live is not None)
+            raise UsageError(
+                f"-check-abort acts on -check {live} (known while the run goes on);"
+                " add -check lost==0, or drop -check-abort"
+            )
+
     def check_sweep_wakeup(self) -> None:
         """Once the run's wake-up is known (a -compare cell sets its own)."""
         sweep = self.sweep
@@ -371,6 +394,6 @@ class Settings:
         del data["payload"]
         data["sweep"] = str(self.sweep) if self.sweep else None
         data["checks"] = [str(c) for c in self.checks]
-        for key in ("schema", "next_msg", "json_path", "plot_path", "junit_path"):
+        for key in ("schema", "next_msg", "json_path", "plot_path", "junit_path", "baseline_path"):
             data[key] = None if data[key] is None else str(data[key])
         return data

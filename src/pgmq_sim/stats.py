@@ -121,6 +121,21 @@ class LatencyHistogram:
     def count(self) -> int:
         return self._total
 
+    def cumulative_ms(self, bounds_ms: Iterable[float]) -> tuple[list[int], float]:
+        """How many values were at most each bound (Prometheus's buckets), and their sum in ms
+        (each value taken at the middle of its bucket, within the histogram's precision)."""
+        shape = _shape(self._digits)
+        values = sorted((shape.get_value_from_index(i), c) for i, c in self._counts.copy().items())
+        total_us = sum((low + shape.get_highest_equivalent_value(low)) / 2 * count for low, count in values)
+        out, running, position = [], 0, 0
+        for bound in bounds_ms:
+            limit = bound * 1000
+            while position < len(values) and values[position][0] <= limit:
+                running += values[position][1]
+                position += 1
+            out.append(running)
+        return out, total_us / 1000
+
     def percentiles_ms(self) -> dict[str, float | None]:
         if self._total == 0:
             return {"p50": None, "p95": None, "p99": None, "max": None}
@@ -231,6 +246,21 @@ class SecondSample:
     e2e_p99_ms: float | None
     dead_tuples: int | None = None
     offered: int | None = None  # due by the rate profile in this second (paced runs)
+    table_mb: float | None = None  # the queue's table and indexes
+    autovacuums: int | None = None  # on the queue's table since the server's statistics began
+    snapshot_age_s: float | None = None  # the oldest snapshot another session holds
+    rss_mb: float | None = None  # the tool's own resident memory
+
+
+@dataclass(frozen=True)
+class PulseSample:
+    """What the housekeeper saw in one second."""
+
+    dead_tuples: int
+    table_mb: float
+    autovacuums: int
+    snapshot_age_s: float
+    rss_mb: float | None
 
 
 @dataclass
@@ -239,7 +269,7 @@ class _Second:
     processed: int = 0
     offered: int | None = None
     percentiles: tuple[float | None, float | None, float | None] = (None, None, None)
-    dead_tuples: int | None = None
+    pulse: PulseSample | None = None
 
 
 class Timeline:
@@ -270,10 +300,10 @@ class Timeline:
             second = self._at(max(0, int(at_s)))
             second.offered = (second.offered or 0) + count
 
-    def dead_tuples(self, at_s: float, count: int) -> None:
+    def pulse(self, at_s: float, sample: PulseSample) -> None:
         with self._lock:
-            self._at(max(0, int(at_s))).dead_tuples = count
-            self._last_dead = count
+            self._at(max(0, int(at_s))).pulse = sample
+            self._last_dead = sample.dead_tuples
 
     def last_dead_tuples(self) -> int | None:
         return self._last_dead
@@ -325,6 +355,7 @@ class Timeline:
             for index, s in enumerate(self._seconds):
                 arrived += s.arrived
                 done += s.processed
+                pulse = s.pulse
                 result.append(
                     SecondSample(
                         index,
@@ -332,8 +363,12 @@ class Timeline:
                         s.processed,
                         max(0, arrived - done),
                         *s.percentiles,
-                        s.dead_tuples,
+                        None if pulse is None else pulse.dead_tuples,
                         s.offered,
+                        None if pulse is None else pulse.table_mb,
+                        None if pulse is None else pulse.autovacuums,
+                        None if pulse is None else pulse.snapshot_age_s,
+                        None if pulse is None else pulse.rss_mb,
                     )
                 )
             return result

@@ -19,8 +19,11 @@ from rich.console import Console
 
 from pgmq_sim import __version__
 from pgmq_sim.chaos import parse_chaos
-from pgmq_sim.checks import parse_checks
+from pgmq_sim.checks import CHECK_EXIT, parse_checks
+from pgmq_sim.cli.diff_command import load_run, print_diff
 from pgmq_sim.cli.flags import flag
+from pgmq_sim.diff import DEFAULT_FAIL_ON, FigureChange, setting_differences, worse
+from pgmq_sim.diff import compare as compare_runs
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.run import CarrierFactory, run_once
@@ -28,8 +31,10 @@ from pgmq_sim.engine.state import RunInput
 from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.kinds import TxMode, WakeupMode
+from pgmq_sim.observer import RunObserver
 from pgmq_sim.render.files import STDOUT, check_output_path, result_document, write_json
 from pgmq_sim.render.junit import write_junit
+from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.plot import check_plot_support, write_plot
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.terminal import print_comparison, print_summary
@@ -365,6 +370,25 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     metavar="FILE",
     help="Write the checks and the audit as JUnit XML, one test case each.",
 )
+@flag(
+    "check-abort", is_flag=True, help="End the run at the first breach of a -check lost (it can only grow)."
+)
+@flag(
+    "baseline",
+    "baseline_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Diff the run against a run's JSON of the same settings; worse beyond noise exits 4.",
+)
+@flag("drift", is_flag=True, help="Judge the drift of a run shorter than ten minutes (at least 60 s).")
+@flag(
+    "metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    metavar="PORT",
+    help="Serve live metrics for Prometheus on PORT (0: any free port) for as long as the run lasts.",
+)
 @flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
     "progress",
@@ -493,6 +517,7 @@ def execute(options: dict[str, Any]) -> int:
         if options["compare"]
         else [(settings.claim, settings.wakeup, settings.tx)]
     )
+    baseline = load_baseline(settings, bool(options["compare"]))
     if options["compare"] and settings.next_msg is not None:
         raise UsageError(
             "-compare runs each strategy's own claim, and -next-msg would replace them all;"
@@ -507,8 +532,12 @@ def execute(options: dict[str, Any]) -> int:
         parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     console = Console(highlight=False, width=None if wide else REPORT_WIDTH, stderr=summary_to_stderr)
-    observer = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
+    observer: RunObserver = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
+    metrics = None
+    if settings.metrics_port is not None:  # the last check: it opens the port
+        metrics = observer = MetricsObserver(settings.metrics_port, observer)
+        click.echo(f"pgmq-sim: live metrics at http://0.0.0.0:{metrics.port}/metrics", err=True)
     results: list[RunResult] = []
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
     with signals_caught() as (signals, received):
@@ -541,7 +570,7 @@ def execute(options: dict[str, Any]) -> int:
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
-            code = _report(settings, results, failed, console, len(inputs) > 1)
+            code = _report(settings, results, failed, console, len(inputs) > 1, baseline)
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"
@@ -549,6 +578,24 @@ def execute(options: dict[str, Any]) -> int:
             return code
         finally:
             log.close()
+            if metrics is not None:
+                metrics.close()
+
+
+def load_baseline(settings: Settings, compare: bool) -> dict[str, Any] | None:
+    """-baseline FILE: read and matched to this run's settings before anything runs."""
+    if settings.baseline_path is None:
+        return None
+    if compare:
+        raise UsageError("-baseline diffs one run; drop -compare, or diff a cell's JSON with pgmq-sim diff")
+    base = load_run(settings.baseline_path)
+    differences = setting_differences(base, {"settings": settings.as_json(), "server": base.get("server")})
+    if differences:
+        raise UsageError(
+            f"-baseline {settings.baseline_path} ran other settings ({'; '.join(differences)});"
+            " run with its settings, or compare the two JSON files with pgmq-sim diff --allow-different"
+        )
+    return base
 
 
 def cell_label(given: RunInput) -> str:
@@ -562,17 +609,30 @@ def _report(
     failed: list[dict[str, str]],
     console: Console,
     compare: bool,
+    baseline: dict[str, Any] | None,
 ) -> int:
     """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
     errors: list[str] = []
     if compare:
         print_comparison(console, results)
+    worse_than_base: list[FigureChange] = []
+    documents = [result_document(r) for r in results]
+    if baseline is not None and documents:
+        changes = compare_runs(baseline, documents[0])
+        differences = setting_differences(baseline, documents[0])  # the server, if any
+        print_diff(console, changes, differences, f"against -baseline {settings.baseline_path}")
+        worse_than_base = worse(changes, DEFAULT_FAIL_ON)
+        if worse_than_base:
+            names = ", ".join(c.name for c in worse_than_base)
+            console.print(f"[red]worse than the baseline beyond noise:[/] {names} (exit 4)")
+        documents[0]["baseline"] = {
+            "path": str(settings.baseline_path),
+            "settings_differ": differences,
+            "figures": [c.as_json() for c in changes],
+            "worse": [c.name for c in worse_than_base],
+        }
     if settings.json_path and (results or failed):
-        document = (
-            {"runs": [result_document(r) for r in results], "failed": failed}
-            if compare
-            else result_document(results[0])
-        )
+        document = {"runs": documents, "failed": failed} if compare else documents[0]
         try:
             write_json(settings.json_path, document)
         except SimError as exc:
@@ -589,7 +649,8 @@ def _report(
             errors.append(str(exc))
     for error in errors:
         click.echo(f"pgmq-sim: error: {error}", err=True)
-    return max([r.exit_code for r in results] + [1 if failed or errors else 0])
+    code = max([r.exit_code for r in results] + [1 if failed or errors else 0])
+    return CHECK_EXIT if code == 0 and worse_than_base else code
 
 
 def main() -> None:

@@ -70,6 +70,19 @@ class AuditCounts:
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items()}
 
 
+class TablePulse(NamedTuple):
+    """The housekeeper's second: the queue's table, who holds the oldest snapshot, the workers'
+    server connections."""
+
+    dead_tuples: int
+    holder_pid: int | None
+    holder_application: str
+    held_s: float  # how long the oldest snapshot has been held
+    worker_backends: int
+    table_bytes: int  # table, indexes and TOAST
+    autovacuums: int  # autovacuum runs on the table so far
+
+
 @dataclass(frozen=True)
 class StallFacts:
     blocked: list[tuple[Any, ...]]

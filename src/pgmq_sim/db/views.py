@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.values import ServerCounters, StallFacts, StatementCounters
+from pgmq_sim.db.values import ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.dsn import first_line
 from pgmq_sim.sqlfiles import statement
 
@@ -23,12 +23,13 @@ class ServerViews:
         with self.sessions.connection() as conn:
             conn.execute(statement("server_clock")).fetchone()
 
-    def pulse(self) -> tuple[int, int | None, str, float, int]:
-        """Dead tuples now, who holds the oldest snapshot (pid, application, seconds), and the server
-        connections serving the workers."""
+    def pulse(self) -> TablePulse:
         row = self.sessions.one("table_pulse")
         assert row is not None
-        return int(row[0]), row[1], str(row[2]), float(row[3]), int(row[4])
+        dead, pid, application, held_s, serving, table_bytes, autovacuums = row
+        return TablePulse(
+            int(dead), pid, str(application), float(held_s), int(serving), int(table_bytes), int(autovacuums)
+        )
 
     def worker_backends(self) -> list[int]:
         """The backends of this run's workers, whichever process or host opened them."""

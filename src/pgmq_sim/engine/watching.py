@@ -7,11 +7,13 @@ import time
 
 import psycopg
 
+from pgmq_sim.checks import live_breach
 from pgmq_sim.diagnose import stall_causes
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
+from pgmq_sim.engine.sweeping import SweepGoal
 from pgmq_sim.kinds import Outcome
 from pgmq_sim.observer import LiveFigures
 from pgmq_sim.stats import WorkerCounters
@@ -21,6 +23,7 @@ PING_TIMEOUT_S = 5.0
 
 def watch(state: RunState, parts: RunParts) -> None:
     settings, observer = state.settings, state.observer
+    steps = parts.goal.steps if isinstance(parts.goal, SweepGoal) else []  # appended as steps finish
     observer.watching(
         LiveFigures(
             state.stats,
@@ -28,6 +31,8 @@ def watch(state: RunState, parts: RunParts) -> None:
             lambda: state.writer.committed,
             settings.duration,
             parts.goal.describe,
+            state.timeline.last_dead_tuples,
+            lambda: tuple(steps),
         )
     )
     last_count, last_change = 0, time.monotonic()
@@ -43,6 +48,14 @@ def watch(state: RunState, parts: RunParts) -> None:
                 return
             if parts.goal.reached(state, parts):
                 return
+            if settings.check_abort:
+                breach = live_breach(settings.checks, WorkerCounters.total(state.stats))
+                if breach is not None:  # by request, as a signal: the audit counts what is left as pending
+                    state.outcome = Outcome.INTERRUPTED
+                    state.notes.append(
+                        f"-check-abort: {breach} breached at {state.clock():.1f} s; the run stops"
+                    )
+                    return
             # progress is any finished message or recorded failure, not only completions
             count = state.counter.count + WorkerCounters.total(state.stats).failed_attempts
             now = time.monotonic()

@@ -9,6 +9,8 @@ from rich.table import Table
 from pgmq_sim.advice import advice
 from pgmq_sim.checks import number
 from pgmq_sim.costs import ServerCost
+from pgmq_sim.drift import FIGURES as DRIFT_FIGURES
+from pgmq_sim.drift import DriftReport
 from pgmq_sim.result import RunResult
 from pgmq_sim.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.sweep import SweepResult
@@ -152,6 +154,8 @@ def print_summary(console: Console, result: RunResult) -> None:
     console.print(workers)
     if result.sweep is not None:
         print_sweep(console, result.sweep)
+    if result.drift is not None:
+        print_drift(console, result.drift)
     for note in result.notes:
         console.print(f"note: {escape(note)}")
     for cause in result.stall_causes:
@@ -160,6 +164,33 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(f"[yellow]advice:[/] {escape(line)}")
     if result.checks:
         print_checks(console, result)
+
+
+def print_drift(console: Console, drift: DriftReport) -> None:
+    """Each figure's first and last window and its line's trend; the verdict on the last line."""
+    table = Table(title=f"drift, by windows of {drift.window_s} s", title_justify="left")
+    for column in ("figure", "first", "last", "per hour", "over the run", "p", "bound per hour"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    units = {f.name: (f.label, f.unit, f.bound_per_h) for f in DRIFT_FIGURES}
+    for t in drift.trends:
+        label, unit, bound = units[t.figure]
+        mark = " [red]✗[/]" if t.drifting else ""
+        table.add_row(
+            label + mark, f"{t.first:,.3g} {unit}", f"{t.last:,.3g} {unit}", f"{t.per_hour:+,.3g} {unit}",
+            f"{t.share_over_run:+.1%}", f"{t.p:.2g}", f"{bound:.0%}",
+        )  # fmt: skip
+    console.print(table)
+    facts = []
+    if drift.snapshot_max_s is not None:
+        facts.append(f"oldest snapshot at most {drift.snapshot_max_s:.0f} s old")
+    if drift.autovacuums is not None:
+        facts.append(f"autovacuum of the queue's table x{drift.autovacuums}")
+    facts.append(drift.table_note)
+    console.print("drift facts: " + escape("; ".join(facts)))
+    if drift.drifting:
+        console.print(f"[red]drifting:[/] {escape('; '.join(drift.drifting))}")
+    else:
+        console.print("[green]stable[/]: no figure drifts beyond its bound")
 
 
 def print_checks(console: Console, result: RunResult) -> None:

@@ -1,0 +1,235 @@
+"""Does a long run hold its figures? The run is cut into windows (minutes in a run of ten minutes
+or more; tenths of a shorter run judged with -drift), and each figure gets its trend: the
+least-squares line through the windows (scipy's linregress), per hour and over the run, as a share
+of the figure's mean.
+
+A figure drifts when its line is significant (p < 0.01: noise between windows is not a trend) and
+its trend per hour passes the figure's bound; in a run shorter than ten minutes the line must also
+have moved over the run by more than the figure's floor (an hour's extrapolation of a short run's
+wobble is not a drift). The table is judged from its first autovacuum in the run on: until vacuum
+has run, a queue's table grows by the dead rows that vacuum will reclaim, and that growth says
+nothing. A snapshot held for more than half the run (and 30 s) drifts by itself: vacuum can remove
+nothing behind it, so the table is then judged from the start. The first window (the workers'
+ramp, the first allocations) is left out of the lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from pgmq_sim.stats import SecondSample
+
+DRIFT_MIN_S = 600.0  # a run this long or longer judges its drift by minutes
+SHORT_DRIFT_S = 60.0  # -drift on a shorter run: at least this long, judged by tenths
+SIGNIFICANCE = 0.01
+SNAPSHOT_MIN_S = 30.0
+
+
+@dataclass(frozen=True)
+class DriftFigure:
+    name: str
+    label: str
+    unit: str
+    bound_per_h: float  # a trend beyond this share of the mean per hour, in the worse direction
+    floor: float  # a short run's line must move by more than this share of the mean over the run
+    rising_is_worse: bool
+    read: Callable[[Window], float | None]
+
+
+@dataclass(frozen=True)
+class Window:
+    start_s: int
+    seconds: int
+    throughput_per_s: float
+    e2e_p99_ms: float | None  # the median of the window's per-second p99s
+    table_mb: float | None
+    dead_tuples: int | None
+    autovacuums: int | None  # runs so far, cumulative
+    snapshot_age_s: float | None  # the oldest snapshot's age, the window's longest
+    rss_mb: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+FIGURES = (
+    DriftFigure("throughput", "throughput", "msg/s", 0.10, 0.05, False, lambda w: w.throughput_per_s),
+    DriftFigure("e2e_p99", "p99", "ms", 0.25, 0.10, True, lambda w: w.e2e_p99_ms),
+    DriftFigure("table", "table", "MB", 0.50, 0.05, True, lambda w: w.table_mb),
+    DriftFigure("rss", "tool RSS", "MB", 0.20, 0.10, True, lambda w: w.rss_mb),
+)
+
+
+@dataclass(frozen=True)
+class Trend:
+    figure: str
+    first: float
+    last: float
+    per_hour: float  # the line's slope per hour, in the figure's unit
+    share_per_hour: float  # as a share of the mean
+    share_over_run: float
+    p: float
+    drifting: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "figure": self.figure,
+            "first": round(self.first, 3),
+            "last": round(self.last, 3),
+            "per_hour": round(self.per_hour, 3),
+            "share_per_hour": round(self.share_per_hour, 4),
+            "share_over_run": round(self.share_over_run, 4),
+            "p": float(f"{self.p:.3g}"),
+            "drifting": self.drifting,
+        }
+
+
+@dataclass(frozen=True)
+class DriftReport:
+    window_s: int
+    windows: tuple[Window, ...]
+    trends: tuple[Trend, ...]
+    drifting: tuple[str, ...]  # e.g. "table +95.7 MB per hour, +123% over the run"
+    snapshot_max_s: float | None
+    autovacuums: int | None  # during the run
+    table_note: str  # from when the table was judged, or why it was not
+
+    @property
+    def verdict(self) -> str:
+        return "drifting" if self.drifting else "stable"
+
+    def trend(self, figure: str) -> Trend | None:
+        return next((t for t in self.trends if t.figure == figure), None)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "drifting": list(self.drifting),
+            "window_s": self.window_s,
+            "trends": [t.as_json() for t in self.trends],
+            "bounds_per_hour": {f.name: f.bound_per_h for f in FIGURES},
+            "oldest_snapshot_max_s": self.snapshot_max_s,
+            "autovacuums": self.autovacuums,
+            "table_note": self.table_note,
+            "windows": [w.as_json() for w in self.windows],
+        }
+
+
+def window_length(elapsed_s: float, asked: bool) -> int | None:
+    """Minutes for a long run; tenths of a shorter one when asked; None: no drift section."""
+    if elapsed_s >= DRIFT_MIN_S:
+        return 60
+    if asked and elapsed_s >= SHORT_DRIFT_S * 0.95:
+        return max(5, int(elapsed_s // 10))
+    return None
+
+
+def windows(samples: Sequence[SecondSample], length: int) -> list[Window]:
+    """Whole windows only: a partial last one would read as a fall."""
+    out = []
+    for start in range(0, len(samples) - length + 1, length):
+        chunk = samples[start : start + length]
+        p99s = [s.e2e_p99_ms for s in chunk if s.e2e_p99_ms is not None]
+
+        def last(values: list[Any]) -> Any:
+            return values[-1] if values else None
+
+        ages = [s.snapshot_age_s for s in chunk if s.snapshot_age_s is not None]
+        out.append(
+            Window(
+                start,
+                length,
+                round(sum(s.processed for s in chunk) / length, 3),
+                round(median(p99s), 3) if p99s else None,
+                last([s.table_mb for s in chunk if s.table_mb is not None]),
+                last([s.dead_tuples for s in chunk if s.dead_tuples is not None]),
+                last([s.autovacuums for s in chunk if s.autovacuums is not None]),
+                max(ages) if ages else None,
+                last([s.rss_mb for s in chunk if s.rss_mb is not None]),
+            )
+        )
+    return out
+
+
+def trend(figure: DriftFigure, cut: Sequence[Window], short: bool) -> Trend | None:
+    """The line through the windows after the first; None: too few points or a zero mean."""
+    points = [(w.start_s + w.seconds / 2, v) for w in cut[1:] if (v := figure.read(w)) is not None]
+    if len(points) < 4:
+        return None
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    mean = sum(ys) / len(ys)
+    if mean == 0:
+        return None
+    from scipy.stats import linregress  # half a second to import: only where a drift is judged
+
+    if len(set(ys)) == 1:
+        slope, p = 0.0, 1.0
+    else:
+        fit = linregress(xs, ys)
+        slope, p = float(fit.slope), float(fit.pvalue)
+    span_s = xs[-1] - xs[0]
+    per_hour = slope * 3600
+    share_h, share_run = per_hour / abs(mean), slope * span_s / abs(mean)
+    worse = share_h > 0 if figure.rising_is_worse else share_h < 0
+    drifting = (
+        worse
+        and p < SIGNIFICANCE
+        and abs(share_h) > figure.bound_per_h
+        and (not short or abs(share_run) > figure.floor)
+    )
+    return Trend(figure.name, ys[0], ys[-1], per_hour, share_h, share_run, p, drifting)
+
+
+def after_first_autovacuum(cut: Sequence[Window]) -> Sequence[Window]:
+    """The windows from the one before the first whose autovacuum count rose (nothing: none ran)."""
+    counts = [w.autovacuums for w in cut]
+    for index in range(1, len(cut)):
+        before, now = counts[index - 1], counts[index]
+        if before is not None and now is not None and now > before:
+            return cut[index - 1 :]
+    return ()
+
+
+def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False) -> DriftReport | None:
+    length = window_length(elapsed_s, asked)
+    if length is None:
+        return None
+    cut = windows(samples, length)
+    if len(cut) < 5:
+        return None
+    ages = [w.snapshot_age_s for w in cut if w.snapshot_age_s is not None]
+    snapshot_max = max(ages) if ages else None
+    run_s = cut[-1].start_s + cut[-1].seconds
+    held = snapshot_max is not None and snapshot_max > max(SNAPSHOT_MIN_S, run_s / 2)
+    table_cut = cut if held else after_first_autovacuum(cut)  # held: vacuum reclaims nothing anyway
+    trends = tuple(
+        t
+        for f in FIGURES
+        if (t := trend(f, table_cut if f.name == "table" else cut, length < 60)) is not None
+    )
+    drifting = [
+        f"{f.label} {t.per_hour:+,.3g} {f.unit} per hour, {t.share_over_run:+.0%} over the run"
+        for f in FIGURES
+        if (t := next((t for t in trends if t.figure == f.name and t.drifting), None)) is not None
+    ]
+    if held:
+        drifting.append(f"a snapshot held {snapshot_max:.0f} s: vacuum can remove nothing behind it")
+    counts = [s.autovacuums for s in samples if s.autovacuums is not None]
+    autovacuums = counts[-1] - counts[0] if counts else None
+    note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends))
+    return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note)
+
+
+def _table_note(cut: Sequence[Window], judged: Sequence[Window], held: bool, has_trend: bool) -> str:
+    sizes = [w.table_mb for w in cut if w.table_mb is not None]
+    grew = f"table {sizes[0]:.3g} -> {sizes[-1]:.3g} MB" if sizes else "table size not read"
+    if held:
+        return f"{grew}, judged from the start (a held snapshot)"
+    if has_trend:
+        return f"{grew}, judged from the first autovacuum (in the window from {judged[1].start_s} s)"
+    if not judged:
+        return f"{grew}, not judged: no autovacuum in the run, so its dead rows were not yet reclaimable"
+    return f"{grew}, not judged: the first autovacuum came too late to draw a line after it"

@@ -1,0 +1,121 @@
+"""-metrics-port PORT: the run's live figures for Prometheus, for as long as the run lasts.
+
+An observer like the terminal's: it reads the workers' own counters and histograms when scraped (no
+thread of its own beyond the client library's server), so the figures are the ones the summary
+will print. In a --master run the master's figures include every worker process's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+from pgmq_sim.errors import UsageError
+from pgmq_sim.observer import LiveFigures, RunObserver
+from pgmq_sim.stats import LatencyHistogram, WorkerCounters
+
+BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+
+
+class RunCollector(Collector):
+    """Reads the live figures at each scrape."""
+
+    def __init__(self, figures: LiveFigures) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterator[Any]:
+        workers = list(self._figures.workers)
+        totals = WorkerCounters.total(workers)
+        produced = self._figures.produced()
+        yield _counter("pgmq_sim_processed", "Messages processed (completed).", totals.processed)
+        yield _counter("pgmq_sim_produced", "Messages the producer committed.", produced)
+        yield _counter("pgmq_sim_empty_claims", "Claims that found nothing.", totals.empty_claims)
+        yield _counter("pgmq_sim_connections_lost", "Worker connections lost.", totals.connections_lost)
+        yield _gauge(
+            "pgmq_sim_backlog", "Messages produced and not yet finished.", produced - totals.finished
+        )
+        dead = self._figures.dead_tuples()
+        if dead is not None:
+            yield _gauge("pgmq_sim_dead_tuples", "Dead tuples in msg_queue (last sample).", dead)
+        busy = CounterMetricFamily(  # rate() of it is the worker's busy share
+            "pgmq_sim_worker_busy_seconds", "Seconds each worker spent claiming, working and completing.",
+            labels=["worker", "queue_type"],
+        )  # fmt: skip
+        for w in workers:
+            busy.add_metric([w.name, w.queue_type], w.busy_s)
+        yield busy
+        for name, pick in (("e2e", lambda w: w.e2e), ("claim", lambda w: w.claim)):
+            merged = LatencyHistogram.merged([pick(w) for w in workers])
+            yield _histogram(f"pgmq_sim_{name}_latency_ms", f"{name} latency in ms.", merged)
+        phase = GaugeMetricFamily(
+            "pgmq_sim_phase", "What the run does now (a sweep's step).", labels=["phase"]
+        )
+        phase.add_metric([self._figures.phase() or "running"], 1)
+        yield phase
+        steps = self._figures.sweep_steps()
+        if steps:
+            passed = GaugeMetricFamily(
+                "pgmq_sim_sweep_step_passed", "Each finished sweep step: 1 passed, 0 failed.",
+                labels=["step", "purpose", "setting"],
+            )  # fmt: skip
+            for step in steps:
+                passed.add_metric(
+                    [str(step.index + 1), step.purpose, f"{step.setting:g}"], float(step.verdict == "pass")
+                )
+            yield passed
+
+
+def _counter(name: str, text: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(name, text, value=value)
+
+
+def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, text, value=value)
+
+
+def _histogram(name: str, text: str, histogram: LatencyHistogram) -> HistogramMetricFamily:
+    counts, total_ms = histogram.cumulative_ms(BUCKETS_MS)
+    buckets = [(str(b), c) for b, c in zip(BUCKETS_MS, counts, strict=True)]
+    buckets.append(("+Inf", histogram.count))
+    return HistogramMetricFamily(name, text, buckets=buckets, sum_value=total_ms)
+
+
+class MetricsObserver:
+    """Serves the metrics from the start of the workers to the end of the run; passes every call on
+    to the observer it wraps (the terminal's)."""
+
+    def __init__(self, port: int, inner: RunObserver) -> None:
+        self._inner = inner
+        self._registry = CollectorRegistry()
+        self._collector: RunCollector | None = None
+        try:
+            self._server, self._thread = start_http_server(port, addr="0.0.0.0", registry=self._registry)
+        except OSError as exc:
+            raise UsageError(
+                f"-metrics-port {port}: cannot listen ({exc.strerror or exc}); give a free port"
+            ) from None
+        self.port = self._server.server_port
+
+    def say(self, line: str) -> None:
+        self._inner.say(line)
+
+    def watching(self, figures: LiveFigures) -> None:
+        if self._collector is not None:
+            self._registry.unregister(self._collector)  # a -compare cell after another
+        self._collector = RunCollector(figures)
+        self._registry.register(self._collector)
+        self._inner.watching(figures)
+
+    def tick(self) -> None:
+        self._inner.tick()
+
+    def stopped_watching(self) -> None:
+        self._inner.stopped_watching()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=2)

@@ -1,0 +1,238 @@
+"""What a team keeps running after launch: a long run's drift, live metrics for Prometheus, and a
+run that stops at the first breach of a check that can only get worse."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.request
+import uuid
+
+import psycopg
+import pytest
+from conftest import Cli, assert_one_line_error
+from psycopg.conninfo import make_conninfo
+
+from pgmq_sim.drift import judge_drift
+from pgmq_sim.stats import LatencyHistogram, SecondSample
+
+
+def seconds(
+    minutes: int, p99: float, p99_per_minute: float = 0.0, table_mb: float = 2.0
+) -> list[SecondSample]:
+    """A run's seconds: 300 msg/s, p99 rising as asked, a table whose autovacuum runs each minute."""
+    out = []
+    for second in range(minutes * 60):
+        minute = second // 60
+        noise = (second * 7919 % 13) / 13 - 0.5  # a wobble, as a real run has
+        out.append(
+            SecondSample(
+                second, 300, 300, 3, 5.0, 8.0, p99 + p99_per_minute * minute + noise,
+                dead_tuples=500 + (second % 60) * 10, offered=300, table_mb=table_mb, autovacuums=minute,
+                snapshot_age_s=0.1, rss_mb=60.0 + noise,
+            )
+        )  # fmt: skip
+    return out
+
+
+@pytest.mark.unit
+def test_a_long_steady_run_is_stable_and_a_rising_p99_drifts() -> None:
+    assert judge_drift(seconds(9, 20.0), 9 * 60) is None  # under ten minutes: no drift section
+    assert judge_drift(seconds(9, 20.0), 9 * 60, asked=True) is not None  # unless -drift
+    steady = judge_drift(seconds(12, 20.0), 12 * 60)
+    assert steady is not None and steady.verdict == "stable" and len(steady.windows) == 12
+    assert steady.window_s == 60 and steady.autovacuums == 11
+    # 20 ms rising 0.2 ms a minute: about +55% of its mean per hour
+    rising = judge_drift(seconds(12, 20.0, 0.2), 12 * 60)
+    assert rising is not None and rising.verdict == "drifting"
+    assert [d.split()[0] for d in rising.drifting] == ["p99"], rising.drifting
+    trend = rising.trend("e2e_p99")
+    assert trend is not None and 0.45 < trend.share_per_hour < 0.65 and trend.p < 0.01
+
+
+@pytest.mark.unit
+def test_a_table_growing_before_any_autovacuum_is_not_judged_and_after_one_it_is() -> None:
+    def growing(vacuumed: bool) -> list[SecondSample]:
+        return [
+            SecondSample(s, 300, 300, 3, 5.0, 8.0, 20.0, table_mb=2 + s / 60,
+                         autovacuums=s // 60 if vacuumed else 0, snapshot_age_s=0.1, rss_mb=60.0)
+            for s in range(12 * 60)
+        ]  # fmt: skip
+
+    unvacuumed = judge_drift(growing(False), 12 * 60)
+    assert unvacuumed is not None and unvacuumed.verdict == "stable" and unvacuumed.trend("table") is None
+    assert "not judged: no autovacuum" in unvacuumed.table_note, unvacuumed.table_note
+    vacuumed = judge_drift(growing(True), 12 * 60)
+    assert vacuumed is not None and vacuumed.verdict == "drifting", vacuumed.drifting
+    assert vacuumed.drifting[0].startswith("table +60 MB per hour"), vacuumed.drifting
+    assert "judged from the first autovacuum (in the window from 60 s)" in vacuumed.table_note
+
+
+@pytest.mark.unit
+def test_a_short_wobble_is_not_a_drift_however_steep_per_hour() -> None:
+    # 60 s judged in tenths: memory 60 -> 62 MB is +200% per hour but 3% over the run
+    samples = [
+        SecondSample(s, 100, 100, 1, 3.0, 5.0, 9.0, table_mb=1.0, autovacuums=0, snapshot_age_s=0.0,
+                     rss_mb=60 + s / 30)
+        for s in range(60)
+    ]  # fmt: skip
+    report = judge_drift(samples, 60, asked=True)
+    assert report is not None and report.verdict == "stable", report.drifting
+    rss = report.trend("rss")
+    assert rss is not None and rss.share_per_hour > 1 and rss.p < 0.01 and not rss.drifting
+
+
+@pytest.mark.unit
+def test_latencies_go_to_prometheus_as_cumulative_buckets_with_their_sum() -> None:
+    histogram = LatencyHistogram()
+    for ms in (1.0, 3.0, 30.0, 30.0):
+        histogram.record_ms(ms)
+    counts, total_ms = histogram.cumulative_ms((2, 5, 50, 100))
+    assert counts == [1, 2, 4, 4]
+    assert abs(total_ms - 64.0) < 0.5
+
+
+@pytest.mark.integration
+def test_a_held_snapshot_growing_table_drifts_and_a_steady_run_is_stable(cli: Cli, server_dsn: str) -> None:
+    """Two 60 s runs side by side, each in a database of its own: no -delmsg and a snapshot held
+    from 2 s to the end (the table grows, vacuum can remove nothing), and -delmsg unheld."""
+    base = "-duration 60 -rate 60 -workers 3 -work-ms 1-2 -orders 50 -claim indexed -wakeup notify -drift"
+    steady_db = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"create database {steady_db}")
+    steady_dsn = make_conninfo(server_dsn, dbname=steady_db)
+    runs = {
+        "growing": subprocess.Popen(
+            cli.command(base, "-chaos hold-xmin@2s+70s -check table-drift<50%/h -json growing.json"),
+            cwd=cli.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env(),
+        ),
+        "steady": subprocess.Popen(
+            [*cli.command(base, "-delmsg -check throughput-drift>-50%/h -json steady.json", dsn=False),
+             "-dsn", steady_dsn],
+            cwd=cli.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli.env(),
+        ),
+    }  # fmt: skip
+    outputs = {name: proc.communicate(timeout=150) for name, proc in runs.items()}
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"drop database {steady_db} with (force)")
+    growing = json.loads((cli.workdir / "growing.json").read_text())
+    steady = json.loads((cli.workdir / "steady.json").read_text())
+    assert runs["growing"].returncode == 4, outputs["growing"]  # the table-drift check breached
+    assert growing["drift"]["verdict"] == "drifting", growing["drift"]
+    assert any(d.startswith("table +") for d in growing["drift"]["drifting"]), growing["drift"]["drifting"]
+    assert any("a snapshot held" in d for d in growing["drift"]["drifting"])
+    assert "drifting:" in outputs["growing"][0] and "checks breached: table-drift<50" in outputs["growing"][0]
+    assert runs["steady"].returncode == 0, outputs["steady"][0][-3000:]
+    assert steady["drift"]["verdict"] == "stable", steady["drift"]
+    assert steady["audit"]["verdict"] == growing["audit"]["verdict"] == "pass"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        ("-duration 60 -rate 10 -check p99-drift<10%/h", ["produces no p99-drift", "-duration 600"]),
+        ("-duration 30 -rate 10 -drift", ["-drift needs a run of at least 60 s"]),
+        ("-sweep rate=auto -drift", ["-drift judges a run at one setting"]),
+    ],
+)
+def test_a_drift_needs_a_long_run_at_one_setting(cli: Cli, args: str, needles: list[str]) -> None:
+    assert_one_line_error(cli.run(args), 2, *needles)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("runner", ["", "--processes 2"], ids=["threads", "fleet"])
+def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: str) -> None:
+    """With --processes (a master and its workers) the master serves the whole fleet's figures."""
+    port = free_port()
+    argv = cli.command(
+        "-duration 5 -rate 100 -workers 4 -claim indexed -wakeup notify",
+        f"-metrics-port {port} -json m.json {runner}",
+    )
+    proc = subprocess.Popen(argv, cwd=cli.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        scraped: list[str] = []
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+                    scraped.append(answer.read().decode())
+            except OSError:
+                pass
+            time.sleep(0.5)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out + err
+    report = json.loads((cli.workdir / "m.json").read_text())
+    during = [text for text in scraped if "pgmq_sim_processed_total" in text]
+    assert len(during) >= 3, scraped[-1:]
+
+    def value(text: str, name: str) -> float:
+        return float(next(line.split()[-1] for line in text.splitlines() if line.startswith(name + " ")))
+
+    processed = [value(text, "pgmq_sim_processed_total") for text in during]
+    assert processed[-1] > processed[0] and processed == sorted(processed), processed
+    # the endpoint lasts to the end of the run: its last scrape has the report's count
+    assert processed[-1] == report["processed"], (processed[-1], report["processed"])
+    for name in (
+        "pgmq_sim_produced_total",
+        "pgmq_sim_backlog",
+        "pgmq_sim_e2e_latency_ms_bucket",
+        "pgmq_sim_claim_latency_ms_count",
+        "pgmq_sim_worker_busy_seconds",
+        "pgmq_sim_connections_lost_total",
+    ):
+        assert name in during[-1], name  # fmt: skip
+    for worker in ("w1", "w2", "w3", "w4"):  # every worker's busy time, wherever it runs
+        assert f'worker="{worker}"}}' in during[-1], during[-1]
+    with pytest.raises(OSError):  # the run is over: so is the endpoint
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+@pytest.mark.integration
+def test_a_taken_metrics_port_is_refused_before_the_run(cli: Cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert_one_line_error(
+            cli.run(f"-fill-db 10 -metrics-port {port}"), 2, f"-metrics-port {port}", "free port"
+        )
+
+
+@pytest.mark.integration
+def test_check_abort_ends_the_run_at_the_first_lost_connection(cli: Cli) -> None:
+    result = cli.run(
+        "-duration 30 -rate 100 -workers 3 -claim indexed -poll-interval 0.05",
+        "-chaos kill-connection/2s -check lost==0 -check-abort -json out.json",
+    )
+    assert result.returncode == 4, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["elapsed_s"] < 10 and report["audit"]["verdict"] == "pass"
+    assert any("-check-abort: lost==0 breached" in note for note in report["notes"])
+    assert [c["passed"] for c in report["checks"]] == [False]
+
+
+@pytest.mark.integration
+def test_check_abort_without_a_check_it_can_act_on_is_refused(cli: Cli) -> None:
+    assert_one_line_error(cli.run("-fill-db 10 -check-abort"), 2, "-check-abort acts on -check lost")
+
+
+@pytest.mark.integration
+def test_a_baseline_of_other_settings_is_refused_before_the_run(cli: Cli) -> None:
+    (cli.workdir / "base.json").write_text(
+        json.dumps({"settings": {"claim": "seed", "workers": 12}, "throughput_per_s": 1.0})
+    )
+    assert_one_line_error(
+        cli.run("-fill-db 10 -workers 3 -claim indexed -baseline base.json"),
+        2, "-baseline base.json ran other settings", "claim: seed -> indexed", "pgmq-sim diff",
+    )  # fmt: skip
