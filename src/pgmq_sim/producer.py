@@ -204,9 +204,23 @@ class RateProducer(RunThread):
         self._clock = clock
         self._timeline = timeline
         self._offered = 0
+        self._noted_s = 0  # the second of the last look at what is due
 
     def connection(self) -> psycopg.Connection | None:
         return self._writer.connection
+
+    def _offer(self, at: float, due: int) -> None:
+        """What fell due is counted in the second it fell due in, however late the producer woke."""
+        for boundary in range(self._noted_s + 1, int(at) + 1):
+            # a message due at the boundary itself is the next second's
+            by_then = min(self._total, self._profile.due(boundary - 1e-6))
+            if by_then > self._offered:
+                self._timeline.offered(boundary - 1, by_then - self._offered)
+                self._offered = by_then
+        if due > self._offered:
+            self._timeline.offered(at, due - self._offered)
+            self._offered = due
+        self._noted_s = max(self._noted_s, int(at))
 
     def body(self) -> None:
         source = self._source
@@ -215,9 +229,7 @@ class RateProducer(RunThread):
             if self._until_s is not None and at >= self._until_s:
                 return
             due = min(self._total, self._profile.due(at))
-            if due > self._offered:
-                self._timeline.offered(at, due - self._offered)
-                self._offered = due
+            self._offer(at, due)
             if due > source.generated:
                 rows = source.take(due - source.generated)
                 self._writer.write(rows)
