@@ -9,6 +9,7 @@ import subprocess
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -54,20 +55,26 @@ def test_a_long_steady_run_is_stable_and_a_rising_p99_drifts() -> None:
 
 @pytest.mark.unit
 def test_a_table_growing_before_any_autovacuum_is_not_judged_and_after_one_it_is() -> None:
-    def growing(vacuumed: bool) -> list[SecondSample]:
+    def growing(vacuums: Callable[[int], int], seconds: int = 12 * 60) -> list[SecondSample]:
         return [
-            SecondSample(s, 300, 300, 3, 5.0, 8.0, 20.0, table_mb=2 + s / 60,
-                         autovacuums=s // 60 if vacuumed else 0, snapshot_age_s=0.1, rss_mb=60.0)
-            for s in range(12 * 60)
+            SecondSample(s, 300, 300, 3, 5.0, 8.0, 20.0, table_mb=2 + s / 60, autovacuums=vacuums(s),
+                         snapshot_age_s=0.1, rss_mb=60.0)
+            for s in range(seconds)
         ]  # fmt: skip
 
-    unvacuumed = judge_drift(growing(False), 12 * 60)
+    unvacuumed = judge_drift(growing(lambda s: 0), 12 * 60)
     assert unvacuumed is not None and unvacuumed.verdict == "stable" and unvacuumed.trend("table") is None
     assert "not judged: no autovacuum" in unvacuumed.table_note, unvacuumed.table_note
-    vacuumed = judge_drift(growing(True), 12 * 60)
+    vacuumed = judge_drift(growing(lambda s: s // 60), 12 * 60)
     assert vacuumed is not None and vacuumed.verdict == "drifting", vacuumed.drifting
     assert vacuumed.drifting[0].startswith("table +60 MB per hour"), vacuumed.drifting
     assert "judged from the first autovacuum (in the window from 60 s)" in vacuumed.table_note
+    # a minute judged by tenths: one autovacuum at 30 s, and the table grows on until the next one
+    short = judge_drift(growing(lambda s: int(s >= 30), 60), 60, asked=True)
+    assert short is not None and short.verdict == "stable" and short.trend("table") is None, short.drifting
+    assert "not judged: fewer than two autovacuums" in short.table_note, short.table_note
+    judged = judge_drift(growing(lambda s: int(s >= 12) + int(s >= 24), 60), 60, asked=True)
+    assert judged is not None and judged.trend("table") is not None and judged.verdict == "drifting"
 
 
 @pytest.mark.unit
@@ -95,6 +102,7 @@ def test_latencies_go_to_prometheus_as_cumulative_buckets_with_their_sum() -> No
 
 
 @pytest.mark.integration
+@pytest.mark.alone
 def test_a_held_snapshot_growing_table_drifts_and_a_steady_run_is_stable(cli: Cli, server_dsn: str) -> None:
     """Two 60 s runs side by side, each in a database of its own: no -delmsg and a snapshot held
     from 2 s to the end (the table grows, vacuum can remove nothing), and -delmsg unheld."""
@@ -167,7 +175,7 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
                     scraped.append(answer.read().decode())
             except OSError:
                 pass
-            time.sleep(0.5)
+            time.sleep(0.2)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
@@ -181,8 +189,9 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
 
     processed = [value(text, "pgmq_sim_processed_total") for text in during]
     assert processed[-1] > processed[0] and processed == sorted(processed), processed
-    # the endpoint lasts to the end of the run: its last scrape has the report's count
-    assert processed[-1] == report["processed"], (processed[-1], report["processed"])
+    # the endpoint lasts to the end of the run: its last scrape is within a second of arrivals
+    # (100) of the report's count, though the drain may finish between two scrapes
+    assert report["processed"] - 100 <= processed[-1] <= report["processed"], (processed, report["processed"])
     for name in (
         "pgmq_sim_produced_total",
         "pgmq_sim_backlog",

@@ -6,11 +6,11 @@ of the figure's mean.
 A figure drifts when its line is significant (p < 0.01: noise between windows is not a trend) and
 its trend per hour passes the figure's bound; in a run shorter than ten minutes the line must also
 have moved over the run by more than the figure's floor (an hour's extrapolation of a short run's
-wobble is not a drift). The table is judged from its first autovacuum in the run on: until vacuum
-has run, a queue's table grows by the dead rows that vacuum will reclaim, and that growth says
-nothing. A snapshot held for more than half the run (and 30 s) drifts by itself: vacuum can remove
-nothing behind it, so the table is then judged from the start. The first window (the workers'
-ramp, the first allocations) is left out of the lines.
+wobble is not a drift). The table is judged from its first autovacuum in the run on (its second
+in a short run): until vacuum has run, a queue's table grows by the dead rows that vacuum will
+reclaim, and that growth says nothing. A snapshot held for more than half the run (and 30 s)
+drifts by itself: vacuum can remove nothing behind it, so the table is then judged from the start.
+The first window (the workers' ramp, the first allocations) is left out of the lines.
 """
 
 from __future__ import annotations
@@ -183,13 +183,15 @@ def trend(figure: DriftFigure, cut: Sequence[Window], short: bool) -> Trend | No
     return Trend(figure.name, ys[0], ys[-1], per_hour, share_h, share_run, p, drifting)
 
 
-def after_first_autovacuum(cut: Sequence[Window]) -> Sequence[Window]:
-    """The windows from the one before the first whose autovacuum count rose (nothing: none ran)."""
+def after_autovacuum(cut: Sequence[Window], nth: int) -> Sequence[Window]:
+    """The windows from the one before the nth whose autovacuum count rose (nothing: fewer ran)."""
     counts = [w.autovacuums for w in cut]
     for index in range(1, len(cut)):
         before, now = counts[index - 1], counts[index]
         if before is not None and now is not None and now > before:
-            return cut[index - 1 :]
+            nth -= 1
+            if nth == 0:
+                return cut[index - 1 :]
     return ()
 
 
@@ -204,7 +206,9 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
     snapshot_max = max(ages) if ages else None
     run_s = cut[-1].start_s + cut[-1].seconds
     held = snapshot_max is not None and snapshot_max > max(SNAPSHOT_MIN_S, run_s / 2)
-    table_cut = cut if held else after_first_autovacuum(cut)  # held: vacuum reclaims nothing anyway
+    # held: vacuum reclaims nothing anyway. In a short run (autovacuum wakes once a minute by
+    # default) the table still grows after the first vacuum until the next one reuses its space
+    table_cut = cut if held else after_autovacuum(cut, 2 if length < 60 else 1)
     trends = tuple(
         t
         for f in FIGURES
@@ -219,17 +223,21 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
         drifting.append(f"a snapshot held {snapshot_max:.0f} s: vacuum can remove nothing behind it")
     counts = [s.autovacuums for s in samples if s.autovacuums is not None]
     autovacuums = counts[-1] - counts[0] if counts else None
-    note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends))
+    note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), length < 60)
     return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note)
 
 
-def _table_note(cut: Sequence[Window], judged: Sequence[Window], held: bool, has_trend: bool) -> str:
+def _table_note(
+    cut: Sequence[Window], judged: Sequence[Window], held: bool, has_trend: bool, short: bool
+) -> str:
     sizes = [w.table_mb for w in cut if w.table_mb is not None]
     grew = f"table {sizes[0]:.3g} -> {sizes[-1]:.3g} MB" if sizes else "table size not read"
+    which = "second" if short else "first"
     if held:
         return f"{grew}, judged from the start (a held snapshot)"
     if has_trend:
-        return f"{grew}, judged from the first autovacuum (in the window from {judged[1].start_s} s)"
+        return f"{grew}, judged from the {which} autovacuum (in the window from {judged[1].start_s} s)"
     if not judged:
-        return f"{grew}, not judged: no autovacuum in the run, so its dead rows were not yet reclaimable"
-    return f"{grew}, not judged: the first autovacuum came too late to draw a line after it"
+        ran = "fewer than two autovacuums" if short else "no autovacuum"
+        return f"{grew}, not judged: {ran} in the run, so its dead rows were not yet reused"
+    return f"{grew}, not judged: the {which} autovacuum came too late to draw a line after it"
