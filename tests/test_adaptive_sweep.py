@@ -122,6 +122,7 @@ def test_durations() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.alone
 @pytest.mark.parametrize(
     "sweep,low,workers,work_ms,capacity",
     [("rate=auto", 50, 6, 20, 300), ("rate=auto", 50, 12, 10, 1_200)],
@@ -216,4 +217,9 @@ def test_workers_auto_stops_where_the_groups_stop_more_workers_from_helping(cli:
     sweep = json.loads((cli.workdir / "out.json").read_text())["sweep"]
     settings = [s["setting"] for s in sweep["steps"]]
     assert settings[:2] == [3, 6] and len(settings) <= 3
-    assert sweep["headline"].startswith("throughput stops rising at 3 workers"), sweep["headline"]
+    # 3 groups of 5 ms messages: at most 600/s whatever the workers. A second worker per group can
+    # still hide a wake-up's latency (more than 5% in a 2 s step on a loaded machine): 3 or 6
+    assert sweep["headline"].startswith(
+        ("throughput stops rising at 3 workers", "throughput stops rising at 6 workers")
+    ), sweep["headline"]
+    assert all(s["achieved_per_s"] <= 600 for s in sweep["steps"]), sweep["steps"]
