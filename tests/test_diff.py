@@ -9,7 +9,8 @@ import sys
 import pytest
 from conftest import Cli, assert_one_line_error
 
-pytestmark = pytest.mark.integration
+from pgmq_sim.diff import compare
+
 RUN = "-duration 10 -rate 150 -workers 6 -orders 100 -claim indexed -wakeup notify"
 
 
@@ -23,6 +24,7 @@ def run(cli: Cli, name: str, work: str, *more: str) -> str:
     return result.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.alone
 def test_runs_of_one_setting_are_within_noise_and_four_times_the_work_is_worse(cli: Cli) -> None:
     run(cli, "a", "5-5")
@@ -50,6 +52,7 @@ def test_runs_of_one_setting_are_within_noise_and_four_times_the_work_is_worse(c
     assert last.startswith("worse beyond noise: ") and "e2e-p99" in last and last.endswith("(exit 4)"), last
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args,needles",
     [
@@ -60,3 +63,38 @@ def test_runs_of_one_setting_are_within_noise_and_four_times_the_work_is_worse(c
 def test_bad_diff_input(cli: Cli, args: list[str], needles: list[str]) -> None:
     (cli.workdir / "x.json").write_text("{}")
     assert_one_line_error(cli.run_argv(diff_argv(*args)), 2, *needles)
+
+
+def seconds_doc(p50s: list[float], **more: object) -> dict[str, object]:
+    timeline = [{"processed": 100, "e2e_p50_ms": v, "e2e_p99_ms": 3 * v} for v in [0.0, *p50s, 0.0]]
+    latency = {"e2e": {"p50": sorted(p50s)[len(p50s) // 2], "p99": max(p50s) * 3}}
+    return {"settings": {}, "throughput_per_s": 100.0, "timeline": timeline, "latency_ms": latency, **more}
+
+
+def verdict_of(name: str, base: dict[str, object], new: dict[str, object]) -> str:
+    return next(c.verdict for c in compare(base, new) if c.name == name)
+
+
+@pytest.mark.unit
+def test_a_change_must_pass_the_test_the_spread_and_the_floor() -> None:
+    steady = [5.0 + (i % 3) * 0.05 for i in range(12)]
+    assert verdict_of("e2e-p50", seconds_doc(steady), seconds_doc([v * 1.12 for v in steady])) == "~"
+    assert verdict_of("e2e-p50", seconds_doc(steady), seconds_doc([v * 1.5 for v in steady])) == "worse"
+    assert verdict_of("e2e-p50", seconds_doc(steady), seconds_doc([v * 0.6 for v in steady])) == "better"
+    # one noisy episode in the new run moves few seconds: the median second decides
+    episode = [*steady[:10], 40.0, 45.0]
+    assert verdict_of("e2e-p50", seconds_doc(steady), seconds_doc(episode)) == "~"
+
+
+@pytest.mark.unit
+def test_a_knee_is_judged_against_its_resolution_and_its_repeats() -> None:
+    def sweep(knee: float, noise: list[dict[str, object]]) -> dict[str, object]:
+        adaptive = {"resolution_reached": 0.05, "noise": noise}
+        return seconds_doc([5.0] * 10, sweep={"max_sustainable_per_s": knee, "adaptive": adaptive})
+
+    assert verdict_of("knee", sweep(1000, []), sweep(920, [])) == "worse"  # -8%: beyond 5%
+    # with -repeat 3, 900/s passed twice and failed once: the knee is only known to within 10%
+    disagreed = [{"rate": 900, "runs": 3, "passed": 2, "achieved_per_s": [899, 900, 870]}]
+    assert verdict_of("knee", sweep(1000, disagreed), sweep(920, [])) == "~"
+    spread = [{"rate": 1000, "runs": 3, "passed": 3, "achieved_per_s": [1000, 880, 990]}]
+    assert verdict_of("knee", sweep(1000, spread), sweep(920, [])) == "~"

@@ -12,7 +12,8 @@ The seconds of one run vary less than runs of one setting do: a cache, a checkpo
 on the machine between two runs moves every second of the later one. Measured on 2 shared cores,
 back to back: end-to-end p50 +12%, claim p50 +72%, WAL per message +5%, client CPU +9%. So every
 figure has a floor, the change it must also exceed to count: 5% for throughput and commits, 25%
-for latencies, 15% for WAL and CPU per message, a knee its sweep's resolution (at least 5%).
+for latencies, 15% for WAL and CPU per message, a knee its sweep's resolution (at least 5%) and,
+with -repeat, the spread its rounds showed.
 """
 
 from __future__ import annotations
@@ -72,8 +73,22 @@ def _floor(share: float) -> Callable[[Doc, Doc], float]:
 
 
 def _knee_floor(base: Doc, new: Doc) -> float:
-    reached = [((d.get("sweep") or {}).get("adaptive") or {}).get("resolution_reached") for d in (base, new)]
-    return max([0.05, *(float(r) for r in reached if r is not None)])
+    """The sweep's resolution, and with -repeat what its rounds disagreed on: the spread of the
+    achieved rate at one offered rate, and how far from the knee a rate both passed and failed."""
+    floors = [0.05]
+    for doc in (base, new):
+        sweep = doc.get("sweep") or {}
+        adaptive = sweep.get("adaptive") or {}
+        if adaptive.get("resolution_reached") is not None:
+            floors.append(float(adaptive["resolution_reached"]))
+        knee = sweep.get("max_sustainable_per_s")
+        for rate in adaptive.get("noise") or []:
+            achieved = [float(a) for a in rate.get("achieved_per_s") or [] if a]
+            if len(achieved) > 1 and median(achieved) > 0:
+                floors.append((max(achieved) - min(achieved)) / median(achieved))
+            if knee and 0 < rate.get("passed", 0) < rate.get("runs", 0):
+                floors.append(abs(float(rate["rate"]) / float(knee) - 1))
+    return max(floors)
 
 
 LATENCY, COST = _floor(0.25), _floor(0.15)
