@@ -150,6 +150,14 @@ def test_a_drift_needs_a_long_run_at_one_setting(cli: Cli, args: str, needles: l
     assert_one_line_error(cli.run(args), 2, *needles)
 
 
+@pytest.mark.integration
+def test_drift_asked_of_a_run_that_ends_early_says_it_was_not_judged(cli: Cli) -> None:
+    result = cli.run("-fill-db 50 -workers 3 -drift -json out.json")  # a drain: seconds, not 60
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "-drift: not judged: the run lasted" in result.stdout, result.stdout
+    assert json.loads((cli.workdir / "out.json").read_text())["drift"] is None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -10,7 +10,7 @@ from pgmq_sim.advice import advice
 from pgmq_sim.checks import number
 from pgmq_sim.costs import ServerCost
 from pgmq_sim.drift import FIGURES as DRIFT_FIGURES
-from pgmq_sim.drift import DriftReport
+from pgmq_sim.drift import SHORT_DRIFT_S, DriftReport
 from pgmq_sim.result import RunResult
 from pgmq_sim.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.sweep import SweepResult
@@ -156,6 +156,11 @@ def print_summary(console: Console, result: RunResult) -> None:
         print_sweep(console, result.sweep)
     if result.drift is not None:
         print_drift(console, result.drift)
+    elif result.settings.drift:
+        console.print(
+            f"note: -drift: not judged: the run lasted {result.elapsed_s:.0f} s, and a drift needs"
+            f" {SHORT_DRIFT_S:.0f} s at one setting"
+        )
     for note in result.notes:
         console.print(f"note: {escape(note)}")
     for cause in result.stall_causes:
