@@ -176,3 +176,40 @@ def test_restart_server_fault_crash_restarts_a_dsn_server(own_cli: Cli) -> None:
     doc = json.loads((own_cli.workdir / "out.json").read_text())
     assert [f["kind"] for f in doc["faults"]] == ["restart-server"]
     assert doc["connections_lost"] >= 6 and doc["audit"]["verdict"] == "pass"
+
+
+def test_a_server_restart_behind_a_pooler_that_refuses_logins_meanwhile_is_one_outage_per_worker(
+    tmp_path: Path,
+) -> None:
+    """PgBouncer (transaction pooling, pool 4) in front of a server restarted mid-run; for
+    server_login_retry (3 s) after that it accepts the workers' logins and refuses their
+    statements. Each worker loses its connection once, waits the refusals out on its backoff and
+    comes back: nothing lost or repeated, no reconnect storm, no pooler cancel key taken for a pid."""
+    from pooler import PgBouncer, skip_reason
+
+    reason = skip_reason()
+    if reason:
+        print(reason)
+        pytest.skip(reason)
+    with LocalPostgres(tcp=True, host="127.0.0.1") as server:
+        assert server.password is not None
+        with PgBouncer(
+            "127.0.0.1", server.port, "postgres", server.password, "postgres", pool_size=4,
+            extra={"server_login_retry": "3"},
+        ) as bouncer:  # fmt: skip
+            bouncer.start()
+            cli = Cli(bouncer.dsn_for(), tmp_path)
+            proc = cli.start(
+                "-duration 14 -rate 150 -workers 6 -orders 6 -claim indexed -work-ms 1-3 -poll-interval 0.05",
+                "-json out.json",
+            )
+            wait_for_handled(cli.workdir / "msg_queue.log", 200)
+            server.restart()
+            result = finish(proc)
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "completed" and doc["audit"]["verdict"] == "pass", doc["audit"]
+    assert 1 <= doc["connections_lost"] <= 6 and doc["reconnects"] <= 6, doc["connections_lost"]
+    log = (cli.workdir / "msg_queue.log").read_text()
+    assert "still fails" in log and "back after" in log  # the refusals were met and waited out
+    assert "backend pid -" not in log and "reconnected (through the pooler)" in log

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -356,3 +357,32 @@ def test_split_mode_takes_a_new_token_when_its_connection_is_lost(tmp_path: Path
     h.loop.step()
     old, new = h.owners_seen
     assert old != new and h.plan.owners.alive() == [new]
+
+
+def test_a_path_that_refuses_after_each_reconnect_is_one_outage_waited_out_on_one_backoff(
+    tmp_path: Path,
+) -> None:
+    """A pooler whose own login to the server fails accepts the client and refuses its first
+    statement: one loss, one reconnect, waits that grow, one line each way in the log."""
+    first = FakeSession([claimed(5)])
+    first.claim_error = LOST  # the link breaks after the commit answered: nothing in doubt
+    refusing = [FakeSession([], pid=200 + i) for i in range(3)]
+    for session in refusing:
+        session.on_claim = lambda: (_ for _ in ()).throw(LOST)
+    back = FakeSession([claimed(6)], pid=300)
+    h = Harness(tmp_path, [first, *refusing, back])
+    h.loop.step()  # the loss
+    started = time.monotonic()
+    for _ in range(3):  # reconnect, claim refused: three times
+        h.loop.step()
+    waited = time.monotonic() - started
+    h.loop.step()
+    assert h.stats.connections_lost == 1 and h.stats.reconnects == 1, (
+        h.stats.connections_lost,
+        h.stats.reconnects,
+    )
+    assert h.stats.processed == 2 and back.calls[:2] == ["claim", "complete 6 +claim"], back.calls
+    assert waited >= 0.05 + 0.1 + 0.2, waited  # the backoff's steps, not a spin
+    logged = h.logged()
+    assert logged.count("lost its connection") == 1 and logged.count("still fails") == 1, logged
+    assert "back after" in logged and "(3 refused after reconnecting)" in logged, logged

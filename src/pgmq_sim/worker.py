@@ -40,6 +40,7 @@ from pgmq_sim.wakeup import Wakeup
 RECONNECT_FIRST_S = 0.05
 STATS_FLUSH_S = 1.0
 RECONNECT_MAX_S = 2.0
+SAME_OUTAGE_S = 5.0  # a failure this soon after reconnecting, before any answer, is the same outage
 
 
 class ProcessedCounter:
@@ -197,6 +198,14 @@ class WorkerLoop:
         self._next: Claimed | None = None  # claimed by the last completion's round trip
         self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
         self.backend_pid: int | None = None
+        # from a lost connection until a statement answers again: one outage, counted once, its
+        # reconnects waited out on one backoff (a pooler accepts the login and then refuses the
+        # first statement while its own login to the server is failing)
+        self._outage: Backoff | None = None
+        self._outage_since = 0.0
+        self._refusals = 0  # failures after a reconnect, within the outage
+        self._reconnected = False
+        self._reconnected_at = 0.0
 
     def interrupt(self) -> None:
         """Cut the work short (the run is stopping); the message rolls back or stays in progress."""
@@ -257,9 +266,7 @@ class WorkerLoop:
         try:
             session = reconnecting(
                 lambda: self._plan.open_session(name, self.stats.queue_type, self.owner),
-                Backoff(
-                    self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng
-                ),
+                self._outage or self._backoff(),
                 lost=lambda exc: not first and is_connection_lost(exc),  # a first failure is a real one
                 give_up=give_up,
             )
@@ -269,9 +276,17 @@ class WorkerLoop:
         try:
             self._session = session
             self.backend_pid = session.backend_pid
-            if not first:
+            self._reconnected_at = time.monotonic()
+            if not first and not self._reconnected:
+                self._reconnected = True
                 self.stats.reconnects += 1
-                self._log.event(f"worker {name} reconnected (backend pid {self.backend_pid})")
+                # behind a transaction pooler the pid is the pooler's cancel key, no backend's
+                where = (
+                    "through the pooler"
+                    if self._plan.session.functions
+                    else f"backend pid {self.backend_pid}"
+                )
+                self._log.event(f"worker {name} reconnected ({where})")
             if self._in_doubt is not None:
                 self._settle(session, self._in_doubt)
         except BaseException:
@@ -288,6 +303,7 @@ class WorkerLoop:
             landed = session.was_completed(
                 claimed.msg_id, self.stats.name if self._plan.session.audited else None
             )
+            self._answered()
         self._in_doubt = None
         if landed is None:
             self._counter.add_in_doubt()
@@ -298,7 +314,28 @@ class WorkerLoop:
             self._counter.add()
             self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} had committed")
 
+    def _backoff(self) -> Backoff:
+        return Backoff(
+            self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng
+        )
+
+    def _answered(self) -> None:
+        """A statement answered: an outage, if one was going on, is over."""
+        if self._refusals:
+            self._log.event(
+                f"worker {self.stats.name} back after {time.monotonic() - self._outage_since:.1f} s"
+                f" ({self._refusals} refused after reconnecting)"
+            )
+        self._outage, self._refusals, self._reconnected = None, 0, False
+
     def _lost(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if self._outage is not None and now - self._reconnected_at < SAME_OUTAGE_S:
+            self._refused(exc)
+            return
+        # a first loss, or one long after a reconnect that no statement has used since (an idle
+        # worker): a new outage
+        self._outage, self._outage_since, self._refusals, self._reconnected = self._backoff(), now, 0, False
         if self._plan.session.mode == SessionMode.SPLIT:
             # what this worker took on the lost connection may have committed unseen: a new token,
             # and the old one's messages come back through recovery within about a second
@@ -308,6 +345,26 @@ class WorkerLoop:
             f"worker {self.stats.name} lost its connection: {reason(exc, self._plan.dsn)}; reconnecting"
         )
         self.close()
+
+    def _refused(self, exc: BaseException) -> None:
+        """Reconnected, and the path failed again before any statement answered: the same outage.
+        Said once; the next attempt waits its backoff step, within -reconnect-timeout."""
+        outage = self._outage
+        assert outage is not None
+        self._refusals += 1
+        timeout = self._plan.reconnect_timeout
+        if self._refusals == 1:
+            self._log.event(
+                f"worker {self.stats.name} reconnected, but the path still fails:"
+                f" {reason(exc, self._plan.dsn)}; retrying with backoff for up to {timeout:g} s from"
+                " the loss (-reconnect-timeout)"
+            )
+        self.close()
+        if not outage.wait() and not self._halt.is_set():
+            raise ServerLostError(
+                f"worker {self.stats.name} could not get back within {timeout:g} s (-reconnect-timeout):"
+                f" {reason(exc, self._plan.dsn)}"
+            )
 
     def _handle_one(self, session: ClaimPort) -> None:
         """Handle the message the last completion's round trip claimed, or claim one."""
@@ -336,6 +393,8 @@ class WorkerLoop:
         self._wakeup.claiming()
         started = time.perf_counter()
         claimed = session.claim()
+        if self._outage is not None:
+            self._answered()
         self._claim_s = time.perf_counter() - started
         stats.claim.record_ms(self._claim_s * 1000)
         self._wakeup.claimed(claimed is not None)
@@ -380,6 +439,8 @@ class WorkerLoop:
             self._idle_at = sent
         self._in_doubt = ("complete", claimed)
         done = session.complete(claimed, claim_next)
+        if self._outage is not None:
+            self._answered()
         round_trip = time.perf_counter() - sent
         self._in_doubt = None  # answered: the commit landed (a claim after it may have failed)
         # on the server's clock: from the message's arrival to its commit; the rest of the round
