@@ -386,3 +386,17 @@ def test_a_path_that_refuses_after_each_reconnect_is_one_outage_waited_out_on_on
     logged = h.logged()
     assert logged.count("lost its connection") == 1 and logged.count("still fails") == 1, logged
     assert "back after" in logged and "(3 refused after reconnecting)" in logged, logged
+
+
+def test_a_poolers_refusal_and_a_server_going_away_are_lost_connections_a_bad_statement_is_not() -> None:
+    from pgmq_sim.db.connection import is_connection_lost
+
+    pooler = psycopg.errors.ProtocolViolation(
+        "server login has been failing, try again later (server_login_retry)"
+    )
+    assert is_connection_lost(pooler) and is_connection_lost(psycopg.errors.AdminShutdown("terminating"))
+    assert is_connection_lost(
+        psycopg.OperationalError("consuming input failed: server closed the connection")
+    )
+    assert not is_connection_lost(psycopg.errors.UndefinedColumn("column nope does not exist"))
+    assert not is_connection_lost(psycopg.errors.QueryCanceled("canceling statement due to user request"))
