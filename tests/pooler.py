@@ -260,6 +260,19 @@ class PgBouncer:
                 )
             time.sleep(0.02)
 
+    def admin(self, command: str) -> None:
+        """A command on the pooler's console: PAUSE, RESUME, KILL, RECONNECT (its own faults)."""
+        with psycopg.connect(self.admin_dsn, autocommit=True, connect_timeout=5) as console:
+            console.execute(command)
+
+    def crash_and_restart(self, down_s: float = 1.0) -> None:
+        """SIGKILL, down for down_s, then the same pooler again on the same port."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+        time.sleep(down_s)
+        self._launch(run_as())
+
     def reload(self) -> None:
         """SIGHUP: re-read the config and auth file."""
         if self.process is not None and self.process.poll() is None:

@@ -219,3 +219,53 @@ def test_a_run_over_tls_with_verify_full(tmp_path: Path) -> None:
     assert "sslmode=verify-full" in report["server"]
     assert "sslmode=verify-full" in result.stdout and "(TLS" in result.stdout
     assert_one_line_error(wrong, 1, "certificate verify failed")
+
+
+def test_the_poolers_own_faults_are_ridden_through(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    """Through the pooler's console and its process, as an operator or a crash would: PAUSE past
+    query_wait_timeout (the waiting clients are refused), KILL of the database's server
+    connections, RECONNECT, the pooler killed and started again; server connections recycled
+    every second throughout. Each worker loses its connection once per outage, at most; nothing is
+    lost or repeated."""
+    pooler = bouncer(tcp_pg, "transaction", pool_size=4, dbname=database)
+    pooler.extra |= {"query_wait_timeout": "2", "server_lifetime": "1", "server_login_retry": "1"}
+    with pooler:
+        cli = Cli(pooler.dsn, tmp_path)
+        proc = cli.start(
+            "-duration 18 -rate 150 -workers 6 -orders 6 -claim indexed -work-ms 1-3 -poll-interval 0.05",
+            "-json out.json",
+        )
+        log = cli.workdir / "msg_queue.log"
+        try:
+            wait_for_handled(log, 200)
+            pooler.admin(f"PAUSE {database}")
+            time.sleep(3.0)  # past query_wait_timeout
+            pooler.admin(f"RESUME {database}")
+            wait_for_handled(log, 700)
+            pooler.admin(f"KILL {database}")
+            pooler.admin(f"RESUME {database}")  # KILL leaves the database paused
+            wait_for_handled(log, 1100)
+            pooler.admin(f"RECONNECT {database}")
+            wait_for_handled(log, 1400)
+            pooler.crash_and_restart(1.0)
+            stdout, stderr = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, stdout + stderr
+    report = doc(cli)
+    assert report["outcome"] == "completed" and report["audit"]["verdict"] == "pass", report["audit"]
+    audit = report["audit"]
+    assert audit["duplicates"] == 0 == audit["missing"]
+    assert (
+        audit["processed"] + audit["left_behind"] == audit["expected"] == report["produced"] >= 0.9 * 18 * 150
+    )
+    # three outages (the pause's refusals, KILL, the crash): one loss each, no storm (KILL and the
+    # crash close every client; a worker not waiting when the pause timed out escapes one)
+    lost = [w["connections_lost"] for w in report["workers"]]
+    assert all(2 <= n <= 4 for n in lost) and report["reconnects"] == sum(lost), lost
+    with direct(tcp_pg, database) as db:
+        journal = db.execute("select count(*), count(distinct msg_id) from msg_journal").fetchone()
+    assert journal == (report["processed"], report["processed"]), journal
