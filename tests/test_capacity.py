@@ -18,7 +18,6 @@ def doc(cli: Cli) -> dict:
     return json.loads((cli.workdir / "out.json").read_text())
 
 
-@pytest.mark.alone
 def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     cli: Cli, db: psycopg.Connection, dsn: str
 ) -> None:
