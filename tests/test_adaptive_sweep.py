@@ -207,6 +207,7 @@ def test_workers_auto_doubles_while_throughput_rises_by_more_than_five_percent()
 
 
 @pytest.mark.integration
+@pytest.mark.alone
 def test_workers_auto_stops_where_the_groups_stop_more_workers_from_helping(cli: Cli) -> None:
     """One group per type: a fourth worker has nothing of its own to do."""
     result = cli.run(

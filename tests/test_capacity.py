@@ -61,6 +61,7 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     assert again.returncode == 0 and "audit pass" in again.stdout, again.stdout + again.stderr
 
 
+@pytest.mark.alone
 def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:
     result = cli.run("-sweep workers=3,6 -step 2 -orders 20 -work-ms 5 -json out.json", FAST)
     assert result.returncode == 0, result.stdout + result.stderr
