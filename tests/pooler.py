@@ -261,9 +261,18 @@ class PgBouncer:
             time.sleep(0.02)
 
     def admin(self, command: str) -> None:
-        """A command on the pooler's console: PAUSE, RESUME, KILL, RECONNECT (its own faults)."""
-        with psycopg.connect(self.admin_dsn, autocommit=True, connect_timeout=5) as console:
-            console.execute(command)
+        """A command on the pooler's console: PAUSE, RESUME, KILL, RECONNECT (its own faults). Just
+        after a KILL the pooler may close a new console connection while it drops the others."""
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                with psycopg.connect(self.admin_dsn, autocommit=True, connect_timeout=5) as console:
+                    console.execute(command)
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def crash_and_restart(self, down_s: float = 1.0) -> None:
         """SIGKILL, down for down_s, then the same pooler again on the same port."""
