@@ -125,7 +125,7 @@ def test_durations() -> None:
 @pytest.mark.alone
 @pytest.mark.parametrize(
     "sweep,low,workers,work_ms,capacity",
-    [("rate=auto", 50, 6, 20, 300), ("rate=auto", 50, 12, 10, 1_200)],
+    [("rate=auto", 50, 6, 20, 300), ("rate=300..2400", 300, 12, 10, 1_200)],  # auto, and from A to B
     ids=["6x20ms", "12x10ms"],
 )
 def test_an_adaptive_sweep_finds_a_constructed_capacity(
