@@ -202,3 +202,14 @@ def single_run(doc: Doc, what: str) -> Doc:
 
 def worse(changes: Sequence[FigureChange], fail_on: Sequence[str]) -> list[FigureChange]:
     return [c for c in changes if c.name in fail_on and c.verdict == "worse"]
+
+
+def diff_json(
+    differences: list[str], changes: Sequence[FigureChange], failing: Sequence[FigureChange]
+) -> Doc:
+    """What `pgmq-sim diff -json` and a run's `baseline` both hold."""
+    return {
+        "settings_differ": differences,
+        "figures": [c.as_json() for c in changes],
+        "worse": [c.name for c in failing],
+    }

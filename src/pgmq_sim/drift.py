@@ -127,28 +127,33 @@ def window_length(elapsed_s: float, asked: bool) -> int | None:
     return None
 
 
+def _sampled(chunk: Sequence[SecondSample], key: str) -> list[Any]:
+    """The seconds' values of one field, where it was sampled."""
+    return [v for s in chunk if (v := getattr(s, key)) is not None]
+
+
+def _last(chunk: Sequence[SecondSample], key: str) -> Any:
+    values = _sampled(chunk, key)
+    return values[-1] if values else None
+
+
 def windows(samples: Sequence[SecondSample], length: int) -> list[Window]:
     """Whole windows only: a partial last one would read as a fall."""
     out = []
     for start in range(0, len(samples) - length + 1, length):
         chunk = samples[start : start + length]
-        p99s = [s.e2e_p99_ms for s in chunk if s.e2e_p99_ms is not None]
-
-        def last(values: list[Any]) -> Any:
-            return values[-1] if values else None
-
-        ages = [s.snapshot_age_s for s in chunk if s.snapshot_age_s is not None]
+        p99s, ages = _sampled(chunk, "e2e_p99_ms"), _sampled(chunk, "snapshot_age_s")
         out.append(
             Window(
                 start,
                 length,
                 round(sum(s.processed for s in chunk) / length, 3),
                 round(median(p99s), 3) if p99s else None,
-                last([s.table_mb for s in chunk if s.table_mb is not None]),
-                last([s.dead_tuples for s in chunk if s.dead_tuples is not None]),
-                last([s.autovacuums for s in chunk if s.autovacuums is not None]),
+                _last(chunk, "table_mb"),
+                _last(chunk, "dead_tuples"),
+                _last(chunk, "autovacuums"),
                 max(ages) if ages else None,
-                last([s.rss_mb for s in chunk if s.rss_mb is not None]),
+                _last(chunk, "rss_mb"),
             )
         )
     return out
@@ -202,17 +207,16 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
     cut = windows(samples, length)
     if len(cut) < 5:
         return None
+    short = length < 60  # tenths of a run under ten minutes
     ages = [w.snapshot_age_s for w in cut if w.snapshot_age_s is not None]
     snapshot_max = max(ages) if ages else None
     run_s = cut[-1].start_s + cut[-1].seconds
     held = snapshot_max is not None and snapshot_max > max(SNAPSHOT_MIN_S, run_s / 2)
     # held: vacuum reclaims nothing anyway. In a short run (autovacuum wakes once a minute by
     # default) the table still grows after the first vacuum until the next one reuses its space
-    table_cut = cut if held else after_autovacuum(cut, 2 if length < 60 else 1)
+    table_cut = cut if held else after_autovacuum(cut, 2 if short else 1)
     trends = tuple(
-        t
-        for f in FIGURES
-        if (t := trend(f, table_cut if f.name == "table" else cut, length < 60)) is not None
+        t for f in FIGURES if (t := trend(f, table_cut if f.name == "table" else cut, short)) is not None
     )
     drifting = [
         f"{f.label} {t.per_hour:+,.3g} {f.unit} per hour, {t.share_over_run:+.0%} over the run"
@@ -223,7 +227,7 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
         drifting.append(f"a snapshot held {snapshot_max:.0f} s: vacuum can remove nothing behind it")
     counts = [s.autovacuums for s in samples if s.autovacuums is not None]
     autovacuums = counts[-1] - counts[0] if counts else None
-    note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), length < 60)
+    note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), short)
     return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note)
 
 

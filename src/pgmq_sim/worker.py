@@ -256,19 +256,12 @@ class WorkerLoop:
         """Connect (retrying while the server is away), prepare, and settle a commit in doubt."""
         first = self.backend_pid is None
         name = self.stats.name
-
-        def give_up(exc: BaseException) -> BaseException:
-            return ServerLostError(
-                f"worker {name} could not reconnect within {self._plan.reconnect_timeout:g} s"
-                f" (-reconnect-timeout): {reason(exc, self._plan.dsn)}"
-            )
-
         try:
             session = reconnecting(
                 lambda: self._plan.open_session(name, self.stats.queue_type, self.owner),
                 self._outage or self._backoff(),
                 lost=lambda exc: not first and is_connection_lost(exc),  # a first failure is a real one
-                give_up=give_up,
+                give_up=self._gave_up,
             )
         finally:
             if first and self._plan.opened is not None:
@@ -314,6 +307,12 @@ class WorkerLoop:
             self._counter.add()
             self._log.event(f"worker {self.stats.name}: msg_id {claimed.msg_id} had committed")
 
+    def _gave_up(self, exc: BaseException) -> ServerLostError:
+        return ServerLostError(
+            f"worker {self.stats.name} could not reconnect within {self._plan.reconnect_timeout:g} s"
+            f" (-reconnect-timeout): {reason(exc, self._plan.dsn)}"
+        )
+
     def _backoff(self) -> Backoff:
         return Backoff(
             self._plan.reconnect_timeout, self._halt, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng
@@ -352,19 +351,16 @@ class WorkerLoop:
         outage = self._outage
         assert outage is not None
         self._refusals += 1
-        timeout = self._plan.reconnect_timeout
         if self._refusals == 1:
             self._log.event(
                 f"worker {self.stats.name} reconnected, but the path still fails:"
-                f" {reason(exc, self._plan.dsn)}; retrying with backoff for up to {timeout:g} s from"
+                f" {reason(exc, self._plan.dsn)}; retrying with backoff for up to"
+                f" {self._plan.reconnect_timeout:g} s from"
                 " the loss (-reconnect-timeout)"
             )
         self.close()
         if not outage.wait() and not self._halt.is_set():
-            raise ServerLostError(
-                f"worker {self.stats.name} could not get back within {timeout:g} s (-reconnect-timeout):"
-                f" {reason(exc, self._plan.dsn)}"
-            )
+            raise self._gave_up(exc)
 
     def _handle_one(self, session: ClaimPort) -> None:
         """Handle the message the last completion's round trip claimed, or claim one."""

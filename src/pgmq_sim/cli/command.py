@@ -22,7 +22,7 @@ from pgmq_sim.chaos import parse_chaos
 from pgmq_sim.checks import CHECK_EXIT, parse_checks
 from pgmq_sim.cli.diff_command import load_run, print_diff
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.diff import DEFAULT_FAIL_ON, FigureChange, setting_differences, worse
+from pgmq_sim.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.diff import compare as compare_runs
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
@@ -616,7 +616,8 @@ def _report(
     if compare:
         print_comparison(console, results)
     worse_than_base: list[FigureChange] = []
-    documents = [result_document(r) for r in results]
+    needed = settings.json_path is not None or baseline is not None  # a document costs the advice
+    documents = [result_document(r) for r in results] if needed else []
     if baseline is not None and documents:
         changes = compare_runs(baseline, documents[0])
         differences = setting_differences(baseline, documents[0])  # the server, if any
@@ -627,9 +628,7 @@ def _report(
             console.print(f"[red]worse than the baseline beyond noise:[/] {names} (exit 4)")
         documents[0]["baseline"] = {
             "path": str(settings.baseline_path),
-            "settings_differ": differences,
-            "figures": [c.as_json() for c in changes],
-            "worse": [c.name for c in worse_than_base],
+            **diff_json(differences, changes, worse_than_base),
         }
     if settings.json_path and (results or failed):
         document = {"runs": documents, "failed": failed} if compare else documents[0]

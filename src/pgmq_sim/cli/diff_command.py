@@ -18,6 +18,7 @@ from pgmq_sim.diff import (
     DEFAULT_FAIL_ON,
     FigureChange,
     compare,
+    diff_json,
     parse_fail_on,
     setting_differences,
     single_run,
@@ -89,9 +90,9 @@ def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, jso
     print_diff(console, changes, differences, f"{base} -> {new}")
     failing = worse(changes, names)
     if json_path is not None:
-        write_json(json_path, {"base": str(base), "new": str(new), "settings_differ": differences,
-                               "figures": [c.as_json() for c in changes],
-                               "worse": [c.name for c in failing]})  # fmt: skip
+        write_json(
+            json_path, {"base": str(base), "new": str(new), **diff_json(differences, changes, failing)}
+        )
     if failing:
         console.print(f"[red]worse beyond noise:[/] {', '.join(c.name for c in failing)} (exit 4)")
         sys.exit(CHECK_EXIT)

@@ -27,6 +27,9 @@ ADMIN_LOCK_TIMEOUT_MS = 3_000
 
 # Lost connections, restarts, fail-overs: worth a new connection. Anything else is a real error.
 LOST = (psycopg.OperationalError, psycopg.InterfaceError)
+# 08P01: PgBouncer's own refusals (server_login_retry, query_wait_timeout), after which it closes
+# the client; PostgreSQL too ends a session that breaks the protocol
+LOST_SQLSTATES = (None, "08000", "08003", "08006", "08P01")
 
 
 def is_connection_lost(exc: BaseException, closed: bool = False) -> bool:
@@ -41,15 +44,7 @@ def is_connection_lost(exc: BaseException, closed: bool = False) -> bool:
         return True
     if closed:  # the connection the statement ran on is gone: whatever the error says
         return isinstance(exc, psycopg.Error)
-    # 08P01: PgBouncer's own refusals (server_login_retry, query_wait_timeout, a paused pooler's
-    # timeouts), after which it closes the client; PostgreSQL too ends a session that breaks the protocol
-    return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in (
-        None,
-        "08000",
-        "08003",
-        "08006",
-        "08P01",
-    )
+    return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in LOST_SQLSTATES
 
 
 def connect(dsn: str, name: str | None = None, autocommit: bool = False) -> psycopg.Connection:
