@@ -193,6 +193,7 @@ def test_a_server_restart_behind_a_pooler_that_refuses_logins_meanwhile_is_one_o
         pytest.skip(reason)
     with LocalPostgres(tcp=True, host="127.0.0.1") as server:
         assert server.password is not None
+        password = server.password
         with PgBouncer(
             "127.0.0.1", server.port, "postgres", server.password, "postgres", pool_size=4,
             extra={"server_login_retry": "3"},
@@ -213,3 +214,4 @@ def test_a_server_restart_behind_a_pooler_that_refuses_logins_meanwhile_is_one_o
     log = (cli.workdir / "msg_queue.log").read_text()
     assert "still fails" in log and "back after" in log  # the refusals were met and waited out
     assert "backend pid -" not in log and "reconnected (through the pooler)" in log
+    assert password not in log + result.stdout + result.stderr  # the refusals are quoted, scrubbed
