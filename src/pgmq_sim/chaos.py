@@ -6,6 +6,10 @@ SPEC is a comma list of faults:  KIND[*COUNT](@AT | /EVERY[@FROM])[+FOR]
   restart-server@10s        restart the server at 10 s (embedded; -dsn needs -chaos-allow-restart)
   hold-xmin@5s+20s          a session holds a snapshot from 5 s for 20 s
   lock-table@10s+3s         a session holds an exclusive lock on the queue from 10 s for 3 s
+  pause-pooler@5s+3s        the pooler pauses the run's database from 5 s for 3 s (PAUSE, RESUME)
+  kill-pooler@5s            the pooler drops every client and server connection of it (KILL, RESUME)
+  reconnect-pooler@5s       the pooler closes its server connections as each is released (RECONNECT)
+The pooler's faults go through its admin console (-pooler-admin).
 Times are seconds since the workers started; a unit of s or ms may follow a number.
 """
 
@@ -29,7 +33,10 @@ FAULT = re.compile(
     rf"(?:@(?P<at>{NUMBER})|/(?P<every>{NUMBER})(?:@(?P<start>{NUMBER}))?)"
     rf"(?:\+(?P<for>{NUMBER}))?"
 )
-EXAMPLE = "e.g. kill-connection/5s,kill-worker@3s,restart-server@10s,hold-xmin@5s+20s,lock-table@10s+3s"
+EXAMPLE = (
+    "e.g. kill-connection/5s,kill-worker@3s,restart-server@10s,hold-xmin@5s+20s,lock-table@10s+3s,"
+    "pause-pooler@5s+3s"
+)
 
 
 def _seconds(text: str | None) -> float | None:
@@ -94,6 +101,7 @@ class FaultActions:
     kill_worker: Callable[[int], str]
     restart_server: Callable[[], str]
     hold: Callable[[str, float], str]  # ('hold_snapshot' | 'lock_queue', seconds)
+    pooler: Callable[[FaultKind, float | None], str]  # a pooler fault, and how long a pause lasts
 
 
 class FaultSchedule(threading.Thread):
@@ -141,11 +149,16 @@ class FaultSchedule(threading.Thread):
                 detail = self._actions.kill_worker(spec.count)
             elif spec.kind == FaultKind.RESTART_SERVER:
                 detail = self._actions.restart_server()
+            elif spec.kind.pooler and not spec.kind.held:
+                detail = self._actions.pooler(spec.kind, None)
             else:
                 assert spec.duration_s is not None
-                what = "hold_snapshot" if spec.kind == FaultKind.HOLD_XMIN else "lock_queue"
                 self._record(Fault(began, spec.kind, f"for {spec.duration_s:g} s"))
-                detail = self._actions.hold(what, spec.duration_s)
+                if spec.kind.pooler:
+                    detail = self._actions.pooler(spec.kind, spec.duration_s)
+                else:
+                    what = "hold_snapshot" if spec.kind == FaultKind.HOLD_XMIN else "lock_queue"
+                    detail = self._actions.hold(what, spec.duration_s)
                 self._record(Fault(self._clock(), spec.kind + " end", detail))
                 return
         except Exception as exc:  # a fault that could not be injected is itself recorded

@@ -12,11 +12,36 @@ class Fault:
     """A fault injected into, or met by, the run, at a time since the workers started."""
 
     at_s: float
-    kind: str  # a FaultKind, or "KIND end" for the end of a hold
+    kind: str  # a FaultKind, "KIND end" for the end of a hold, or "outage" for one met
     detail: str
+    # measured once the run is over (outages.py); None before, or where it cannot be said
+    outage_s: float | None = None  # from the fault until a message completed again
+    recovery_s: float | None = None  # from then until a whole second ran at 90% of the rate before
+    rate_before: float | None = None  # messages per second before the fault (median)
+    connections_lost: int | None = None  # worker connections lost to it
 
     def as_json(self) -> dict[str, Any]:
-        return {"at_s": round(self.at_s, 3), "kind": self.kind, "detail": self.detail}
+        measured = {
+            "outage_s": self.outage_s,
+            "recovery_s": self.recovery_s,
+            "rate_before": self.rate_before,
+            "connections_lost": self.connections_lost,
+        }
+        head = {"at_s": round(self.at_s, 3), "kind": self.kind, "detail": self.detail}
+        return head | (measured if self.connections_lost is not None else {})
+
+    def effect(self) -> str:
+        """The fault's measured effect, in words ('' before it is measured)."""
+        if self.connections_lost is None:
+            return ""
+        out = f"out {self.outage_s:.2f} s" if self.outage_s else "no pause in completions"
+        if self.rate_before is None:
+            back = "rate before unknown"
+        elif self.recovery_s is None:
+            back = f"not back to {self.rate_before:g}/s by the end"
+        else:
+            back = f"back to {self.rate_before:g}/s within {self.recovery_s:g} s"
+        return f"{out}, {back}, {self.connections_lost} connection(s) lost"
 
 
 @dataclass(frozen=True)
@@ -31,3 +56,17 @@ class SnapshotHold:
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"held_s": round(self.held_s, 1)}
+
+
+@dataclass(frozen=True)
+class PoolerView:
+    """The pooler's side of the run, read from its console each second (-pooler-admin)."""
+
+    samples: int
+    waiting_max: int  # clients waiting for a server connection at once
+    longest_wait_ms: float  # the longest any client was seen waiting
+    servers_active_max: int
+    waited_s: float  # what the run's clients waited for server connections, in all
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__) | {"waited_s": round(self.waited_s, 3)}

@@ -1,6 +1,7 @@
 """The run's housekeeper: once a second it samples the table's dead tuples and the oldest
 snapshot on the server; in split mode it also recovers messages whose owner is gone, every
-heartbeat or quarter lease, whichever is sooner.
+heartbeat or quarter lease, whichever is sooner. With -pooler-admin, the pooler's watch reads the
+pool through its console each second.
 
 Recovery runs here, on one thread, rather than in every claim: the claim stays the hot
 path it was, and a message whose worker died comes back about a second after its owner's
@@ -16,9 +17,11 @@ from collections.abc import Callable
 
 import psycopg
 
+from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.values import PoolerPulse
 from pgmq_sim.db.views import ServerViews
-from pgmq_sim.events import SnapshotHold
+from pgmq_sim.events import PoolerView, SnapshotHold
 from pgmq_sim.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.stats import PulseSample, Timeline
@@ -110,6 +113,56 @@ class Housekeeper(RunThread):
     def longest_hold(self) -> SnapshotHold | None:
         with self._lock:
             return self._longest
+
+
+class PoolerWatch(RunThread):
+    """The pool as the pooler's console shows it, each second. On a thread of its own: the
+    housekeeper's server samples go through the pooler and wait while it pauses; this must not."""
+
+    def __init__(
+        self,
+        console: PoolerConsole,
+        timeline: Timeline,
+        clock: Callable[[], float],
+        stop: threading.Event,
+        on_error: Callable[[BaseException], None],
+    ) -> None:
+        super().__init__("pooler watch", stop, on_error)
+        self._console = console
+        self._timeline = timeline
+        self._clock = clock
+        self._last: PoolerPulse | None = None
+        self._view: PoolerView | None = None  # so far
+        self._lock = threading.Lock()
+
+    def body(self) -> None:
+        while not self._halt.wait(PULSE_EVERY_S):
+            try:
+                seen = self._console.pulse()
+            except psycopg.Error:  # the pooler away (restarting): a gap
+                continue
+            if seen is not None:
+                self._add(seen)
+
+    def _add(self, seen: PoolerPulse) -> None:
+        self._timeline.pooler(self._clock(), seen)
+        last, view = self._last, self._view or PoolerView(0, 0, 0.0, 0, 0.0)
+        waited = 0.0
+        if last is not None:  # a restarted pooler counts its waits from 0 again
+            waited = seen.waited_s - (last.waited_s if seen.waited_s >= last.waited_s else 0.0)
+        self._last = seen
+        with self._lock:
+            self._view = PoolerView(
+                view.samples + 1,
+                max(view.waiting_max, seen.waiting),
+                max(view.longest_wait_ms, seen.longest_wait_ms),
+                max(view.servers_active_max, seen.servers_active),
+                view.waited_s + waited,
+            )
+
+    def view(self) -> PoolerView | None:
+        with self._lock:
+            return self._view
 
 
 def resident_mb() -> float | None:

@@ -49,11 +49,19 @@ class FaultKind(StrEnum):
     RESTART_SERVER = "restart-server"
     HOLD_XMIN = "hold-xmin"
     LOCK_TABLE = "lock-table"
+    PAUSE_POOLER = "pause-pooler"
+    KILL_POOLER = "kill-pooler"
+    RECONNECT_POOLER = "reconnect-pooler"
 
     @property
     def held(self) -> bool:
         """A fault that holds something for a while (+DURATION) rather than happening once."""
-        return self in (FaultKind.HOLD_XMIN, FaultKind.LOCK_TABLE)
+        return self in (FaultKind.HOLD_XMIN, FaultKind.LOCK_TABLE, FaultKind.PAUSE_POOLER)
+
+    @property
+    def pooler(self) -> bool:
+        """Done through the pooler's admin console (-pooler-admin)."""
+        return self in (FaultKind.PAUSE_POOLER, FaultKind.KILL_POOLER, FaultKind.RECONNECT_POOLER)
 
 
 class PoolerMode(StrEnum):

@@ -13,7 +13,7 @@ from pgmq_sim.checks import CHECK_EXIT, CheckResult, evaluate
 from pgmq_sim.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.db.values import TableHealth
 from pgmq_sim.drift import DriftReport, judge_drift
-from pgmq_sim.events import Fault, SnapshotHold
+from pgmq_sim.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.keys import KeyDistribution
 from pgmq_sim.kinds import Outcome
 from pgmq_sim.serverpath import RunPath
@@ -105,6 +105,7 @@ class RunResult:
     sweep: SweepResult | None = None
     bystander: BystanderResult | None = None
     worker_backends_max: int | None = None  # server connections serving the workers at once (sampled)
+    pooler: PoolerView | None = None  # the pooler's side, read from its console (-pooler-admin)
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
 
     @classmethod
@@ -137,6 +138,7 @@ class RunResult:
         sweep: SweepResult | None = None,
         bystander: BystanderResult | None = None,
         worker_backends_max: int | None = None,
+        pooler: PoolerView | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -188,6 +190,7 @@ class RunResult:
             sweep=sweep,
             bystander=bystander,
             worker_backends_max=worker_backends_max,
+            pooler=pooler,
         )
 
     @functools.cached_property
@@ -313,6 +316,7 @@ class RunResult:
             "client": self.client.as_json(),
             "path": self.path.as_json() if self.path else None,
             "worker_backends_max": self.worker_backends_max,
+            "pooler": self.pooler.as_json() if self.pooler else None,
             "sweep": self.sweep.as_json() if self.sweep else None,
             "bystander": self.bystander.as_json() if self.bystander else None,
             "drift": self.drift.as_json() if self.drift else None,

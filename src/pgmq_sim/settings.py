@@ -139,6 +139,7 @@ class Settings:
     duration: float | None = None
     pooler: PoolerMode = PoolerMode.AUTO
     listen_dsn: str | None = None  # -wakeup notify's LISTEN, on a direct connection
+    pooler_admin: str | None = None  # the pooler's admin console: its view, and its faults
     types: int = 3
     key_skew: KeySkew = field(default_factory=lambda: KeySkew("uniform"))
     payload: Payload | None = None
@@ -386,6 +387,7 @@ class Settings:
         }
         data["dsn"] = None if self.dsn is None else "(given)"
         data["listen_dsn"] = None if self.listen_dsn is None else "(given)"
+        data["pooler_admin"] = None if self.pooler_admin is None else "(given)"
         data["work_ms"] = str(self.work)
         del data["work"]
         del data["profile"]

@@ -11,13 +11,18 @@ from __future__ import annotations
 import functools
 import math
 import threading
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from hdrh.histogram import HdrHistogram
 
+from pgmq_sim.db.values import PoolerPulse
+
 HOUR_US = 3_600_000_000
 OPEN_SECONDS = 3  # commits reach the timeline a little out of order; later ones count, unranked
+GAP_S = 0.1  # a pause in completions this long is kept, to measure an outage by
+MAX_GAPS = 10_000  # the newest kept (a slow rate pauses that long between any two messages)
 
 
 @functools.cache
@@ -250,6 +255,10 @@ class SecondSample:
     autovacuums: int | None = None  # on the queue's table since the server's statistics began
     snapshot_age_s: float | None = None  # the oldest snapshot another session holds
     rss_mb: float | None = None  # the tool's own resident memory
+    lost: int = 0  # worker connections lost in this second
+    pooler_waiting: int | None = None  # clients waiting for a server connection (-pooler-admin)
+    pooler_wait_ms: float | None = None  # the oldest waiting client's wait
+    pooler_servers: int | None = None  # the pooler's server connections busy for the run's clients
 
 
 @dataclass(frozen=True)
@@ -270,6 +279,8 @@ class _Second:
     offered: int | None = None
     percentiles: tuple[float | None, float | None, float | None] = (None, None, None)
     pulse: PulseSample | None = None
+    lost: int = 0
+    pooler: PoolerPulse | None = None
 
 
 class Timeline:
@@ -285,6 +296,10 @@ class Timeline:
         self._open: dict[int, LatencyHistogram] = {}
         self._spare: list[LatencyHistogram] = []
         self._last_dead: int | None = None
+        # pauses in completions (an outage's length, to the millisecond) and losses, for the faults
+        self._last_done: float | None = None
+        self._gaps: deque[tuple[float, float]] = deque(maxlen=MAX_GAPS)
+        self._losses: deque[float] = deque(maxlen=MAX_GAPS)
 
     def _at(self, second: int) -> _Second:
         while len(self._seconds) <= second:
@@ -304,6 +319,22 @@ class Timeline:
         with self._lock:
             self._at(max(0, int(at_s))).pulse = sample
             self._last_dead = sample.dead_tuples
+
+    def pooler(self, at_s: float, sample: PoolerPulse) -> None:
+        with self._lock:
+            self._at(max(0, int(at_s))).pooler = sample
+
+    def lost(self, at_s: float) -> None:
+        """A worker lost its connection: the first loss of an outage."""
+        with self._lock:
+            self._at(max(0, int(at_s))).lost += 1
+            self._losses.append(at_s)
+
+    def pauses(self) -> tuple[list[tuple[float, float]], list[float]]:
+        """The pauses in completions of GAP_S or more (from the last completion to the next), and the
+        times workers lost their connections."""
+        with self._lock:
+            return list(self._gaps), list(self._losses)
 
     def last_dead_tuples(self) -> int | None:
         return self._last_dead
@@ -326,6 +357,11 @@ class Timeline:
         closed too long ago (late commits are counted, not ranked)."""
         second = max(0, int(at_s))
         self._at(second).processed += count
+        last = self._last_done
+        if last is None or at_s > last:
+            if last is not None and at_s - last >= GAP_S:
+                self._gaps.append((last, at_s))
+            self._last_done = at_s
         if not ranked:
             return None
         histogram = self._open.get(second)
@@ -355,7 +391,7 @@ class Timeline:
             for index, s in enumerate(self._seconds):
                 arrived += s.arrived
                 done += s.processed
-                pulse = s.pulse
+                pulse, pooler = s.pulse, s.pooler
                 result.append(
                     SecondSample(
                         index,
@@ -369,6 +405,10 @@ class Timeline:
                         None if pulse is None else pulse.autovacuums,
                         None if pulse is None else pulse.snapshot_age_s,
                         None if pulse is None else pulse.rss_mb,
+                        s.lost,
+                        None if pooler is None else pooler.waiting,
+                        None if pooler is None else pooler.longest_wait_ms,
+                        None if pooler is None else pooler.servers_active,
                     )
                 )
             return result

@@ -132,7 +132,7 @@ class Assignment:
 
 
 def session_plan(
-    settings: Settings, strategy: ClaimStrategy, transaction_pooled: bool = False
+    settings: Settings, strategy: ClaimStrategy, transaction_pooled: bool = False, pooled: bool = False
 ) -> SessionPlan:
     """What each worker's session runs, from the settings: the same in every process."""
     return SessionPlan(
@@ -145,6 +145,7 @@ def session_plan(
         backoff_ms=settings.backoff_ms,
         functions=transaction_pooled,  # no session state: nothing PREPAREd
         chain=not transaction_pooled,  # a transaction between messages would pin a server connection
+        pooled=pooled or transaction_pooled,
     )
 
 
@@ -273,10 +274,10 @@ class WorkerLoop:
             if not first and not self._reconnected:
                 self._reconnected = True
                 self.stats.reconnects += 1
-                # behind a transaction pooler the pid is the pooler's cancel key, no backend's
+                # behind a pooler (session or transaction) the pid is its cancel key, no backend's
                 where = (
-                    "through the pooler"
-                    if self._plan.session.functions
+                    "through the pooler, which hides the backend's pid"
+                    if self._plan.session.pooled
                     else f"backend pid {self.backend_pid}"
                 )
                 self._log.event(f"worker {name} reconnected ({where})")
@@ -340,6 +341,7 @@ class WorkerLoop:
             # and the old one's messages come back through recovery within about a second
             self._renew_owner()
         self.stats.connections_lost += 1
+        self._timeline.lost(self._plan.clock())
         self._log.event(
             f"worker {self.stats.name} lost its connection: {reason(exc, self._plan.dsn)}; reconnecting"
         )

@@ -281,6 +281,13 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     default=None,
     help="With -wakeup notify behind a transaction pooler: a direct connection for LISTEN.",
 )
+@flag(
+    "pooler-admin",
+    metavar="URL",
+    default=None,
+    help="PgBouncer's admin console (database pgbouncer): the pool's waits each second in the report,"
+    " and -chaos pause-pooler, kill-pooler, reconnect-pooler.",
+)
 @flag("types", type=int, default=3, show_default=True, metavar="N", help="Message types type1..typeN.")
 @flag(
     "key-skew",
@@ -505,6 +512,8 @@ def execute(options: dict[str, Any]) -> int:
         raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
     if settings.listen_dsn is not None:
         check_dsn(settings.listen_dsn, "-listen-dsn")  # before any server is touched
+    if settings.pooler_admin is not None:
+        check_dsn(settings.pooler_admin, "-pooler-admin")
     if settings.json_path:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:

@@ -57,6 +57,7 @@ def probe(dsn: str) -> PathFacts:
         seen_port, superuser, sees_all, version, server_tls = row
         tls = (server_tls or "TLS") if a.pgconn.ssl_in_use else None
         local_port = _local_port(a)
+        database = a.info.dbname
     if first == second:
         mode, evidence = (
             PoolerMode.TRANSACTION,
@@ -81,4 +82,4 @@ def probe(dsn: str) -> PathFacts:
                 evidence += (
                     f" (through a proxy: the server sees client port {seen_port}, ours is {local_port})"
                 )
-    return PathFacts(mode, evidence, tls, bool(superuser), bool(sees_all), int(version))
+    return PathFacts(mode, evidence, tls, bool(superuser), bool(sees_all), int(version), database)

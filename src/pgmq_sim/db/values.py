@@ -118,6 +118,7 @@ class SessionPlan:
     functions: bool = False  # call functions made for the run instead of PREPAREing per session
     chain: bool = True  # claim the next message in the completion's round trip (not behind a
     # transaction pooler: the open transaction would pin the server connection to this worker)
+    pooled: bool = False  # a pooler in the way: the client's backend pid is the pooler's cancel key
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SessionMode(self.mode))  # as it arrives from another process
@@ -175,3 +176,16 @@ class PathFacts:
     superuser: bool
     sees_all_sessions: bool  # superuser, pg_read_all_stats or pg_monitor
     version: int
+    database: str = ""  # as the client named it (a pooler's database name)
+
+
+@dataclass(frozen=True)
+class PoolerPulse:
+    """The run's pool as the pooler's console shows it at one moment."""
+
+    waiting: int  # clients waiting for a server connection
+    active: int  # clients linked to a server connection
+    servers_active: int
+    servers_idle: int  # idle or just used: ready for the next client
+    longest_wait_ms: float  # the oldest waiting client's wait so far
+    waited_s: float  # clients' wait for a server connection, in all since the pooler started

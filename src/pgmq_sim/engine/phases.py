@@ -16,6 +16,7 @@ from pgmq_sim.chaos import FaultActions, FaultSchedule, pick
 from pgmq_sim.costs import ClientCost, ServerCost
 from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
+from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
@@ -27,9 +28,10 @@ from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.housekeeping import Housekeeper
+from pgmq_sim.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.keys import GroupTally
 from pgmq_sim.kinds import FaultKind, Outcome, TxMode, WakeupMode
+from pgmq_sim.outages import fault_effects
 from pgmq_sim.ownership import BEAT_S
 from pgmq_sim.producer import MessageSource
 from pgmq_sim.result import RetryFigures, RunResult
@@ -60,7 +62,7 @@ def check(state: RunState, parts: RunParts) -> None:
         + (1 if settings.bystander else 0)
         + parts.carrier.connections(state)
         + parts.feed.connections(state)
-        + sum(1 for f in state.chaos if f.kind.held)
+        + sum(1 for f in state.chaos if f.kind.held and not f.kind.pooler)
     )
     for left, whose in ((budget, "the server"), (role_left, "this role's CONNECTION LIMIT")):
         if left is not None and needed > left:
@@ -80,6 +82,7 @@ def check(state: RunState, parts: RunParts) -> None:
                 "-chaos restart-server on a -dsn server needs a superuser (or pg_execute_server_program):"
                 " it crash-restarts the server by killing a backend from COPY TO PROGRAM"
             )
+    state.pooler = reach_pooler(state)
     tables = call_bounded(db.tables, 30, signals, "table check", True)
     functions = call_bounded(db.functions, 30, signals, "function check", True)
     tables |= {
@@ -107,12 +110,53 @@ def check(state: RunState, parts: RunParts) -> None:
     parts.carrier.open(state)
 
 
+def reach_pooler(state: RunState) -> PoolerConsole | None:
+    """The pooler's console, when given: it must answer and know the run's database. Without it, a
+    pooled run says that the pooler's side went unobserved."""
+    settings, path = state.settings, state.path
+    assert path is not None
+    if settings.pooler_admin is None:
+        kinds = sorted({str(f.kind) for f in state.chaos if f.kind.pooler})
+        if kinds:
+            raise UsageError(
+                f"-chaos {', '.join(kinds)} needs the pooler's admin console: pass -pooler-admin URL"
+                " (database pgbouncer, a user in its admin_users)"
+            )
+        if path.pooled:
+            state.notes.append(
+                f"the {path.pooler} pooler's side was not observed (its waiting clients, its server"
+                " connections): pass -pooler-admin URL to read its pools each second"
+            )
+        return None
+    if not path.pooled:
+        raise UsageError(
+            f"-pooler-admin was given but the connection is not pooled ({path.facts.evidence});"
+            " connect -dsn through the pooler, or leave -pooler-admin out"
+        )
+    console = PoolerConsole(settings.pooler_admin, path.facts.database)
+    try:
+        pulse = call_bounded(console.pulse, 30, state.signals, "pooler console", True)
+    except psycopg.Error as exc:
+        raise UsageError(
+            f"-pooler-admin: the pooler's console did not serve SHOW POOLS: {reason(exc, *state.dsns)};"
+            " give the console's URL (database pgbouncer, a user in admin_users or stats_users)"
+        ) from None
+    if pulse is None:
+        raise UsageError(
+            f"-pooler-admin: that pooler has no pool for database {path.facts.database!r}, which -dsn"
+            " connects to; give the console of the pooler -dsn goes through"
+        )
+    return console
+
+
 def prepare(state: RunState, parts: RunParts) -> None:
     """Install the queue in one transaction (a failure inside it changes nothing), then open the log.
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
     settings, strategy = state.settings, state.strategy
     assert state.path is not None
-    state.session = session = session_plan(settings, strategy, state.path.transaction_pooled)
+    state.session = session = session_plan(
+        settings, strategy, state.path.transaction_pooled, state.path.pooled
+    )
     state.writer.prepared = not state.path.transaction_pooled
     recorded = settings.as_json() | {"drains": parts.goal.drains}
     record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, recorded)
@@ -219,6 +263,12 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
     )
     state.threads.append(state.housekeeper)
     state.housekeeper.start()
+    if state.pooler is not None:
+        state.pooler_watch = PoolerWatch(
+            state.pooler, state.timeline, state.clock, state.stop, state.errors.reporter("pooler watch")
+        )
+        state.threads.append(state.pooler_watch)
+        state.pooler_watch.start()
     if state.chaos:
         state.schedule = FaultSchedule(
             state.chaos,
@@ -265,7 +315,28 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
         after = state.timeline.last_dead_tuples()
         return f"released; dead tuples {before} -> {after}"
 
-    return FaultActions(kill_connections, kill_worker, restart_server, hold)
+    def pooler(kind: FaultKind, seconds: float | None) -> str:
+        console = state.pooler
+        assert console is not None  # the check refused pooler faults without -pooler-admin
+        if kind == FaultKind.RECONNECT_POOLER:
+            console.command("RECONNECT")
+            return "the pooler closes each server connection as it is released (RECONNECT)"
+        if kind == FaultKind.KILL_POOLER:
+            console.command("KILL")
+            console.resume()  # KILL leaves the database paused
+            return "the pooler dropped every client and server connection of the database (KILL)"
+        assert seconds is not None
+        began = time.monotonic()
+        paused = 0.0
+        try:
+            console.command("PAUSE", PAUSE_TIMEOUT_S)  # answers when the transactions in flight end
+            paused = time.monotonic() - began
+            state.stop.wait(max(0.0, seconds - paused))
+        finally:  # never left paused: not by a stop, not by a PAUSE that did not answer in time
+            console.resume()
+        return f"resumed (PAUSE took {paused:.2f} s to drain the transactions in flight)"
+
+    return FaultActions(kill_connections, kill_worker, restart_server, hold, pooler)
 
 
 def halt(state: RunState, parts: RunParts) -> None:
@@ -281,6 +352,8 @@ def halt(state: RunState, parts: RunParts) -> None:
         state.notes.append(f"{len(stuck)} thread(s) still waiting on the server were left behind")
     state.writer.close()
     parts.carrier.close(state)
+    if state.pooler is not None:
+        state.pooler.close()
     state.log.flush()  # a write that fails now (a full disk) still ends the run as failed
     described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:
@@ -361,6 +434,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
             state.log.event(f"audit skipped: {why}")
     source = state.source
     totals = WorkerCounters.total(state.stats)
+    timeline = state.timeline.samples(state.elapsed)
+    faults = fault_effects(sorted(state.faults, key=lambda f: f.at_s), *state.timeline.pauses(), timeline)
     return RunResult.from_stats(
         settings=settings,
         server=state.server.label,
@@ -373,13 +448,13 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         stats=state.stats,
         runners=state.runners,
         keys=source.tally.distribution() if source else None,
-        timeline=state.timeline.samples(state.elapsed),
+        timeline=timeline,
         health=health,
         audit=verdict,
         stall_causes=state.causes,
         error=state.error,
         notes=state.notes,
-        faults=sorted(state.faults, key=lambda f: f.at_s),
+        faults=faults,
         retries=(
             RetryFigures(
                 failed_attempts=totals.failed_attempts,
@@ -399,4 +474,5 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         sweep=parts.goal.report(),
         bystander=state.bystander.result() if state.bystander else None,
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
+        pooler=state.pooler_watch.view() if state.pooler_watch else None,
     )

@@ -13,6 +13,7 @@ from pgmq_sim.chaos import FaultSchedule, FaultSpec, parse_chaos
 from pgmq_sim.costs import ProcessCpu
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
+from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import SessionPlan
@@ -20,7 +21,7 @@ from pgmq_sim.db.views import ServerViews
 from pgmq_sim.engine.bounded import FirstError, Signals
 from pgmq_sim.engine.meters import Meters
 from pgmq_sim.events import Fault
-from pgmq_sim.housekeeping import Housekeeper
+from pgmq_sim.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.kinds import Outcome
 from pgmq_sim.observer import RunObserver
 from pgmq_sim.producer import BatchWriter, MessageSource
@@ -74,11 +75,13 @@ class RunState:
     notes: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)  # appended by the schedule's threads
     housekeeper: Housekeeper | None = None
+    pooler_watch: PoolerWatch | None = None
     schedule: FaultSchedule | None = None
     changed: bool = False  # the database has been changed: from now on, every end is reported
     runners: list[str] | None = None  # per worker, the process or host that ran it
     process_cpu: list[ProcessCpu] = field(default_factory=list)  # worker processes elsewhere
     path: RunPath | None = None  # decided by the check
+    pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
@@ -117,9 +120,10 @@ class RunState:
         return self.given.strategy
 
     @property
-    def dsns(self) -> tuple[str, str | None]:
-        """Every DSN the run was given, to hide from whatever it prints: the server's, -listen-dsn."""
-        return self.server.dsn, self.settings.listen_dsn
+    def dsns(self) -> tuple[str, str | None, str | None]:
+        """Every DSN the run was given, to hide from whatever it prints: the server's, -listen-dsn,
+        -pooler-admin."""
+        return self.server.dsn, self.settings.listen_dsn, self.settings.pooler_admin
 
     def clock(self) -> float:
         """Seconds since the workers started (0 before)."""

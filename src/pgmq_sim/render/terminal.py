@@ -135,8 +135,20 @@ def print_summary(console: Console, result: RunResult) -> None:
             f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}); dead tuples"
             f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
         )
+    if result.pooler is not None:
+        p = result.pooler
+        table.add_row(
+            "pooler",
+            f"clients waiting for a server connection: up to {p.waiting_max}, longest"
+            f" {p.longest_wait_ms:.0f} ms, {p.waited_s:.2f} s in all; server connections active up to"
+            f" {p.servers_active_max} ({p.samples} samples)",
+        )
     for fault in result.faults:
-        table.add_row("fault", f"{fault.at_s:.1f} s {fault.kind}: {escape(fault.detail)}")
+        effect = fault.effect()
+        table.add_row(
+            "fault",
+            f"{fault.at_s:.1f} s {fault.kind}: {escape(fault.detail)}" + (f"; {effect}" if effect else ""),
+        )
     console.print(table)
     workers = Table(title="workers", title_justify="left")
     columns = ["worker", "type", "processed", "empty claims", "busy", "conn. lost"]
