@@ -41,6 +41,13 @@ pytestmark = pytest.mark.integration
         (["-stall-timeout", "2", "-work-ms", "1000-3000"], ["-stall-timeout 2", "(3 s)"]),
         (["-plot", "run.xyz"], ["-plot run.xyz", ".png"]),
         (["-wakeup", "notify", "-listen-dsn", "postgres://u:pw@[::1"], ["-listen-dsn", "not shown"]),
+        (["-pooler-admin", "postgres://u:pw@[::1"], ["-pooler-admin", "not shown"]),
+        (["-chaos", "pause-pooler@1s+1s"], ["-chaos pause-pooler", "-pooler-admin URL"]),
+        (["-chaos", "kill-pooler@1s+1s"], ["kill-pooler takes no +DURATION"]),
+        (
+            ["-pooler-admin", "postgres://u:secretpw@127.0.0.1:1/pgbouncer"],
+            ["not pooled", "leave -pooler-admin"],
+        ),
     ],
 )
 def test_bad_flag_values_are_usage_errors(cli: Cli, args: list[str], needles: list[str]) -> None:

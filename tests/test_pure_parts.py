@@ -18,9 +18,11 @@ from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.db.values import AuditCounts, StallFacts
 from pgmq_sim.diagnose import explain_stall
 from pgmq_sim.errors import UsageError
+from pgmq_sim.events import Fault
 from pgmq_sim.kinds import Outcome, TxMode, WakeupMode
+from pgmq_sim.outages import fault_effects
 from pgmq_sim.settings import Settings, WorkTime
-from pgmq_sim.stats import WorkerCounters, WorkerStats
+from pgmq_sim.stats import SecondSample, WorkerCounters, WorkerStats
 
 pytestmark = pytest.mark.unit
 
@@ -223,3 +225,33 @@ def test_a_bystander_baseline_is_compared_only_when_it_is_like_for_like(
     if why is not None:
         assert reason is not None and why in reason
     assert result.as_json()["comparable"] == (why is None)
+
+
+def _seconds(processed: list[int]) -> list[SecondSample]:
+    return [SecondSample(i, n, n, 0, None, None, None) for i, n in enumerate(processed)]
+
+
+def test_a_faults_outage_and_recovery_are_measured_from_the_timeline() -> None:
+    """From the fault to the next completion is the outage; the rate before is the median of the
+    seconds before; recovery ends with the first whole second back at 90% of it. A pause with a
+    lost connection that no fault explains is reported as met; one without any loss is not."""
+    processed = [100, 100, 98, 102, 5, 0, 60, 95, 100, 100, 40, 100, 100, 100]
+    faults = [Fault(4.0, "kill-pooler", "KILL"), Fault(12.5, "reconnect-pooler", "RECONNECT")]
+    gaps = [(4.04, 6.3), (9.9, 10.6), (11.2, 11.45)]
+    losses = [4.05, 4.06, 10.1]
+    kill, met, reconnect = fault_effects(faults, gaps, losses, _seconds(processed))
+    assert (kill.kind, kill.outage_s, kill.rate_before, kill.connections_lost) == ("kill-pooler", 2.3, 100, 2)
+    assert kill.recovery_s == 1.7  # second 6 (60/s) is short of 90; second 7 (95/s) is back, ending at 8 s
+    assert (met.kind, met.at_s, met.outage_s, met.connections_lost) == ("outage", 9.9, 0.7, 1)
+    assert (reconnect.outage_s, reconnect.connections_lost, reconnect.recovery_s) == (0.0, 0, 0.5)
+    assert kill.effect() == "out 2.30 s, back to 100/s within 1.7 s, 2 connection(s) lost"
+
+
+def test_a_fault_never_back_to_its_rate_says_so() -> None:
+    (fault,) = fault_effects(
+        [Fault(3.2, "pause-pooler", "for 1 s")], [(3.2, 4.5)], [], _seconds([50] * 4 + [10] * 4)
+    )
+    assert (
+        fault.recovery_s is None
+        and fault.effect() == "out 1.30 s, not back to 50/s by the end, 0 connection(s) lost"
+    )
