@@ -30,6 +30,31 @@ faulty run that keeps up shows the same msg/s; what the faults cost shows as:
 
     python bench/faults.py                                   # about 4 minutes on 2 cores
     python bench/faults.py --fill-db 10000 --kill-every 2    # about 30 s
+
+--pooler measures the faults of the pooler path instead: an embedded server on TCP behind a real
+PgBouncer (Debian's, through the tests' helper; transaction pooling, pool 4, server_login_retry 3),
+one run per fault,
+
+    pgmq-sim -duration D -rate R -workers 12 -orders 2 -claim indexed -work-ms 0-2 -poll-interval 0.05
+             -dsn POOLER -pooler-admin CONSOLE [-chaos FAULT]
+
+* pause: -chaos pause-pooler@D/3+2s (query_wait_timeout 10: the clients wait);
+* pause past query_wait_timeout: the same pause with query_wait_timeout 1 (the clients are refused);
+* kill: -chaos kill-pooler@D/3 (KILL of the database's client and server connections);
+* reconnect: -chaos reconnect-pooler@D/3 (RECONNECT: server connections closed as released);
+* pooler restart: the bench SIGKILLs PgBouncer at D/3 and starts it again a second later;
+* server restart: the bench restarts the server behind it (pg_ctl restart -m fast) at D/3, while the
+  pooler refuses logins for server_login_retry.
+
+-poll-interval 0.05: the outage is the pause in completions, and workers that sleep a second when
+they find nothing pause that long anyway.
+
+Per fault, from the run's JSON `faults` (the injected fault, or the outage the run met): the outage
+(from the fault until a message completed again), the recovery (from then until a whole second ran
+at 90% of the rate before), connections lost, and the audit.
+
+    python bench/faults.py --pooler                          # about 2 minutes
+    python bench/faults.py --pooler --duration 6 --rate 200  # about 1 minute
 """
 
 from __future__ import annotations
@@ -159,12 +184,81 @@ def drain(
     return None, None
 
 
+POOLER_FAULTS = {  # name: (the pooler's settings, -chaos with AT in it, what the bench does at AT)
+    "pause": ({"query_wait_timeout": "10"}, "pause-pooler@{at}s+2s", None),
+    "pause past query_wait_timeout": ({"query_wait_timeout": "1"}, "pause-pooler@{at}s+2s", None),
+    "kill": ({}, "kill-pooler@{at}s", None),
+    "reconnect": ({}, "reconnect-pooler@{at}s", None),
+    "pooler restart": ({}, None, "pooler"),
+    "server restart": ({}, None, "server"),
+}
+
+
+def pooler_faults(args: argparse.Namespace) -> None:
+    at = round(args.duration / 3, 1)
+    cli_args = [
+        "-duration", f"{args.duration:g}", "-rate", f"{args.rate:g}", "-workers", str(args.workers),
+        "-claim", args.claim, "-work-ms", args.work_ms, "-orders", str(args.orders), "-poll-interval", "0.05",
+    ]  # fmt: skip
+    print("pooler faults: pgmq-sim " + " ".join(cli_args) + " -dsn POOLER -pooler-admin CONSOLE [-chaos ...]")
+    rows = []
+    with c.tcp_server(None) as (dsn, label, pg):
+        print(f"server: {label}; PgBouncer in transaction pooling, pool 4, server_login_retry 3")
+        for name, (extra, chaos, act) in POOLER_FAULTS.items():
+            bouncer = c.pgbouncer_for(dsn, "transaction", 4, {"server_login_retry": "3"} | extra)
+            with bouncer:
+
+                def strike(running: c.Running, act: str | None = act, bouncer: Any = bouncer) -> None:
+                    start = workers_started(running)
+                    if (
+                        act is None
+                        or start is None
+                        or running.done.wait(max(0.0, start + at - time.monotonic()))
+                    ):
+                        return
+                    if act == "pooler":
+                        bouncer.crash_and_restart(1.0)
+                    else:
+                        assert pg is not None
+                        pg.restart()
+                    running.done.wait()  # what this thread started dies with it (PR_SET_PDEATHSIG)
+
+                more = ["-pooler-admin", bouncer.admin_dsn] + (
+                    ["-chaos", chaos.format(at=at)] if chaos else []
+                )
+                data = c.run_cli(cli_args + more, bouncer.dsn, while_running=strike)
+            audit = data.get("audit") or {}
+            measured = [f for f in data["faults"] if "outage_s" in f]
+            fault = max(measured, key=lambda f: f["outage_s"] or 0, default={})
+            rows.append(
+                [
+                    name,
+                    c.fmt(fault.get("outage_s")),
+                    c.fmt(fault.get("recovery_s")),
+                    c.fmt(fault.get("rate_before"), 0),
+                    str(data["connections_lost"]),
+                    c.fmt(data["throughput_per_s"]),
+                    audit.get("verdict", "off"),
+                    str(audit.get("duplicates", "-")),
+                    str(audit.get("missing", "-")),
+                ]
+            )
+    c.print_table(
+        ["fault", "outage s", "recovery s", "rate before", "conn lost", "msg/s", "audit", "dup", "missing"],
+        rows,
+        f"pooler path: {args.workers} workers, {args.rate:g}/s for {args.duration:g} s, fault at {at:g} s",
+    )
+    bad = [row[0] for row in rows if row[6] != "pass" or row[7] != "0" or row[8] != "0"]
+    print("lost and duplicated messages: " + ("none (PASS)" if not bad else f"FAIL in {', '.join(bad)}"))
+    print(f"connections lost per fault: at most {args.workers} (one per worker) expected")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--fill-db", type=int, default=100000, help="messages per run (default 100000)")
-    parser.add_argument("--rate", type=float, default=1000, help="-rate, messages/s (default 1000)")
+    parser.add_argument("--rate", type=float, help="-rate, messages/s (default 1000; --pooler: 300)")
     parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
     parser.add_argument("--orders", type=int, default=2, help="order_ids per type (default 2)")
     parser.add_argument("--work-ms", default="0-2", help="simulated work MIN-MAX ms (default 0-2)")
@@ -174,7 +268,14 @@ def main() -> None:
         "--restart-at", type=float, default=0.5, help="restart at this share of the schedule (default 0.5)"
     )
     parser.add_argument("--repeat", type=int, default=1, help="rounds, median reported (default 1)")
+    parser.add_argument("--pooler", action="store_true", help="the pooler path's faults instead (see above)")
+    parser.add_argument("--duration", type=float, default=15, help="--pooler: seconds per run (default 15)")
     args = parser.parse_args()
+    if args.pooler:
+        args.rate = args.rate or 300.0
+        pooler_faults(args)
+        return
+    args.rate = args.rate or 1000.0
 
     schedule_s = args.fill_db / args.rate
     cli_args = [

@@ -255,3 +255,14 @@ def test_a_fault_never_back_to_its_rate_says_so() -> None:
         fault.recovery_s is None
         and fault.effect() == "out 1.30 s, not back to 50/s by the end, 0 connection(s) lost"
     )
+
+
+def test_a_pause_no_longer_than_the_runs_usual_is_no_outage() -> None:
+    """Workers that sleep when idle pause completions anyway: a fault's pause counts only when it is
+    longer than every pause in the seconds before it."""
+    idle = [(i + 0.1, i + 0.9) for i in range(1, 9)]
+    (same,) = fault_effects([Fault(5.0, "reconnect-pooler", "")], idle, [], _seconds([80] * 10))
+    (longer,) = fault_effects(
+        [Fault(5.0, "kill-pooler", "")], [*idle[:3], (5.05, 7.5)], [], _seconds([80] * 10)
+    )
+    assert same.outage_s == 0.0 and longer.outage_s == 2.5

@@ -40,6 +40,9 @@ def fault_effects(
             default=None,
         )
         began = fault.at_s
+        usual = max((b - a for a, b in gaps if began - BEFORE_S <= a < began), default=0.0)
+        if pause is not None and pause[1] - max(pause[0], began) <= usual:
+            pause = None  # no longer than the run's pauses before it (workers that sleep when idle)
         back = pause[1] if pause else until
         explained.append((began - NEAR_S, max(back, until) + NEAR_S))
         out.append(_measured(fault, began, back, until, losses, processed, pause is not None))
@@ -62,7 +65,7 @@ def _measured(
 ) -> Fault:
     lost = sum(1 for t in losses if began - 0.1 <= t <= max(back, until) + 1)
     before = processed[max(1, int(began) - BEFORE_S) : int(began)]
-    rate = statistics.median(before) if len(before) >= 2 else None
+    rate = statistics.median(before) if before else None
     recovery = None
     if rate:
         for second in range(int(back), len(processed) - 1):  # the last second may be partial

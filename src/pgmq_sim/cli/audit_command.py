@@ -4,8 +4,10 @@ running anything: the verdict is judged from the journal and the run record alon
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -14,7 +16,7 @@ from rich.console import Console
 
 from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.db.connection import connect_checked
+from pgmq_sim.db.connection import connect_waiting
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
@@ -32,7 +34,15 @@ from pgmq_sim.render.files import STDOUT, check_output_path, write_json
     metavar="FILE",
     help="Write the verdict as JSON; - for stdout.",
 )
-def audit_command(dsn: str | None, json_path: Path | None) -> None:
+@flag(
+    "reconnect-timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="How long a passing refusal (a server starting up, a pooler retrying its login) is waited out.",
+)
+def audit_command(dsn: str | None, json_path: Path | None, reconnect_timeout: float) -> None:
     """Audit the queue and journal a run left in the database: exactly once, in order."""
     dsn = dsn or os.environ.get(DSN_ENV) or None
     if dsn is None:
@@ -42,16 +52,19 @@ def audit_command(dsn: str | None, json_path: Path | None) -> None:
     check_dsn(dsn)
     if json_path:
         check_output_path(json_path, "-json")
-    connect_checked(dsn).close()  # one line naming why there is no connection
+    if not 0 <= reconnect_timeout < math.inf:
+        raise UsageError(f"-reconnect-timeout {reconnect_timeout:g}: give seconds, 0 or more")
+    # one line naming why there is no connection, once a passing refusal is waited out
+    connect_waiting(dsn, reconnect_timeout, threading.Event()).close()
     try:
-        verdict = _audit(dsn, json_path)
+        verdict = _audit(dsn, json_path, reconnect_timeout)
     except psycopg.Error as exc:
         raise SimError(f"database error: {reason(exc, dsn)}; check the server") from None
     sys.exit(0 if verdict.passed else 1)
 
 
-def _audit(dsn: str, json_path: Path | None) -> AuditVerdict:
-    db = QueueDatabase(Sessions(dsn, reconnect_timeout=0))
+def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditVerdict:
+    db = QueueDatabase(Sessions(dsn, reconnect_timeout=reconnect_timeout))
     tables = db.tables()
     if not tables["pgmq_sim_run"][0] or not tables["msg_queue"][0]:
         raise SimError(f"no pgmq-sim run found in {redact(dsn)}; run pgmq-sim there first")

@@ -10,6 +10,7 @@ server's is not ISO, is one a pooler tracks per client, as it does application_n
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -119,6 +120,25 @@ def reconnecting(
                 if give_up is None or backoff.stopped:
                     raise
                 raise give_up(exc) from None
+
+
+# refusals that end by themselves: a server starting up or shutting down, a pooler whose own login
+# to the server is failing (server_login_retry) or whose queue timed out (query_wait_timeout)
+PASSING = ("starting up", "shutting down", "server_login_retry", "query_wait_timeout", "server conn crashed")
+
+
+def is_passing_refusal(exc: BaseException) -> bool:
+    """A refusal worth waiting out, not a wrong address or password."""
+    return isinstance(exc, psycopg.errors.CannotConnectNow) or any(p in str(exc) for p in PASSING)
+
+
+def connect_waiting(dsn: str, timeout_s: float, stop: threading.Event) -> psycopg.Connection:
+    """connect_checked, waiting out a passing refusal for up to timeout_s."""
+    check_dsn(dsn, "the DSN")
+    try:
+        return reconnecting(lambda: connect(dsn), Backoff(timeout_s, stop, 0.2), lost=is_passing_refusal)
+    except psycopg.Error as exc:
+        raise connect_error(dsn, exc) from None
 
 
 def connect_checked(dsn: str, autocommit: bool = False) -> psycopg.Connection:
