@@ -259,10 +259,14 @@ def test_a_fault_never_back_to_its_rate_says_so() -> None:
 
 def test_a_pause_no_longer_than_the_runs_usual_is_no_outage() -> None:
     """Workers that sleep when idle pause completions anyway: a fault's pause counts only when it is
-    longer than every pause in the seconds before it."""
+    longer than the pauses the run kept making before it; a one-off stall makes no habit."""
     idle = [(i + 0.1, i + 0.9) for i in range(1, 9)]
     (same,) = fault_effects([Fault(5.0, "reconnect-pooler", "")], idle, [], _seconds([80] * 10))
     (longer,) = fault_effects(
         [Fault(5.0, "kill-pooler", "")], [*idle[:3], (5.05, 7.5)], [], _seconds([80] * 10)
     )
     assert same.outage_s == 0.0 and longer.outage_s == 2.5
+    (after_a_stall,) = fault_effects(
+        [Fault(5.0, "pause-pooler", "")], [(1.0, 3.5), (5.0, 6.5)], [], _seconds([80] * 9)
+    )
+    assert after_a_stall.outage_s == 1.5

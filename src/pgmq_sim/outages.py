@@ -15,6 +15,7 @@ from pgmq_sim.stats import SecondSample
 MET = "outage"  # the kind of a fault the run met rather than injected
 BEFORE_S = 5  # the rate before a fault: the median of the whole seconds before it
 BACK_SHARE = 0.9  # back to the rate: a whole second at 90% of it or more
+HABIT = 3  # pauses in the seconds before a fault that make a habit of pausing
 NEAR_S = 1.0  # a pause in completions that began this soon after a fault's end is the fault's
 
 
@@ -40,9 +41,12 @@ def fault_effects(
             default=None,
         )
         began = fault.at_s
-        usual = max((b - a for a, b in gaps if began - BEFORE_S <= a < began), default=0.0)
-        if pause is not None and pause[1] - max(pause[0], began) <= usual:
-            pause = None  # no longer than the run's pauses before it (workers that sleep when idle)
+        # workers that sleep when idle pause completions again and again: a pause no longer than
+        # those before it is not the fault's (a one-off stall before it is no such habit)
+        habit = [b - a for a, b in gaps if began - BEFORE_S <= a < began]
+        usual = statistics.median(habit) if len(habit) >= HABIT else 0.0
+        if pause is not None and pause[1] - max(pause[0], began) <= 1.25 * usual:
+            pause = None
         back = pause[1] if pause else until
         explained.append((began - NEAR_S, max(back, until) + NEAR_S))
         out.append(_measured(fault, began, back, until, losses, processed, pause is not None))
