@@ -1,5 +1,6 @@
 """The run's housekeeper: once a second it samples the table's dead tuples and the oldest
-snapshot on the server; in split mode it also recovers messages whose owner is gone, every
+snapshot on the server; many times a second, what the run's backends wait on (the wait profile,
+-wait-sample-hz); in split mode it also recovers messages whose owner is gone, every
 heartbeat or quarter lease, whichever is sooner. With -pooler-admin, the pooler's watch reads the
 pool through its console each second.
 
@@ -20,12 +21,13 @@ import psycopg
 from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.values import PoolerPulse
-from pgmq_sim.db.views import ServerViews
+from pgmq_sim.db.views import ActivitySampler, ServerViews
 from pgmq_sim.events import PoolerView, SnapshotHold
 from pgmq_sim.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.stats import PulseSample, Timeline
 from pgmq_sim.threads import RunThread
+from pgmq_sim.waits import WaitTally
 
 PULSE_EVERY_S = 1.0
 
@@ -41,6 +43,7 @@ class Housekeeper(RunThread):
         on_error: Callable[[BaseException], None],
         log: RunLog,
         recover_every_s: float | None,
+        waits: tuple[ActivitySampler, WaitTally, float] | None = None,  # and the sampling interval
     ) -> None:
         super().__init__("housekeeper", stop, on_error)
         self._db = db
@@ -54,19 +57,40 @@ class Housekeeper(RunThread):
         self.worker_backends_max = 0  # server connections seen serving workers at once
         self._longest: SnapshotHold | None = None
         self._lock = threading.Lock()
+        self._waits = waits
 
     def body(self) -> None:
-        next_pulse = next_recovery = time.monotonic()
-        while not self._halt.is_set():
-            now = time.monotonic()
-            if now >= next_pulse:
-                next_pulse = now + PULSE_EVERY_S
-                self._pulse()
-            if self._recover_every_s is not None and now >= next_recovery:
-                next_recovery = now + self._recover_every_s
-                self._recover()
-            wake = min(next_pulse, next_recovery if self._recover_every_s is not None else next_pulse)
-            self._halt.wait(max(0.01, wake - time.monotonic()))
+        next_pulse = next_recovery = next_sample = time.monotonic()
+        try:
+            while not self._halt.is_set():
+                now = time.monotonic()
+                if now >= next_pulse:
+                    next_pulse = now + PULSE_EVERY_S
+                    self._pulse()
+                if self._recover_every_s is not None and now >= next_recovery:
+                    next_recovery = now + self._recover_every_s
+                    self._recover()
+                wake = min(next_pulse, next_recovery if self._recover_every_s is not None else next_pulse)
+                if self._waits is not None:
+                    if now >= next_sample:
+                        next_sample = max(next_sample + self._waits[2], now)
+                        self._sample()
+                    wake = min(wake, next_sample)
+                self._halt.wait(max(0.001, wake - time.monotonic()))
+        finally:
+            if self._waits is not None:
+                self._waits[0].close()
+
+    def _sample(self) -> None:
+        """Best effort, as the pulse: a sample missed is not counted (its tick neither)."""
+        assert self._waits is not None
+        sampler, tally, _ = self._waits
+        self.transactions += 1
+        try:
+            rows = sampler.sample()
+        except psycopg.Error:
+            return
+        tally.add(rows)
 
     def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""

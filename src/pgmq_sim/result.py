@@ -20,6 +20,7 @@ from pgmq_sim.serverpath import RunPath
 from pgmq_sim.settings import Settings
 from pgmq_sim.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.sweep import SweepResult
+from pgmq_sim.waits import WaitProfile
 
 JSON_VERSION = 3  # 3: claim and completion latencies split on the server's clock; costs, path, keys, sweep
 
@@ -106,6 +107,9 @@ class RunResult:
     bystander: BystanderResult | None = None
     worker_backends_max: int | None = None  # server connections serving the workers at once (sampled)
     pooler: PoolerView | None = None  # the pooler's side, read from its console (-pooler-admin)
+    waits: WaitProfile | None = None  # the run's backends sampled from pg_stat_activity
+    claim_total_s: float = 0.0  # the workers' claim round trips, summed
+    complete_total_s: float = 0.0  # and their completions'
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
 
     @classmethod
@@ -139,6 +143,7 @@ class RunResult:
         bystander: BystanderResult | None = None,
         worker_backends_max: int | None = None,
         pooler: PoolerView | None = None,
+        waits: WaitProfile | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -191,6 +196,9 @@ class RunResult:
             bystander=bystander,
             worker_backends_max=worker_backends_max,
             pooler=pooler,
+            waits=waits,
+            claim_total_s=LatencyHistogram.merged(s.claim for s in stats).cumulative_ms(())[1] / 1000,
+            complete_total_s=LatencyHistogram.merged(s.complete for s in stats).cumulative_ms(())[1] / 1000,
         )
 
     @functools.cached_property
@@ -317,6 +325,7 @@ class RunResult:
             "path": self.path.as_json() if self.path else None,
             "worker_backends_max": self.worker_backends_max,
             "pooler": self.pooler.as_json() if self.pooler else None,
+            "waits": self.waits.as_json() if self.waits else None,
             "sweep": self.sweep.as_json() if self.sweep else None,
             "bystander": self.bystander.as_json() if self.bystander else None,
             "drift": self.drift.as_json() if self.drift else None,

@@ -50,6 +50,9 @@ def parse_choice(kind: type[E], value: str, flag: str) -> E:
         raise UsageError(f"unknown {flag} '{value}'; use one of: {choices(kind)}") from None
 
 
+MAX_SAMPLE_HZ = 100  # pg_stat_activity read more often costs the server more than it says
+
+
 @dataclass(frozen=True)
 class WorkTime:
     """Simulated work per message, uniform in [min_ms, max_ms]."""
@@ -140,6 +143,7 @@ class Settings:
     pooler: PoolerMode = PoolerMode.AUTO
     listen_dsn: str | None = None  # -wakeup notify's LISTEN, on a direct connection
     pooler_admin: str | None = None  # the pooler's admin console: its view, and its faults
+    wait_sample_hz: float = 20.0  # pg_stat_activity samples per second for the wait profile (0: none)
     types: int = 3
     key_skew: KeySkew = field(default_factory=lambda: KeySkew("uniform"))
     payload: Payload | None = None
@@ -228,6 +232,11 @@ class Settings:
             raise UsageError(f"-reconnect-timeout {self.reconnect_timeout:g} must be >= 0 seconds")
         if self.poll_interval < 0:
             raise UsageError(f"-poll-interval {self.poll_interval:g} must be >= 0 seconds")
+        if not 0 <= self.wait_sample_hz <= MAX_SAMPLE_HZ:
+            raise UsageError(
+                f"-wait-sample-hz {self.wait_sample_hz:g} must be between 0 (no wait profile)"
+                f" and {MAX_SAMPLE_HZ}"
+            )
         longest_wait = max(self.poll_interval, self.work.max_ms / 1000)
         if self.stall_timeout <= longest_wait:
             raise UsageError(

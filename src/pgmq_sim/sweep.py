@@ -266,6 +266,9 @@ class StepResult:
     reasons: tuple[str, ...] = ()
     faults: tuple[str, ...] = ()  # faults injected during the step
     purpose: str = "step"  # a fixed ladder's step; a search's "ladder", "bisect" or "hold"
+    limit: str | None = None  # the resource that bounded the step (limits.py)
+    limit_evidence: str | None = None
+    wait_profile: dict[str, float] | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -462,6 +465,22 @@ class SweepResult:
             parts.append(f"{budget} cut the search short")
         return f"max sustainable {knee.setting:g} msg/s ({'; '.join(parts)})"
 
+    @property
+    def limiting_step(self) -> StepResult | None:
+        """The step that shows what bounds the queue: a rate sweep's lowest failing step above the
+        knee; a workers sweep's step with the most workers."""
+        if self.spec.kind == "workers":
+            return max(self.steps, key=lambda s: (s.setting, s.index), default=None)
+        failing = self.first_failing_per_s
+        return next((s for s in reversed(self.steps) if s.setting == failing and s.verdict == "fail"), None)
+
+    def limit_line(self) -> str | None:
+        step = self.limiting_step
+        if step is None or step.limit is None:
+            return None
+        at = f"{step.setting:g} workers" if self.spec.kind == "workers" else f"{step.setting:g} msg/s"
+        return f"at {at} the limit was {step.limit}: {step.limit_evidence}"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "spec": str(self.spec),
@@ -473,6 +492,7 @@ class SweepResult:
             "first_failing_per_s": self.first_failing_per_s,
             "knee_step": None if self.knee is None else self.knee.index + 1,
             "headline": self.headline(),
+            "limit": self.limit_line(),
             "confirmed": self._confirmed_json(),
             "adaptive": self._search_json(),
             "steps": [s.as_json() for s in self.steps],

@@ -759,3 +759,9 @@ def _number_text(value: float) -> str:
     """A number as short as it reads back exactly (100 not 100.0, 1.2 not 1.20000)."""
     short = f"{value:g}"
     return short if float(short) == value else repr(value)
+
+
+def hottest_share(skew: KeySkew, orders: int, types: int) -> float:
+    """The hottest group's share of all messages the skew promises (types share them evenly)."""
+    within = 1 / orders if skew.kind == "uniform" else zipf_share(orders, skew.s)
+    return within / types

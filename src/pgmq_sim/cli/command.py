@@ -282,6 +282,14 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
     help="With -wakeup notify behind a transaction pooler: a direct connection for LISTEN.",
 )
 @flag(
+    "wait-sample-hz",
+    type=float,
+    default=20.0,
+    show_default=True,
+    metavar="N",
+    help="pg_stat_activity samples per second for the wait profile and the limit verdict; 0: none.",
+)
+@flag(
     "pooler-admin",
     metavar="URL",
     default=None,

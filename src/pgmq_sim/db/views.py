@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
+from pgmq_sim.db.connection import connect
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.dsn import first_line
@@ -62,6 +63,32 @@ class ServerViews:
             return StallFacts(blocked, pending, heads, unlocked, holders, bool(facts and facts[2]))
 
         return self.sessions.retrying(read)
+
+
+class ActivitySampler:
+    """pg_stat_activity for the run's sessions, many times a second, on a connection held for it
+    (a connection per sample would cost the server more than the sample). Behind a transaction
+    pooler each sample is a transaction of its own, as every other statement of the tool."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._conn: psycopg.Connection | None = None
+
+    def sample(self) -> list[tuple[str | None, str, str]]:
+        """(state, wait_event_type, wait_event) per session; raises when the server is away (the
+        next sample connects again)."""
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = connect(self._dsn, "sampler", autocommit=True)
+            return [(r[0], r[1], r[2]) for r in self._conn.execute(statement("wait_sample"))]
+        except psycopg.Error:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
 
 DATABASE_COUNTERS = (

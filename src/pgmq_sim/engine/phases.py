@@ -21,6 +21,7 @@ from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.values import TableHealth
+from pgmq_sim.db.views import ActivitySampler
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
@@ -39,7 +40,7 @@ from pgmq_sim.roles import RoleTransactions
 from pgmq_sim.settings import Settings
 from pgmq_sim.stats import WorkerCounters
 from pgmq_sim.threads import join_all
-from pgmq_sim.traffic import key_sampler, zipf_share
+from pgmq_sim.traffic import hottest_share, key_sampler
 from pgmq_sim.worker import session_plan
 
 STOP_GRACE_S = 2.0
@@ -209,13 +210,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
 
 
 def expected_hot_share(settings: Settings) -> float:
-    """The share of all messages the skew promises its hottest group."""
-    within = (
-        1 / settings.orders
-        if settings.key_skew.kind == "uniform"
-        else zipf_share(settings.orders, settings.key_skew.s)
-    )
-    return within / settings.types
+    return hottest_share(settings.key_skew, settings.orders, settings.types)
 
 
 def start(state: RunState, parts: RunParts) -> None:
@@ -260,6 +255,9 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         state.errors.reporter("housekeeping"),
         state.log,
         recover_every_s=min(BEAT_S, settings.lease / 4) if settings.tx == TxMode.SPLIT else None,
+        waits=(ActivitySampler(state.server.dsn), state.waits, 1 / settings.wait_sample_hz)
+        if settings.wait_sample_hz
+        else None,
     )
     state.threads.append(state.housekeeper)
     state.housekeeper.start()
@@ -475,4 +473,5 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         bystander=state.bystander.result() if state.bystander else None,
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
+        waits=state.waits.profile() if settings.wait_sample_hz else None,
     )

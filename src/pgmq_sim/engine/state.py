@@ -32,6 +32,7 @@ from pgmq_sim.settings import Settings
 from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource
 from pgmq_sim.stats import Timeline, WorkerStats
 from pgmq_sim.threads import RunThread
+from pgmq_sim.waits import WaitTally
 from pgmq_sim.worker import ProcessedCounter
 
 
@@ -76,6 +77,7 @@ class RunState:
     faults: list[Fault] = field(default_factory=list)  # appended by the schedule's threads
     housekeeper: Housekeeper | None = None
     pooler_watch: PoolerWatch | None = None
+    waits: WaitTally = field(default_factory=WaitTally)  # the housekeeper's samples
     schedule: FaultSchedule | None = None
     changed: bool = False  # the database has been changed: from now on, every end is reported
     runners: list[str] | None = None  # per worker, the process or host that ran it

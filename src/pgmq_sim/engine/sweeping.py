@@ -14,6 +14,7 @@ from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.kinds import WakeupMode
+from pgmq_sim.limits import Figures, judge, server_cores
 from pgmq_sim.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.sweep import (
     MAX_STEPS,
@@ -27,7 +28,8 @@ from pgmq_sim.sweep import (
     judge_step,
     slope_per_s,
 )
-from pgmq_sim.traffic import IDLE_WAIT_S
+from pgmq_sim.traffic import IDLE_WAIT_S, hottest_share
+from pgmq_sim.waits import WaitProfile
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
 
@@ -102,6 +104,9 @@ class Edge:
     server_cpu: float | None
     client: CpuReading
     elsewhere_cpu_s: float  # worker processes' CPU so far, as they last reported it
+    busy_s: float  # the workers' claim, work and completion so far
+    work_s: float
+    waits: WaitProfile
 
 
 class SweepGoal:
@@ -242,6 +247,9 @@ class SweepGoal:
             state.meters.server_cpu(),
             CpuReading.now(),
             sum(p.cpu_s for p in state.process_cpu),
+            totals.busy_s,
+            totals.work_s,
+            state.waits.profile(),
         )
 
     @staticmethod
@@ -297,6 +305,9 @@ class SweepGoal:
         # this process, and the worker processes elsewhere (their reports lag by at most 0.2 s)
         client_cpu_s = last.client.cpu_s - start.client.cpu_s + last.elsewhere_cpu_s - start.elsewhere_cpu_s
         faults = tuple(f"{f.at_s:.1f} s {f.kind}" for f in state.faults if start.at <= f.at_s < last.at)
+        limit = judge(
+            self._figures(state, start, end, paced, verdict == "pass", claim["p50"], complete["p50"], cost)
+        )
         return StepResult(
             index=self._index,
             setting=setting,
@@ -320,4 +331,64 @@ class SweepGoal:
             reasons=reasons,
             faults=faults,
             purpose=self._purpose,
+            limit=limit.resource,
+            limit_evidence=limit.evidence,
+            wait_profile=limit.wait_profile,
+        )
+
+    def _figures(
+        self,
+        state: RunState,
+        start: Edge,
+        end: Edge,
+        paced: float | None,
+        kept_up: bool,
+        claim_ms: float | None,
+        complete_ms: float | None,
+        cost: ServerCost | None,
+    ) -> Figures:
+        """The step's figures for the limit's judge, from its edges."""
+        settings = state.settings
+        seconds = max(1e-9, end.at - start.at)
+        workers = int(self._value) if self.spec.kind == "workers" else settings.workers
+        finished = end.finished - start.finished
+        busy_s, work_s = end.busy_s - start.busy_s, end.work_s - start.work_s
+        work_ms = work_s / finished * 1000 if finished else 0.0
+        bound = None
+        if state.strategy.ordered and work_ms > 0:
+            groups = min(
+                len(settings.queue_types) * settings.orders,
+                1 / hottest_share(settings.key_skew, settings.orders, settings.types),
+            )
+            bound = groups / (work_ms / 1000) * work_ms / (work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
+        server_cpu = (
+            end.server_cpu - start.server_cpu
+            if end.server_cpu is not None and start.server_cpu is not None
+            else None
+        )
+        cores = server_cores(server_cpu)
+        blocks = None
+        if cost is not None and finished:
+            blocks = (cost.database.get("blks_hit", 0) + cost.database.get("blks_read", 0)) / finished
+        arrived = end.produced - start.produced
+        return Figures(
+            workers=workers,
+            achieved_per_s=finished / seconds,
+            offered_per_s=paced,
+            arrived_share=min(1.0, arrived / (paced * seconds)) if paced else None,
+            kept_up=kept_up,
+            busy=min(1.0, busy_s / (workers * seconds)),
+            service_ms=busy_s / finished * 1000 if finished else None,
+            ordering_bound_per_s=bound,
+            groups=len(settings.queue_types) * settings.orders,
+            waits=end.waits.minus(start.waits),
+            pooled=state.path is not None and state.path.pooled,
+            claim_ms=claim_ms,
+            complete_ms=complete_ms,
+            work_ms=work_ms,
+            server_cpu_share=server_cpu / seconds / cores if server_cpu is not None and cores else None,
+            server_cores=cores,
+            client_core_share=(end.client.cpu_s - start.client.cpu_s) / seconds,
+            blocks_per_msg=blocks,
+            strategy=state.strategy.label,
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 from pgmq_sim.advice import advice
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.limits import run_limit, time_split
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result import RunResult
 
@@ -71,5 +72,6 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
 
 def result_document(result: RunResult) -> dict[str, Any]:
-    """A result's JSON document: the result, and the advice its figures call for."""
-    return result.as_json() | {"advice": advice(result)}
+    """A result's JSON document: the result, its limit, and the advice its figures call for."""
+    limit = run_limit(result).as_json()
+    return result.as_json() | {"limit": limit, "time_split": time_split(result), "advice": advice(result)}

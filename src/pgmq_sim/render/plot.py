@@ -10,6 +10,7 @@ from typing import Any
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result import RunResult
+from pgmq_sim.waits import CLASSES
 
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 PERCENTILES = (("e2e_p50_ms", "p50", "-"), ("e2e_p95_ms", "p95", "--"), ("e2e_p99_ms", "p99", ":"))
@@ -110,6 +111,36 @@ def _draw_knees(ax: Any, results: list[RunResult], colors: list[str]) -> None:
     ax.grid(True, alpha=0.3)
 
 
+def _draw_waits(ax: Any, results: list[RunResult], colors: list[str]) -> None:
+    """The wait profile: shares of the backends' time in a transaction, a stacked bar per run, or
+    per step of a single sweep."""
+    bars: list[tuple[str, dict[str, float]]] = []
+    if len(results) == 1 and results[0].sweep is not None:
+        sweep = results[0].sweep
+        unit = "workers" if sweep.spec.kind == "workers" else "/s"
+        for step in sorted(sweep.steps, key=lambda s: (s.setting, s.index)):
+            bars.append((f"{step.setting:g}{unit} {step.limit or ''}", step.wait_profile or {}))
+    else:
+        for r in results:
+            bars.append((f"{r.strategy}/{r.settings.wakeup}", r.waits.shares() if r.waits else {}))
+    names = [name for name in CLASSES if any(shares.get(name) for _, shares in bars)]
+    left = [0.0] * len(bars)
+    for index, name in enumerate(names):
+        widths = [shares.get(name, 0.0) for _, shares in bars]
+        ax.barh(range(len(bars)), widths, left=left, color=colors[index % len(colors)], label=CLASSES[name])
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize="small")
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
+    ax.set_title(
+        "server waits: the run's backends in a transaction, sampled from pg_stat_activity"
+        + ("" if names else " (not sampled: -wait-sample-hz 0)"),
+        fontsize="medium",
+    )
+    if names:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
+
+
 def write_plot(path: Path, results: list[RunResult]) -> None:
     """One colour per run; in a single run, one colour per percentile. Legends sit outside the
     axes; the last, partial second is drawn as a rate, not as a collapse."""
@@ -123,14 +154,15 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     single = len(results) == 1
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     swept = [r for r in results if r.sweep is not None]
-    if swept:  # the knee gets a picture of its own beside the run over time
-        fig = plt.figure(figsize=(11, 12), constrained_layout=True)
-        grid = fig.add_gridspec(4, 1, height_ratios=(1, 1, 1, 1.2))
-        axes = [fig.add_subplot(grid[0])]
-        axes += [fig.add_subplot(grid[i], sharex=axes[0]) for i in (1, 2)]
+    # the run over time, then the knee (a sweep) and where the server's time went, each apart
+    heights = (1, 1, 1, 1.2, 0.8) if swept else (1, 1, 1, 0.6)
+    fig = plt.figure(figsize=(11, 3 * sum(heights)), constrained_layout=True)
+    grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
+    axes = [fig.add_subplot(grid[0])]
+    axes += [fig.add_subplot(grid[i], sharex=axes[0]) for i in (1, 2)]
+    if swept:
         _draw_knees(fig.add_subplot(grid[3]), swept, colors)
-    else:
-        fig, axes = plt.subplots(3, 1, figsize=(11, 9), sharex=True, constrained_layout=True)
+    _draw_waits(fig.add_subplot(grid[len(heights) - 1]), results, colors)
     for index, r in enumerate(results):
         color = colors[index % len(colors)]
         label = f"{r.strategy}/{r.settings.wakeup}" + ("/split" if r.settings.tx == "split" else "")

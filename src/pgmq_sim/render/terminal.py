@@ -11,6 +11,7 @@ from pgmq_sim.checks import number
 from pgmq_sim.costs import ServerCost
 from pgmq_sim.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.drift import SHORT_DRIFT_S, DriftReport
+from pgmq_sim.limits import run_limit, time_split
 from pgmq_sim.result import RunResult
 from pgmq_sim.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.sweep import SweepResult
@@ -143,6 +144,11 @@ def print_summary(console: Console, result: RunResult) -> None:
             f" {p.longest_wait_ms:.0f} ms, {p.waited_s:.2f} s in all; server connections active up to"
             f" {p.servers_active_max} ({p.samples} samples)",
         )
+    limit = run_limit(result)
+    table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
+    if result.waits is not None:
+        table.add_row("server waits", escape(result.waits.text()))
+    table.add_row("workers' time", escape(time_split_text(result)))
     for fault in result.faults:
         effect = fault.effect()
         table.add_row(
@@ -181,6 +187,11 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(f"[yellow]advice:[/] {escape(line)}")
     if result.checks:
         print_checks(console, result)
+
+
+def time_split_text(result: RunResult) -> str:
+    split = time_split(result)
+    return ", ".join(f"{name} {share:.0%}" for name, share in split.items())
 
 
 def print_drift(console: Console, drift: DriftReport) -> None:
@@ -307,7 +318,7 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
     setting = "workers" if sweep.spec.kind == "workers" else "rate/s"
     columns = (
         "step", setting, "offered/s", "achieved/s", "e2e p50", "e2e p99", "backlog", "slope/s",
-        "claim p50", "empty", "dead tup.", "WAL B/msg", "srv us/msg", "cli us/msg", "verdict",
+        "claim p50", "empty", "dead tup.", "WAL B/msg", "srv us/msg", "cli us/msg", "limit", "verdict",
     )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "verdict" else "right")
@@ -334,6 +345,7 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
             num(step.wal_bytes_per_msg),
             num(step.server_cpu_us_per_msg),
             num(step.client_cpu_us_per_msg),
+            step.limit or "-",
             "[green]pass[/]" if step.verdict == "pass" else "[red]FAIL[/]",
         )
     console.print(table)
@@ -345,6 +357,9 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
         if said:
             console.print(f"step {step.index + 1}: {said}")
     console.print(f"[bold]{sweep.headline()}[/]")
+    limit = sweep.limit_line()
+    if limit:
+        console.print(escape(limit))
     for row in sweep.noise():
         p99s = [p for p in row["e2e_p99_ms"] if p is not None]
         spread = f"p99 {min(p99s):.0f}-{max(p99s):.0f} ms" if p99s else "no p99"

@@ -1,0 +1,346 @@
+"""Why the limit is where it is: one verdict from measured figures (the workers' busy time, the
+server's wait profile, the pooler's waits, CPU on both sides, the claim's reads), the resource that
+bounded the run or a sweep's step, its evidence, and the one fix that follows from it.
+
+The checks go from the cause to the symptom: a pool, a claim plan or a hot key can each make the
+workers look busy or the server's CPU look full, so those are judged first. Each fires only at
+its limit (a threshold below which the resource is not what bounds the run)."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pgmq_sim.result import RunResult
+from pgmq_sim.waits import WaitProfile
+
+RESOURCES = (
+    "client-cpu",
+    "pool",
+    "claim-plan",
+    "locks",
+    "wal-flush",
+    "server-cpu",
+    "ordering",
+    "workers",
+    "producer",
+    "none",
+)
+WORKERS_BUSY = 0.85  # the workers' mean busy share at which more work could not be taken (a run's
+# start and a drained queue's tail lower the mean of workers that were saturated)
+ORDERING_SHARE = 0.85  # of the ordering bound, with each message's claim and completion
+WAIT_SHARE = 0.25  # of the backends' time in a transaction
+POOL_WAIT_SHARE = 0.2  # of the workers' time, waiting for a server connection
+SERVER_CPU_SHARE = 0.85  # of the server's cores
+CLAIM_BLOCKS = 200  # buffers read per message: a claim that scans, not one that seeks
+KEPT_UP = 0.95  # of the offered rate
+CLIENT_CORE_SHARE = 0.9  # of a core, the busiest client process's (one GIL per process)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the judge reads, for a whole run or a sweep's step; None where it was not measured."""
+
+    workers: int
+    achieved_per_s: float
+    offered_per_s: float | None  # paced: the rate offered; None for a prefilled or topped-up queue
+    arrived_share: float | None  # of the offered messages, the share the producer wrote on time
+    kept_up: bool
+    busy: float  # the workers' mean busy share
+    service_ms: float | None  # a message's work, claim and completion, per worker
+    ordering_bound_per_s: float | None  # with the claim and completion in each message's time
+    groups: int | None
+    waits: WaitProfile | None
+    pooled: bool = False
+    pool_wait_share: float | None = None  # of the workers' time (the pooler's console)
+    pool_servers: int | None = None  # server connections seen serving the workers at once
+    claim_ms: float | None = None
+    complete_ms: float | None = None
+    work_ms: float = 0.0
+    server_cpu_share: float | None = None  # of the server's cores, where its processes are ours
+    server_cores: int | None = None
+    client_core_share: float | None = None  # the busiest client process's share of a core
+    blocks_per_msg: float | None = None
+    strategy: str = ""
+    hot_group: str | None = None  # the hottest group and its share, where a skew made one
+
+
+@dataclass(frozen=True)
+class Limit:
+    resource: str
+    evidence: str
+    wait_profile: dict[str, float] | None
+    fix: str | None  # the one thing to change, or None (below every limit)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"resource": self.resource, "evidence": self.evidence, "wait_profile": self.wait_profile}
+
+
+def judge(f: Figures) -> Limit:
+    profile = f.waits.shares() if f.waits is not None and f.waits.busy else None
+    for check in (_client, _pool, _claim_plan, _locks, _wal, _server_cpu, _ordering, _workers, _producer):
+        found = check(f)
+        if found is not None:
+            resource, evidence, fix = found
+            return Limit(resource, evidence, profile, fix)
+    # below every threshold: the nearest one, named as such when the run did not keep up
+    levels = [("workers", f.busy / WORKERS_BUSY, f"workers busy {f.busy:.0%}")]
+    if f.ordering_bound_per_s:
+        share = f.achieved_per_s / f.ordering_bound_per_s
+        levels.append(("ordering", share / ORDERING_SHARE, f"{share:.0%} of the ordering bound"))
+    if f.server_cpu_share is not None:
+        cpu = f.server_cpu_share
+        levels.append(("server-cpu", cpu / SERVER_CPU_SHARE, f"server CPU {cpu:.0%} of its cores"))
+    if f.client_core_share is not None:
+        own = f.client_core_share
+        levels.append(("client-cpu", own / CLIENT_CORE_SHARE, f"the tool's CPU {own:.0%} of a core"))
+    levels.sort(key=lambda level: -level[1])
+    said = ", ".join(text for _, _, text in levels)
+    if f.offered_per_s is not None and f.kept_up:
+        return Limit(
+            "none", f"the offered {f.offered_per_s:g}/s was served below every limit ({said})", profile, None
+        )
+    return Limit(
+        levels[0][0],
+        f"nearest its limit, none reached ({said}): idle workers asleep between polls, a short run,"
+        " or cores shared by client and server may have held the rest back",
+        profile,
+        None,
+    )
+
+
+Found = tuple[str, str, str] | None
+
+
+def _client(f: Figures) -> Found:
+    share = f.client_core_share
+    if share is None or share < CLIENT_CORE_SHARE:
+        return None
+    return (
+        "client-cpu",
+        f"the tool's busiest process used {share:.0%} of a core: the client set the pace, not the queue",
+        "measure the queue with more worker processes (--processes N) or a client host of its own"
+        " (--master/--worker)",
+    )
+
+
+def _pool(f: Figures) -> Found:
+    if not f.pooled:
+        return None
+    servers = f.pool_servers
+    if f.pool_wait_share is not None:
+        if f.pool_wait_share < POOL_WAIT_SHARE:
+            return None
+        evidence = (
+            f"the workers spent {f.pool_wait_share:.0%} of their time waiting for a server connection"
+            " (the pooler's console)"
+        )
+    else:  # without the console: a claim slow beside its completion, more workers than connections
+        if servers is None or servers >= f.workers or f.claim_ms is None or f.complete_ms is None:
+            return None
+        if f.claim_ms < 2 * f.complete_ms or f.claim_ms < 0.5 * f.work_ms:
+            return None
+        evidence = (
+            f"{f.workers} workers shared at most {servers} server connections, and the claim p50"
+            f" {f.claim_ms:.1f} ms is mostly the wait for one (completion p50 {f.complete_ms:.1f} ms)"
+        )
+    share = f.pool_wait_share or 0.0
+    want = min(f.workers, max((servers or 1) + 1, math.ceil((servers or 1) / max(0.05, 1 - share))))
+    cap = 2 * f.server_cores if f.server_cores else None
+    if cap is not None and want > cap:
+        return (
+            "pool",
+            evidence,
+            f"the pool is as large as the server's {f.server_cores} cores serve well: run {cap} workers",
+        )
+    return (
+        "pool",
+        evidence,
+        f"raise the pooler's pool size to about {want} (server connections seen: {servers or '?'})",
+    )
+
+
+def _claim_plan(f: Figures) -> Found:
+    blocks = f.blocks_per_msg
+    if blocks is None or blocks < CLAIM_BLOCKS or f.claim_ms is None:
+        return None
+    if f.complete_ms is not None and f.claim_ms < 2 * f.complete_ms:
+        return None
+    fix = (
+        "try -claim indexed, which reads only each group's head"
+        if f.strategy == "seed"
+        else "check the claim's plan with EXPLAIN"
+    )
+    return (
+        "claim-plan",
+        f"the server read {blocks:.0f} buffers per message and the claim p50 is {f.claim_ms:.1f} ms:"
+        " the claim scans the backlog",
+        fix,
+    )
+
+
+def _locks(f: Figures) -> Found:
+    if f.waits is None or f.waits.share("locks") < WAIT_SHARE:
+        return None
+    return (
+        "locks",
+        f"the backends waited on each other's locks {f.waits.share('locks'):.0%} of their time"
+        " (Lock: tuple, transactionid)",
+        "claims queue behind each other's row locks: use a claim that skips locked rows"
+        " (-claim indexed or advisory)",
+    )
+
+
+def _wal(f: Figures) -> Found:
+    if f.waits is None or f.waits.share("wal-flush") < WAIT_SHARE:
+        return None
+    return (
+        "wal-flush",
+        f"commits waited for the WAL flush {f.waits.share('wal-flush'):.0%} of the backends' time"
+        " (IO: WALSync, LWLock: WALWrite)",
+        "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
+        " last commits on a crash is acceptable; more workers only queue on the flush",
+    )
+
+
+def _server_cpu(f: Figures) -> Found:
+    share = f.server_cpu_share
+    if share is None or share < SERVER_CPU_SHARE:
+        return None
+    return (
+        "server-cpu",
+        f"the server's processes used {share:.0%} of its {f.server_cores} cores",
+        "the server's CPU is the limit: a cheaper claim, fewer connections in flight, or more cores;"
+        " more workers will not help",
+    )
+
+
+def _ordering(f: Figures) -> Found:
+    bound = f.ordering_bound_per_s
+    if bound is None or f.achieved_per_s < ORDERING_SHARE * bound:
+        return None
+    return (
+        "ordering",
+        f"{f.achieved_per_s:.0f}/s is {f.achieved_per_s / bound:.0%} of the ordering bound {bound:.0f}/s:"
+        " each group takes one message at a time, and the busiest group sets the pace"
+        + (f" ({f.hot_group})" if f.hot_group else ""),
+        "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work",
+    )
+
+
+def _workers(f: Figures) -> Found:
+    if f.busy < WORKERS_BUSY:
+        return None
+    evidence = f"the workers were busy {f.busy:.0%} of the time"
+    if f.service_ms:
+        evidence += f" ({f.service_ms:.1f} ms per message each: work, claim and completion)"
+    target = f.offered_per_s if f.offered_per_s and not f.kept_up else None
+    if target and f.service_ms:
+        want = math.ceil(target * f.service_ms / 1000 / 0.8)  # at 80% busy, room for bursts
+        if f.groups is not None:
+            want = min(want, f.groups)
+        return ("workers", evidence, f"add workers: about {want} serve {target:g}/s at 80% busy")
+    return (
+        "workers",
+        evidence,
+        f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers",
+    )
+
+
+def _producer(f: Figures) -> Found:
+    if f.arrived_share is None or f.arrived_share >= KEPT_UP:
+        return None
+    return (
+        "producer",
+        f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: the offered rate"
+        " was not offered",
+        "the producer set the pace: measure a higher rate with more producer throughput (a client host"
+        " of its own), or take the achieved rate as the offered one",
+    )
+
+
+def server_cores(cpu_s: float | None) -> int | None:
+    """The server's cores where its CPU is read (the embedded server, on this machine)."""
+    return os.cpu_count() if cpu_s is not None else None
+
+
+def run_figures(r: RunResult) -> Figures:
+    """A whole run's figures, from its result."""
+    elapsed, workers = max(r.elapsed_s, 1e-9), max(1, len(r.workers))
+    busy = sum(w.busy_share for w in r.workers) / workers
+    claim, complete, work = r.claim_ms["p50"], r.complete_ms["p50"], r.work_mean_ms
+    bound = r.ordering_bound_per_s
+    if bound is not None and work > 0:
+        bound *= work / (work + (claim or 0.0) + (complete or 0.0))
+    offered = arrived_share = None
+    kept_up = False
+    due = sum(s.offered or 0 for s in r.timeline)
+    if r.settings.paced and r.sweep is None and due:
+        arrived = sum(s.arrived for s in r.timeline)
+        offered, arrived_share = due / elapsed, min(1.0, arrived / due)
+        backlog = r.timeline[-1].backlog if r.timeline else 0
+        kept_up = arrived_share >= KEPT_UP and backlog <= max(2 * offered, 2 * workers)
+    cost = r.server_cost
+    cores = server_cores(cost.cpu_s if cost else None)
+    blocks = None
+    if cost is not None and cost.messages:
+        blocks = (cost.database.get("blks_hit", 0) + cost.database.get("blks_read", 0)) / cost.messages
+    busiest = r.client.busiest
+    hot = None
+    if r.keys is not None and r.keys.hottest and r.keys.hot_share and r.groups:
+        group = r.keys.hottest[0]
+        if r.keys.hot_share >= 2 / r.groups:  # twice an even share: a hot key
+            share = r.keys.hot_share
+            hot = f"group ({group.queue_type}, order_id {group.order_id}) has {share:.0%} of the messages"
+    return Figures(
+        workers=workers,
+        achieved_per_s=r.throughput_per_s,
+        offered_per_s=offered,
+        arrived_share=arrived_share,
+        kept_up=kept_up,
+        busy=busy,
+        service_ms=busy * workers * elapsed / r.processed * 1000 if r.processed else None,
+        ordering_bound_per_s=bound,
+        groups=r.groups or None,
+        waits=r.waits,
+        pooled=r.path is not None and r.path.pooled,
+        pool_wait_share=r.pooler.waited_s / (workers * elapsed) if r.pooler else None,
+        pool_servers=r.pooler.servers_active_max if r.pooler else r.worker_backends_max,
+        claim_ms=claim,
+        complete_ms=complete,
+        work_ms=work,
+        server_cpu_share=cost.cpu_s / elapsed / cores if cost and cost.cpu_s is not None and cores else None,
+        server_cores=cores,
+        client_core_share=busiest.core_share if busiest else None,
+        blocks_per_msg=blocks,
+        strategy=r.strategy,
+        hot_group=hot,
+    )
+
+
+def run_limit(r: RunResult) -> Limit:
+    return judge(run_figures(r))
+
+
+def time_split(r: RunResult) -> dict[str, float]:
+    """Where the workers' time went, as shares of their time in the run: the work, the claim's and
+    the completion's round trips (a pool's wait is inside the claim's), waiting for a CPU (the
+    run-queue delay of the tool's threads), and idle (polling an empty queue, asleep)."""
+    elapsed, workers = r.elapsed_s, len(r.workers)
+    if elapsed <= 0 or not workers:
+        return {}
+    total = elapsed * workers
+    claim_s, complete_s = r.claim_total_s, r.complete_total_s
+    work_s = r.work_mean_ms * r.processed / 1000
+    local = next((p for p in r.client.processes if p.runner == "local"), None)
+    cpu_wait = min(total, local.run_delay_s) if local is not None and local.run_delay_s else 0.0
+    split = {
+        "work": work_s / total,
+        "claim": claim_s / total,
+        "completion": complete_s / total,
+        "waiting for a CPU": cpu_wait / total,
+    }
+    split["idle"] = max(0.0, 1 - sum(split.values()))
+    return {name: round(share, 3) for name, share in split.items()}
