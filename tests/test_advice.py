@@ -10,14 +10,16 @@ import pytest
 from builders import settings
 
 from pgmq_sim import advice
-from pgmq_sim.costs import ClientCost, ProcessCpu
+from pgmq_sim.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.db.values import PathFacts, TableHealth
 from pgmq_sim.events import SnapshotHold
 from pgmq_sim.keys import HotGroup, KeyDistribution
 from pgmq_sim.kinds import Outcome, PoolerMode
+from pgmq_sim.limits import run_limit
 from pgmq_sim.result import RetryFigures, RunResult
 from pgmq_sim.serverpath import RunPath
 from pgmq_sim.stats import SecondSample, WorkerStats
+from pgmq_sim.waits import WaitProfile
 
 pytestmark = pytest.mark.unit
 
@@ -41,6 +43,10 @@ def result(
     hot: HotGroup | None = None,
     path: RunPath | None = None,
     worker_backends_max: int | None = None,
+    busy_ms: float = 1.0,
+    waits: WaitProfile | None = None,
+    server_cost: ServerCost | None = None,
+    offered: int | None = None,
     **changes: Any,
 ) -> RunResult:
     """A run whose figures are set by hand: each worker processed its share at these latencies."""
@@ -49,7 +55,7 @@ def result(
         s = WorkerStats(name=f"w{i + 1}", queue_type=("type1", "type2", "type3")[i % 3])
         share = processed // workers + (1 if i < processed % workers else 0)
         for _ in range(share):
-            s.record_processed(e2e_ms, 0.001, work_ms / 1000)
+            s.record_processed(e2e_ms, busy_ms / 1000, work_ms / 1000)
             s.claim.record_ms(claim_ms)
             s.complete.record_ms(complete_ms)
         s.empty_claims = empty // workers + (1 if i < empty % workers else 0)
@@ -72,7 +78,7 @@ def result(
             True,
             hot.messages / processed if hot else 1 / (3 * groups),
         ),
-        timeline=[SecondSample(0, processed, processed, backlog_at_end, None, None, None)],
+        timeline=[SecondSample(0, processed, processed, backlog_at_end, None, None, None, None, offered)],
         health=health,
         audit=None,
         snapshot=snapshot,
@@ -80,6 +86,8 @@ def result(
         client=client,
         path=path,
         worker_backends_max=worker_backends_max,
+        waits=waits,
+        server_cost=server_cost,
     )
 
 
@@ -97,13 +105,6 @@ BLOCKING = RetryFigures(
 
 # each rule, a run that calls for it, and words its line must hold
 TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ...]]] = [
-    (advice.slow_claim, result(claim_ms=20), ("claim p50 20.0 ms", "-claim indexed")),
-    (
-        advice.overhead_caps_bound,
-        result(claim_ms=1.5, complete_ms=1.5),
-        ("caps the run at", "of the ordering bound"),
-    ),
-    (advice.too_few_workers, result(workers=3, groups=4), ("3 workers", "add workers")),
     (
         advice.idle_workers,
         result(workers=12, groups=2, empty=5000),
@@ -114,34 +115,6 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
     (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
     (advice.dead_tuples, result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ("50000 dead tuples",)),
     (advice.head_of_line, result(retries=BLOCKING), ("type2/order 7", "4.5 s over 3 failures")),
-    (advice.rate_too_high, result(rate=100.0, backlog_at_end=5000, e2e_ms=20), ("backlog ended at 5000",)),
-    (
-        advice.hot_key,
-        result(groups=100, hot=HotGroup("type2", 1, 400)),
-        ("group (type2, order_id 1) has 40%", "caps the run at 455/s", "54545/s if keys were even"),
-    ),
-    (
-        advice.pool_bottleneck,
-        result(
-            workers=12,
-            groups=4,
-            claim_ms=6.0,
-            complete_ms=0.5,
-            worker_backends_max=4,
-            path=RunPath(
-                PoolerMode.TRANSACTION,
-                True,
-                (),
-                PathFacts(PoolerMode.TRANSACTION, "shared backends", None, True, True, 180000),
-            ),
-        ),
-        ("the pool is the bottleneck", "12 workers shared at most 4 server connections", "pool size to 12"),
-    ),
-    (
-        advice.client_limit,
-        result(client=ClientCost((ProcessCpu("local", cpu_s=1.9, elapsed_s=2.0, messages=1000),))),
-        ("the client set the pace", "95% of a core", "1900 us of CPU per message", "--processes N"),
-    ),
     (
         advice.client_starved,
         result(client=ClientCost((ProcessCpu("local", 1.0, 2.0, 1000, run_delay_s=3.0),))),
@@ -183,16 +156,116 @@ def test_idle_worker_advice_needs_more_workers_than_groups() -> None:
     assert advice.idle_workers(result(workers=6, groups=2, empty=5000)) is None
 
 
-def test_slow_claim_advice_does_not_suggest_the_strategy_in_use() -> None:
-    indexed_run = advice.slow_claim(result(claim_ms=20, strategy="indexed"))
-    assert indexed_run is not None and "-claim indexed" not in indexed_run
-    assert advice.slow_claim(result(claim_ms=0.2)) is None
-
-
 def test_prefill_latency_is_backlog_wait_only_without_a_rate() -> None:
     assert advice.backlog_wait(result(e2e_ms=11_000, rate=100.0)) is None
     assert advice.backlog_wait(result(e2e_ms=8)) is None
 
 
-def test_too_few_workers_is_quiet_with_enough_workers() -> None:
-    assert advice.too_few_workers(result(workers=12, groups=4)) is None
+POOLED = RunPath(
+    PoolerMode.TRANSACTION,
+    True,
+    (),
+    PathFacts(PoolerMode.TRANSACTION, "shared backends", None, True, True, 180000),
+)
+SCANNING = ServerCost(1000, 1_000_000, {"blks_hit": 900_000, "xact_commit": 3000}, None, None, None)
+
+# each limit, a run whose figures put it there, and words its evidence and its fix must hold
+LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
+    (
+        "client-cpu",
+        result(client=ClientCost((ProcessCpu("local", cpu_s=1.9, elapsed_s=2.0, messages=1000),))),
+        ("95% of a core",),
+        ("--processes N",),
+    ),
+    (
+        "pool",
+        result(
+            workers=12,
+            groups=4,
+            claim_ms=6.0,
+            complete_ms=0.5,
+            busy_ms=12,
+            worker_backends_max=4,
+            path=POOLED,
+        ),
+        ("12 workers shared at most 4 server connections", "claim p50 6.0 ms"),
+        ("pool size to about 5",),
+    ),
+    (
+        "claim-plan",
+        result(claim_ms=20, busy_ms=26, server_cost=SCANNING),
+        ("900 buffers per message", "claim p50 is 20.0 ms"),
+        ("-claim indexed",),
+    ),
+    (
+        "locks",
+        result(waits=WaitProfile(100, (("cpu", 60), ("locks", 140)))),
+        ("locks 70%",),
+        ("skips locked rows",),
+    ),
+    (
+        "wal-flush",
+        result(waits=WaitProfile(100, (("client", 100), ("wal-flush", 100)))),
+        ("WAL flush 50%",),
+        ("synchronous_commit = off",),
+    ),
+    (
+        "ordering",
+        result(groups=100, hot=HotGroup("type2", 1, 400)),
+        ("of the ordering bound", "group (type2, order_id 1) has 40% of the messages"),
+        ("more workers cannot help",),
+    ),
+    (
+        "workers",
+        result(workers=3, groups=100, busy_ms=6.0, rate=1000.0, offered=1200, backlog_at_end=5000),
+        ("busy 100%", "6.0 ms per message"),
+        ("add workers: about 8 serve 1000/s at 80% busy",),
+    ),
+    (
+        "producer",
+        result(rate=1000.0, offered=4000, backlog_at_end=0),
+        ("25% of the offered messages",),
+        ("the producer set the pace",),
+    ),
+]
+
+
+@pytest.mark.parametrize("resource,run,evidence,fix", LIMITS, ids=[case[0] for case in LIMITS])
+def test_the_limit_is_the_resource_its_figures_show(
+    resource: str, run: RunResult, evidence: tuple[str, ...], fix: tuple[str, ...]
+) -> None:
+    limit = run_limit(run)
+    assert limit.resource == resource, limit
+    for words in evidence:
+        assert words in limit.evidence, (words, limit.evidence)
+    assert limit.fix is not None
+    for words in fix:
+        assert words in limit.fix, (words, limit.fix)
+    lines = advice.advice(run)
+    assert lines[0] == f"limit {resource}: {limit.fix}"
+
+
+def test_a_steady_rate_below_every_limit_is_none_and_gets_no_fix() -> None:
+    limit = run_limit(result(rate=500.0, offered=1000, backlog_at_end=3))
+    assert (limit.resource, limit.fix) == ("none", None)
+    assert "the offered 500/s was served below every limit" in limit.evidence
+    assert not [line for line in advice.advice(result(rate=500.0, offered=1000)) if line.startswith("limit")]
+
+
+OPPOSITES = (
+    ("add workers", "fewer workers"),
+    ("add workers", "more workers cannot help"),
+    ("add workers", "more workers will not help"),
+    ("raise the pooler's pool size", "run fewer workers"),
+)
+
+
+def test_no_two_advice_lines_contradict() -> None:
+    """Over every constructed limit and every rule's trigger: one limit line at most, and never a
+    line that undoes another."""
+    for run in [case[1] for case in LIMITS] + [case[1] for case in TRIGGERS]:
+        lines = advice.advice(run)
+        assert sum(line.startswith("limit ") for line in lines) <= 1, lines
+        text = " | ".join(lines)
+        for one, other in OPPOSITES:
+            assert not (one in text and other in text), lines

@@ -93,6 +93,10 @@ QUICK: dict[str, Quick] = {
         ("workers  msg/s  client us/msg", "client CPU per message, 40 / 4 workers", "peak RSS at 40 workers"),
         dsn=False,
     ),
+    "limits.py": Quick(
+        "--cases none --drain 2000 --repeat 1",
+        ("verdicts", "the offered 100/s was served below every limit", "sampling at 20 Hz costs"),
+    ),
     "skew.py": Quick(
         "--step 1 --settle 0.5 --steps 2",
         ("rate by rate (last round)", "hot cap/s", "zipf:1.2 / uniform: knee "),

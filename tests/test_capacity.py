@@ -32,6 +32,9 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     sweep = report["sweep"]
     steps = sweep["steps"]
     assert [s["setting"] for s in steps] == [80, 160, 1200]
+    # the failing step says what bounded it: three workers, busy all the time
+    assert steps[2]["limit"] == "workers", steps[2]["limit_evidence"]
+    assert sweep["limit"].startswith("at 1200 msg/s the limit was workers"), sweep["limit"]
     for step in steps:
         for key in ("offered_per_s", "achieved_per_s", "backlog_end", "backlog_slope_per_s", "empty_claims"):
             assert step[key] is not None, key

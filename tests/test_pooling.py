@@ -311,3 +311,26 @@ def test_the_audit_waits_for_a_paused_pooler(tcp_pg: LocalPostgres, database: st
     assert "audit pass" not in paused_log and "audit skipped" not in paused_log  # still waiting
     log = (cli.workdir / "msg_queue.log").read_text()
     assert "audit pass" in log and "audit skipped" not in log, log[-2000:]
+
+
+def test_a_pool_of_two_under_twelve_workers_is_a_pool_limit(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    """Twelve workers through two server connections: the pooler's console shows them waiting most
+    of the time, and the verdict is the pool, with the pool size that would end the wait; the
+    claim's slowness is not blamed on its plan, nor are workers added."""
+    with bouncer(tcp_pg, "transaction", pool_size=2, dbname=database) as pooler:
+        cli = Cli(pooler.dsn, tmp_path)
+        result = cli.run(
+            "-fill-db 2000 -workers 12 -orders 100 -claim indexed -work-ms 1-3 -poll-interval 0.05",
+            f"-pooler-admin {pooler.admin_dsn} -json out.json",
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    limit = report["limit"]
+    assert limit["resource"] == "pool", limit
+    assert "waiting for a server connection" in limit["evidence"], limit
+    fix = next(line for line in report["advice"] if line.startswith("limit pool:"))
+    assert "raise the pooler's pool size to about" in fix, fix
+    assert not any("add workers" in line or "EXPLAIN" in line for line in report["advice"]), report["advice"]
+    assert report["pooler"]["waiting_max"] >= 5 and report["pooler"]["servers_active_max"] <= 2

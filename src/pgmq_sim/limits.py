@@ -279,7 +279,8 @@ def run_figures(r: RunResult) -> Figures:
     due = sum(s.offered or 0 for s in r.timeline)
     if r.settings.paced and r.sweep is None and due:
         arrived = sum(s.arrived for s in r.timeline)
-        offered, arrived_share = due / elapsed, min(1.0, arrived / due)
+        constant = r.settings.rate if r.settings.rate and not r.settings.rate_profile else None
+        offered, arrived_share = constant or due / elapsed, min(1.0, arrived / due)
         backlog = r.timeline[-1].backlog if r.timeline else 0
         kept_up = arrived_share >= KEPT_UP and backlog <= max(2 * offered, 2 * workers)
     cost = r.server_cost

@@ -1,0 +1,78 @@
+"""Why the limit is where it is, on a real server: runs whose limit is built in (too few workers for
+the groups, a hot key, a claim that scans a backlog, a rate far below capacity) get that verdict,
+with its evidence and the one fix that follows; no two advice lines of a run contradict."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import Cli
+
+pytestmark = pytest.mark.integration
+FAST = "-claim indexed -poll-interval 0.02"
+OPPOSITES = (
+    ("add workers", "fewer workers"),
+    ("add workers", "more workers cannot help"),
+    ("add workers", "more workers will not help"),
+    ("raise the pooler's pool size", "run fewer workers"),
+)
+
+
+def verdict(cli: Cli, *args: str) -> dict:
+    result = cli.run(*args, "-json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    lines = report["advice"]
+    assert sum(line.startswith("limit ") for line in lines) <= 1, lines
+    for one, other in OPPOSITES:
+        assert not (one in " | ".join(lines) and other in " | ".join(lines)), lines
+    assert "limit" in result.stdout and report["limit"]["resource"] in result.stdout
+    return report
+
+
+def test_too_few_workers_for_the_groups_is_a_workers_limit(cli: Cli) -> None:
+    """6 workers x 20 ms under 300 groups: the workers are busy all the time, far from the bound."""
+    report = verdict(cli, "-fill-db 1500 -workers 6 -work-ms 20 -orders 100", FAST)
+    limit = report["limit"]
+    assert limit["resource"] == "workers", limit
+    assert "the workers were busy" in limit["evidence"]
+    assert any(line.startswith("limit workers: add workers") for line in report["advice"]), report["advice"]
+    # the wait profile: the workers' 20 ms of work are the server's idle-in-transaction time
+    assert limit["wait_profile"]["client"] > 0.5, limit["wait_profile"]
+    assert report["waits"]["ticks"] > 20  # about 20 samples a second
+    split = report["time_split"]
+    assert split["work"] > 0.7 and abs(sum(split.values()) - 1) < 0.01, split
+
+
+def test_a_hot_key_is_an_ordering_limit(cli: Cli) -> None:
+    """Zipf keys with exponent 2: a fifth of the messages in one group of each type; 12 workers
+    could do four times what that group allows, one message at a time."""
+    report = verdict(cli, "-fill-db 3000 -workers 12 -work-ms 5 -orders 1000 -key-skew zipf:2", FAST)
+    limit = report["limit"]
+    assert limit["resource"] == "ordering", limit
+    assert "order_id 1) has" in limit["evidence"] and "of the ordering bound" in limit["evidence"]
+    assert any("more workers cannot help" in line for line in report["advice"]), report["advice"]
+
+
+def test_the_seeds_claim_over_a_backlog_is_a_claim_plan_limit(cli: Cli) -> None:
+    """The seed's claim reads the table in order to find a free head: over 50,000 messages each
+    claim reads thousands of buffers, and the claim, not the work, takes the time."""
+    report = verdict(cli, "-fill-db 50000 -duration 4 -workers 6 -work-ms 1 -orders 2 -claim seed")
+    limit = report["limit"]
+    assert limit["resource"] == "claim-plan", limit
+    assert "buffers per message" in limit["evidence"]
+    assert report["advice"][0].startswith("limit claim-plan: try -claim indexed"), report["advice"]
+
+
+def test_a_rate_far_below_capacity_is_below_every_limit(cli: Cli) -> None:
+    report = verdict(cli, "-rate 100 -duration 4 -workers 6 -work-ms 1 -orders 100", FAST)
+    limit = report["limit"]
+    assert limit["resource"] == "none", limit
+    assert "the offered 100/s was served below every limit" in limit["evidence"]
+    assert not any(line.startswith("limit ") for line in report["advice"]), report["advice"]
+
+
+def test_without_sampling_there_is_no_wait_profile(cli: Cli) -> None:
+    report = verdict(cli, "-rate 100 -duration 2 -workers 3 -work-ms 1 -wait-sample-hz 0", FAST)
+    assert report["waits"] is None and report["limit"]["wait_profile"] is None
