@@ -5,6 +5,7 @@ monitoring privileges, and over TLS with verify-full. Every run is audited from 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -334,3 +335,33 @@ def test_a_pool_of_two_under_twelve_workers_is_a_pool_limit(
     assert "raise the pooler's pool size to about" in fix, fix
     assert not any("add workers" in line or "EXPLAIN" in line for line in report["advice"]), report["advice"]
     assert report["pooler"]["waiting_max"] >= 5 and report["pooler"]["servers_active_max"] <= 2
+
+
+@pytest.mark.parametrize("patience", [20, 0], ids=["waits", "without-patience-fails"])
+def test_the_audit_command_waits_out_a_pooler_refusing_logins(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path, patience: int
+) -> None:
+    """The server stopped behind the pooler: the pooler's login fails, and it refuses its clients
+    for server_login_retry. `pgmq-sim audit` waits that out within -reconnect-timeout (and, given
+    none, says why it could not audit in one line)."""
+    pooler = bouncer(tcp_pg, "transaction", pool_size=2, dbname=database)
+    pooler.extra |= {"server_login_retry": "2", "query_wait_timeout": "2"}
+    with pooler:
+        cli = Cli(pooler.dsn, tmp_path)
+        first = cli.run("-fill-db 200 -workers 3 -claim indexed -work-ms 0")
+        assert first.returncode == 0, first.stdout + first.stderr
+        tcp_pg.stop()
+        try:
+            with pytest.raises(psycopg.Error), psycopg.connect(pooler.dsn, connect_timeout=5) as probe:
+                probe.execute("select 1")  # the pooler's login to the stopped server fails
+            back = threading.Timer(1.0, tcp_pg.start)
+            back.start()
+            audit = cli.audit("-dsn", pooler.dsn, "-reconnect-timeout", str(patience))
+            back.join()
+        finally:
+            tcp_pg.start()
+    if patience:
+        assert audit.returncode == 0 and "audit pass" in audit.stdout, audit.stdout + audit.stderr
+    else:
+        assert_one_line_error(audit, 1, "server login has been failing")
+    assert pooler.password not in audit.stdout + audit.stderr

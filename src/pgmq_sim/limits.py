@@ -327,8 +327,9 @@ def run_limit(r: RunResult) -> Limit:
 
 def time_split(r: RunResult) -> dict[str, float]:
     """Where the workers' time went, as shares of their time in the run: the work, the claim's and
-    the completion's round trips (a pool's wait is inside the claim's), waiting for a CPU (the
-    run-queue delay of the tool's threads), and idle (polling an empty queue, asleep)."""
+    the completion's round trips, the wait for a server connection (inside the claim's, told apart
+    where the pooler's console measured it), waiting for a CPU (the run-queue delay of the tool's
+    threads), and idle (polling an empty queue, asleep)."""
     elapsed, workers = r.elapsed_s, len(r.workers)
     if elapsed <= 0 or not workers:
         return {}
@@ -337,11 +338,15 @@ def time_split(r: RunResult) -> dict[str, float]:
     work_s = r.work_mean_ms * r.processed / 1000
     local = next((p for p in r.client.processes if p.runner == "local"), None)
     cpu_wait = min(total, local.run_delay_s) if local is not None and local.run_delay_s else 0.0
+    pool_s = min(claim_s, r.pooler.waited_s) if r.pooler else 0.0  # measured by the pooler's console
     split = {
         "work": work_s / total,
-        "claim": claim_s / total,
+        "claim": (claim_s - pool_s) / total,
+        "waiting for a server connection": pool_s / total,
         "completion": complete_s / total,
         "waiting for a CPU": cpu_wait / total,
     }
+    if not r.pooler:
+        del split["waiting for a server connection"]
     split["idle"] = max(0.0, 1 - sum(split.values()))
     return {name: round(share, 3) for name, share in split.items()}
