@@ -200,13 +200,13 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
         "locks",
         result(waits=WaitProfile(100, (("cpu", 60), ("locks", 140)))),
-        ("locks 70%",),
+        ("(Lock: tuple, transactionid) 70%",),
         ("skips locked rows",),
     ),
     (
         "wal-flush",
         result(waits=WaitProfile(100, (("client", 100), ("wal-flush", 100)))),
-        ("WAL flush 50%",),
+        ("LWLock: WALWrite) 50%",),
         ("synchronous_commit = off",),
     ),
     (

@@ -30,6 +30,9 @@ DRIVER_FREE = (
     "pgmq_sim.sweep",
     "pgmq_sim.keys",
     "pgmq_sim.serverpath",
+    "pgmq_sim.limits",
+    "pgmq_sim.waits",
+    "pgmq_sim.outages",
 )
 DRIVER = ("psycopg", "psycopg_pool", "pgmq_sim.db.connection", "pgmq_sim.db.sessions", "pgmq_sim.db.queue")
 

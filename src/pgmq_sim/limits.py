@@ -181,28 +181,34 @@ def _claim_plan(f: Figures) -> Found:
     )
 
 
-def _locks(f: Figures) -> Found:
-    if f.waits is None or f.waits.share("locks") < WAIT_SHARE:
-        return None
-    return (
-        "locks",
-        f"the backends waited on each other's locks {f.waits.share('locks'):.0%} of their time"
-        " (Lock: tuple, transactionid)",
+# the limits a wait class shows: what the wait is, and the fix
+WAIT_LIMITS = {
+    "locks": (
+        "the backends waited on each other's locks (Lock: tuple, transactionid)",
         "claims queue behind each other's row locks: use a claim that skips locked rows"
         " (-claim indexed or advisory)",
-    )
+    ),
+    "wal-flush": (
+        "commits waited for the WAL flush (IO: WALSync, LWLock: WALWrite)",
+        "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
+        " last commits on a crash is acceptable; more workers only queue on the flush",
+    ),
+}
+
+
+def _waits(f: Figures, name: str) -> Found:
+    if f.waits is None or f.waits.share(name) < WAIT_SHARE:
+        return None
+    what, fix = WAIT_LIMITS[name]
+    return name, f"{what} {f.waits.share(name):.0%} of the backends' time in a transaction", fix
+
+
+def _locks(f: Figures) -> Found:
+    return _waits(f, "locks")
 
 
 def _wal(f: Figures) -> Found:
-    if f.waits is None or f.waits.share("wal-flush") < WAIT_SHARE:
-        return None
-    return (
-        "wal-flush",
-        f"commits waited for the WAL flush {f.waits.share('wal-flush'):.0%} of the backends' time"
-        " (IO: WALSync, LWLock: WALWrite)",
-        "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
-        " last commits on a crash is acceptable; more workers only queue on the flush",
-    )
+    return _waits(f, "wal-flush")
 
 
 def _server_cpu(f: Figures) -> Found:
@@ -238,9 +244,9 @@ def _workers(f: Figures) -> Found:
         evidence += f" ({f.service_ms:.1f} ms per message each: work, claim and completion)"
     target = f.offered_per_s if f.offered_per_s and not f.kept_up else None
     if target and f.service_ms:
-        want = math.ceil(target * f.service_ms / 1000 / 0.8)  # at 80% busy, room for bursts
+        want = max(f.workers + 1, math.ceil(target * f.service_ms / 1000 / 0.8))  # 80% busy: bursts
         if f.groups is not None:
-            want = min(want, f.groups)
+            want = min(want, f.groups)  # a group takes one worker at a time
         return ("workers", evidence, f"add workers: about {want} serve {target:g}/s at 80% busy")
     return (
         "workers",
