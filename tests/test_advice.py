@@ -189,7 +189,7 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
             path=POOLED,
         ),
         ("12 workers shared at most 4 server connections", "claim p50 6.0 ms"),
-        ("pool size to about 5",),
+        ("pool size to about 8",),
     ),
     (
         "claim-plan",

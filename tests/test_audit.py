@@ -206,7 +206,7 @@ def test_fewer_workers_than_groups_lowers_the_bound_and_says_so(cli: Cli) -> Non
     doc = json.loads((cli.workdir / "out.json").read_text())
     assert doc["groups"] == 12
     assert doc["worker_bound_per_s"] == pytest.approx(doc["ordering_bound_per_s"] / 4, rel=0.01)
-    assert any("fewer workers than groups" in line for line in doc["advice"])
+    assert doc["limit"]["resource"] == "workers", doc["limit"]  # the workers, not the groups, bound it
 
 
 def test_no_audit_skips_the_journal(cli: Cli, db: psycopg.Connection) -> None:

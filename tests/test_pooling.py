@@ -168,7 +168,9 @@ def test_a_pool_smaller_than_the_workers(tcp_pg: LocalPostgres, database: str, t
     report = doc(cli)
     assert report["audit"]["verdict"] == "pass" and report["processed"] == 1500
     assert report["worker_backends_max"] is not None and report["worker_backends_max"] <= 4
-    assert any("the pool is the bottleneck" in line for line in report["advice"]), report["advice"]
+    assert report["limit"]["resource"] == "pool", report["limit"]
+    assert "12 workers shared at most" in report["limit"]["evidence"]  # no console: the claim's wait
+    assert any(line.startswith("limit pool: raise the pooler's pool size") for line in report["advice"])
 
 
 def test_a_pooler_that_refuses_the_login_is_named_at_once(tcp_pg: LocalPostgres, tmp_path: Path) -> None:

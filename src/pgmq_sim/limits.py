@@ -146,7 +146,10 @@ def _pool(f: Figures) -> Found:
             f"{f.workers} workers shared at most {servers} server connections, and the claim p50"
             f" {f.claim_ms:.1f} ms is mostly the wait for one (completion p50 {f.complete_ms:.1f} ms)"
         )
-    share = f.pool_wait_share or 0.0
+    share = f.pool_wait_share
+    if share is None:  # without the console: the claim's excess over a completion is the wait
+        claim, complete = f.claim_ms or 0.0, f.complete_ms or 0.0
+        share = max(0.0, claim - complete) / max(1e-9, claim + f.work_ms + complete)
     want = min(f.workers, max((servers or 1) + 1, math.ceil((servers or 1) / max(0.05, 1 - share))))
     cap = 2 * f.server_cores if f.server_cores else None
     if cap is not None and want > cap:
