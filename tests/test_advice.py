@@ -245,6 +245,12 @@ def test_the_limit_is_the_resource_its_figures_show(
     assert lines[0] == f"limit {resource}: {limit.fix}"
 
 
+def test_a_wait_share_from_too_few_samples_is_no_verdict() -> None:
+    """A run of a fraction of a second gives a few samples: a third of fifteen is no profile."""
+    few = run_limit(result(waits=WaitProfile(3, (("client", 5), ("wal-flush", 5), ("cpu", 5)))))
+    assert few.resource != "wal-flush", few
+
+
 def test_a_steady_rate_below_every_limit_is_none_and_gets_no_fix() -> None:
     limit = run_limit(result(rate=500.0, offered=1000, backlog_at_end=3))
     assert (limit.resource, limit.fix) == ("none", None)

@@ -32,6 +32,7 @@ WORKERS_BUSY = 0.85  # the workers' mean busy share at which more work could not
 # start and a drained queue's tail lower the mean of workers that were saturated)
 ORDERING_SHARE = 0.85  # of the ordering bound, with each message's claim and completion
 WAIT_SHARE = 0.25  # of the backends' time in a transaction
+MIN_WAIT_SAMPLES = 100  # backend-samples in a transaction: fewer are too few to judge a share by
 POOL_WAIT_SHARE = 0.2  # of the workers' time, waiting for a server connection
 SERVER_CPU_SHARE = 0.85  # of the server's cores
 CLAIM_BLOCKS = 200  # buffers read per message: a claim that scans, not one that seeks
@@ -200,7 +201,7 @@ WAIT_LIMITS = {
 
 
 def _waits(f: Figures, name: str) -> Found:
-    if f.waits is None or f.waits.share(name) < WAIT_SHARE:
+    if f.waits is None or f.waits.busy < MIN_WAIT_SAMPLES or f.waits.share(name) < WAIT_SHARE:
         return None
     what, fix = WAIT_LIMITS[name]
     return name, f"{what} {f.waits.share(name):.0%} of the backends' time in a transaction", fix
