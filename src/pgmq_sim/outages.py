@@ -16,6 +16,7 @@ MET = "outage"  # the kind of a fault the run met rather than injected
 BEFORE_S = 5  # the rate before a fault: the median of the whole seconds before it
 BACK_SHARE = 0.9  # back to the rate: a whole second at 90% of it or more
 HABIT = 3  # pauses in the seconds before a fault that make a habit of pausing
+HABIT_MARGIN = 1.25  # a pause up to this much longer than the habit's median is the habit
 NEAR_S = 1.0  # a pause in completions that began this soon after a fault's end is the fault's
 
 
@@ -45,7 +46,7 @@ def fault_effects(
         # those before it is not the fault's (a one-off stall before it is no such habit)
         habit = [b - a for a, b in gaps if began - BEFORE_S <= a < began]
         usual = statistics.median(habit) if len(habit) >= HABIT else 0.0
-        if pause is not None and pause[1] - max(pause[0], began) <= 1.25 * usual:
+        if pause is not None and pause[1] - max(pause[0], began) <= HABIT_MARGIN * usual:
             pause = None
         back = pause[1] if pause else until
         explained.append((began - NEAR_S, max(back, until) + NEAR_S))
