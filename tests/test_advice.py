@@ -47,6 +47,7 @@ def result(
     waits: WaitProfile | None = None,
     server_cost: ServerCost | None = None,
     offered: int | None = None,
+    spare_connections: int | None = None,
     **changes: Any,
 ) -> RunResult:
     """A run whose figures are set by hand: each worker processed its share at these latencies."""
@@ -88,6 +89,7 @@ def result(
         worker_backends_max=worker_backends_max,
         waits=waits,
         server_cost=server_cost,
+        spare_connections=spare_connections,
     )
 
 
@@ -243,6 +245,23 @@ def test_the_limit_is_the_resource_its_figures_show(
         assert words in limit.fix, (words, limit.fix)
     lines = advice.advice(run)
     assert lines[0] == f"limit {resource}: {limit.fix}"
+
+
+def test_no_more_workers_are_advised_than_the_server_allows_connections() -> None:
+    busy = {
+        "workers": 3,
+        "groups": 100,
+        "busy_ms": 6.0,
+        "rate": 1000.0,
+        "offered": 1200,
+        "backlog_at_end": 5000,
+    }
+    room = run_limit(result(**busy, spare_connections=50)).fix
+    assert room == "add workers: about 8 serve 1000/s at 80% busy"
+    tight = run_limit(result(**busy, spare_connections=2)).fix
+    assert tight is not None and tight.startswith(
+        "add workers up to 5, all the connections the server allows"
+    )
 
 
 def test_a_wait_share_from_too_few_samples_is_no_verdict() -> None:

@@ -66,6 +66,7 @@ class Figures:
     blocks_per_msg: float | None = None
     strategy: str = ""
     hot_group: str | None = None  # the hottest group and its share, where a skew made one
+    spare_connections: int | None = None  # more connections the server and the role allow (direct)
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,14 @@ def _workers(f: Figures) -> Found:
         want = max(f.workers + 1, math.ceil(target * f.service_ms / 1000 / 0.8))  # 80% busy: bursts
         if f.groups is not None:
             want = min(want, f.groups)  # a group takes one worker at a time
-        return ("workers", evidence, f"add workers: about {want} serve {target:g}/s at 80% busy")
+        fix = f"add workers: about {want} serve {target:g}/s at 80% busy"
+        if f.spare_connections is not None and want > f.workers + f.spare_connections:
+            most = f.workers + max(0, f.spare_connections)
+            fix = (
+                f"add workers up to {most}, all the connections the server allows (about {want} would"
+                f" serve {target:g}/s at 80% busy): raise max_connections, or put a pooler in front"
+            )
+        return ("workers", evidence, fix)
     return (
         "workers",
         evidence,
@@ -329,6 +337,7 @@ def run_figures(r: RunResult) -> Figures:
         blocks_per_msg=blocks,
         strategy=r.strategy,
         hot_group=hot,
+        spare_connections=r.spare_connections,
     )
 
 

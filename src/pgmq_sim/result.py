@@ -110,6 +110,7 @@ class RunResult:
     waits: WaitProfile | None = None  # the run's backends sampled from pg_stat_activity
     claim_total_s: float = 0.0  # the workers' claim round trips, summed
     complete_total_s: float = 0.0  # and their completions'
+    spare_connections: int | None = None  # connections the server and role allowed beyond the run's
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
 
     @classmethod
@@ -144,6 +145,7 @@ class RunResult:
         worker_backends_max: int | None = None,
         pooler: PoolerView | None = None,
         waits: WaitProfile | None = None,
+        spare_connections: int | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -197,6 +199,7 @@ class RunResult:
             worker_backends_max=worker_backends_max,
             pooler=pooler,
             waits=waits,
+            spare_connections=spare_connections,
             claim_total_s=LatencyHistogram.merged(s.claim for s in stats).cumulative_ms(())[1] / 1000,
             complete_total_s=LatencyHistogram.merged(s.complete for s in stats).cumulative_ms(())[1] / 1000,
         )

@@ -65,6 +65,8 @@ def check(state: RunState, parts: RunParts) -> None:
         + parts.feed.connections(state)
         + sum(1 for f in state.chaos if f.kind.held and not f.kind.pooler)
     )
+    lefts = [left for left in (budget, role_left) if left is not None]
+    state.spare_connections = min(lefts) - needed if lefts else None
     for left, whose in ((budget, "the server"), (role_left, "this role's CONNECTION LIMIT")):
         if left is not None and needed > left:
             raise UsageError(
@@ -474,4 +476,5 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
+        spare_connections=state.spare_connections,
     )

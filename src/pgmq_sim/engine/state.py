@@ -83,6 +83,7 @@ class RunState:
     runners: list[str] | None = None  # per worker, the process or host that ran it
     process_cpu: list[ProcessCpu] = field(default_factory=list)  # worker processes elsewhere
     path: RunPath | None = None  # decided by the check
+    spare_connections: int | None = None  # what the server and the role allow beyond the run's own
     pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
     bystander: Bystander | None = None
