@@ -80,7 +80,8 @@ QUICK: dict[str, Quick] = {
         dsn=False,
     ),
     "knee.py": Quick(
-        "--auto --claims indexed --orders 100 --wakeup notify --step 1 --settle 1 --check-s 2",
+        "--auto --claims indexed --orders 100 --wakeup notify --step 1 --settle 1 --check-s 2"
+        " --workers 4 --work-ms 5-10",
         ("max sustainable", "s at the knee", "adaptive sweeps checked from outside"),
     ),
     "steady_rate.py": Quick(
