@@ -278,7 +278,7 @@ def test_the_poolers_own_faults_are_ridden_through(
         journal = db.execute("select count(*), count(distinct msg_id) from msg_journal").fetchone()
     assert journal == (report["processed"], report["processed"]), journal
     # the pooler's own view, each second, and the fault measured
-    assert report["pooler"]["samples"] >= 5, report["pooler"]
+    assert report["pooler"]["samples"] >= 3, report["pooler"]  # each second, but while the pooler is down
     measured = [f for f in report["faults"] if "outage_s" in f]
     if crash:  # not injected by the run: met, and reported as an outage
         (met,) = measured
