@@ -103,7 +103,7 @@ def head_of_line(r: RunResult) -> str | None:
 
 def client_starved(r: RunResult) -> str | None:
     """Threads runnable but waiting for a CPU: the client and the server share too few cores."""
-    local = next((p for p in r.client.processes if p.runner == "local"), None)
+    local = r.client.local
     if local is None or local.run_delay_s is None or local.elapsed_s <= 0 or r.processed < 100:
         return None
     waited = local.run_delay_s / local.elapsed_s  # thread-seconds per second

@@ -100,6 +100,13 @@ class ServerCost:
     def commits_per_msg(self) -> float | None:
         return per_message(self.database.get("xact_commit"), self.messages)
 
+    @property
+    def blocks_per_msg(self) -> float | None:
+        """Buffers read per message, from the cache or not."""
+        return per_message(
+            self.database.get("blks_hit", 0) + self.database.get("blks_read", 0), self.messages
+        )
+
     def as_json(self) -> dict[str, Any]:
         m, db = self.messages, self.database
         written = db.get("tup_inserted", 0) + db.get("tup_updated", 0) + db.get("tup_deleted", 0)
@@ -191,6 +198,11 @@ class ClientCost:
     @property
     def cpu_us_per_msg(self) -> float | None:
         return per_message(self.cpu_s, self.messages, 1e6)
+
+    @property
+    def local(self) -> ProcessCpu | None:
+        """This process, the one that ran the run (and its workers when they are threads)."""
+        return next((p for p in self.processes if p.runner == "local"), None)
 
     @property
     def busiest(self) -> ProcessCpu | None:

@@ -280,9 +280,17 @@ def _producer(f: Figures) -> Found:
     )
 
 
-def server_cores(cpu_s: float | None) -> int | None:
-    """The server's cores where its CPU is read (the embedded server, on this machine)."""
-    return os.cpu_count() if cpu_s is not None else None
+def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int | None]:
+    """The server's share of its cores, and its cores, where its CPU is read (the embedded server,
+    on this machine)."""
+    cores = os.cpu_count() if cpu_s is not None else None
+    return (cpu_s / seconds / cores if cpu_s is not None and cores else None), cores
+
+
+def service_bound(groups: float, work_ms: float, claim_ms: float | None, complete_ms: float | None) -> float:
+    """The ordering bound with each message's claim and completion in its time: each group advances
+    one message per work, claim and completion."""
+    return groups * 1000 / (work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
 
 
 def run_figures(r: RunResult) -> Figures:
@@ -290,9 +298,7 @@ def run_figures(r: RunResult) -> Figures:
     elapsed, workers = max(r.elapsed_s, 1e-9), max(1, len(r.workers))
     busy = sum(w.busy_share for w in r.workers) / workers
     claim, complete, work = r.claim_ms["p50"], r.complete_ms["p50"], r.work_mean_ms
-    bound = r.ordering_bound_per_s
-    if bound is not None and work > 0:
-        bound *= work / (work + (claim or 0.0) + (complete or 0.0))
+    bound = service_bound(r.bound_groups, work, claim, complete) if r.ordering_bound_per_s else None
     offered = arrived_share = None
     kept_up = False
     due = sum(s.offered or 0 for s in r.timeline)
@@ -303,10 +309,7 @@ def run_figures(r: RunResult) -> Figures:
         backlog = r.timeline[-1].backlog if r.timeline else 0
         kept_up = arrived_share >= KEPT_UP and backlog <= max(2 * offered, 2 * workers)
     cost = r.server_cost
-    cores = server_cores(cost.cpu_s if cost else None)
-    blocks = None
-    if cost is not None and cost.messages:
-        blocks = (cost.database.get("blks_hit", 0) + cost.database.get("blks_read", 0)) / cost.messages
+    cpu_share, cores = server_cpu(cost.cpu_s if cost else None, elapsed)
     busiest = r.client.busiest
     hot = None
     if r.keys is not None and r.keys.hottest and r.keys.hot_share and r.groups:
@@ -331,10 +334,10 @@ def run_figures(r: RunResult) -> Figures:
         claim_ms=claim,
         complete_ms=complete,
         work_ms=work,
-        server_cpu_share=cost.cpu_s / elapsed / cores if cost and cost.cpu_s is not None and cores else None,
+        server_cpu_share=cpu_share,
         server_cores=cores,
         client_core_share=busiest.core_share if busiest else None,
-        blocks_per_msg=blocks,
+        blocks_per_msg=cost.blocks_per_msg if cost else None,
         strategy=r.strategy,
         hot_group=hot,
         spare_connections=r.spare_connections,
@@ -356,7 +359,7 @@ def time_split(r: RunResult) -> dict[str, float]:
     total = elapsed * workers
     claim_s, complete_s = r.claim_total_s, r.complete_total_s
     work_s = r.work_mean_ms * r.processed / 1000
-    local = next((p for p in r.client.processes if p.runner == "local"), None)
+    local = r.client.local
     cpu_wait = min(total, local.run_delay_s) if local is not None and local.run_delay_s else 0.0
     pool_s = min(claim_s, r.pooler.waited_s) if r.pooler else 0.0  # measured by the pooler's console
     split = {

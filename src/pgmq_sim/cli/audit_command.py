@@ -7,7 +7,6 @@ import json
 import math
 import os
 import sys
-import threading
 from pathlib import Path
 
 import click
@@ -16,7 +15,7 @@ from rich.console import Console
 
 from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.db.connection import connect_waiting
+from pgmq_sim.db.connection import connect_checked
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
@@ -55,7 +54,7 @@ def audit_command(dsn: str | None, json_path: Path | None, reconnect_timeout: fl
     if not 0 <= reconnect_timeout < math.inf:
         raise UsageError(f"-reconnect-timeout {reconnect_timeout:g}: give seconds, 0 or more")
     # one line naming why there is no connection, once a passing refusal is waited out
-    connect_waiting(dsn, reconnect_timeout, threading.Event()).close()
+    connect_checked(dsn, patience_s=reconnect_timeout).close()
     try:
         verdict = _audit(dsn, json_path, reconnect_timeout)
     except psycopg.Error as exc:

@@ -132,20 +132,16 @@ def is_passing_refusal(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.errors.CannotConnectNow) or any(p in str(exc) for p in PASSING)
 
 
-def connect_waiting(dsn: str, timeout_s: float, stop: threading.Event) -> psycopg.Connection:
-    """connect_checked, waiting out a passing refusal for up to timeout_s."""
+def connect_checked(dsn: str, autocommit: bool = False, patience_s: float = 0.0) -> psycopg.Connection:
+    """A connection, or one line saying why there is none (never the password); a passing refusal
+    is waited out for up to patience_s."""
     check_dsn(dsn, "the DSN")
     try:
-        return reconnecting(lambda: connect(dsn), Backoff(timeout_s, stop, 0.2), lost=is_passing_refusal)
-    except psycopg.Error as exc:
-        raise connect_error(dsn, exc) from None
-
-
-def connect_checked(dsn: str, autocommit: bool = False) -> psycopg.Connection:
-    """A connection, or one line saying why there is none (never the password)."""
-    check_dsn(dsn, "the DSN")
-    try:
-        return connect(dsn, autocommit=autocommit)
+        return reconnecting(
+            lambda: connect(dsn, autocommit=autocommit),
+            Backoff(patience_s, threading.Event(), 0.2),
+            lost=is_passing_refusal,
+        )
     except psycopg.Error as exc:
         raise connect_error(dsn, exc) from None
 

@@ -37,7 +37,6 @@ from pgmq_sim.ownership import BEAT_S
 from pgmq_sim.producer import MessageSource
 from pgmq_sim.result import RetryFigures, RunResult
 from pgmq_sim.roles import RoleTransactions
-from pgmq_sim.settings import Settings
 from pgmq_sim.stats import WorkerCounters
 from pgmq_sim.threads import join_all
 from pgmq_sim.traffic import hottest_share, key_sampler
@@ -201,7 +200,11 @@ def prepare(state: RunState, parts: RunParts) -> None:
         key_sampler(settings.key_skew, settings.orders),
         state.source_rng,
         server_now,
-        GroupTally(settings.queue_types, settings.orders, expected_hot_share(settings)),
+        GroupTally(
+            settings.queue_types,
+            settings.orders,
+            hottest_share(settings.key_skew, settings.orders, settings.types),
+        ),
         settings.payload,
     )
     state.log.event("settings " + json.dumps(settings.as_json(), sort_keys=True, default=str))
@@ -209,10 +212,6 @@ def prepare(state: RunState, parts: RunParts) -> None:
         f"schema ready from {state.given.schema.path} ({state.given.schema.origin}); claim strategy"
         f" {strategy.label} ({strategy.claim}); wake-up {settings.wakeup}; seed {settings.seed}"
     )
-
-
-def expected_hot_share(settings: Settings) -> float:
-    return hottest_share(settings.key_skew, settings.orders, settings.types)
 
 
 def start(state: RunState, parts: RunParts) -> None:

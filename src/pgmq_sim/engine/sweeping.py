@@ -14,7 +14,7 @@ from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.kinds import WakeupMode
-from pgmq_sim.limits import Figures, judge, server_cores
+from pgmq_sim.limits import Figures, judge, server_cpu, service_bound
 from pgmq_sim.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.sweep import (
     MAX_STEPS,
@@ -360,16 +360,13 @@ class SweepGoal:
                 len(settings.queue_types) * settings.orders,
                 1 / hottest_share(settings.key_skew, settings.orders, settings.types),
             )
-            bound = groups / (work_ms / 1000) * work_ms / (work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
-        server_cpu = (
+            bound = service_bound(groups, work_ms, claim_ms, complete_ms)
+        cpu_s = (
             end.server_cpu - start.server_cpu
             if end.server_cpu is not None and start.server_cpu is not None
             else None
         )
-        cores = server_cores(server_cpu)
-        blocks = None
-        if cost is not None and finished:
-            blocks = (cost.database.get("blks_hit", 0) + cost.database.get("blks_read", 0)) / finished
+        cpu_share, cores = server_cpu(cpu_s, seconds)
         arrived = end.produced - start.produced
         return Figures(
             workers=workers,
@@ -386,9 +383,9 @@ class SweepGoal:
             claim_ms=claim_ms,
             complete_ms=complete_ms,
             work_ms=work_ms,
-            server_cpu_share=server_cpu / seconds / cores if server_cpu is not None and cores else None,
+            server_cpu_share=cpu_share,
             server_cores=cores,
             client_core_share=(end.client.cpu_s - start.client.cpu_s) / seconds,
-            blocks_per_msg=blocks,
+            blocks_per_msg=cost.blocks_per_msg if cost else None,
             strategy=state.strategy.label,
         )
