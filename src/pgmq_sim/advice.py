@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgmq_sim.limits import run_limit
+from pgmq_sim.limits import Limit, run_limit
 from pgmq_sim.result import RunResult
 
 Rule = Callable[[RunResult], str | None]
@@ -126,9 +126,10 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def advice(result: RunResult) -> list[str]:
-    """The limit's fix, then one line for each other figure that calls for action."""
-    limit = run_limit(result)
+def advice(result: RunResult, limit: Limit | None = None) -> list[str]:
+    """The limit's fix (judged here unless the caller has it), then one line for each other figure
+    that calls for action."""
+    limit = limit or run_limit(result)
     lines = [f"limit {limit.resource}: {limit.fix}"] if limit.fix else []
     for rule in RULES:
         if rule is idle_workers and limit.resource == "workers":

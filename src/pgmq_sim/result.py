@@ -151,6 +151,8 @@ class RunResult:
         totals = WorkerCounters.total(stats)
         processed = totals.processed
         runners = runners or ["local"] * len(stats)
+        claim = LatencyHistogram.merged(s.claim for s in stats)
+        complete = LatencyHistogram.merged(s.complete for s in stats)
         return cls(
             settings=settings,
             server=server,
@@ -164,8 +166,8 @@ class RunResult:
             outcome=outcome,
             per_type={t: sum(s.processed for s in stats if s.queue_type == t) for t in settings.queue_types},
             e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
-            claim_ms=LatencyHistogram.merged(s.claim for s in stats).percentiles_ms(),
-            complete_ms=LatencyHistogram.merged(s.complete for s in stats).percentiles_ms(),
+            claim_ms=claim.percentiles_ms(),
+            complete_ms=complete.percentiles_ms(),
             empty_claims=totals.empty_claims,
             workers=tuple(
                 WorkerResult(
@@ -200,8 +202,8 @@ class RunResult:
             pooler=pooler,
             waits=waits,
             spare_connections=spare_connections,
-            claim_total_s=LatencyHistogram.merged(s.claim for s in stats).cumulative_ms(())[1] / 1000,
-            complete_total_s=LatencyHistogram.merged(s.complete for s in stats).cumulative_ms(())[1] / 1000,
+            claim_total_s=claim.cumulative_ms(())[1] / 1000,
+            complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
 
     @functools.cached_property

@@ -73,5 +73,9 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 
 def result_document(result: RunResult) -> dict[str, Any]:
     """A result's JSON document: the result, its limit, and the advice its figures call for."""
-    limit = run_limit(result).as_json()
-    return result.as_json() | {"limit": limit, "time_split": time_split(result), "advice": advice(result)}
+    limit = run_limit(result)
+    return result.as_json() | {
+        "limit": limit.as_json(),
+        "time_split": time_split(result),
+        "advice": advice(result, limit),
+    }

@@ -183,7 +183,7 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(f"note: {escape(note)}")
     for cause in result.stall_causes:
         console.print(f"[red]stall:[/] {escape(cause)}")
-    for line in advice(result):
+    for line in advice(result, limit):
         console.print(f"[yellow]advice:[/] {escape(line)}")
     if result.checks:
         print_checks(console, result)
