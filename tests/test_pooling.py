@@ -5,6 +5,7 @@ monitoring privileges, and over TLS with verify-full. Every run is audited from 
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 import uuid
@@ -18,6 +19,7 @@ from checks import assert_exactly_once_in_order, wait_for_handled
 from conftest import Cli, assert_one_line_error
 from pooler import PgBouncer, skip_reason, temp_role
 
+from pgmq_sim.db.pooler import COMMAND_TIMEOUT_S, ConsoleError, PoolerConsole
 from pgmq_sim.embedded.postgres import LocalPostgres
 
 pytestmark = pytest.mark.integration
@@ -367,3 +369,25 @@ def test_the_audit_command_waits_out_a_pooler_refusing_logins(
     else:
         assert_one_line_error(audit, 1, "server login has been failing")
     assert pooler.password not in audit.stdout + audit.stderr
+
+
+def test_a_frozen_poolers_console_costs_a_bounded_wait(tcp_pg: LocalPostgres, database: str) -> None:
+    """The console knows no statement_timeout: a pooler that stops answering (SIGSTOP) costs each
+    command its bound, never a hang, and it answers again once it runs."""
+    with bouncer(tcp_pg, "transaction", dbname=database) as pooler:
+        console = PoolerConsole(pooler.admin_dsn, database)
+        with psycopg.connect(pooler.dsn, autocommit=True) as client:
+            client.execute("select 1")  # a pool for the database
+            assert console.pulse() is not None
+            assert pooler.process is not None
+            pooler.process.send_signal(signal.SIGSTOP)
+            try:
+                began = time.monotonic()
+                with pytest.raises(ConsoleError, match="did not answer in time"):
+                    console.pulse()
+                waited = time.monotonic() - began
+            finally:
+                pooler.process.send_signal(signal.SIGCONT)
+            assert COMMAND_TIMEOUT_S - 0.5 < waited < COMMAND_TIMEOUT_S + 2, waited
+            assert console.pulse() is not None
+        console.close()
