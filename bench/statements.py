@@ -89,7 +89,7 @@ from psycopg.errors import error_from_result
 
 from pgmq_sim.db.statements import CLAIM, COMPLETE, call, create_function, prepare, worker_statements
 from pgmq_sim.embedded.processes import cpu_seconds
-from pgmq_sim.kinds import SessionMode
+from pgmq_sim.model.kinds import SessionMode
 
 FORMS = {  # name: round trips per message
     "prepare-sql": 1,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from conftest import Cli, assert_one_line_error
 
-from pgmq_sim.sweep import RateSearch, SweepSpec, WorkersSearch, parse_duration
+from pgmq_sim.model.sweep import RateSearch, SweepSpec, WorkersSearch, parse_duration
 
 
 def drive(

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from builders import settings
 
-from pgmq_sim import advice
-from pgmq_sim.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.db.values import PathFacts, TableHealth
-from pgmq_sim.events import SnapshotHold
-from pgmq_sim.keys import HotGroup, KeyDistribution
-from pgmq_sim.kinds import Outcome, PoolerMode
-from pgmq_sim.limits import run_limit
-from pgmq_sim.result import RetryFigures, RunResult
-from pgmq_sim.serverpath import RunPath
-from pgmq_sim.stats import SecondSample, WorkerStats
-from pgmq_sim.waits import WaitProfile
+from pgmq_sim.model.events import SnapshotHold
+from pgmq_sim.model.keys import HotGroup, KeyDistribution
+from pgmq_sim.model.kinds import Outcome, PoolerMode
+from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
+from pgmq_sim.result.run import RetryFigures, RunResult
+from pgmq_sim.result.serverpath import RunPath
+from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.verdicts import advice
+from pgmq_sim.verdicts.limits import run_limit
 
 pytestmark = pytest.mark.unit
 

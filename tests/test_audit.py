@@ -12,10 +12,10 @@ import pytest
 from checks import handled_lines, wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
 
-from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.sqlfiles import statement
+from pgmq_sim.verdicts.audit import AuditVerdict
 
 pytestmark = pytest.mark.integration
 

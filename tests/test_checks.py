@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import Cli, assert_one_line_error
 
-from pgmq_sim.checks import Check, parse_checks
 from pgmq_sim.errors import UsageError
+from pgmq_sim.verdicts.checks import Check, parse_checks
 
 RUN = "-fill-db 300 -workers 3 -orders 10 -work-ms 0-1 -claim indexed -poll-interval 0.02"
 

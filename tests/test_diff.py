@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import Cli, assert_one_line_error
 
-from pgmq_sim.diff import compare
+from pgmq_sim.verdicts.diff import compare
 
 # WAL is the cluster's: at 400/s what other databases write (an autovacuum) weighs little per message
 RUN = "-duration 10 -rate 400 -workers 12 -orders 100 -claim indexed -wakeup notify"

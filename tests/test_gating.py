@@ -16,8 +16,8 @@ import pytest
 from conftest import Cli, assert_one_line_error
 from psycopg.conninfo import make_conninfo
 
-from pgmq_sim.drift import judge_drift
-from pgmq_sim.stats import LatencyHistogram, SecondSample
+from pgmq_sim.result.stats import LatencyHistogram, SecondSample
+from pgmq_sim.verdicts.drift import judge_drift
 
 
 def seconds(

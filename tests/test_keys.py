@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from pgmq_sim import keys
 from pgmq_sim.errors import UsageError
-from pgmq_sim.keys import GroupTally
+from pgmq_sim.model import keys
+from pgmq_sim.model.keys import GroupTally
+from pgmq_sim.model.traffic import ZipfKeys, zipf_share
 from pgmq_sim.settings import Payload
-from pgmq_sim.traffic import ZipfKeys, zipf_share
 
 pytestmark = pytest.mark.unit
 TYPES = ("type1", "type2", "type3")

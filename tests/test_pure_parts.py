@@ -14,15 +14,15 @@ import builders
 import pytest
 from conftest import REPO
 
-from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.db.values import AuditCounts, StallFacts
-from pgmq_sim.diagnose import explain_stall
 from pgmq_sim.errors import UsageError
-from pgmq_sim.events import Fault
-from pgmq_sim.kinds import Outcome, TxMode, WakeupMode
-from pgmq_sim.outages import fault_effects
+from pgmq_sim.model.events import Fault
+from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
+from pgmq_sim.result.stats import SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.settings import Settings, WorkTime
-from pgmq_sim.stats import SecondSample, WorkerCounters, WorkerStats
+from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.verdicts.diagnose import explain_stall
+from pgmq_sim.verdicts.outages import fault_effects
 
 pytestmark = pytest.mark.unit
 
@@ -175,6 +175,7 @@ def test_import_graph_of_the_package_has_no_circle_and_keeps_its_layers() -> Non
 def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_path: Path) -> None:
     package = tmp_path / "pgmq_sim"
     (package / "render").mkdir(parents=True)
+    (package / "result").mkdir()
     for name, text in {
         "__init__.py": "",
         "render/__init__.py": "",
@@ -182,7 +183,8 @@ def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_pat
         "a.py": "from pgmq_sim import b\n",
         "b.py": "def f():\n    from pgmq_sim.a import x\n",  # a deferred import is still a circle
         "engine.py": "import pgmq_sim.render.terminal\n",
-        "result.py": "import psycopg\n",
+        "result/__init__.py": "",
+        "result/run.py": "import psycopg\n",
     }.items():
         (package / name).write_text(text)
     checked = subprocess.run(
@@ -194,7 +196,9 @@ def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_pat
     assert checked.returncode == 1
     assert "import circle: pgmq_sim.a <-> pgmq_sim.b" in checked.stdout
     assert "pgmq_sim.engine imports the view pgmq_sim.render.terminal" in checked.stdout
-    assert "pgmq_sim.result must not load the driver or the SQL layer, but loads psycopg" in checked.stdout
+    assert (
+        "pgmq_sim.result.run must not load the driver or the SQL layer, but loads psycopg" in checked.stdout
+    )
 
 
 def _p50(ms: float) -> dict[str, float | None]:
@@ -214,7 +218,7 @@ def _p50(ms: float) -> dict[str, float | None]:
 def test_a_bystander_baseline_is_compared_only_when_it_is_like_for_like(
     before: float, after: float | None, beside: float, why: str | None
 ) -> None:
-    from pgmq_sim.costs import BystanderResult
+    from pgmq_sim.result.costs import BystanderResult
 
     alone = (before + after) / 2 if after is not None else before
     result = BystanderResult(

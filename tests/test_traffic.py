@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.traffic import (
+from pgmq_sim.model.traffic import (
     IDLE_WAIT_S,
     MAX_PROFILE_BYTES,
     Burst,

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from builders import settings
 
-from pgmq_sim.backoff import Backoff
-from pgmq_sim.chaos import parse_chaos
+from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.command import check_flags, parse_compare
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.render.progress import eta_text, floor_percent
+from pgmq_sim.result.stats import LatencyHistogram, Timeline
 from pgmq_sim.settings import WorkTime
 from pgmq_sim.sqlfiles import MAX_SQL_BYTES, read_sql
-from pgmq_sim.stats import LatencyHistogram, Timeline
 
 pytestmark = pytest.mark.unit
 

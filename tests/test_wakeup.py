@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from conftest import Cli
 
+from pgmq_sim.actors.wakeup import NotifySlot, NotifyWakeup, TypeCredits
 from pgmq_sim.sqlfiles import statement
-from pgmq_sim.wakeup import NotifySlot, NotifyWakeup, TypeCredits
 
 FALLBACK_S = 5.0  # long enough that a wake-up at the fallback cannot pass for a prompt one
 

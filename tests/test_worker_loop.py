@@ -14,14 +14,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgmq_sim import worker
+from pgmq_sim.actors import worker
+from pgmq_sim.actors.worker import ProcessedCounter, WorkerLoop, WorkerPlan
 from pgmq_sim.db.claims import Completion
 from pgmq_sim.db.values import Claimed, SessionPlan
-from pgmq_sim.kinds import SessionMode
+from pgmq_sim.model.kinds import SessionMode
+from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime
-from pgmq_sim.stats import Timeline, WorkerStats
-from pgmq_sim.worker import ProcessedCounter, WorkerLoop, WorkerPlan
 
 pytestmark = pytest.mark.unit
 

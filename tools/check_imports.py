@@ -17,22 +17,22 @@ VIEWS = ("pgmq_sim.cli", "pgmq_sim.render", "rich")  # what draws or prints
 MAY_USE_VIEWS = ("pgmq_sim.cli", "pgmq_sim.render", "pgmq_sim.launch", "pgmq_sim.__main__")
 # a result is a leaf: the model and what it is made of never load the driver or the SQL layer
 DRIVER_FREE = (
-    "pgmq_sim.checks",
-    "pgmq_sim.drift",
-    "pgmq_sim.diff",
-    "pgmq_sim.result",
-    "pgmq_sim.advice",
-    "pgmq_sim.audit",
-    "pgmq_sim.stats",
-    "pgmq_sim.events",
-    "pgmq_sim.costs",
-    "pgmq_sim.roles",
-    "pgmq_sim.sweep",
-    "pgmq_sim.keys",
-    "pgmq_sim.serverpath",
-    "pgmq_sim.limits",
-    "pgmq_sim.waits",
-    "pgmq_sim.outages",
+    "pgmq_sim.verdicts.checks",
+    "pgmq_sim.verdicts.drift",
+    "pgmq_sim.verdicts.diff",
+    "pgmq_sim.result.run",
+    "pgmq_sim.verdicts.advice",
+    "pgmq_sim.verdicts.audit",
+    "pgmq_sim.result.stats",
+    "pgmq_sim.model.events",
+    "pgmq_sim.result.costs",
+    "pgmq_sim.result.roles",
+    "pgmq_sim.model.sweep",
+    "pgmq_sim.model.keys",
+    "pgmq_sim.result.serverpath",
+    "pgmq_sim.verdicts.limits",
+    "pgmq_sim.result.waits",
+    "pgmq_sim.verdicts.outages",
 )
 DRIVER = ("psycopg", "psycopg_pool", "pgmq_sim.db.connection", "pgmq_sim.db.sessions", "pgmq_sim.db.queue")
 

@@ -9,12 +9,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pgmq_sim.checks import FIGURES, Check, refuse_unproduced
-from pgmq_sim.drift import SHORT_DRIFT_S
 from pgmq_sim.errors import UsageError
-from pgmq_sim.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
-from pgmq_sim.sweep import SweepSpec
-from pgmq_sim.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
+from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
+from pgmq_sim.model.sweep import SweepSpec
+from pgmq_sim.model.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
+from pgmq_sim.verdicts.checks import FIGURES, Check, refuse_unproduced
+from pgmq_sim.verdicts.drift import SHORT_DRIFT_S
 
 
 def queue_types(count: int) -> tuple[str, ...]:

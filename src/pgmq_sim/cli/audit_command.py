@@ -13,7 +13,6 @@ import click
 import psycopg
 from rich.console import Console
 
-from pgmq_sim.audit import AuditVerdict
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.db.connection import connect_checked
 from pgmq_sim.db.queue import QueueDatabase
@@ -21,6 +20,7 @@ from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
+from pgmq_sim.verdicts.audit import AuditVerdict
 
 
 @click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})

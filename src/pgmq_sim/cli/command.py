@@ -18,33 +18,33 @@ import psycopg
 from rich.console import Console
 
 from pgmq_sim import __version__
-from pgmq_sim.chaos import parse_chaos
-from pgmq_sim.checks import CHECK_EXIT, parse_checks
+from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.diff_command import load_run, print_diff
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
-from pgmq_sim.diff import compare as compare_runs
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.kinds import TxMode, WakeupMode
-from pgmq_sim.observer import RunObserver
+from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
+from pgmq_sim.model.traffic import KeySkew
 from pgmq_sim.render.files import STDOUT, check_output_path, result_document, write_json
 from pgmq_sim.render.junit import write_junit
 from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.plot import check_plot_support, write_plot
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.terminal import print_comparison, print_summary
-from pgmq_sim.result import RunResult
+from pgmq_sim.result.observer import RunObserver
+from pgmq_sim.result.run import RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
 from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
 from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
-from pgmq_sim.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
-from pgmq_sim.traffic import KeySkew
+from pgmq_sim.verdicts.checks import CHECK_EXIT, parse_checks
+from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
+from pgmq_sim.verdicts.diff import compare as compare_runs
 
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 DEFAULT_FILL_DB = 1000

@@ -12,9 +12,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from pgmq_sim.checks import CHECK_EXIT
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.diff import (
+from pgmq_sim.errors import UsageError
+from pgmq_sim.render.files import check_output_path, write_json
+from pgmq_sim.verdicts.checks import CHECK_EXIT
+from pgmq_sim.verdicts.diff import (
     DEFAULT_FAIL_ON,
     FigureChange,
     compare,
@@ -24,8 +26,6 @@ from pgmq_sim.diff import (
     single_run,
     worse,
 )
-from pgmq_sim.errors import UsageError
-from pgmq_sim.render.files import check_output_path, write_json
 
 
 def load_run(path: Path) -> dict[str, Any]:

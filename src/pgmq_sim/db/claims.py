@@ -30,7 +30,7 @@ from pgmq_sim.db.statements import (
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.db.wire import Answer, Wire
 from pgmq_sim.errors import SimError
-from pgmq_sim.kinds import SessionMode
+from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
 
 # after a commit: when it was done, and how long since the message carrying it arrived

@@ -16,9 +16,9 @@ from typing import TypeVar
 
 import psycopg
 
-from pgmq_sim.backoff import Backoff
 from pgmq_sim.dsn import check_dsn, redact, scrub
 from pgmq_sim.errors import SimError
+from pgmq_sim.model.backoff import Backoff
 
 T = TypeVar("T")
 APPLICATION_NAME = "pgmq-sim"

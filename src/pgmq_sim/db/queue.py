@@ -9,7 +9,6 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmq_sim.audit import SHOW, AuditVerdict
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
@@ -18,6 +17,7 @@ from pgmq_sim.db.values import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource, statement
+from pgmq_sim.verdicts.audit import SHOW, AuditVerdict
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
 

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pgmq_sim.backoff import Backoff
 from pgmq_sim.db.connection import admin_connection, reconnecting
+from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.sqlfiles import statement
 
 T = TypeVar("T")

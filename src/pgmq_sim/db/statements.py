@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgmq_sim.kinds import SessionMode
+from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
 
 FUNCTION_MARK = "-- pgmq-sim: function "

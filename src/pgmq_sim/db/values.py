@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from pgmq_sim.kinds import PoolerMode, SessionMode
+from pgmq_sim.model.kinds import PoolerMode, SessionMode
 
 # msg_id, queue_type, status, order_id, time_added[, payload]
 Row = tuple[int, str, str, int, datetime] | tuple[int, str, str, int, datetime, bytes]

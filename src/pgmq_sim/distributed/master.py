@@ -26,6 +26,8 @@ from locust import events
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_STOPPED, MasterRunner
 
+from pgmq_sim.actors.threads import RunThread
+from pgmq_sim.actors.worker import Assignment
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.distributed.members import Member, Members
 from pgmq_sim.distributed.options import DistributedOptions, distributed_options
@@ -34,10 +36,8 @@ from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.kinds import TxMode, WakeupMode
+from pgmq_sim.model.kinds import TxMode, WakeupMode
 from pgmq_sim.settings import Settings
-from pgmq_sim.threads import RunThread
-from pgmq_sim.worker import Assignment
 
 JOIN_WAIT_LOCAL_S = 60.0  # worker processes this master started: they start in about a second
 JOIN_WAIT_REMOTE_S = 600.0  # --master: someone has to start the workers on the other hosts

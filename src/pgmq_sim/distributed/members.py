@@ -13,13 +13,13 @@ import psycopg
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner
 
-from pgmq_sim.costs import ProcessCpu
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import ServerLostError, SimError
-from pgmq_sim.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.costs import ProcessCpu
+from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 
 
 @dataclass

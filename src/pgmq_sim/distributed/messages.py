@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pgmq_sim.stats import LatencyHistogram, WorkerStats
-from pgmq_sim.worker import Assignment
+from pgmq_sim.actors.worker import Assignment
+from pgmq_sim.result.stats import LatencyHistogram, WorkerStats
 
 HELLO = "pgmq_hello"
 PLAN = "pgmq_plan"

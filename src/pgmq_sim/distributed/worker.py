@@ -25,20 +25,20 @@ from locust import runners as locust_runners
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from pgmq_sim.costs import CpuReading
+from pgmq_sim.actors.ownership import Heartbeat, Owners
+from pgmq_sim.actors.wakeup import Wakeup, wakeup_for
+from pgmq_sim.actors.worker import ClaimGate, ProcessedCounter, WorkerLoop, WorkerPlan, crew, worker_index
 from pgmq_sim.db.claims import claim_sessions
 from pgmq_sim.db.connection import connect_worker
 from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.dsn import DSN_ENV, reason, redact
 from pgmq_sim.errors import ServerLostError, SimError
-from pgmq_sim.kinds import TxMode, WakeupMode
-from pgmq_sim.ownership import Heartbeat, Owners
+from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.result.costs import CpuReading
+from pgmq_sim.result.stats import LatencyHistogram, Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, WorkTime, queue_types
-from pgmq_sim.stats import LatencyHistogram, Timeline, WorkerStats
-from pgmq_sim.wakeup import Wakeup, wakeup_for
-from pgmq_sim.worker import ClaimGate, ProcessedCounter, WorkerLoop, WorkerPlan, crew, worker_index
 
 STOP_GRACE_S = 2.0
 MASTER_GONE_S = 5

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError, SimError
-from pgmq_sim.kinds import Outcome
+from pgmq_sim.model.kinds import Outcome
 
 T = TypeVar("T")
 TICK_S = 0.2

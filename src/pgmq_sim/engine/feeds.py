@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 import time
 
+from pgmq_sim.actors.producer import RateProducer, prefill
+from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.bounded import TICK_S, call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import check_answering
-from pgmq_sim.producer import RateProducer, prefill
-from pgmq_sim.threads import RunThread
-from pgmq_sim.traffic import RateProfile
+from pgmq_sim.model.traffic import RateProfile
 
 
 class Prefill:

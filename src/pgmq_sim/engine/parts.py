@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.sweep import SweepResult
-from pgmq_sim.threads import RunThread
+from pgmq_sim.model.sweep import SweepResult
 
 
 class WorkerCarrier(Protocol):

@@ -7,8 +7,8 @@ from pgmq_sim.db.path import probe
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
-from pgmq_sim.kinds import PoolerMode, TxMode, WakeupMode
-from pgmq_sim.serverpath import RunPath
+from pgmq_sim.model.kinds import PoolerMode, TxMode, WakeupMode
+from pgmq_sim.result.serverpath import RunPath
 
 
 def choose_path(state: RunState) -> RunPath:

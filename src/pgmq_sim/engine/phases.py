@@ -10,10 +10,13 @@ import uuid
 
 import psycopg
 
-from pgmq_sim.audit import AuditVerdict
-from pgmq_sim.bystander import BASELINE_S, Bystander
-from pgmq_sim.chaos import FaultActions, FaultSchedule, pick
-from pgmq_sim.costs import ClientCost, ServerCost
+from pgmq_sim.actors.bystander import BASELINE_S, Bystander
+from pgmq_sim.actors.chaos import FaultActions, FaultSchedule, pick
+from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
+from pgmq_sim.actors.ownership import BEAT_S
+from pgmq_sim.actors.producer import MessageSource
+from pgmq_sim.actors.threads import join_all
+from pgmq_sim.actors.worker import session_plan
 from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
@@ -29,18 +32,15 @@ from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.housekeeping import Housekeeper, PoolerWatch
-from pgmq_sim.keys import GroupTally
-from pgmq_sim.kinds import FaultKind, Outcome, TxMode, WakeupMode
-from pgmq_sim.outages import fault_effects
-from pgmq_sim.ownership import BEAT_S
-from pgmq_sim.producer import MessageSource
-from pgmq_sim.result import RetryFigures, RunResult
-from pgmq_sim.roles import RoleTransactions
-from pgmq_sim.stats import WorkerCounters
-from pgmq_sim.threads import join_all
-from pgmq_sim.traffic import hottest_share, key_sampler
-from pgmq_sim.worker import session_plan
+from pgmq_sim.model.keys import GroupTally
+from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
+from pgmq_sim.model.traffic import hottest_share, key_sampler
+from pgmq_sim.result.costs import ClientCost, ServerCost
+from pgmq_sim.result.roles import RoleTransactions
+from pgmq_sim.result.run import RetryFigures, RunResult
+from pgmq_sim.result.stats import WorkerCounters
+from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.verdicts.outages import fault_effects
 
 STOP_GRACE_S = 2.0
 FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one

@@ -19,14 +19,14 @@ from pgmq_sim.engine.sweeping import TOP_UP_MIN, SteppedRate, SweepGoal, TopUp
 from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.engine.watching import watch
 from pgmq_sim.errors import SimError
-from pgmq_sim.kinds import Outcome
-from pgmq_sim.observer import RunObserver
-from pgmq_sim.result import RunResult
+from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.sweep import RateSearch, SweepSpec, WorkersSearch
+from pgmq_sim.model.traffic import RateProfile
+from pgmq_sim.result.observer import RunObserver
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server
-from pgmq_sim.stats import WorkerCounters
-from pgmq_sim.sweep import RateSearch, SweepSpec, WorkersSearch
-from pgmq_sim.traffic import RateProfile
 
 CarrierFactory = Callable[[], WorkerCarrier]
 

@@ -8,9 +8,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pgmq_sim.bystander import Bystander
-from pgmq_sim.chaos import FaultSchedule, FaultSpec, parse_chaos
-from pgmq_sim.costs import ProcessCpu
+from pgmq_sim.actors.bystander import Bystander
+from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos
+from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
+from pgmq_sim.actors.producer import BatchWriter, MessageSource
+from pgmq_sim.actors.threads import RunThread
+from pgmq_sim.actors.worker import ProcessedCounter
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.pooler import PoolerConsole
@@ -20,20 +23,17 @@ from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.engine.bounded import FirstError, Signals
 from pgmq_sim.engine.meters import Meters
-from pgmq_sim.events import Fault
-from pgmq_sim.housekeeping import Housekeeper, PoolerWatch
-from pgmq_sim.kinds import Outcome
-from pgmq_sim.observer import RunObserver
-from pgmq_sim.producer import BatchWriter, MessageSource
+from pgmq_sim.model.events import Fault
+from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.result.costs import ProcessCpu
+from pgmq_sim.result.observer import RunObserver
+from pgmq_sim.result.serverpath import RunPath
+from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server
-from pgmq_sim.serverpath import RunPath
 from pgmq_sim.settings import Settings
 from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource
-from pgmq_sim.stats import Timeline, WorkerStats
-from pgmq_sim.threads import RunThread
-from pgmq_sim.waits import WaitTally
-from pgmq_sim.worker import ProcessedCounter
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgmq_sim.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.kinds import WakeupMode
-from pgmq_sim.limits import Figures, judge, server_cpu, service_bound
-from pgmq_sim.stats import LatencyHistogram, WorkerCounters
-from pgmq_sim.sweep import (
+from pgmq_sim.model.kinds import WakeupMode
+from pgmq_sim.model.sweep import (
     MAX_STEPS,
     UNFINISHED_SHARE,
     RateSearch,
@@ -28,8 +25,11 @@ from pgmq_sim.sweep import (
     judge_step,
     slope_per_s,
 )
-from pgmq_sim.traffic import IDLE_WAIT_S, hottest_share
-from pgmq_sim.waits import WaitProfile
+from pgmq_sim.model.traffic import IDLE_WAIT_S, hottest_share
+from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
+from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.verdicts.limits import Figures, judge, server_cpu, service_bound
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
 

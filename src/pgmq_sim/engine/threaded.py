@@ -6,16 +6,16 @@ from __future__ import annotations
 import threading
 import time
 
+from pgmq_sim.actors.ownership import Heartbeat, Owners
+from pgmq_sim.actors.threads import RunThread
+from pgmq_sim.actors.wakeup import NotifyWakeup, Wakeup, wakeup_for
+from pgmq_sim.actors.worker import ClaimGate, Worker, WorkerPlan, crew
 from pgmq_sim.db.claims import claim_sessions
 from pgmq_sim.db.connection import connect_worker
 from pgmq_sim.engine.bounded import TICK_S, call_bounded
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.kinds import TxMode, WakeupMode
-from pgmq_sim.ownership import Heartbeat, Owners
+from pgmq_sim.model.kinds import TxMode, WakeupMode
 from pgmq_sim.settings import MAX_WORKERS
-from pgmq_sim.threads import RunThread
-from pgmq_sim.wakeup import NotifyWakeup, Wakeup, wakeup_for
-from pgmq_sim.worker import ClaimGate, Worker, WorkerPlan, crew
 
 CONNECTED_WAIT_S = 30.0  # the producer waits at most this for the workers' first sessions
 

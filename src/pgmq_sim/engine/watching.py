@@ -7,16 +7,16 @@ import time
 
 import psycopg
 
-from pgmq_sim.checks import live_breach
-from pgmq_sim.diagnose import stall_causes
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.sweeping import SweepGoal
-from pgmq_sim.kinds import Outcome
-from pgmq_sim.observer import LiveFigures
-from pgmq_sim.stats import WorkerCounters
+from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.result.observer import LiveFigures
+from pgmq_sim.result.stats import WorkerCounters
+from pgmq_sim.verdicts.checks import live_breach
+from pgmq_sim.verdicts.diagnose import stall_causes
 
 PING_TIMEOUT_S = 5.0
 

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pgmq_sim.advice import advice
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.limits import run_limit, time_split
 from pgmq_sim.paths import describe_path
-from pgmq_sim.result import RunResult
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.advice import advice
+from pgmq_sim.verdicts.limits import run_limit, time_split
 
 STDOUT = Path("-")
 

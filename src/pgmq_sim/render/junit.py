@@ -5,9 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from pgmq_sim.checks import number
 from pgmq_sim.render.files import write_text
-from pgmq_sim.result import RunResult
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.checks import number
 
 
 def junit_document(results: list[RunResult]) -> str:

@@ -14,8 +14,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.observer import LiveFigures, RunObserver
-from pgmq_sim.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.observer import LiveFigures, RunObserver
+from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 
 BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.paths import describe_path
-from pgmq_sim.result import RunResult
-from pgmq_sim.waits import CLASSES
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.waits import CLASSES
 
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 PERCENTILES = (("e2e_p50_ms", "p50", "-"), ("e2e_p95_ms", "p95", "--"), ("e2e_p99_ms", "p99", ":"))

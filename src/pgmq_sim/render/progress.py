@@ -14,8 +14,8 @@ from collections import deque
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
-from pgmq_sim.observer import LiveFigures
-from pgmq_sim.stats import WorkerCounters
+from pgmq_sim.result.observer import LiveFigures
+from pgmq_sim.result.stats import WorkerCounters
 
 PLAIN_EVERY_S = 5.0
 RATE_WINDOW_S = 10.0

@@ -6,15 +6,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.advice import advice
-from pgmq_sim.checks import number
-from pgmq_sim.costs import ServerCost
-from pgmq_sim.drift import FIGURES as DRIFT_FIGURES
-from pgmq_sim.drift import SHORT_DRIFT_S, DriftReport
-from pgmq_sim.limits import run_limit, time_split
-from pgmq_sim.result import RunResult
-from pgmq_sim.roles import QUEUE_ROLES, Role, RoleCosts
-from pgmq_sim.sweep import SweepResult
+from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.result.costs import ServerCost
+from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.advice import advice
+from pgmq_sim.verdicts.checks import number
+from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
+from pgmq_sim.verdicts.drift import SHORT_DRIFT_S, DriftReport
+from pgmq_sim.verdicts.limits import run_limit, time_split
 
 
 def _ms(value: float | None) -> str:

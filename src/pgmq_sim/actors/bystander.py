@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 import psycopg
 
-from pgmq_sim.costs import BystanderResult
+from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.connection import connect
+from pgmq_sim.result.costs import BystanderResult
+from pgmq_sim.result.stats import LatencyHistogram
 from pgmq_sim.sqlfiles import statement
-from pgmq_sim.stats import LatencyHistogram
-from pgmq_sim.threads import RunThread
 
 ROWS = 1000
 BASELINE_S = 2.0  # each alone window

@@ -8,19 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgmq_sim.audit import AuditVerdict
-from pgmq_sim.checks import CHECK_EXIT, CheckResult, evaluate
-from pgmq_sim.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.db.values import TableHealth
-from pgmq_sim.drift import DriftReport, judge_drift
-from pgmq_sim.events import Fault, PoolerView, SnapshotHold
-from pgmq_sim.keys import KeyDistribution
-from pgmq_sim.kinds import Outcome
-from pgmq_sim.serverpath import RunPath
+from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
+from pgmq_sim.model.keys import KeyDistribution
+from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
+from pgmq_sim.result.serverpath import RunPath
+from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
+from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.settings import Settings
-from pgmq_sim.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
-from pgmq_sim.sweep import SweepResult
-from pgmq_sim.waits import WaitProfile
+from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.verdicts.checks import CHECK_EXIT, CheckResult, evaluate
+from pgmq_sim.verdicts.drift import DriftReport, judge_drift
 
 JSON_VERSION = 3  # 3: claim and completion latencies split on the server's clock; costs, path, keys, sweep
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from pgmq_sim.stats import SecondSample
+from pgmq_sim.result.stats import SecondSample
 
 DRIFT_MIN_S = 600.0  # a run this long or longer judges its drift by minutes
 SHORT_DRIFT_S = 60.0  # -drift on a shorter run: at least this long, judged by tenths

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.events import Fault
-from pgmq_sim.kinds import FaultKind, choices
+from pgmq_sim.model.events import Fault
+from pgmq_sim.model.kinds import FaultKind, choices
 
 NUMBER = r"(\d+(?:\.\d+)?)(ms|s)?"
 FAULT = re.compile(

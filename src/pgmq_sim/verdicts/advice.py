@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgmq_sim.limits import Limit, run_limit
-from pgmq_sim.result import RunResult
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.limits import Limit, run_limit
 
 Rule = Callable[[RunResult], str | None]
 

@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.result import RunResult
-from pgmq_sim.waits import WaitProfile
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.waits import WaitProfile
 
 RESOURCES = (
     "client-cpu",

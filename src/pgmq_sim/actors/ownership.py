@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import psycopg
 
+from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.connection import connect
 from pgmq_sim.sqlfiles import statement
-from pgmq_sim.threads import RunThread
 
 BEAT_S = 0.25
 OWNER_TIMEOUT_S = 1.0  # recovery takes back a message whose owner has not beaten for this long

@@ -9,8 +9,8 @@ import dataclasses
 import statistics
 from collections.abc import Sequence
 
-from pgmq_sim.events import Fault
-from pgmq_sim.stats import SecondSample
+from pgmq_sim.model.events import Fault
+from pgmq_sim.result.stats import SecondSample
 
 MET = "outage"  # the kind of a fault the run met rather than injected
 BEFORE_S = 5  # the rate before a fault: the median of the whole seconds before it

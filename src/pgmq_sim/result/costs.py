@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.db.values import ServerCounters, StatementCounters
-from pgmq_sim.roles import RoleCosts, RoleTransactions, statement_shares
+from pgmq_sim.result.roles import RoleCosts, RoleTransactions, statement_shares
 
 TOP_STATEMENTS = 5
 CLIENT_LIMIT_SHARE = 0.85  # a Python process near one full core is its own limit (one GIL)

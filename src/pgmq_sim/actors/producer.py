@@ -21,17 +21,17 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from pgmq_sim.backoff import Backoff
+from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.batches import Evidence, landed, record_produced, write_batch
 from pgmq_sim.db.connection import connect_worker, is_connection_lost, reconnecting
 from pgmq_sim.db.values import Row
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
-from pgmq_sim.keys import GroupTally
+from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.model.keys import GroupTally
+from pgmq_sim.model.traffic import KeySampler, RateProfile
+from pgmq_sim.result.stats import Timeline
 from pgmq_sim.settings import Payload
-from pgmq_sim.stats import Timeline
-from pgmq_sim.threads import RunThread
-from pgmq_sim.traffic import KeySampler, RateProfile
 
 ONE_US = timedelta(microseconds=1)
 PREFILL_CHUNK = 20_000  # a stop is noticed between chunks (well under a second each)

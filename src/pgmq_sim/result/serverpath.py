@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgmq_sim.db.values import PathFacts
-from pgmq_sim.kinds import PoolerMode
+from pgmq_sim.model.kinds import PoolerMode
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from pgmq_sim.stats import WorkerStats
-from pgmq_sim.sweep import StepResult
+from pgmq_sim.model.sweep import StepResult
+from pgmq_sim.result.stats import WorkerStats
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from typing import Protocol
 
 import psycopg
 
-from pgmq_sim.backoff import Backoff
 from pgmq_sim.db.connection import reconnecting
+from pgmq_sim.model.backoff import Backoff
 
 CHANNEL = "pgmq_sim"
 UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.drift import DRIFT_MIN_S
 from pgmq_sim.errors import UsageError
+from pgmq_sim.verdicts.drift import DRIFT_MIN_S
 
-RunResult = Any  # pgmq_sim.result.RunResult, which imports this module
+RunResult = Any  # pgmq_sim.result.run.RunResult, which imports this module
 Settings = Any  # pgmq_sim.settings.Settings, likewise
-Counters = Any  # pgmq_sim.stats.WorkerCounters
+Counters = Any  # pgmq_sim.result.stats.WorkerCounters
 
 CHECK_EXIT = 4  # a breached check: the run itself went through
 

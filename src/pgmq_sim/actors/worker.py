@@ -22,20 +22,20 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from pgmq_sim.backoff import Backoff
+from pgmq_sim.actors.ownership import Owners
+from pgmq_sim.actors.threads import RunThread
+from pgmq_sim.actors.wakeup import Wakeup
 from pgmq_sim.db.claims import ClaimPort, SessionOpener
 from pgmq_sim.db.connection import is_connection_lost, reconnecting
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
-from pgmq_sim.kinds import SessionMode
-from pgmq_sim.ownership import Owners
+from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.model.kinds import SessionMode
+from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, Settings, WorkTime
 from pgmq_sim.sqlfiles import ClaimStrategy
-from pgmq_sim.stats import Timeline, WorkerStats
-from pgmq_sim.threads import RunThread
-from pgmq_sim.wakeup import Wakeup
 
 RECONNECT_FIRST_S = 0.05
 STATS_FLUSH_S = 1.0
