@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from builders import settings
 
-from pgmq_sim.db.values import PathFacts, TableHealth
 from pgmq_sim.model.events import SnapshotHold
+from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
 from pgmq_sim.model.kinds import Outcome, PoolerMode
 from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost

@@ -14,9 +14,9 @@ import builders
 import pytest
 from conftest import REPO
 
-from pgmq_sim.db.values import AuditCounts, StallFacts
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.events import Fault
+from pgmq_sim.model.facts import AuditCounts, StallFacts
 from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
 from pgmq_sim.result.stats import SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.settings import Settings, WorkTime

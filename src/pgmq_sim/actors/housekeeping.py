@@ -22,9 +22,9 @@ from pgmq_sim.actors.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
-from pgmq_sim.db.values import PoolerPulse
 from pgmq_sim.db.views import ActivitySampler, ServerViews
 from pgmq_sim.model.events import PoolerView, SnapshotHold
+from pgmq_sim.model.facts import PoolerPulse
 from pgmq_sim.result.stats import PulseSample, Timeline
 from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.runlog import RunLog

@@ -9,8 +9,8 @@ import socket
 import psycopg
 
 from pgmq_sim.db.connection import connect_checked
-from pgmq_sim.db.values import PathFacts
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.facts import PathFacts
 from pgmq_sim.model.kinds import PoolerMode
 from pgmq_sim.sqlfiles import statement
 

@@ -14,7 +14,7 @@ import time
 import psycopg
 from psycopg import pq
 
-from pgmq_sim.db.values import PoolerPulse
+from pgmq_sim.model.facts import PoolerPulse
 
 CONNECT_TIMEOUT_S = 3
 COMMAND_TIMEOUT_S = 3.0

@@ -13,9 +13,9 @@ from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import CLAIM, COMPLETE, FAIL, JOURNAL, NOTIFY_FUNCTION, TAKE
-from pgmq_sim.db.values import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource, statement
 from pgmq_sim.verdicts.audit import SHOW, AuditVerdict
 

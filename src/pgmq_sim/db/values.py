@@ -1,96 +1,16 @@
-"""What the database layer hands the rest of the tool: plain values, no driver types, so the result,
-the audit verdict and the diagnosis can be built and tested without a server."""
+"""A worker's session values, as the database layer hands them to the actors: plain values, no
+driver types, made on the hot path."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from pgmq_sim.model.kinds import PoolerMode, SessionMode
+from pgmq_sim.model.kinds import SessionMode
 
 # msg_id, queue_type, status, order_id, time_added[, payload]
 Row = tuple[int, str, str, int, datetime] | tuple[int, str, str, int, datetime, bytes]
-
-
-@dataclass(frozen=True)
-class PreviousRun:
-    """What a run that used these tables left: its record in pgmq_sim_run."""
-
-    run_id: str
-    started_at: datetime
-    finished_at: datetime | None
-    outcome: str
-    target: int | None  # None: a run bounded by time alone
-    produced: int
-    ordered: bool
-    audited: bool
-    settings: str
-
-    @property
-    def finished(self) -> bool:
-        return self.finished_at is not None
-
-
-@dataclass(frozen=True)
-class TableHealth:
-    live_tuples: int
-    dead_tuples: int
-    autovacuum_runs: int
-    autoanalyze_runs: int
-    table_bytes: int
-    index_bytes: int
-    toast_bytes: int = 0  # large values (payloads) moved out of the rows
-
-    def as_json(self) -> dict[str, int]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["size_bytes"] = data.pop("table_bytes")
-        return data
-
-
-@dataclass(frozen=True)
-class AuditCounts:
-    """What the journal and the queue say, counted on the server."""
-
-    processed: int
-    duplicates: int
-    missing: int
-    left_behind: int
-    duplicate_ids: tuple[int, ...]
-    missing_ids: tuple[int, ...]
-    order_violation_ids: tuple[int, ...]
-    order_violations: int
-    dead_lettered: int = 0
-    redelivered: int = 0
-    attempts: int = 0
-    failed_attempts: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in fields(AuditCounts)}  # not a subclass's own
-        return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items()}
-
-
-class TablePulse(NamedTuple):
-    """The housekeeper's second: the queue's table, who holds the oldest snapshot, the workers'
-    server connections."""
-
-    dead_tuples: int
-    holder_pid: int | None
-    holder_application: str
-    held_s: float  # how long the oldest snapshot has been held
-    worker_backends: int
-    table_bytes: int  # table, indexes and TOAST
-    autovacuums: int  # autovacuum runs on the table so far
-
-
-@dataclass(frozen=True)
-class StallFacts:
-    blocked: list[tuple[Any, ...]]
-    pending_by_type: list[tuple[Any, ...]]
-    heads: list[tuple[Any, ...]]
-    unlocked_heads: set[int]
-    lock_holders: list[tuple[Any, ...]]
-    sees_all: bool = True  # the role sees every session's state and query
 
 
 class Claimed(NamedTuple):
@@ -128,64 +48,3 @@ class SessionPlan:
         """A completion may carry the next claim: only in the basic mode, where the claim's
         transaction is the message's, and where the server connection is the worker's own."""
         return self.chain and self.mode == SessionMode.BASIC
-
-
-@dataclass(frozen=True)
-class StatementCounters:
-    """One statement's cumulative counters in pg_stat_statements, or the difference of two readings."""
-
-    query: str
-    calls: int
-    exec_ms: float
-    rows: int
-    blks_hit: int
-    blks_read: int
-    wal_bytes: int
-
-    def minus(self, earlier: StatementCounters | None) -> StatementCounters:
-        if earlier is None:
-            return self
-        return StatementCounters(
-            self.query,
-            self.calls - earlier.calls,
-            self.exec_ms - earlier.exec_ms,
-            self.rows - earlier.rows,
-            self.blks_hit - earlier.blks_hit,
-            self.blks_read - earlier.blks_read,
-            self.wal_bytes - earlier.wal_bytes,
-        )
-
-
-@dataclass(frozen=True)
-class ServerCounters:
-    """The server's cumulative counters at one moment; what is not visible there is None."""
-
-    wal_lsn: int  # the WAL insert position, in bytes
-    database: dict[str, int]  # pg_stat_database of this database
-    wal: dict[str, int] | None  # pg_stat_wal (14+)
-    io: dict[str, int] | None  # pg_stat_io, summed (16+)
-    statements: dict[int, StatementCounters] | None  # pg_stat_statements, when installed and loaded
-    statements_note: str | None = None  # why there are none
-
-
-@dataclass(frozen=True)
-class PathFacts:
-    pooler: PoolerMode  # what the probe found (NONE: no sign of a pooler)
-    evidence: str
-    tls: str | None  # "TLSv1.3" when the connection is encrypted
-    superuser: bool
-    sees_all_sessions: bool  # superuser, pg_read_all_stats or pg_monitor
-    version: int
-    database: str = ""  # as the client named it (a pooler's database name)
-
-
-@dataclass(frozen=True)
-class PoolerPulse:
-    """The run's pool as the pooler's console shows it at one moment."""
-
-    waiting: int  # clients waiting for a server connection
-    active: int  # clients linked to a server connection
-    servers_active: int
-    servers_idle: int  # idle or just used: ready for the next client
-    longest_wait_ms: float  # the oldest waiting client's wait so far
-    waited_s: float  # clients' wait for a server connection, in all since the pooler started

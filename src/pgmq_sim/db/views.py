@@ -6,8 +6,8 @@ import psycopg
 
 from pgmq_sim.db.connection import connect
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.values import ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.dsn import first_line
+from pgmq_sim.model.facts import ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.sqlfiles import statement
 
 

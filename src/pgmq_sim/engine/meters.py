@@ -7,11 +7,11 @@ from collections.abc import Iterable
 
 import psycopg
 
-from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import Signals, call_bounded
 from pgmq_sim.errors import SimError
+from pgmq_sim.model.facts import ServerCounters
 from pgmq_sim.result.costs import CpuReading, ProcessCpu, ServerCost
 from pgmq_sim.result.roles import RoleTransactions
 from pgmq_sim.server import Server

@@ -23,7 +23,6 @@ from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
-from pgmq_sim.db.values import TableHealth
 from pgmq_sim.db.views import ActivitySampler
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
@@ -32,6 +31,7 @@ from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.traffic import hottest_share, key_sampler

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgmq_sim.db.values import ServerCounters
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
+from pgmq_sim.model.facts import ServerCounters
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.model.sweep import (
     MAX_STEPS,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgmq_sim.db.values import ServerCounters, StatementCounters
+from pgmq_sim.model.facts import ServerCounters, StatementCounters
 from pgmq_sim.result.roles import RoleCosts, RoleTransactions, statement_shares
 
 TOP_STATEMENTS = 5

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pgmq_sim.db.values import StatementCounters
+from pgmq_sim.model.facts import StatementCounters
 
 
 class Role(StrEnum):

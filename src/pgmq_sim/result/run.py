@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgmq_sim.db.values import TableHealth
 from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
+from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.sweep import SweepResult

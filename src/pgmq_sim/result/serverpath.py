@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgmq_sim.db.values import PathFacts
+from pgmq_sim.model.facts import PathFacts
 from pgmq_sim.model.kinds import PoolerMode
 
 

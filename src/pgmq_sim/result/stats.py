@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 
 from hdrh.histogram import HdrHistogram
 
-from pgmq_sim.db.values import PoolerPulse
+from pgmq_sim.model.facts import PoolerPulse
 
 HOUR_US = 3_600_000_000
 OPEN_SECONDS = 3  # commits reach the timeline a little out of order; later ones count, unranked

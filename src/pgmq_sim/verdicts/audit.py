@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pgmq_sim.db.values import AuditCounts
+from pgmq_sim.model.facts import AuditCounts
 
 SHOW = 5  # offending msg_ids listed per kind
 

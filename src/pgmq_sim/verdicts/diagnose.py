@@ -6,9 +6,9 @@ import re
 
 import psycopg
 
-from pgmq_sim.db.values import StallFacts
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.dsn import reason
+from pgmq_sim.model.facts import StallFacts
 
 STRING_LITERAL = re.compile(r"'(?:[^']|'')*'?")
 
