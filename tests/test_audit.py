@@ -14,8 +14,9 @@ from conftest import REPO, Cli, assert_one_line_error
 
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.sqlfiles import statement
-from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.verdicts.audit import SHOW, judge_audit
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +37,8 @@ def crafted(db: psycopg.Connection) -> psycopg.Connection:
 
 def judge(db: psycopg.Connection, expected: int, ordered: bool, complete: bool) -> AuditVerdict:
     """The audit, through the tool's own queue layer, of the database `db` is connected to."""
-    return QueueDatabase(Sessions(db.info.dsn)).audit(expected, ordered=ordered, complete=complete)
+    counts = QueueDatabase(Sessions(db.info.dsn)).audit_counts(expected, SHOW)
+    return judge_audit(counts, expected=expected, ordered=ordered, complete=complete)
 
 
 def queue(db: psycopg.Connection, msg_id: int, status: str, order_id: int = 1) -> None:
@@ -84,7 +86,7 @@ def test_each_field_fails_the_verdict(crafted: psycopg.Connection) -> None:
     assert verdict.missing == 2 and verdict.missing_ids == (5, 6)
     assert verdict.left_behind == 1
     assert verdict.order_violations == 1 and verdict.order_violation_ids == (4,)
-    text = "; ".join(verdict.problems())
+    text = "; ".join(verdict.problems)
     assert "1 duplicate" in text and "2 missing" in text and "left behind" in text and "order" in text
 
 

@@ -10,7 +10,8 @@ import pytest
 from conftest import Cli, assert_one_line_error
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.verdicts.checks import Check, parse_checks
+from pgmq_sim.model.checks import Check
+from pgmq_sim.verdicts.checks import parse_checks
 
 RUN = "-fill-db 300 -workers 3 -orders 10 -work-ms 0-1 -claim indexed -poll-interval 0.02"
 
@@ -18,10 +19,10 @@ RUN = "-fill-db 300 -workers 3 -orders 10 -work-ms 0-1 -claim indexed -poll-inte
 @pytest.mark.unit
 def test_check_forms() -> None:
     assert parse_checks("e2e-p99<250, throughput>=900,lost==0,wal-per-msg<=1200B") == (
-        Check("e2e-p99", "<", 250),
-        Check("throughput", ">=", 900),
-        Check("lost", "==", 0),
-        Check("wal-per-msg", "<=", 1200),
+        Check("e2e-p99", "<", 250, "ms"),
+        Check("throughput", ">=", 900, "msg/s"),
+        Check("lost", "==", 0, ""),
+        Check("wal-per-msg", "<=", 1200, "B"),
     )
     for bad in ("e2e-p99", "p99<3", "e2e-p99<<3", ","):
         with pytest.raises(UsageError):

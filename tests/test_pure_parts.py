@@ -18,9 +18,10 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import AuditCounts, StallFacts
 from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
+from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.stats import SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.settings import Settings, WorkTime
-from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.verdicts.audit import judge_audit
 from pgmq_sim.verdicts.diagnose import explain_stall
 from pgmq_sim.verdicts.outages import fault_effects
 
@@ -30,12 +31,12 @@ CLEAN = AuditCounts(100, 0, 0, 0, (), (), (), 0)
 
 
 def verdict(counts: AuditCounts = CLEAN, *, ordered: bool = True, complete: bool = True) -> AuditVerdict:
-    return AuditVerdict.judge(counts, expected=100, ordered=ordered, complete=complete)
+    return judge_audit(counts, expected=100, ordered=ordered, complete=complete)
 
 
 def test_verdict_passes_a_clean_run_and_keeps_every_count() -> None:
     v = verdict()
-    assert v.passed and v.problems() == []
+    assert v.passed and v.problems == ()
     doc = v.as_json()
     assert doc["verdict"] == "pass" and doc["expected"] == 100 and doc["processed"] == 100
     assert doc["order_checked"] is True and doc["complete"] is True
@@ -54,14 +55,14 @@ def test_verdict_passes_a_clean_run_and_keeps_every_count() -> None:
 def test_each_kind_of_problem_fails_the_verdict(change: dict[str, object], words: str) -> None:
     v = verdict(dataclasses.replace(CLEAN, **change))  # type: ignore[arg-type]
     assert not v.passed and v.verdict == "fail"
-    assert words in "; ".join(v.problems())
+    assert words in "; ".join(v.problems)
 
 
 def test_a_partial_run_may_leave_messages_and_an_unordered_one_may_reorder() -> None:
     assert verdict(dataclasses.replace(CLEAN, left_behind=5), complete=False).passed
     reordered = dataclasses.replace(CLEAN, order_violations=3, order_violation_ids=(1, 2, 3))
     assert verdict(reordered, ordered=False).passed
-    assert "out-of-order (unordered strategy)" in "; ".join(verdict(reordered, ordered=False).problems())
+    assert "out-of-order (unordered strategy)" in "; ".join(verdict(reordered, ordered=False).problems)
 
 
 def facts(**changes: object) -> StallFacts:
@@ -172,21 +173,28 @@ def test_import_graph_of_the_package_has_no_circle_and_keeps_its_layers() -> Non
     assert "no circles" in checked.stdout
 
 
-def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_path: Path) -> None:
+def test_import_check_catches_a_circle_a_view_a_driver_and_each_forbidden_arrow(tmp_path: Path) -> None:
     package = tmp_path / "pgmq_sim"
-    (package / "render").mkdir(parents=True)
-    (package / "result").mkdir()
-    for name, text in {
+    files = {
         "__init__.py": "",
-        "render/__init__.py": "",
-        "render/terminal.py": "",
-        "a.py": "from pgmq_sim import b\n",
+        "errors.py": "",
+        "settings.py": "from pgmq_sim import errors\n",  # a leaf: allowed everywhere
+        "a.py": "from pgmq_sim import b\n",  # a module in no part
         "b.py": "def f():\n    from pgmq_sim.a import x\n",  # a deferred import is still a circle
-        "engine.py": "import pgmq_sim.render.terminal\n",
-        "result/__init__.py": "",
-        "result/run.py": "import psycopg\n",
-    }.items():
+        "render/terminal.py": "from pgmq_sim.actors import worker\n",  # a view importing an actor
+        "engine/run.py": "import pgmq_sim.render.terminal\n",  # the engine drawing
+        "result/run.py": "import psycopg\nfrom pgmq_sim.verdicts import checks\n",  # the data judging
+        "verdicts/checks.py": "from pgmq_sim.result import run\n",  # allowed
+        "verdicts/limits.py": "from pgmq_sim.db import views\n",  # a verdict reading the database
+        "model/traffic.py": "from pgmq_sim.settings import Settings\n",  # the model depending up
+        "db/views.py": "",
+        "actors/worker.py": "from pgmq_sim.db import views\n",  # allowed
+    }
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text)
+    for folder in ("render", "engine", "result", "verdicts", "model", "db", "actors"):
+        (package / folder / "__init__.py").write_text("")
     checked = subprocess.run(
         [sys.executable, str(REPO / "tools" / "check_imports.py"), str(package)],
         capture_output=True,
@@ -194,11 +202,39 @@ def test_import_check_catches_a_circle_a_view_and_a_driver_in_the_result(tmp_pat
         check=False,
     )
     assert checked.returncode == 1
-    assert "import circle: pgmq_sim.a <-> pgmq_sim.b" in checked.stdout
-    assert "pgmq_sim.engine imports the view pgmq_sim.render.terminal" in checked.stdout
+    out = checked.stdout
+    assert "import circle: pgmq_sim.a <-> pgmq_sim.b" in out
+    assert "pgmq_sim.a is in no part of docs/architecture.md" in out
+    assert "pgmq_sim.engine.run imports the view pgmq_sim.render.terminal" in out
     assert (
-        "pgmq_sim.result.run must not load the driver or the SQL layer, but loads psycopg" in checked.stdout
+        "pgmq_sim.engine.run imports pgmq_sim.render.terminal: the part 'engine' may not import 'render'"
+        in out
     )
+    assert (
+        "pgmq_sim.render.terminal imports pgmq_sim.actors.worker: the part 'render' may not import 'actors'"
+        in out
+    )
+    assert (
+        "pgmq_sim.result.run imports pgmq_sim.verdicts.checks: the part 'result' may not import 'verdicts'"
+        in out
+    )
+    assert (
+        "pgmq_sim.verdicts.limits imports pgmq_sim.db.views: the part 'verdicts' may not import 'db'" in out
+    )
+    assert (
+        "pgmq_sim.model.traffic imports pgmq_sim.settings: the part 'model' may not import 'settings'" in out
+    )
+    assert "pgmq_sim.result.run must not load the driver or the SQL layer, but loads psycopg" in out
+    assert "pgmq_sim.verdicts.limits must not load the driver or the SQL layer, but loads pgmq_sim.db" in out
+    # the allowed arrows are not named
+    assert "pgmq_sim.actors.worker imports" not in out and "pgmq_sim.verdicts.checks imports" not in out
+    assert "pgmq_sim.settings imports" not in out
+
+
+def test_the_package_root_keeps_at_most_ten_modules() -> None:
+    root = REPO / "src" / "pgmq_sim"
+    modules = sorted(p.name for p in root.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(modules) <= 10, modules
 
 
 def _p50(ms: float) -> dict[str, float | None]:

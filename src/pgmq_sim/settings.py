@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.checks import Check
 from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
 from pgmq_sim.model.sweep import SweepSpec
 from pgmq_sim.model.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
-from pgmq_sim.verdicts.checks import FIGURES, Check, refuse_unproduced
-from pgmq_sim.verdicts.drift import SHORT_DRIFT_S
 
 
 def queue_types(count: int) -> tuple[str, ...]:
@@ -23,6 +22,8 @@ def queue_types(count: int) -> tuple[str, ...]:
 
 
 DEFAULT_STEP_S = 10.0
+DRIFT_MIN_S = 600.0  # a run this long or longer judges its drift by minutes
+SHORT_DRIFT_S = 60.0  # -drift on a shorter run: at least this long, judged by tenths
 POLLS_PER_STEP = 3  # an adaptive sweep's step spans at least this many poll intervals
 DEFAULT_RESOLUTION_PCT = 5.0
 
@@ -213,7 +214,6 @@ class Settings:
             math.isfinite(self.bystander) and 0 < self.bystander <= 100_000
         ):
             raise UsageError(f"-bystander {self.bystander:g} must be a rate between 0 and 100000 per second")
-        refuse_unproduced(self.checks, self)
         self._check_gating()
         if self.rate_profile is not None:
             profile = parse_rate_profile(self.rate_profile, self.rate, self.speed)
@@ -315,12 +315,6 @@ class Settings:
                 raise UsageError(
                     f"-drift needs a run of at least {SHORT_DRIFT_S:.0f} s; give -duration 60 or more"
                 )
-        if self.check_abort and not any(FIGURES[c.figure].live is not None for c in self.checks):
-            live = ", ".join(name for name, f in FIGURES.items() if f.live is not None)
-            raise UsageError(
-                f"-check-abort acts on -check {live} (known while the run goes on);"
-                " add -check lost==0, or drop -check-abort"
-            )
 
     def check_sweep_wakeup(self) -> None:
         """Once the run's wake-up is known (a -compare cell sets its own)."""

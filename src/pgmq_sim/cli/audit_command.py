@@ -20,7 +20,8 @@ from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
-from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.verdicts.audit import SHOW, judge_audit
 
 
 @click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
@@ -75,8 +76,9 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
     recorded = json.loads(previous.settings)
     produced = db.produced(journal=True)  # the record's count lags by up to a second in a killed run
     retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
-    verdict = db.audit(
-        produced,
+    verdict = judge_audit(
+        db.audit_counts(produced, SHOW, retrying),
+        expected=produced,
         ordered=previous.ordered,
         # a run bounded by time or a sweep need not drain (older records: -duration alone said so)
         complete=previous.outcome == "completed" and recorded.get("drains", recorded.get("duration") is None),
@@ -88,7 +90,7 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
         f"run {previous.run_id} started {previous.started_at:%Y-%m-%d %H:%M:%S}: {state};"
         f" {produced} of {previous.target} produced"
     )
-    detail = "; ".join(verdict.problems()) or f"{verdict.processed}/{verdict.expected} processed exactly once"
+    detail = "; ".join(verdict.problems) or f"{verdict.processed}/{verdict.expected} processed exactly once"
     console.print(f"audit {verdict.verdict}: {detail}; {verdict.left_behind} still pending")
     if json_path:
         write_json(

@@ -27,7 +27,7 @@ from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.kinds import CHECK_EXIT, TxMode, WakeupMode
 from pgmq_sim.model.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
 from pgmq_sim.model.traffic import KeySkew
 from pgmq_sim.render.files import STDOUT, check_output_path, result_document, write_json
@@ -42,7 +42,7 @@ from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
 from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
 from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
-from pgmq_sim.verdicts.checks import CHECK_EXIT, parse_checks
+from pgmq_sim.verdicts.checks import judged, parse_checks, refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
 
@@ -463,7 +463,7 @@ def _settings(options: dict[str, Any]) -> Settings:
         given["workers"] = AUTO_WORKERS if sweep.adaptive else int(max(sweep.values))
     if given["workers"] is None:
         given["workers"] = DEFAULT_WORKERS
-    return Settings(
+    settings = Settings(
         **given,
         work=WorkTime.parse(options["work_ms"]),
         key_skew=KeySkew.parse(options["key_skew"]),
@@ -478,6 +478,9 @@ def _settings(options: dict[str, Any]) -> Settings:
         # one seed per invocation: every cell of a comparison runs the same workload
         seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
     )
+    refuse_unproduced(settings.checks, settings)
+    refuse_unwatchable(settings.checks, settings)
+    return settings
 
 
 @contextmanager
@@ -568,7 +571,7 @@ def execute(options: dict[str, Any]) -> int:
                     if len(inputs) > 1:
                         observer.say(f"cell {cell_label(given)}")
                     try:
-                        results.append(run_once(given, server, observer, log, signals, carrier).judged())
+                        results.append(judged(run_once(given, server, observer, log, signals, carrier)))
                     except SimError as exc:
                         if len(inputs) == 1:
                             raise

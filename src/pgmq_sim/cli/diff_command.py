@@ -14,8 +14,8 @@ from rich.table import Table
 
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.kinds import CHECK_EXIT
 from pgmq_sim.render.files import check_output_path, write_json
-from pgmq_sim.verdicts.checks import CHECK_EXIT
 from pgmq_sim.verdicts.diff import (
     DEFAULT_FAIL_ON,
     FigureChange,

@@ -17,7 +17,6 @@ from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource, statement
-from pgmq_sim.verdicts.audit import SHOW, AuditVerdict
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
 
@@ -164,16 +163,6 @@ class QueueDatabase:
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""
         return [(str(t), int(o), int(n), float(b)) for t, o, n, b in self.sessions.all("group_blocking")]
-
-    def audit(self, expected: int, *, ordered: bool, complete: bool, retrying: bool = False) -> AuditVerdict:
-        """The verdict on the journal and the queue, as a run and `pgmq-sim audit` both judge them."""
-        return AuditVerdict.judge(
-            self.audit_counts(expected, SHOW, retrying),
-            expected=expected,
-            ordered=ordered,
-            complete=complete,
-            retrying=retrying,
-        )
 
     def audit_counts(self, expected: int, show: int, retrying: bool = False) -> AuditCounts:
         suffix = "_retry" if retrying else ""

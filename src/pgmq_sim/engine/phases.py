@@ -35,11 +35,13 @@ from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.traffic import hottest_share, key_sampler
+from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.roles import RoleTransactions
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.stats import WorkerCounters
-from pgmq_sim.verdicts.audit import AuditVerdict
+from pgmq_sim.verdicts.audit import SHOW, judge_audit
+from pgmq_sim.verdicts.drift import judge_drift
 from pgmq_sim.verdicts.outages import fault_effects
 
 STOP_GRACE_S = 2.0
@@ -416,8 +418,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
             if settings.audit:
                 verdict = call_bounded(
-                    lambda: db.audit(
-                        produced,
+                    lambda: judge_audit(
+                        db.audit_counts(produced, SHOW, settings.retrying),
+                        expected=produced,
                         ordered=state.strategy.ordered,
                         complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
                         retrying=settings.retrying,
@@ -426,7 +429,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     signals,
                     "audit",
                 )
-                state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems()) or "clean"))
+                state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems) or "clean"))
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
@@ -476,4 +479,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
+        drift=None
+        if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
+        else judge_drift(timeline, state.elapsed, settings.drift),
     )

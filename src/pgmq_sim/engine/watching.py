@@ -16,7 +16,7 @@ from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.checks import live_breach
-from pgmq_sim.verdicts.diagnose import stall_causes
+from pgmq_sim.verdicts.diagnose import explain_stall
 
 PING_TIMEOUT_S = 5.0
 
@@ -92,12 +92,19 @@ def diagnose_stall(state: RunState) -> None:
     state.outcome = Outcome.STALLED
     served = {s.queue_type for s in state.stats}
     pooled = state.path is not None and state.path.pooled
-    state.causes = call_bounded(  # the workers' backends, found on the server, from any host
-        lambda: stall_causes(state.views, served, state.views.worker_backends(), pooled),
-        30,
-        state.signals,
-        "stall diagnosis",
-    )
+    try:  # the workers' backends, found on the server, from any host
+        facts = call_bounded(
+            lambda: state.views.stall_facts(state.views.worker_backends()),
+            30,
+            state.signals,
+            "stall diagnosis",
+        )
+    except psycopg.Error as exc:
+        state.causes = [f"could not inspect the queue: {reason(exc, *state.dsns)}"]
+        return
+    state.causes = explain_stall(facts, served, pooled) or [
+        "no cause found in the queue or the server's lock views"
+    ]
 
 
 def check_answering(state: RunState, what: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+CHECK_EXIT = 4  # a breached -check (or a diff's -fail-on): the run itself went through
+
 
 class Outcome(StrEnum):
     COMPLETED = "completed"

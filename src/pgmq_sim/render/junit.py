@@ -5,9 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from pgmq_sim.model.checks import number
 from pgmq_sim.render.files import write_text
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.checks import number
 
 
 def junit_document(results: list[RunResult]) -> str:
@@ -21,7 +21,7 @@ def junit_document(results: list[RunResult]) -> str:
         if result.audit is not None:
             audit = result.audit
             said = f"{audit.verdict}: {audit.processed} of {audit.expected} processed"
-            failure = None if audit.passed else f"audit failed: {'; '.join(audit.problems())}"
+            failure = None if audit.passed else f"audit failed: {'; '.join(audit.problems)}"
             cases.append(("audit: exactly once, in order", failure, said))
         if result.outcome.exit_code != 0:
             cases.append((f"run {result.outcome}", result.error or str(result.outcome), str(result.outcome)))

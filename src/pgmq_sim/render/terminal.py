@@ -6,14 +6,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pgmq_sim.model.checks import number
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.costs import ServerCost
+from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.settings import SHORT_DRIFT_S
 from pgmq_sim.verdicts.advice import advice
-from pgmq_sim.verdicts.checks import number
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
-from pgmq_sim.verdicts.drift import SHORT_DRIFT_S, DriftReport
 from pgmq_sim.verdicts.limits import run_limit, time_split
 
 
@@ -107,7 +108,7 @@ def print_summary(console: Console, result: RunResult) -> None:
     if result.audit:
         a = result.audit
         verdict = "[green]pass[/]" if a.passed else "[red]FAIL[/]"
-        detail = "; ".join(a.problems()) or (
+        detail = "; ".join(a.problems) or (
             f"{a.processed}/{a.expected} exactly once, order "
             + ("kept" if a.ordered else "not checked (unordered strategy)")
         )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,16 +9,16 @@ from typing import Any
 from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
-from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
 from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
+from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.settings import Settings
-from pgmq_sim.verdicts.audit import AuditVerdict
-from pgmq_sim.verdicts.checks import CHECK_EXIT, CheckResult, evaluate
-from pgmq_sim.verdicts.drift import DriftReport, judge_drift
 
 JSON_VERSION = 3  # 3: claim and completion latencies split on the server's clock; costs, path, keys, sweep
 
@@ -112,6 +110,7 @@ class RunResult:
     complete_total_s: float = 0.0  # and their completions'
     spare_connections: int | None = None  # connections the server and role allowed beyond the run's
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
+    drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
 
     @classmethod
     def from_stats(
@@ -146,6 +145,7 @@ class RunResult:
         pooler: PoolerView | None = None,
         waits: WaitProfile | None = None,
         spare_connections: int | None = None,
+        drift: DriftReport | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -202,17 +202,10 @@ class RunResult:
             pooler=pooler,
             waits=waits,
             spare_connections=spare_connections,
+            drift=drift,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
-
-    @functools.cached_property
-    def drift(self) -> DriftReport | None:
-        """A long run's (or -drift's) trends; none for a sweep or a rate profile, which change the
-        load on purpose."""
-        if self.sweep is not None or self.settings.rate_profile is not None:
-            return None
-        return judge_drift(self.timeline, self.elapsed_s, self.settings.drift)
 
     @property
     def throughput_per_s(self) -> float:
@@ -284,10 +277,6 @@ class RunResult:
     @property
     def breached(self) -> tuple[CheckResult, ...]:
         return tuple(c for c in self.checks if not c.passed)
-
-    def judged(self) -> RunResult:
-        """This result with the run's -check thresholds judged on it."""
-        return dataclasses.replace(self, checks=evaluate(self.settings.checks, self))
 
     def as_json(self) -> dict[str, Any]:
         return {

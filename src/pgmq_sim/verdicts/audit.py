@@ -6,63 +6,48 @@ across processes and after crashes. The database layer counts (`AuditCounts`); t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import fields
 
 from pgmq_sim.model.facts import AuditCounts
+from pgmq_sim.result.audit import AuditVerdict
 
 SHOW = 5  # offending msg_ids listed per kind
 
 
-@dataclass(frozen=True, kw_only=True)
-class AuditVerdict(AuditCounts):
-    expected: int
-    ordered: bool
-    complete: bool
-    retrying: bool = False  # leases or retries: dead letters and redeliveries are counted
+def judge_audit(
+    counts: AuditCounts, *, expected: int, ordered: bool, complete: bool, retrying: bool = False
+) -> AuditVerdict:
+    """The verdict on these counts: every produced message processed exactly once (or, with
+    retries, dead-lettered), none lost; order among the processed ones. A partial run (stopped
+    early, or bounded by time) may leave messages pending, never lose or repeat one. Redelivery
+    (work started again) is counted, not failed."""
+    values = {f.name: getattr(counts, f.name) for f in fields(AuditCounts)}
+    found = _problems(counts, ordered, complete)
+    failed = counts.duplicates or counts.missing or (ordered and counts.order_violations)
+    passed = not failed and (counts.left_behind == 0 or not complete)
+    return AuditVerdict(
+        **values,
+        expected=expected,
+        ordered=ordered,
+        complete=complete,
+        retrying=retrying,
+        passed=passed,
+        problems=tuple(found),
+    )
 
-    @classmethod
-    def judge(
-        cls, counts: AuditCounts, *, expected: int, ordered: bool, complete: bool, retrying: bool = False
-    ) -> AuditVerdict:
-        """The verdict on these counts: every produced message processed exactly once (or, with
-        retries, dead-lettered), none lost; order among the processed ones."""
-        values = {f.name: getattr(counts, f.name) for f in fields(AuditCounts)}
-        return cls(**values, expected=expected, ordered=ordered, complete=complete, retrying=retrying)
 
-    @property
-    def passed(self) -> bool:
-        """A partial run (stopped early, or bounded by time) may leave messages pending, never lose
-        or repeat one. Redelivery (work started again) is counted, not failed."""
-        if self.duplicates or self.missing or (self.ordered and self.order_violations):
-            return False
-        return self.left_behind == 0 or not self.complete
-
-    @property
-    def verdict(self) -> str:
-        return "pass" if self.passed else "fail"
-
-    def problems(self) -> list[str]:
-        found = []
-        if self.duplicates:
-            found.append(f"{self.duplicates} duplicate(s), e.g. msg_id {_ids(self.duplicate_ids)}")
-        if self.missing:
-            found.append(f"{self.missing} missing, e.g. msg_id {_ids(self.missing_ids)}")
-        if self.complete and self.left_behind:
-            found.append(f"{self.left_behind} left behind in msg_queue")
-        if self.order_violations:
-            what = "order violation(s)" if self.ordered else "out-of-order (unordered strategy)"
-            found.append(f"{self.order_violations} {what}, e.g. msg_id {_ids(self.order_violation_ids)}")
-        return found
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "expected": self.expected,
-            **super().as_json(),
-            "order_checked": self.ordered,
-            "complete": self.complete,
-        }
+def _problems(counts: AuditCounts, ordered: bool, complete: bool) -> list[str]:
+    found = []
+    if counts.duplicates:
+        found.append(f"{counts.duplicates} duplicate(s), e.g. msg_id {_ids(counts.duplicate_ids)}")
+    if counts.missing:
+        found.append(f"{counts.missing} missing, e.g. msg_id {_ids(counts.missing_ids)}")
+    if complete and counts.left_behind:
+        found.append(f"{counts.left_behind} left behind in msg_queue")
+    if counts.order_violations:
+        what = "order violation(s)" if ordered else "out-of-order (unordered strategy)"
+        found.append(f"{counts.order_violations} {what}, e.g. msg_id {_ids(counts.order_violation_ids)}")
+    return found
 
 
 def _ids(ids: tuple[int, ...]) -> str:

@@ -8,21 +8,19 @@ passes it silently.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.verdicts.drift import DRIFT_MIN_S
-
-RunResult = Any  # pgmq_sim.result.run.RunResult, which imports this module
-Settings = Any  # pgmq_sim.settings.Settings, likewise
-Counters = Any  # pgmq_sim.result.stats.WorkerCounters
-
-CHECK_EXIT = 4  # a breached check: the run itself went through
+from pgmq_sim.model.checks import CHECK_FORMS, CHECK_PATTERN, Check
+from pgmq_sim.result.checks import CheckResult
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.stats import WorkerCounters
+from pgmq_sim.settings import DRIFT_MIN_S, Settings
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -40,7 +38,7 @@ class Figure:
     needs: Callable[[Settings], str | None] = lambda _s: None  # why the run cannot produce it
     # known while the run goes on, from the workers' counters, and can only get worse: -check-abort
     # acts on it (duplicates and missing are known only at the audit)
-    live: Callable[[Counters], float] | None = None
+    live: Callable[[WorkerCounters], float] | None = None
 
 
 def _latency(kind: str, pct: str) -> Callable[[RunResult], float | None]:
@@ -114,47 +112,6 @@ FIGURES: dict[str, Figure] = {
 }
 
 
-def number(value: float) -> str:
-    """As a person wrote it: 1000000, not 1e+06."""
-    return str(int(value)) if value == int(value) else f"{value:.6g}"
-
-
-CHECK_PATTERN = r"([a-z0-9-]+)\s*(<=|>=|==|<|>)\s*(-?\d+(?:\.\d+)?)\s*(?:ms|us|B|msg/s|%/h)?"
-CHECK_FORMS = "give FIGURE<N, <=, >, >= or ==, e.g. e2e-p99<250,throughput>=900,lost==0"
-
-
-@dataclass(frozen=True)
-class Check:
-    figure: str
-    op: str
-    bound: float
-
-    def __str__(self) -> str:
-        per_hour = "%/h" if self.unit == "%/h" else ""  # a drift's bound reads as a rate, as written
-        return f"{self.figure}{self.op}{number(self.bound)}{per_hour}"
-
-    @property
-    def unit(self) -> str:
-        return FIGURES[self.figure].unit
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    check: Check
-    value: float | None  # None: not measured in this run
-    passed: bool
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "check": str(self.check),
-            "figure": self.check.figure,
-            "value": self.value,
-            "bound": self.check.bound,
-            "unit": self.check.unit,
-            "passed": self.passed,
-        }
-
-
 def parse_checks(text: str) -> tuple[Check, ...]:
     """-check EXPR[,EXPR...]; an unknown figure or a malformed one is a usage error."""
     checks = []
@@ -168,7 +125,7 @@ def parse_checks(text: str) -> tuple[Check, ...]:
         if figure not in FIGURES:
             known = ", ".join(FIGURES)
             raise UsageError(f"-check '{part}': no figure '{figure}'; the figures are {known}")
-        checks.append(Check(figure, op, bound))
+        checks.append(Check(figure, op, bound, FIGURES[figure].unit))
     if not checks:
         raise UsageError(f"-check '{text}' names no check; {CHECK_FORMS}")
     return tuple(checks)
@@ -191,7 +148,22 @@ def evaluate(checks: tuple[Check, ...], result: RunResult) -> tuple[CheckResult,
     return tuple(out)
 
 
-def live_breach(checks: tuple[Check, ...], counters: Counters) -> Check | None:
+def refuse_unwatchable(checks: tuple[Check, ...], settings: Settings) -> None:
+    """-check-abort acts only on a figure known while the run goes on."""
+    if settings.check_abort and not any(FIGURES[c.figure].live is not None for c in checks):
+        live = ", ".join(name for name, f in FIGURES.items() if f.live is not None)
+        raise UsageError(
+            f"-check-abort acts on -check {live} (known while the run goes on);"
+            " add -check lost==0, or drop -check-abort"
+        )
+
+
+def judged(result: RunResult) -> RunResult:
+    """The result with the run's -check thresholds judged on it."""
+    return dataclasses.replace(result, checks=evaluate(result.settings.checks, result))
+
+
+def live_breach(checks: tuple[Check, ...], counters: WorkerCounters) -> Check | None:
     """The first check on a live figure that the workers' counters already breach (-check-abort)."""
     for check in checks:
         live = FIGURES[check.figure].live

@@ -1,13 +1,9 @@
-"""Why nothing moves: the stall diagnosis, read from the queue and the server's views."""
+"""Why nothing moves: the stall diagnosis, read from what the queue and the server's views showed."""
 
 from __future__ import annotations
 
 import re
 
-import psycopg
-
-from pgmq_sim.db.views import ServerViews
-from pgmq_sim.dsn import reason
 from pgmq_sim.model.facts import StallFacts
 
 STRING_LITERAL = re.compile(r"'(?:[^']|'')*'?")
@@ -28,19 +24,8 @@ def _session(pid: int, app: str, state: str, age: float, query: str, pooler: str
     )
 
 
-def stall_causes(
-    views: ServerViews, served_types: set[str], our_pids: list[int], pooled: bool = False
-) -> list[str]:
-    """Name what keeps the pending messages from being claimed, most specific first."""
-    try:
-        facts = views.stall_facts(our_pids)
-    except psycopg.Error as exc:
-        return [f"could not inspect the queue: {reason(exc, views.dsn)}"]
-    found = explain_stall(facts, served_types, pooled)
-    return found or ["no cause found in the queue or the server's lock views"]
-
-
 def explain_stall(facts: StallFacts, served_types: set[str], pooled: bool = False) -> list[str]:
+    """Name what keeps the pending messages from being claimed, most specific first."""
     causes: list[str] = []
     # behind a pooler, every server connection comes from the pooler's address, as ours do
     poolers = {h[7] for h in facts.lock_holders if h[6] and h[7]} if pooled else set()

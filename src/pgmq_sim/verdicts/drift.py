@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from pgmq_sim.result.drift import DriftReport, Trend, Window
 from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.settings import DRIFT_MIN_S, SHORT_DRIFT_S
 
-DRIFT_MIN_S = 600.0  # a run this long or longer judges its drift by minutes
-SHORT_DRIFT_S = 60.0  # -drift on a shorter run: at least this long, judged by tenths
 SIGNIFICANCE = 0.01
 SNAPSHOT_MIN_S = 30.0
 
@@ -39,83 +39,12 @@ class DriftFigure:
     read: Callable[[Window], float | None]
 
 
-@dataclass(frozen=True)
-class Window:
-    start_s: int
-    seconds: int
-    throughput_per_s: float
-    e2e_p99_ms: float | None  # the median of the window's per-second p99s
-    table_mb: float | None
-    dead_tuples: int | None
-    autovacuums: int | None  # runs so far, cumulative
-    snapshot_age_s: float | None  # the oldest snapshot's age, the window's longest
-    rss_mb: float | None
-
-    def as_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 FIGURES = (
     DriftFigure("throughput", "throughput", "msg/s", 0.10, 0.05, False, lambda w: w.throughput_per_s),
     DriftFigure("e2e_p99", "p99", "ms", 0.25, 0.10, True, lambda w: w.e2e_p99_ms),
     DriftFigure("table", "table", "MB", 0.50, 0.05, True, lambda w: w.table_mb),
     DriftFigure("rss", "tool RSS", "MB", 0.20, 0.10, True, lambda w: w.rss_mb),
 )
-
-
-@dataclass(frozen=True)
-class Trend:
-    figure: str
-    first: float
-    last: float
-    per_hour: float  # the line's slope per hour, in the figure's unit
-    share_per_hour: float  # as a share of the mean
-    share_over_run: float
-    p: float
-    drifting: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "figure": self.figure,
-            "first": round(self.first, 3),
-            "last": round(self.last, 3),
-            "per_hour": round(self.per_hour, 3),
-            "share_per_hour": round(self.share_per_hour, 4),
-            "share_over_run": round(self.share_over_run, 4),
-            "p": float(f"{self.p:.3g}"),
-            "drifting": self.drifting,
-        }
-
-
-@dataclass(frozen=True)
-class DriftReport:
-    window_s: int
-    windows: tuple[Window, ...]
-    trends: tuple[Trend, ...]
-    drifting: tuple[str, ...]  # e.g. "table +95.7 MB per hour, +123% over the run"
-    snapshot_max_s: float | None
-    autovacuums: int | None  # during the run
-    table_note: str  # from when the table was judged, or why it was not
-
-    @property
-    def verdict(self) -> str:
-        return "drifting" if self.drifting else "stable"
-
-    def trend(self, figure: str) -> Trend | None:
-        return next((t for t in self.trends if t.figure == figure), None)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "drifting": list(self.drifting),
-            "window_s": self.window_s,
-            "trends": [t.as_json() for t in self.trends],
-            "bounds_per_hour": {f.name: f.bound_per_h for f in FIGURES},
-            "oldest_snapshot_max_s": self.snapshot_max_s,
-            "autovacuums": self.autovacuums,
-            "table_note": self.table_note,
-            "windows": [w.as_json() for w in self.windows],
-        }
 
 
 def window_length(elapsed_s: float, asked: bool) -> int | None:
@@ -228,7 +157,8 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
     counts = [s.autovacuums for s in samples if s.autovacuums is not None]
     autovacuums = counts[-1] - counts[0] if counts else None
     note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), short)
-    return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note)
+    bounds = {f.name: f.bound_per_h for f in FIGURES}
+    return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note, bounds)
 
 
 def _table_note(
