@@ -120,11 +120,11 @@ def test_stall_names_a_pooler_connection_and_a_session_hidden_from_the_role() ->
 def test_advisory_locks_are_transaction_level_only() -> None:
     """A transaction pooler hands the server connection to another client at every commit: a
     session-level advisory lock would stay with the connection, not with the worker."""
-    root = REPO / "src" / "pgmq_sim" / "sql"
+    root = REPO / "src" / "pgmq_sim"
     texts = {str(path.relative_to(root)): path.read_text() for path in root.rglob("*.sql")}
     session_level = re.compile(r"pg_(try_)?advisory_(lock|unlock)(_shared)?\s*\(")
     assert [name for name, text in texts.items() if session_level.search(text)] == []
-    for name in ("strategies/advisory/claim.sql", "strategies/advisory/claim_split.sql"):
+    for name in ("designs/advisory/claim.sql", "designs/advisory/claim_split.sql"):
         assert "pg_try_advisory_xact_lock(" in texts[name], name
 
 

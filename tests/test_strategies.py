@@ -11,7 +11,7 @@ from conftest import REPO, Cli, assert_one_line_error
 
 from pgmq_sim.db.claims import ClaimSession
 from pgmq_sim.db.values import SessionPlan
-from pgmq_sim.sqlfiles import load_strategy
+from pgmq_sim.designs.design import load_design
 
 pytestmark = pytest.mark.integration
 
@@ -43,25 +43,24 @@ def test_affinity_claims_the_next_message_of_the_group_just_completed(
     """Groups 1 and 2 with two messages each. A holds group 2, B holds group 1; B completes and
     stops, so group 1's next message is free and lower. When A completes, the claim in the same
     round trip takes group 1's message (indexed: the lowest free head) or group 2's (affinity)."""
-    strategy = load_strategy(claim, None)
+    design = load_design(claim)
     db.execute((REPO / "schema.sql").read_text())
-    if strategy.schema is not None:
-        db.execute(strategy.schema.text)
+    if design.extra_schema is not None:
+        db.execute(design.extra_schema.text)
     for msg_id, order_id in enumerate([1, 1, 2, 2], start=1):
         db.execute(
             "insert into msg_queue values (%s, 'type1', 'N', %s, clock_timestamp(), null)", (msg_id, order_id)
         )
-    plan = SessionPlan(strategy.wrapped_claim_sql, False, False)
+    plan = SessionPlan(design.wrapped_claim_sql, False, False, complete_sql=design.complete.text)
     b = ClaimSession(psycopg.connect(dsn), plan, "type1", "b", "b")
     a = ClaimSession(psycopg.connect(dsn), plan, "type1", "a", "a")
     try:
-        first_b, first_a = b.claim(), a.claim()
-        assert first_b is not None and first_a is not None
+        (first_b,), (first_a,) = b.claim(), a.claim()
         assert (first_b.msg_id, first_a.msg_id) == (1, 3)
-        b.complete(first_b, claim_next=False)
-        done = a.complete(first_a, claim_next=True)
-        assert done.chained and done.next is not None
-        assert (done.next.order_id, done.next.msg_id) == ((2, 4) if keeps_group else (1, 2))
+        b.complete([first_b], claim_next=False)
+        done = a.complete([first_a], claim_next=True)
+        assert done.chained and len(done.next) == 1
+        assert (done.next[0].order_id, done.next[0].msg_id) == ((2, 4) if keeps_group else (1, 2))
     finally:
         a.close()
         b.close()
@@ -91,10 +90,10 @@ def test_notify_wakes_an_idle_worker_at_once(cli: Cli) -> None:
 
 def plan_and_buffers(db: psycopg.Connection, claim: str, backlog: int) -> tuple[str, int]:
     """Build a backlog, then EXPLAIN ANALYZE one claim: its plan and the buffers it touched."""
-    strategy = load_strategy(claim, None)
+    design = load_design(claim)
     db.execute((REPO / "schema.sql").read_text())
-    if strategy.schema:
-        db.execute(strategy.schema.text)
+    if design.extra_schema:
+        db.execute(design.extra_schema.text)
     db.execute(
         """insert into msg_queue
            select g, 'type' || (1 + g %% 3), 'N', 1 + (g / 3) %% 20,
@@ -104,8 +103,9 @@ def plan_and_buffers(db: psycopg.Connection, claim: str, backlog: int) -> tuple[
     )
     db.execute("analyze msg_queue")
     with db.transaction(force_rollback=True):
-        sql = "explain (analyze, buffers, format text) " + strategy.claim.text
-        plan = "\n".join(r[0] for r in psycopg.RawCursor(db).execute(sql, ("type1",)).fetchall())
+        sql = "explain (analyze, buffers, format text) " + design.claim.text
+        params = ("type1", 1)[: max(int(n) for n in re.findall(r"\$(\d)", design.claim.text))]
+        plan = "\n".join(r[0] for r in psycopg.RawCursor(db).execute(sql, params).fetchall())
     hits = re.search(r"Buffers: shared hit=(\d+)", plan)
     return plan, int(hits.group(1)) if hits else 0
 

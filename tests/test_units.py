@@ -204,17 +204,21 @@ def test_work_time_refuses(text: str) -> None:
         WorkTime.parse(text)
 
 
-def test_compare_cells() -> None:
+def test_compare_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no -tx: each cell runs its design's own (None), which is single for the seed's table
     assert parse_compare("seed, indexed/notify") == [
-        ("seed", "poll", "single"),
-        ("indexed", "notify", "single"),
+        ("seed", "poll", None),
+        ("indexed", "notify", None),
     ]
+    (tmp_path / "mine").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert parse_compare("./mine/notify,./mine") == [("./mine", "notify", None), ("./mine", "poll", None)]
     assert parse_compare("indexed/split,fifo/notify/split", "single") == [
         ("indexed", "poll", "split"),
         ("fifo", "notify", "split"),
     ]
     assert ("fifo", "notify", "split") in parse_compare("all", "split")
-    for bad in ("nope", "seed/smoke", " , "):
+    for bad in ("nope", "seed/smoke", " , ", "./missing/notify"):
         with pytest.raises(UsageError):
             parse_compare(bad)
 

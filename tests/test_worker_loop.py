@@ -8,6 +8,7 @@ import random
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -55,24 +56,29 @@ class FakeSession:
     def backend_pid(self) -> int:
         return self.pid
 
-    def claim(self) -> Claimed | None:
+    def claim(self) -> tuple[Claimed, ...]:
         self.calls.append("claim")
         self.on_claim()
-        return self.claims.popleft() if self.claims else None
+        claimed = self.claims.popleft() if self.claims else None
+        return () if claimed is None else (claimed,)
 
-    def complete(self, claimed: Claimed, claim_next: bool) -> Completion:
+    def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
         """Arrived at T0+5 ms, committed at T0+7 ms (2 ms on the server); then the next claim."""
-        self.calls.append(f"complete {claimed.msg_id}" + (" +claim" if claim_next else ""))
+        ids = ",".join(str(c.msg_id) for c in claimed)
+        self.calls.append(f"complete {ids}" + (" +claim" if claim_next else ""))
+        count = len(claimed)
         if self.complete_raises is not None:
             self.closed = isinstance(self.complete_raises, psycopg.OperationalError)  # the link is gone
             raise self.complete_raises
         if not self.owned:
-            return Completion(None, None, 0.002)
+            return Completion((False,) * count, (None,) * count, None, 0.002)
+        added = (server_text(0),) * count
         if claim_next and self.claim_error is not None:
             self.closed = isinstance(self.claim_error, psycopg.OperationalError)
-            return Completion(server_text(0), server_text(7), 0.002, None, True, self.claim_error)
+            return Completion((True,) * count, added, server_text(7), 0.002, (), True, self.claim_error)
         following = (self.claims.popleft() if self.claims else None) if claim_next else None
-        return Completion(server_text(0), server_text(7), 0.002, following, claim_next)
+        after = () if following is None else (following,)
+        return Completion((True,) * count, added, server_text(7), 0.002, after, claim_next)
 
     def fail(self, claimed: Claimed, error: str) -> bool | None:
         self.calls.append(f"fail {claimed.msg_id}")
@@ -106,7 +112,7 @@ class RecordingWakeup:
     def claiming(self) -> None:
         pass
 
-    def claimed(self, found: bool) -> None:
+    def claimed(self, found: int) -> None:
         pass
 
     def claim_due(self) -> bool:

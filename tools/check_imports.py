@@ -31,14 +31,16 @@ ALLOWED: dict[str, set[str]] = {
     "settings": {"model"},
     "embedded": set(),
     "server": {"dsn", "embedded"},
+    "designs": {"model", "sqlfiles"},  # the queue designs: built-in folders of SQL, and the loader
     # the parts
-    "db": {"model", "dsn", "sqlfiles"},  # the only part that speaks SQL
+    "db": {"model", "dsn", "sqlfiles", "designs"},  # the only part that speaks SQL
     "result": {"model", "settings"},  # what a run measured and what its result is
     "verdicts": {"result", "model", "settings"},  # what is read from a result, never the database
-    "actors": {"db", "model", "result", "settings", "sqlfiles", "dsn", "runlog"},
+    "actors": {"db", "designs", "model", "result", "settings", "sqlfiles", "dsn", "runlog"},
     "engine": {
         "actors",
         "db",
+        "designs",
         "model",
         "result",
         "verdicts",
@@ -48,7 +50,10 @@ ALLOWED: dict[str, set[str]] = {
         "runlog",
         "server",
     },
-    "distributed": {"engine", "actors", "db", "model", "result", "settings", "dsn", "runlog", "server"},
+    "distributed": {
+        *("engine", "actors", "db", "designs", "model", "result"),
+        *("settings", "dsn", "runlog", "server"),
+    },
     "render": {"result", "verdicts", "model", "settings"},  # the views: no actor, no engine, no database
     "cli": {"*"},
     "launch": {"cli"},

@@ -38,6 +38,7 @@ def runs_by_time(
 QUEUE_TYPES = queue_types(3)  # the seed's, and -types 3
 MAX_TYPES = 1000  # queue_type is varchar(10): type1000 fits
 MAX_PAYLOAD_BYTES = 10_000_000
+MAX_BATCH = 1000
 MAX_WORKERS = 10_000
 MAX_ATTEMPTS = 60  # the backoff doubles per attempt: 2^60 x BASE is already forever
 E = TypeVar("E", bound=StrEnum)
@@ -123,7 +124,8 @@ class Settings:
     work: WorkTime
     orders: int
     poll_interval: float
-    claim: str = "seed"
+    claim: str = "seed"  # the queue design: a built-in's name (-claim, -queue) or a folder (-queue)
+    batch: int = 1  # messages one claim may take (-batch)
     wakeup: WakeupMode = WakeupMode.POLL
     audit: bool = True
     stall_timeout: float = 30.0
@@ -247,6 +249,13 @@ class Settings:
             raise UsageError(f"-lease {self.lease:g} must be a positive number of seconds")
         if not 0 <= self.fail_rate < 1:
             raise UsageError(f"-fail-rate {self.fail_rate:g} must be a fraction in [0, 1)")
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise UsageError(f"-batch {self.batch} must be between 1 and {MAX_BATCH} messages per claim")
+        if self.batch > 1 and self.fail_rate and self.tx == TxMode.SINGLE:
+            raise UsageError(
+                f"-batch {self.batch} with -fail-rate in one transaction: recording a failed message would"
+                " commit its batch's claims unfinished; add -tx split (each message completes on its own)"
+            )
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
             raise UsageError(f"-max-attempts {self.max_attempts} must be between 1 and {MAX_ATTEMPTS}")
         if self.backoff_ms < 0:

@@ -1,15 +1,15 @@
 """SQL files: the tool's own statements, read once at import, and the user's files.
 
-The user-facing files (schema.sql, next_msg.sql, strategies/NAME/*.sql) are
-looked up first in the current directory, then in the package, so an installed
-tool works from anywhere and a local copy wins. They are read once, before the
-server is touched; a reinstall during a run cannot pull a file from under it.
+The seed's user-facing files (schema.sql, next_msg.sql) are looked up first in the current
+directory, then in the package, so an installed tool works from anywhere and a local copy wins
+(designs/ reads a queue design's folder the same way). They are read once, before the server is
+touched; a reinstall during a run cannot pull a file from under it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
@@ -17,7 +17,6 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.paths import describe_path
 
 PACKAGE_SQL = Path(__file__).with_name("sql")
-UNORDERED_MARK = "-- pgmq-sim: unordered"
 MAX_SQL_BYTES = 1_000_000  # a schema or claim is a few KiB; /dev/zero is not a schema
 
 
@@ -81,98 +80,3 @@ def user_file(name: str, given: Path | None, flag: str) -> SqlSource:
     if local.exists():
         return SqlSource(local, "current directory", read_sql(local, name.removesuffix(".sql"), fix))
     return SqlSource(PACKAGE_SQL / name, "packaged", read_sql(PACKAGE_SQL / name, name, fix))
-
-
-def strategy_dirs() -> list[tuple[Path, str]]:
-    return [(Path.cwd() / "strategies", "current directory"), (PACKAGE_SQL / "strategies", "packaged")]
-
-
-def known_strategies() -> list[str]:
-    names = {"seed"}
-    for base, _ in strategy_dirs():
-        if base.is_dir():
-            names.update(p.parent.name for p in base.glob("*/claim.sql"))
-    return sorted(names)
-
-
-@dataclass(frozen=True)
-class ClaimStrategy:
-    """How workers claim: the claim statement and the schema it needs, and their form for
-    leases and retries (`claim_split.sql`), where in-progress messages block their group."""
-
-    name: str
-    claim: SqlSource
-    schema: SqlSource | None
-    ordered: bool
-    split_claim: SqlSource | None = None
-    split_schema: SqlSource | None = None
-
-    def for_retries(self) -> ClaimStrategy:
-        """The form to use with -tx split or -fail-rate; a claim without one is used as it is
-        (and the audit judges whether it keeps order)."""
-        return replace(
-            self,
-            claim=self.split_claim or self.claim,
-            schema=self.split_schema or self.schema,
-            split_claim=None,
-            split_schema=None,
-        )
-
-    @property
-    def has_split_form(self) -> bool:
-        return self.split_claim is not None
-
-    @property
-    def wrapped_claim_sql(self) -> str:
-        """The claim plus the server clock taken after it locked its row (the audit's claimed_at)."""
-        body = self.claim.text.strip().rstrip(";").strip()
-        return (
-            f"with claimed as (\n{body}\n)\n"
-            "select claimed.msg_id::bigint, claimed.queue_type::text, claimed.order_id::bigint,"
-            " clock_timestamp() from claimed"
-        )
-
-    @property
-    def label(self) -> str:
-        """The name, or says that -next-msg replaced the strategy's claim."""
-        return self.name if self.claim.origin != "given by -next-msg" else f"{self.name}+next-msg"
-
-
-def load_strategy(name: str, next_msg: Path | None) -> ClaimStrategy:
-    """Resolve a strategy by name; -next-msg replaces its claim statement (in every form)."""
-    known = known_strategies()
-    if name not in known:
-        raise UsageError(f"unknown claim strategy '{name}'; use one of: {', '.join(known)}")
-    fix = "pass an existing, readable file with -next-msg"
-    schema = split_claim = split_schema = None
-    if name == "seed":
-        claim = user_file("next_msg.sql", next_msg, "-next-msg")
-        if next_msg is None:
-            split_claim = user_file("next_msg_split.sql", None, "-next-msg")
-    else:
-        base, origin = next((b / name, o) for b, o in strategy_dirs() if (b / name / "claim.sql").exists())
-        # a strategy that varies another's claim names it in `extends`; its other files are that one's
-        extended = base / "extends"
-        parent = extended.read_text(encoding="utf-8").strip() if extended.exists() else None
-        places = [(base, origin)] + [(b / parent, o) for b, o in strategy_dirs() if parent]
-
-        def optional(file: str, what: str) -> SqlSource | None:
-            found = next(((p / file, o) for p, o in places if (p / file).exists()), None)
-            return None if found is None else SqlSource(found[0], found[1], read_sql(found[0], what, fix))
-
-        if next_msg is not None:
-            claim = SqlSource(next_msg, "given by -next-msg", read_sql(next_msg, "claim query", fix))
-        else:
-            claim = SqlSource(base / "claim.sql", origin, read_sql(base / "claim.sql", "claim query", fix))
-            split_claim = optional("claim_split.sql", "split claim query")
-        schema = optional("schema.sql", f"strategy '{name}' schema")
-        split_schema = optional("schema_split.sql", f"strategy '{name}' split schema")
-    first_line = next((line.strip() for line in claim.text.splitlines() if line.strip()), "")
-    return ClaimStrategy(
-        name,
-        claim,
-        schema,
-        ordered=first_line != UNORDERED_MARK,
-        split_claim=split_claim,
-        split_schema=split_schema,
-    )

@@ -96,7 +96,7 @@ class Housekeeper(RunThread):
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
         self.transactions += 1
         try:
-            pulse = self._views.pulse()
+            pulse = self._views.pulse(self._db.shape.tables)
         except psycopg.Error:
             return
         dead, pid, app, held_s = pulse.dead_tuples, pulse.holder_pid, pulse.holder_application, pulse.held_s

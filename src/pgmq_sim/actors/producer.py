@@ -22,9 +22,11 @@ from datetime import datetime, timedelta
 import psycopg
 
 from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.db.batches import Evidence, landed, record_produced, write_batch
+from pgmq_sim.db.batches import Evidence, landed, record_produced, write_batch, write_logged
 from pgmq_sim.db.connection import connect_worker, is_connection_lost, reconnecting
-from pgmq_sim.db.values import Row
+from pgmq_sim.db.statements import prepare, producer_statements
+from pgmq_sim.db.values import Message
+from pgmq_sim.db.wire import Wire
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff
@@ -61,22 +63,22 @@ class MessageSource:
         self.next_id = 1
         self.last_added: datetime | None = None
 
-    def take(self, count: int) -> list[Row]:
+    def take(self, count: int) -> list[Message]:
         now = self._server_start + timedelta(seconds=time.monotonic() - self._mono_start)
-        rows: list[Row] = []
+        rows: list[Message] = []
         rng, types, keys, payload, tally = self._rng, self._types, self._keys, self._payload, self.tally
         for _ in range(count):
             type_index = rng.randrange(len(types))  # as rng.choice(types) did: seeded runs replay
             order_id = keys.draw(rng)
             self.last_added = now if self.last_added is None else max(now, self.last_added + ONE_US)
             if payload is None:
-                rows.append((self.next_id, types[type_index], "N", order_id, self.last_added))
+                rows.append(Message(self.next_id, types[type_index], order_id, self.last_added))
             else:
                 size = payload.min_bytes
                 if payload.max_bytes > size:
                     size = rng.randint(size, payload.max_bytes)
                 rows.append(
-                    (self.next_id, types[type_index], "N", order_id, self.last_added, rng.randbytes(size))
+                    Message(self.next_id, types[type_index], order_id, self.last_added, rng.randbytes(size))
                 )
             tally.add(type_index, order_id)
             self.next_id += 1
@@ -100,14 +102,17 @@ class BatchWriter:
         stop: threading.Event,
         log: Callable[[str], None],
         evidence: Evidence,
+        enqueue: str,
     ):
         self._dsn = dsn
+        self._enqueue = enqueue  # the design's enqueue.sql
         self._reconnect_timeout = reconnect_timeout
         self._halt = stop
         self._log = log
         self._evidence = evidence
         self._conn: psycopg.Connection | None = None
         self._cursor: psycopg.Cursor | None = None  # kept: a cursor per insert costs a third of it
+        self._wire: Wire | None = None  # a folder design's: its enqueue and the tool's log, as text
         self._recorded_at = time.monotonic()
         self.prepared = True  # a named statement for the one-message insert (not behind a tx pooler)
         self.committed = 0
@@ -119,9 +124,9 @@ class BatchWriter:
     def connection(self) -> psycopg.Connection | None:
         return self._conn
 
-    def write(self, rows: list[Row]) -> None:
+    def write(self, rows: list[Message]) -> None:
         """Write the batch once, whatever the connection does, or raise past the deadline."""
-        target = rows[-1][0]
+        target = rows[-1].msg_id
         in_doubt = False
 
         def attempt() -> None:
@@ -129,10 +134,18 @@ class BatchWriter:
                 self._conn = connect_worker(self._dsn)
                 self._conn.autocommit = True
                 self._cursor = self._conn.cursor()
+                if self._evidence == Evidence.LOG:
+                    self._wire = Wire(self._conn)
+                    if self.prepared:
+                        for s in producer_statements(self._enqueue):
+                            self._conn.execute(prepare(s).encode())
             if in_doubt and landed(self._conn, target, self._evidence):
                 self.committed = target  # the lost commit went through
                 return
-            write_batch(self._cursor, rows, self._evidence, self.prepared)
+            if self._wire is not None:
+                write_logged(self._wire, rows, functions=not self.prepared)
+            else:
+                write_batch(self._cursor, rows, self._evidence, self.prepared, self._enqueue)
             self.writes += 1
             self.committed = target
             if self._evidence != Evidence.RECORD and time.monotonic() - self._recorded_at >= RECORD_EVERY_S:
@@ -165,7 +178,7 @@ class BatchWriter:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-            self._conn = self._cursor = None
+            self._conn = self._cursor = self._wire = None
 
 
 def prefill(writer: BatchWriter, source: MessageSource, count: int, stop: threading.Event) -> None:

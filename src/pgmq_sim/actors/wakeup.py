@@ -34,8 +34,8 @@ class WakeupSlot(Protocol):
     def claiming(self) -> None:
         """A claim is about to be sent (alone, not chained behind a completion)."""
 
-    def claimed(self, found: bool) -> None:
-        """The claim's answer: a message (the worker now holds it) or nothing."""
+    def claimed(self, found: int) -> None:
+        """The claim's answer: how many messages the worker now holds (0: nothing was free)."""
 
     def claim_due(self) -> bool:
         """After a completion: claim again at once? False releases the worker (it will wait)."""
@@ -65,7 +65,7 @@ class PollSlot:
     def claiming(self) -> None:
         pass
 
-    def claimed(self, found: bool) -> None:
+    def claimed(self, found: int) -> None:
         pass
 
     def claim_due(self) -> bool:
@@ -136,11 +136,12 @@ class TypeCredits:
             self.active += 1
             return self.notified
 
-    def found(self, hit: bool, notified_at_start: int) -> None:
+    def found(self, hit: int, notified_at_start: int) -> None:
+        """A claim took `hit` messages (a batch spends the credits of the messages it took)."""
         with self._changed:
             if hit:
-                self.known = max(0, self.known - 1)
-                self.credits = min(self.credits, self.known)
+                self.known = max(0, self.known - hit)
+                self.credits = max(0, min(self.credits - (hit - 1), self.known))
                 return
             if self.active == 1:
                 self.known = self.notified - notified_at_start
@@ -196,10 +197,10 @@ class NotifySlot:
             self._active = True
             self._notified_at_start = self._credits.start()
 
-    def claimed(self, found: bool) -> None:
+    def claimed(self, found: int) -> None:
         if self._active:
             self._credits.found(found, self._notified_at_start)
-            self._active = found
+            self._active = found > 0
 
     def claim_due(self) -> bool:
         notified = self._credits.due() if self._active else None

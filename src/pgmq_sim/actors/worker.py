@@ -28,6 +28,7 @@ from pgmq_sim.actors.wakeup import Wakeup
 from pgmq_sim.db.claims import ClaimPort, SessionOpener
 from pgmq_sim.db.connection import is_connection_lost, reconnecting
 from pgmq_sim.db.values import Claimed, SessionPlan
+from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff
@@ -35,7 +36,6 @@ from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, Settings, WorkTime
-from pgmq_sim.sqlfiles import ClaimStrategy
 
 RECONNECT_FIRST_S = 0.05
 STATS_FLUSH_S = 1.0
@@ -132,12 +132,12 @@ class Assignment:
 
 
 def session_plan(
-    settings: Settings, strategy: ClaimStrategy, transaction_pooled: bool = False, pooled: bool = False
+    settings: Settings, design: QueueDesign, transaction_pooled: bool = False, pooled: bool = False
 ) -> SessionPlan:
-    """What each worker's session runs, from the settings: the same in every process."""
+    """What each worker's session runs, from the settings and the design: the same in every process."""
     return SessionPlan(
-        strategy.wrapped_claim_sql,
-        settings.delmsg,
+        design.wrapped_claim_sql,
+        design.deletes,
         settings.audit,
         mode=settings.session_mode,
         lease_s=settings.lease,
@@ -146,6 +146,11 @@ def session_plan(
         functions=transaction_pooled,  # no session state: nothing PREPAREd
         chain=not transaction_pooled,  # a transaction between messages would pin a server connection
         pooled=pooled or transaction_pooled,
+        complete_sql=design.complete.text,
+        fail_sql=design.fail.text if design.fail is not None else None,
+        batch=settings.batch,
+        seed_table=design.seed_table,
+        at_least_once=design.at_least_once,
     )
 
 
@@ -196,7 +201,7 @@ class WorkerLoop:
         self._index = worker_index(stats.name)
         self.owner = plan.owners.new_token(stats.name)  # kept across reconnects, new after a crash
         self._claim_s = 0.0  # the current message's claim, as measured when it was claimed
-        self._next: Claimed | None = None  # claimed by the last completion's round trip
+        self._next: tuple[Claimed, ...] = ()  # claimed by the last completion's round trip
         self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
         self.backend_pid: int | None = None
         # from a lost connection until a statement answers again: one outage, counted once, its
@@ -367,8 +372,8 @@ class WorkerLoop:
     def _handle_one(self, session: ClaimPort) -> None:
         """Handle the message the last completion's round trip claimed, or claim one."""
         plan = self._plan
-        claimed, self._next = self._next, None
-        if claimed is None:
+        claimed, self._next = self._next, ()
+        if not claimed:
             if not plan.gate.allows(self._index):
                 self._wakeup.released()  # a parked worker does not vouch for its type's queue
                 plan.gate.park(self._index)
@@ -378,7 +383,7 @@ class WorkerLoop:
                 self._claim_now, self._after_completion = True, False
                 return  # the run may have stopped meanwhile
             claimed = self._claim(session)
-            if claimed is None:
+            if not claimed:
                 return
         plan.gate.hold(self._index)
         try:
@@ -386,7 +391,7 @@ class WorkerLoop:
         finally:
             plan.gate.release(self._index)
 
-    def _claim(self, session: ClaimPort) -> Claimed | None:
+    def _claim(self, session: ClaimPort) -> tuple[Claimed, ...]:
         stats = self.stats
         self._wakeup.claiming()
         started = time.perf_counter()
@@ -395,8 +400,8 @@ class WorkerLoop:
             self._answered()
         self._claim_s = time.perf_counter() - started
         stats.claim.record_ms(self._claim_s * 1000)
-        self._wakeup.claimed(claimed is not None)
-        if claimed is None:
+        self._wakeup.claimed(len(claimed))
+        if not claimed:
             self._empty(after_completion=False)
         elif self._plan.session.mode == SessionMode.SPLIT:
             stats.claim_commits += 1
@@ -407,17 +412,29 @@ class WorkerLoop:
         self.stats.empty_claims += 1
         self._claim_now, self._after_completion = False, after_completion
 
-    def _process(self, session: ClaimPort, claimed: Claimed) -> None:
+    def _process(self, session: ClaimPort, claimed: tuple[Claimed, ...]) -> None:
+        """Work the claim's messages in the order returned, then complete them in one round trip
+        (a failed one is recorded on its own and left out)."""
+        plan = self._plan
+        done: list[Claimed] = []
+        work_total = 0.0
+        for message in claimed:
+            work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
+            interrupted = self._interrupt.wait(work_s) if work_s > 0 else self._interrupt.is_set()
+            if interrupted or self._halt.is_set():
+                if self._crash_requested:
+                    self._crash()
+                return  # stopping mid-message: close() rolls it back
+            if plan.fail_rate and self._rng.random() < plan.fail_rate:
+                self._fail(session, message, work_s)
+                continue
+            done.append(message)
+            work_total += work_s
+        if done:
+            self._complete(session, tuple(done), work_total)
+
+    def _complete(self, session: ClaimPort, claimed: tuple[Claimed, ...], work_s: float) -> None:
         stats, plan = self.stats, self._plan
-        work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
-        interrupted = self._interrupt.wait(work_s) if work_s > 0 else self._interrupt.is_set()
-        if interrupted or self._halt.is_set():
-            if self._crash_requested:
-                self._crash()
-            return  # stopping mid-message: close() rolls it back
-        if plan.fail_rate and self._rng.random() < plan.fail_rate:
-            self._fail(session, claimed, work_s)
-            return
         sent = time.perf_counter()
         # Chaining keeps the session in a transaction between messages, and PostgreSQL flushes a
         # backend's statistics (dead tuples that drive autovacuum, the server's counters) only when
@@ -435,13 +452,13 @@ class WorkerLoop:
         )
         if not claim_next:
             self._idle_at = sent
-        self._in_doubt = ("complete", claimed)
+        self._in_doubt = ("complete", claimed[-1])
         done = session.complete(claimed, claim_next)
         if self._outage is not None:
             self._answered()
         round_trip = time.perf_counter() - sent
         self._in_doubt = None  # answered: the commit landed (a claim after it may have failed)
-        # on the server's clock: from the message's arrival to its commit; the rest of the round
+        # on the server's clock: from the round trip's arrival to its commit; the rest of the round
         # trip (network, a pooler's queue, the next claim) belongs to the next claim
         complete_s = round_trip if done.server_s is None else done.server_s
         stats.complete.record_ms(complete_s * 1000)
@@ -452,26 +469,28 @@ class WorkerLoop:
             self._claim_s = max(0.0, round_trip - complete_s)
             stats.claim.record_ms(self._claim_s * 1000)
             self._next = done.next
-            self._wakeup.claimed(done.next is not None)
-            if done.next is None:
+            self._wakeup.claimed(len(done.next))
+            if not done.next:
                 self._empty(after_completion=True)
-        if done.committed_at is None and plan.session.mode == SessionMode.SPLIT:
-            stats.lost_ownership += 1  # recovered while we worked: another worker has it now
-            self._log.event(
-                f"worker {stats.name}: msg_id {claimed.msg_id} was recovered from it; not completed"
-            )
-        else:
-            e2e_ms = done.e2e_ms
-            stats.record_processed(e2e_ms, busy_s, work_s)
+        share = 1 / len(claimed)  # the claim's and the round trip's time, spread over its messages
+        for index, message in enumerate(claimed):
+            if not done.finished[index]:
+                stats.lost_ownership += 1  # recovered while we worked: another worker has it now
+                self._log.event(
+                    f"worker {stats.name}: msg_id {message.msg_id} was recovered from it; not completed"
+                )
+                continue
+            e2e_ms = done.e2e_ms(index)
+            stats.record_processed(e2e_ms, busy_s * share, work_s * share)
             self._timeline.processed(plan.clock(), e2e_ms)
             self._counter.add()
             self._log.message(
                 stats.name,
-                claimed.queue_type,
-                claimed.msg_id,
-                claimed.order_id,
-                done.time_added,
-                claimed.claimed_at,
+                message.queue_type,
+                message.msg_id,
+                message.order_id,
+                done.time_added[index],
+                message.claimed_at,
                 done.committed_at,
             )
         if done.claim_error is not None:

@@ -21,6 +21,7 @@ from pgmq_sim import __version__
 from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.diff_command import load_run, print_diff
 from pgmq_sim.cli.flags import flag
+from pgmq_sim.designs.design import STRATEGIES, find_design, known_designs, load_design
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.run import CarrierFactory, run_once
@@ -41,7 +42,6 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
 from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
-from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
 from pgmq_sim.verdicts.checks import judged, parse_checks, refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
@@ -53,19 +53,15 @@ REPORT_WIDTH = 120  # when stdout is a file or pipe; a terminal uses its own wid
 DEFAULT_DSN_HELP = "default: $PGMQ_SIM_DSN, else an embedded PostgreSQL started for the run"
 
 
-def parse_compare(text: str, tx: TxMode = TxMode.SINGLE) -> list[tuple[str, WakeupMode, TxMode]]:
-    """'all' or a comma list of STRATEGY[/WAKEUP][/TX] cells (TX: single or split)."""
-    strategies = known_strategies()
+def parse_compare(text: str, tx: TxMode | None = None) -> list[tuple[str, WakeupMode, TxMode | None]]:
+    """'all' or a comma list of DESIGN[/WAKEUP][/TX] cells (TX: single or split; none: the design's)."""
     wakeups, modes = [w.value for w in WakeupMode], [t.value for t in TxMode]
     if text.strip() == "all":
-        return [(s, w, tx) for s in strategies for w in WakeupMode]
+        return [(s, w, tx) for s in known_designs() if s in STRATEGIES for w in WakeupMode]
     cells = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name, *dimensions = item.split("/")
-        if name not in strategies:
-            raise UsageError(
-                f"unknown claim strategy '{name}' in -compare; use one of: {', '.join(strategies)}"
-            )
+        name, *dimensions = item.split("/") if not item.startswith((".", "/")) else _path_cell(item)
+        find_design(name, "-compare")  # an unknown name or folder is refused before anything runs
         wakeup, mode = WakeupMode.POLL, tx
         for value in dimensions:
             if value in wakeups:
@@ -78,22 +74,56 @@ def parse_compare(text: str, tx: TxMode = TxMode.SINGLE) -> list[tuple[str, Wake
                 )
         cells.append((name, wakeup, mode))
     if not cells:
-        raise UsageError("-compare needs 'all' or STRATEGY[/WAKEUP][/TX],... e.g. seed,indexed/notify/split")
+        raise UsageError("-compare needs 'all' or DESIGN[/WAKEUP][/TX],... e.g. seed,indexed/notify/split")
     return cells
 
 
-def run_input(settings: Settings, schema: SqlSource) -> RunInput:
-    """The strategy in the form the cell's settings need, and what to say about it."""
-    strategy = load_strategy(settings.claim, settings.next_msg)
+def _path_cell(item: str) -> list[str]:
+    """A folder in a -compare cell: ./mine/notify is the folder ./mine with notify."""
+    parts = item.split("/")
+    while len(parts) > 1 and parts[-1] in {*WakeupMode, *TxMode}:
+        parts.pop()
+    folder = "/".join(parts)
+    return [folder, *item[len(folder) :].split("/")[1:]]
+
+
+def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
+    """The design in the form the cell's settings need, and what to say about it."""
+    design = load_design(
+        settings.claim, schema=settings.schema, next_msg=settings.next_msg, delmsg=settings.delmsg
+    )
     notes: tuple[str, ...] = ()
-    if settings.retrying:
-        if strategy.ordered and not strategy.has_split_form:
+    if not design.seed_table:
+        if tx_given is not None and tx_given != design.transaction:
+            raise UsageError(
+                f"-tx {tx_given}: the design {design.name} runs its transactions as its queue.toml says"
+                f" ({design.transaction}); drop -tx, or change the design"
+            )
+        settings = dataclasses.replace(settings, tx=design.transaction)
+        if settings.fail_rate and design.fail is None:
+            raise UsageError(
+                f"-fail-rate needs the design's fail.sql, and {design.name} has none; add fail.sql,"
+                " or drop -fail-rate"
+            )
+        if settings.wakeup == WakeupMode.NOTIFY and design.notify is None:
+            raise UsageError(
+                f"-wakeup notify needs the design's notify.sql (a trigger that notifies 'pgmq_sim' with"
+                f" TYPE:COUNT), and {design.name} has none; add it, or use -wakeup poll"
+            )
+        if settings.payload is not None and "$6" not in design.enqueue.text:
+            notes += ("-payload-bytes: the design's enqueue.sql does not use $6, the payload",)
+    elif settings.retrying:
+        if design.ordered and not design.has_split_form:
             notes = (
-                f"claim {strategy.claim} has no form for leases and retries (claim_split.sql); it runs as it"
+                f"claim {design.claim} has no form for leases and retries (claim_split.sql); it runs as it"
                 " is, and the audit judges whether it keeps order",
             )
-        strategy = strategy.for_retries()
-    return RunInput(settings, schema, strategy, notes)
+        design = design.for_retries()
+    if settings.batch > 1 and design.name == "seed" and design.seed_table and "limit 1" in design.claim.text:
+        notes += (
+            f"-batch {settings.batch}: the seed's claim takes one message (limit 1); its batches are of one",
+        )
+    return RunInput(settings, design, notes)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
@@ -166,10 +196,25 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
 )
 @flag(
     "claim",
-    default="seed",
-    show_default=True,
+    default=None,
     metavar="NAME",
-    help="Claim strategy: seed, indexed, affinity, advisory, fifo, or ./strategies/NAME/claim.sql.",
+    help="Claim strategy (a built-in queue design on the seed's table): seed, indexed, affinity, advisory,"
+    " fifo, or ./strategies/NAME/claim.sql (default seed).",
+)
+@flag(
+    "queue",
+    default=None,
+    metavar="DIR|NAME",
+    help="The queue design: a folder of SQL (schema, enqueue, claim, complete; see docs/your-own-queue.md)"
+    " or a built-in name (the -claim strategies, and the seeds' other designs).",
+)
+@flag(
+    "batch",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Messages one claim may take; the worker works them in order and completes them in one commit.",
 )
 @flag(
     "wakeup",
@@ -224,11 +269,10 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
 )
 @flag(
     "tx",
-    default="single",
-    show_default=True,
+    default=None,
     metavar="single|split",
     help="single: claim, work and complete in one transaction; split: claim with a lease and commit,"
-    " work outside any transaction, complete in a second one.",
+    " work outside any transaction, complete in a second one (default single; a design's queue.toml).",
 )
 @flag("lease", type=float, default=30.0, show_default=True, metavar="S", help="Split mode: a claim's lease.")
 @flag("fail-rate", type=float, default=0.0, metavar="P", help="Fraction of work attempts that fail.")
@@ -454,6 +498,12 @@ def _settings(options: dict[str, Any]) -> Settings:
     }
     fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
+    if options["queue"] is not None and options["claim"] is not None and options["queue"] != options["claim"]:
+        raise UsageError(
+            f"-queue {options['queue']} and -claim {options['claim']} both name the queue design; give one"
+        )
+    given["claim"] = options["queue"] or options["claim"] or "seed"
+    given["tx"] = options["tx"] or TxMode.SINGLE
     sweep = SweepSpec.parse(options["sweep"]) if options["sweep"] else None
     timed = runs_by_time(sweep, options["rate_profile"], options["duration"], options["rate"])
     if given["fill_db"] is None and not timed:
@@ -532,10 +582,11 @@ def execute(options: dict[str, Any]) -> int:
         check_plot_support(settings.plot_path)
     if settings.junit_path:
         check_output_path(settings.junit_path, "-junit")
+    tx_given = TxMode(settings.tx) if options["tx"] is not None else None
     cells = (
-        parse_compare(options["compare"], settings.tx)
+        parse_compare(options["compare"], tx_given)
         if options["compare"]
-        else [(settings.claim, settings.wakeup, settings.tx)]
+        else [(settings.claim, settings.wakeup, tx_given)]
     )
     baseline = load_baseline(settings, bool(options["compare"]))
     if options["compare"] and settings.next_msg is not None:
@@ -543,9 +594,8 @@ def execute(options: dict[str, Any]) -> int:
             "-compare runs each strategy's own claim, and -next-msg would replace them all;"
             " drop -next-msg, or run it alone with -claim NAME -next-msg FILE"
         )
-    schema = user_file("schema.sql", settings.schema, "-schema")
     inputs = [
-        run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx), schema)
+        run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx or TxMode.SINGLE), tx)
         for name, wakeup, tx in cells
     ]
     if settings.chaos:
@@ -577,7 +627,7 @@ def execute(options: dict[str, Any]) -> int:
                             raise
                         # one broken comparison cell should not cost the others their results
                         cell = {
-                            "strategy": given.strategy.label,
+                            "strategy": given.design.label,
                             "wakeup": given.settings.wakeup,
                             "tx": given.settings.tx,
                         }
@@ -619,7 +669,7 @@ def load_baseline(settings: Settings, compare: bool) -> dict[str, Any] | None:
 
 
 def cell_label(given: RunInput) -> str:
-    label = f"{given.strategy.label}/{given.settings.wakeup}"
+    label = f"{given.design.label}/{given.settings.wakeup}"
     return label + ("/split" if given.settings.tx == TxMode.SPLIT else "")
 
 

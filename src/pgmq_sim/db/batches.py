@@ -1,10 +1,11 @@
 """The producer's writes, shaped as an application's: each message (or, catching up, each batch)
 is one statement in a transaction of its own, in one round trip.
 
-What committed is known without a second statement in those transactions: the messages vouch for
-themselves (their rows, or their journal rows once processed and deleted). Only where no row can
-vouch (-delmsg without a journal) does the batch raise the run's produced count in its own
-transaction, as before.
+On the seed's table, what committed is known without a second statement in those transactions: the
+messages vouch for themselves (their rows, or their journal rows once processed and deleted). Only
+where no row can vouch (-delmsg without a journal) does the batch raise the run's produced count in
+its own transaction, as before. A design of its own folder has a table the tool does not know: its
+enqueue goes with the tool's log row, in one transaction and one round trip.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 import psycopg
+from psycopg import sql
 
-from pgmq_sim.db.values import Row
+from pgmq_sim.db.statements import ENQUEUE, LOGGED, call
+from pgmq_sim.db.values import Message
+from pgmq_sim.db.wire import Wire
 from pgmq_sim.sqlfiles import statement
+
+LOGGED_CHUNK = 500  # messages per transaction when a folder design's producer catches up
 
 
 class Evidence(StrEnum):
@@ -24,35 +30,65 @@ class Evidence(StrEnum):
     ROWS = "rows"  # its row in msg_queue (kept: no -delmsg)
     JOURNAL = "journal"  # its row in msg_queue, or in msg_journal once processed
     RECORD = "record"  # the run record's count, raised in the batch's own transaction
+    LOG = "log"  # the tool's log row, written with a folder design's enqueue
 
 
-def evidence_for(delmsg: bool, audited: bool) -> Evidence:
+def evidence_for(delmsg: bool, audited: bool, seed_table: bool = True) -> Evidence:
+    if not seed_table:
+        return Evidence.LOG
     if audited:
         return Evidence.JOURNAL
     return Evidence.RECORD if delmsg else Evidence.ROWS
 
 
-def write_batch(cur: psycopg.Cursor, rows: Sequence[Row], evidence: Evidence, prepared: bool) -> None:
-    """Write the rows, all or none: one INSERT for one message, else one COPY. The cursor's
-    connection is in autocommit, so the statement is its transaction, unless the record must count
-    it too."""
-    payload = len(rows[0]) > 5
+def write_batch(
+    cur: psycopg.Cursor, messages: Sequence[Message], evidence: Evidence, prepared: bool, enqueue: str
+) -> None:
+    """Write the seed table's messages, all or none: one INSERT (the design's enqueue.sql) for one
+    message, else one COPY. The cursor's connection is in autocommit, so the statement is its
+    transaction, unless the record must count it too."""
     if evidence == Evidence.RECORD:
         with cur.connection.transaction():
-            copy_rows(cur, rows, payload)
-            cur.execute(statement("run_produced"), (rows[-1][0],))
-    elif len(rows) == 1:
-        name = "insert_message_payload" if payload else "insert_message"
-        cur.execute(statement(name), rows[0], prepare=prepared)
+            copy_rows(cur, messages)
+            cur.execute(statement("run_produced"), (messages[-1].msg_id,))
+    elif len(messages) == 1:
+        m = messages[0]
+        cur.execute(
+            enqueue,
+            (m.msg_id, m.queue_type, m.order_id, m.priority, m.not_before, m.payload),
+            prepare=prepared,
+        )
     else:
-        copy_rows(cur, rows, payload)
+        copy_rows(cur, messages)
 
 
-def copy_rows(cur: psycopg.Cursor, rows: Sequence[Row], payload: bool) -> None:
+def write_logged(wire: Wire, messages: Sequence[Message], functions: bool) -> None:
+    """A folder design's enqueues, each with the tool's log row, all or none: one transaction and
+    one round trip per chunk (the first chunk's commit is the only one a single message needs)."""
+    conn = wire.connection
+    for start in range(0, len(messages), LOGGED_CHUNK):
+        calls = []
+        for m in messages[start : start + LOGGED_CHUNK]:
+            values = (m.msg_id, m.queue_type, m.order_id, m.priority)
+            common = ", ".join(sql.Literal(v).as_string(conn) for v in values)
+            added, due = (sql.Literal(t).as_string(conn) for t in (m.time_added, m.not_before))
+            payload = sql.Literal(m.payload).as_string(conn) + "::bytea"
+            calls.append(call(ENQUEUE, f"{common}, {due}::timestamptz, {payload}", functions))
+            calls.append(call(LOGGED, f"{common}, {added}::timestamptz, {due}::timestamptz", functions))
+        answer = wire.roundtrip(f"begin; {'; '.join(calls)}; commit".encode(wire.encoding))
+        failure = answer.failure()
+        if failure is not None:
+            if not answer.lost and not conn.closed:
+                conn.execute("rollback")
+            raise failure
+
+
+def copy_rows(cur: psycopg.Cursor, messages: Sequence[Message]) -> None:
+    payload = messages[0].payload is not None
     try:
         with cur.copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:
-            for row in rows:
-                copy.write_row(row)
+            for m in messages:
+                copy.write_row(m.row())
     except ValueError as exc:
         # a server connection killed behind a pooler mid-COPY can answer its end twice, and psycopg
         # unpacks one result: the session is out of step, which is a lost connection
@@ -64,7 +100,9 @@ def landed(conn: psycopg.Connection, msg_id: int, evidence: Evidence) -> bool:
     """After a lost commit answer: did the write that ended with msg_id land?"""
     if evidence == Evidence.RECORD:
         return produced_count(conn, journal=False) >= msg_id
-    name = "message_landed_journal" if evidence == Evidence.JOURNAL else "message_landed"
+    name = {Evidence.JOURNAL: "message_landed_journal", Evidence.LOG: "message_landed_log"}.get(
+        evidence, "message_landed"
+    )
     row = conn.execute(statement(name), (msg_id,)).fetchone()
     return bool(row and row[0])
 
@@ -74,9 +112,15 @@ def record_produced(conn: psycopg.Connection, produced: int) -> None:
     conn.execute(statement("run_produced"), (produced,))
 
 
-def produced_count(conn: psycopg.Connection, journal: bool) -> int:
+def produced_count(conn: psycopg.Connection, journal: bool, logged: bool = False) -> int:
     """Messages produced: the run record's count, or the highest msg_id that landed."""
-    name = "run_produced_count_journal" if journal else "run_produced_count"
+    name = (
+        "run_produced_count_log"
+        if logged
+        else "run_produced_count_journal"
+        if journal
+        else "run_produced_count"
+    )
     with conn.transaction():
         row = conn.execute(statement(name)).fetchone()
     return int(row[0]) if row and row[0] is not None else 0

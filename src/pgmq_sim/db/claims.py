@@ -5,13 +5,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
 import psycopg
 from psycopg import sql
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGresult
 
 from pgmq_sim.db.connection import cancel_query, connect_worker
@@ -19,12 +19,15 @@ from pgmq_sim.db.statements import (
     CLAIM,
     COMPLETE,
     FAIL,
+    FAILURE,
     JOURNAL,
     TAKE,
     WorkerStatement,
+    Wrapper,
     call,
     create_function,
     prepare,
+    producer_statements,
     worker_statements,
 )
 from pgmq_sim.db.values import Claimed, SessionPlan
@@ -34,29 +37,32 @@ from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
 
 # after a commit: when it was done, and how long since the message carrying it arrived
+TUPLES_OK = ExecStatus.TUPLES_OK
 CLOCKS = "select clock_timestamp(), extract(epoch from clock_timestamp() - statement_timestamp())"
 
 
 class Completion(NamedTuple):
-    """A completion's answer, on the server's clock (DateStyle ISO text, for the log): the message's
-    time_added and when its commit was done (None, None when no row was completed: split mode, the
-    worker no longer owned it); how long the server took from the message's arrival to the commit;
-    and the next message claimed in the same round trip, or the error that claim met (raised by the
-    loop once the completion, durable, is counted)."""
+    """A completion's answer for the messages of one claim, on the server's clock (DateStyle ISO
+    text, for the log): per message, whether its row was finished (split mode: not when the worker
+    no longer owned it) and the time its end-to-end latency counts from (its arrival, or its due
+    time); when the commit was done; how long the server took from the round trip's arrival to the
+    commit; and the next messages claimed in the same round trip, or the error that claim met
+    (raised by the loop once the completion, durable, is counted)."""
 
-    time_added: str | None
+    finished: tuple[bool, ...]
+    time_added: tuple[str | None, ...]
     committed_at: str | None
     server_s: float | None = None
-    next: Claimed | None = None
-    chained: bool = False  # a next claim was sent (its answer may be None: nothing free)
+    next: tuple[Claimed, ...] = ()
+    chained: bool = False  # a next claim was sent (its answer may be empty: nothing free)
     claim_error: psycopg.Error | None = None
 
-    @property
-    def e2e_ms(self) -> float | None:
-        """From the message's arrival in the table to its commit, on the server's clock."""
-        if self.time_added is None or self.committed_at is None:
+    def e2e_ms(self, index: int) -> float | None:
+        """From a message's arrival in the table (or its due time) to its commit, on the server's clock."""
+        added = self.time_added[index]
+        if not self.finished[index] or added is None or self.committed_at is None:
             return None
-        return (server_time(self.committed_at) - server_time(self.time_added)).total_seconds() * 1000
+        return (server_time(self.committed_at) - server_time(added)).total_seconds() * 1000
 
 
 def server_time(text: str) -> datetime:
@@ -73,12 +79,12 @@ class ClaimPort(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def claim(self) -> Claimed | None:
-        """Claim one message; None if nothing is free."""
+    def claim(self) -> tuple[Claimed, ...]:
+        """Claim up to the batch's messages; none if nothing is free."""
 
-    def complete(self, claimed: Claimed, claim_next: bool) -> Completion:
-        """Complete it and commit, and claim the next in the same round trip when asked and the
-        session's mode allows it."""
+    def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
+        """Complete the claim's messages and commit, and claim the next in the same round trip when
+        asked and the session's mode allows it."""
 
     def fail(self, claimed: Claimed, error: str) -> bool | None:
         """Record a failed attempt and commit: True if it made a dead letter, None if not owned."""
@@ -113,13 +119,18 @@ def claim_sessions(dsn: str, plan: SessionPlan) -> SessionOpener:
     return open_session
 
 
-def install_functions(plan: SessionPlan) -> list[str]:
-    """The statements that create the run's functions (when the workers call functions)."""
-    return [ddl for s in statements_of(plan) for ddl in create_function(s)] if plan.functions else []
+def install_functions(plan: SessionPlan, enqueue_sql: str | None = None) -> list[str]:
+    """The statements that create the run's functions: every worker statement when the workers call
+    functions (and a folder design's enqueue with the tool's log row), else those only a function
+    can be (a completion that must finish exactly one row)."""
+    statements = statements_of(plan)
+    if plan.functions and enqueue_sql is not None:
+        statements += producer_statements(enqueue_sql)
+    return [ddl for s in statements if plan.functions or s.function_only for ddl in create_function(s)]
 
 
 def statements_of(plan: SessionPlan) -> list[WorkerStatement]:
-    return worker_statements(plan.claim_sql, plan.mode, plan.delmsg, plan.audited)
+    return worker_statements(plan)
 
 
 def try_claim(plan: SessionPlan, queue_type: str) -> Callable[[psycopg.Connection], None]:
@@ -127,7 +138,7 @@ def try_claim(plan: SessionPlan, queue_type: str) -> Callable[[psycopg.Connectio
     nothing (the install rolls it back to a savepoint; a prepared trial is deallocated)."""
 
     def trial(conn: psycopg.Connection) -> None:
-        literal = sql.Literal(queue_type).as_string(conn) + ", null"
+        literal = sql.Literal(queue_type).as_string(conn) + f", {int(plan.batch)}, null, null, null"
         if plan.functions:
             conn.execute(call(CLAIM, literal, True)).fetchall()
             return
@@ -142,12 +153,12 @@ def try_claim(plan: SessionPlan, queue_type: str) -> Callable[[psycopg.Connectio
 
 
 class ClaimSession:
-    """A worker's connection, speaking in as few round trips per message as it can.
+    """A worker's connection, speaking in as few round trips per claim as it can.
 
     The connection is in autocommit mode, so explicit BEGIN and COMMIT in the text are the only
-    transaction control, and several statements go in one simple-query message. In the basic mode
-    a message costs one round trip: its completion, the commit, the clocks and the next claim go
-    together ("... complete; commit; select clocks; begin; ... claim"); the server runs them in
+    transaction control, and several statements go in one simple-query message. In the basic mode a
+    claim costs one round trip: its messages' completions, the commit, the clocks and the next claim
+    go together ("... complete; commit; select clocks; begin; ... claim"); the server runs them in
     order, so ordering and the audit are as with separate trips. With attempts (single mode) and
     leases (split mode) the bookkeeping takes its own trips. Round trips go through `Wire`: raw
     results, each statement's error in its place.
@@ -161,18 +172,28 @@ class ClaimSession:
         self._plan = plan
         if not (conn.info.parameter_status("DateStyle") or "").startswith("ISO"):
             conn.execute("set datestyle = 'ISO'")  # the server's text is read as ISO 8601
+        statements = statements_of(plan)
+        self._called = {s.name for s in statements if plan.functions or s.function_only}
+        # a wrapped statement called as a function answers with the rows it changed
+        self._counts = {s.name for s in statements if s.name in self._called and s.wrapper != Wrapper.SQL}
         if not plan.functions:
             conn.execute("deallocate all")
-            for s in statements_of(plan):
-                conn.execute(prepare(s))
+            for s in statements:
+                if s.name not in self._called:
+                    conn.execute(prepare(s))
         self._wire = Wire(conn)
         # Quoting is the costliest Python step per message: quote fixed values once.
         self._type = self._literal(queue_type)
-        self._claim_call = call(CLAIM, f"{self._type}, null", plan.functions)
         self._worker = self._literal(worker)
         self._owner = self._literal(owner)
+        self._split = plan.mode == SessionMode.SPLIT
+        lease = f"{plan.lease_s!r}" if self._split else "null"
+        self._claim_tail = (
+            f", {int(plan.batch)}, {{group}}, {self._owner if self._split else 'null'}, {lease}"
+        )
+        self._claim_call = self._call(CLAIM, self._type + self._claim_tail.format(group="null"))
         self._quoted_types: dict[str, str] = {}
-        if plan.mode == SessionMode.SPLIT:  # alive before its first claim, beaten from now on
+        if self._split and plan.seed_table:  # alive before its first claim, beaten from now on
             conn.execute(statement("owner_beat"), ([owner],))
 
     @property
@@ -190,7 +211,7 @@ class ClaimSession:
         self._conn.close()
 
     def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
-        return was_completed(self._conn, msg_id, worker)
+        return was_completed(self._conn, msg_id, worker, self._plan.seed_table)
 
     def _literal(self, value: object) -> str:
         return sql.Literal(value).as_string(self._conn)
@@ -202,7 +223,7 @@ class ClaimSession:
         return quoted
 
     def _call(self, name: str, args: str) -> str:
-        return call(name, args, self._plan.functions)
+        return call(name, args, name in self._called)
 
     def _run(self, text: str) -> Answer:
         """One round trip that must succeed as a whole."""
@@ -212,75 +233,157 @@ class ClaimSession:
             raise failure
         return answer
 
-    def claim(self) -> Claimed | None:
-        """Claim one message; None (transaction ended) if nothing is free. Basic and single
-        modes leave the transaction open; split mode has committed the claim."""
-        return self._claimed(self._run(f"begin; {self._claim_call}").results[1])
+    def _changed(self, name: str, result: PGresult) -> int:
+        """Rows a statement finished: its rows, its command's count, or a wrapper's answer."""
+        if name in self._counts:
+            return int(result.get_value(0, 0) or 0) if result.ntuples else 0
+        if result.status == TUPLES_OK:
+            return result.ntuples
+        return int(result.command_tuples or 0)
 
-    def _claimed(self, result: PGresult) -> Claimed | None:
-        if result.ntuples > 1:  # the rest would be marked taken and never processed
+    def claim(self) -> tuple[Claimed, ...]:
+        """Claim up to a batch; none (transaction ended) if nothing is free. Basic and single modes
+        leave the transaction open; split mode has committed the claim."""
+        plan = self._plan
+        if plan.seed_table or not self._split:
+            after = "; savepoint work" if plan.mode == SessionMode.SINGLE and not plan.seed_table else ""
+            answer = self._run(f"begin; {self._claim_call}{after}")
+        else:  # a folder design's split claim commits at once: its messages are leased, not locked
+            answer = self._run(f"begin; {self._claim_call}; commit")
+        return self._claimed(answer.results[1])
+
+    def _claimed(self, result: PGresult) -> tuple[Claimed, ...]:
+        plan = self._plan
+        if result.ntuples > plan.batch:  # the rest would be marked taken and never processed
             raise SimError(
-                f"the claim query returned {result.ntuples} rows; it must claim one message (limit 1)"
+                f"the claim query returned {result.ntuples} rows for a batch of {plan.batch}; it must claim"
+                " at most $2 messages (limit $2)"
             )
         if result.ntuples == 0:
-            self._run("commit")
-            return None
+            if plan.seed_table or not self._split:
+                self._run("commit")
+            return ()
         value, encoding = result.get_value, self._wire.encoding
-        msg_id, order_id = int(value(0, 0) or 0), int(value(0, 2) or 0)
-        queue_type, claimed_at = (value(0, 1) or b"").decode(encoding), (value(0, 3) or b"").decode()
-        plan = self._plan
-        if plan.mode == SessionMode.BASIC:
-            return Claimed(msg_id, queue_type, order_id, claimed_at)
-        if plan.mode == SessionMode.SINGLE:
-            taken = self._run(f"{self._call(TAKE, str(msg_id))}; savepoint work")
-        else:
-            args = f"{msg_id}, {self._owner}, {plan.lease_s!r}"
-            taken = self._run(f"{self._call(TAKE, args)}; commit")
-        return Claimed(msg_id, queue_type, order_id, claimed_at, int(taken.results[0].get_value(0, 0) or 0))
-
-    def complete(self, claimed: Claimed, claim_next: bool) -> Completion:
-        """Complete the claimed message and commit; with claim_next (basic mode), claim the next
-        message in the same round trip."""
-        plan = self._plan
-        split = plan.mode == SessionMode.SPLIT
-        owner = f", {self._owner}" if split else ""
-        journal = ""
-        if plan.audited:  # claimed_at is the server's own text for its timestamptz, offset included
-            args = (
-                f"{claimed.msg_id}, {self._quoted_type(claimed.queue_type)}, {claimed.order_id},"
-                f" {self._worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}"
+        claimed = [
+            Claimed(
+                int(value(i, 0) or 0),
+                (value(i, 1) or b"").decode(encoding),
+                int(value(i, 2) or 0),
+                (value(i, 3) or b"").decode(),
             )
-            journal = f"{self._call(JOURNAL, args)}; "
-        # the completion's result comes after the split mode's BEGIN and the journal's row
-        first = (1 if split else 0) + (1 if journal else 0)
-        completion = self._call(COMPLETE, f"{claimed.msg_id}{owner}")
-        text = f"{'begin; ' if split else ''}{journal}{completion}; commit; {CLOCKS}"
+            for i in range(result.ntuples)
+        ]
+        if plan.mode == SessionMode.BASIC or not plan.seed_table:
+            return tuple(claimed)
+        # the seed's table counts each attempt on its row, in the claim's transaction (split: and
+        # commits it, with the owner and the lease)
+        if plan.mode == SessionMode.SINGLE:
+            takes = [self._call(TAKE, str(c.msg_id)) for c in claimed]
+            taken = self._run(f"{'; '.join(takes)}; savepoint work")
+        else:
+            takes = [self._call(TAKE, f"{c.msg_id}, {self._owner}, {plan.lease_s!r}") for c in claimed]
+            taken = self._run(f"{'; '.join(takes)}; commit")
+        return tuple(
+            c._replace(attempt=int(r.get_value(0, 0) or 0))
+            for c, r in zip(claimed, taken.results, strict=False)
+        )
+
+    def _journal(self, claimed: Claimed) -> str:
+        """The audit's row (claimed_at is the server's own text for its timestamptz, offset included)."""
+        owner = f", {self._owner}" if self._split and self._plan.seed_table else ""
+        args = (
+            f"{claimed.msg_id}, {self._quoted_type(claimed.queue_type)}, {claimed.order_id},"
+            f" {self._worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}"
+        )
+        return self._call(JOURNAL, args)
+
+    def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
+        """Complete the claim's messages and commit; with claim_next (basic mode), claim the next in
+        the same round trip. A folder design's split completions go one by one: each must finish its
+        own row, or roll back alone."""
+        if self._split and not self._plan.seed_table:
+            return self._complete_each(claimed)
+        plan = self._plan
+        owner = f", {self._owner}" if self._split else ""
+        journal_first = plan.audited  # its row's answer precedes the completion's
+        parts = ["begin"] if self._split else []
+        for c in claimed:
+            if plan.audited:
+                parts.append(self._journal(c))
+            parts.append(self._call(COMPLETE, f"{c.msg_id}{owner}"))
+        parts += ["commit", CLOCKS]
         chained = claim_next and plan.chains
-        if chained:  # the group just completed is named: a strategy with affinity tries it first
-            text += f"; begin; {self._call(CLAIM, f'{self._type}, {claimed.order_id}')}"
-        answer = self._wire.roundtrip(text.encode(self._wire.encoding))
+        if chained:  # the group just completed is named: a design with affinity tries it first
+            last = claimed[-1]
+            parts += ["begin", self._call(CLAIM, self._type + self._claim_tail.format(group=last.order_id))]
+        answer = self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
         results = answer.results
-        if len(results) < first + 3:  # the completion, its commit or the clocks did not answer
+        first = 1 if self._split else 0
+        per = 2 if journal_first else 1
+        done_at = first + per * len(claimed)
+        if len(results) < done_at + 2:  # a completion, the commit or the clocks did not answer
             raise answer.failure() or SimError("the completion's round trip ended without its commit")
-        done, commit, clocks = results[first : first + 3]
+        commit, clocks = results[done_at], results[done_at + 1]
         if commit.command_status != b"COMMIT":
             raise SimError(f"the completion's commit answered {commit.command_status!r}")
-        time_added = committed_at = None
-        if done.ntuples:
-            time_added = (done.get_value(0, 0) or b"").decode()
-            committed_at = (clocks.get_value(0, 0) or b"").decode()
+        finished, added = [], []
+        for i in range(len(claimed)):
+            done = results[first + per * i + per - 1]
+            rows = self._changed(COMPLETE, done)
+            finished.append(rows > 0)
+            if plan.seed_table:
+                added.append((done.get_value(0, 0) or b"").decode() if done.ntuples else None)
+            else:  # the journal's row says when the message arrived (or was due)
+                journal = results[first + per * i] if journal_first else None
+                added.append(
+                    (journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None
+                )
+        committed_at = (clocks.get_value(0, 0) or b"").decode() if any(finished) else None
         server_s = float(clocks.get_value(0, 1) or 0)
-        following = None
+        following: tuple[Claimed, ...] = ()
         failure = answer.failure()
         if chained and failure is None:
-            following = self._claimed(results[first + 4])
-        return Completion(time_added, committed_at, server_s, following, chained, failure)
+            following = self._claimed(results[done_at + 3])
+        return Completion(tuple(finished), tuple(added), committed_at, server_s, following, chained, failure)
+
+    def _complete_each(self, claimed: Sequence[Claimed]) -> Completion:
+        """Split, a folder design: each message in its own transaction; exactly once, a completion
+        that finds its lease gone finishes nothing and rolls back (the wrapper raises P0002)."""
+        finished: list[bool] = []
+        added: list[str | None] = []
+        committed_at = None
+        server_s = 0.0
+        for c in claimed:
+            parts = ["begin", self._call(COMPLETE, f"{c.msg_id}, {self._owner}")]
+            if self._plan.audited:
+                parts.append(self._journal(c))
+            parts += ["commit", CLOCKS]
+            answer = self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
+            if answer.lost is not None:
+                raise answer.lost
+            if answer.error is not None:
+                if answer.error.sqlstate != "P0002":
+                    self._conn.execute("rollback")
+                    raise answer.error
+                self._conn.execute("rollback")  # the lease passed: another worker has it
+                finished.append(False)
+                added.append(None)
+                continue
+            results = answer.results
+            journal = results[2] if self._plan.audited else None
+            finished.append(self._changed(COMPLETE, results[1]) > 0 or self._plan.at_least_once)
+            added.append((journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None)
+            committed_at = (results[-1].get_value(0, 0) or b"").decode()
+            server_s = float(results[-1].get_value(0, 1) or 0)
+        return Completion(tuple(finished), tuple(added), committed_at, server_s)
 
     def fail(self, claimed: Claimed, error: str) -> bool | None:
         """Record a failed attempt and commit: True if it made the message a dead letter,
         None if this worker no longer owned it (split). In single mode the work's changes
         roll back to the savepoint taken after the claim; the bookkeeping commits."""
         plan = self._plan
+        if not plan.seed_table:
+            return self._fail_design(claimed, error)
         owner = self._owner if plan.mode == SessionMode.SPLIT else "null"
         args = (
             f"{claimed.msg_id}, {self._worker}, '{claimed.claimed_at}'::timestamptz,"
@@ -290,13 +393,32 @@ class ClaimSession:
         failed = self._run(f"{before}{self._call(FAIL, args)}; commit").results[1]
         return failed.get_value(0, 0) == b"t" if failed.ntuples else None
 
+    def _fail_design(self, claimed: Claimed, error: str) -> bool:
+        """A folder design: the tool records the attempt (and decides a dead letter and the next
+        try's time), then the design's fail.sql records it in its table, in one transaction."""
+        plan = self._plan
+        args = (
+            f"{claimed.msg_id}, {self._quoted_type(claimed.queue_type)}, {claimed.order_id}, {self._worker},"
+            f" '{claimed.claimed_at}'::timestamptz, {self._literal(error)}, {int(plan.max_attempts)},"
+            f" {plan.backoff_ms!r}"
+        )
+        before = "rollback to savepoint work" if plan.mode == SessionMode.SINGLE else "begin"
+        recorded = self._run(f"{before}; {self._call(FAILURE, args)}").results[1]
+        attempt, dead = int(recorded.get_value(0, 0) or 1), recorded.get_value(0, 1) == b"t"
+        retry_at = recorded.get_value(0, 2)
+        at = "null" if retry_at is None else f"'{retry_at.decode()}'::timestamptz"
+        self._run(f"{self._call(FAIL, f'{claimed.msg_id}, {attempt}, {self._literal(error)}, {at}')}; commit")
+        return dead
+
     def abandon(self) -> None:
         """Roll back whatever is open: the message goes back to the queue."""
         if not self._conn.closed and self._conn.info.transaction_status != TransactionStatus.IDLE:
             self._conn.execute("rollback")
 
 
-def was_completed(conn: psycopg.Connection, msg_id: int, worker: str | None) -> bool | None:
+def was_completed(
+    conn: psycopg.Connection, msg_id: int, worker: str | None, seed_table: bool = True
+) -> bool | None:
     """Did this worker's completion of msg_id commit? Asked after a commit's answer was lost.
 
     With the journal the answer is exact (its row names the worker). Without it, a message
@@ -306,5 +428,7 @@ def was_completed(conn: psycopg.Connection, msg_id: int, worker: str | None) -> 
     if worker is not None:
         row = cur.execute(statement("journaled_by"), (msg_id, worker)).fetchone()
         return bool(row and row[0])
+    if not seed_table:  # a folder design's table is its own: without the journal, no telling
+        return None
     row = cur.execute(statement("completed_message"), (msg_id,)).fetchone()
     return None if row and row[0] else False

@@ -7,6 +7,7 @@ import contextlib
 import threading
 
 import psycopg
+from psycopg import sql
 
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.sqlfiles import statement
@@ -27,14 +28,20 @@ class ServerFaults:
         with contextlib.suppress(psycopg.Error), self.sessions.connection() as conn:
             conn.execute(statement("crash_backend").format(pid=int(conn.info.backend_pid)))
 
-    def hold(self, what: str, seconds: float, stop: threading.Event) -> None:
-        """Hold a snapshot (what='hold_snapshot') or an exclusive lock on the queue ('lock_queue')
-        in an open transaction for `seconds`, or until the run stops."""
+    def hold(
+        self, what: str, seconds: float, stop: threading.Event, tables: tuple[str, ...] = ("msg_queue",)
+    ) -> None:
+        """Hold a snapshot (what='hold_snapshot') or an exclusive lock on the queue's tables
+        ('lock_queue') in an open transaction for `seconds`, or until the run stops."""
         with self.sessions.connection() as conn:
             conn.rollback()  # a transaction of its own, with its own isolation and lock bound
             if what == "hold_snapshot":
                 conn.execute("set transaction isolation level repeatable read")
             conn.execute(f"set local lock_timeout = {int(max(seconds, 1) * 1000)}")
-            conn.execute(statement(what))
+            if what == "lock_queue":
+                names = sql.SQL(", ").join(sql.Identifier(*name.split(".", 1)) for name in tables)
+                conn.execute(sql.SQL("lock table {} in access exclusive mode").format(names))
+            else:
+                conn.execute(statement(what))
             stop.wait(seconds)
             conn.rollback()

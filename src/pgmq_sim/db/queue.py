@@ -3,27 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.statements import CLAIM, COMPLETE, FAIL, JOURNAL, NOTIFY_FUNCTION, TAKE
+from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION, OWNED_COMMENT
+from pgmq_sim.db.trial import user_tables
+from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
-from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource, statement
+from pgmq_sim.model.facts import AuditCounts, DuplicateClaims, OrderViolation, PreviousRun, TableHealth
+from pgmq_sim.sqlfiles import statement
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
 
 
+@dataclass(frozen=True)
+class QueueShape:
+    """What the tool's own statements need to know of the queue's tables: the seed's msg_queue, or
+    a folder design's tables (known once its schema ran), how to find its pending messages, and the
+    lease after which an at-least-once design may deliver a message again."""
+
+    seed_table: bool = True
+    tables: tuple[str, ...] = ("msg_queue",)
+    pending_sql: str | None = None
+    redelivery_lease_s: float | None = None
+
+
 class QueueDatabase:
-    def __init__(self, sessions: Sessions) -> None:
+    def __init__(self, sessions: Sessions, shape: QueueShape | None = None) -> None:
         self.sessions = sessions
+        self.shape = shape or QueueShape()
 
     # -- before the run -------------------------------------------------------------------
 
@@ -44,7 +61,7 @@ class QueueDatabase:
 
     def functions(self) -> dict[str, tuple[bool, bool]]:
         """For each function a run may replace: (exists, made by this tool)."""
-        names = [CLAIM, COMPLETE, TAKE, FAIL, JOURNAL, NOTIFY_FUNCTION]
+        names = [*NAMES, NOTIFY_FUNCTION]
         rows = self.sessions.all("owned_functions", (names,))
         return {name: (bool(e), bool(ours)) for name, e, ours in rows}
 
@@ -55,8 +72,7 @@ class QueueDatabase:
 
     def install(
         self,
-        schema: SqlSource,
-        strategy: ClaimStrategy,
+        design: QueueDesign,
         *,
         audited: bool,
         notify: bool,
@@ -66,36 +82,16 @@ class QueueDatabase:
         functions: list[str],
         payload: bool = False,
         bystander: bool = False,
-    ) -> None:
-        """Create the queue, the strategy's additions, the journal, the run record and the wake-up
+    ) -> tuple[str, ...]:
+        """Create the queue, the design's additions, the journal, the run record and the wake-up
         trigger in one transaction, then try the claim once (`try_claim`, as the workers will run
-        it) and roll it back: a broken file changes nothing."""
+        it) and roll it back: a broken file changes nothing. Returned: the queue's tables."""
         with self.sessions.connection() as conn:
-            steps = [(schema.text, f"schema file {schema}", "fix the SQL or pass -schema FILE")]
-            if strategy.schema:
-                steps.append(
-                    (strategy.schema.text, f"strategy '{strategy.name}' schema", "fix its schema.sql")
-                )
-            if retrying:
-                steps.append(
-                    (
-                        statement("retry_schema"),
-                        "attempt columns",
-                        "the schema's msg_queue must be the seed's",
-                    )
-                )
-            steps += [
-                (statement("mark_tables"), "marking the queue table", "check the schema"),
-                (statement("run_table"), "run record table", "check the user may create tables"),
-            ]
-            for text, what, fix in steps:
-                _execute(conn, text, what, fix)
-            if payload and not conn.execute(statement("has_payload")).fetchone()[0]:  # type: ignore[index]
-                conn.rollback()
-                raise UsageError(
-                    f"-payload-bytes needs a payload column in msg_queue, and schema file {schema} has none;"
-                    " add one (payload bytea) or drop -payload-bytes"
-                )
+            if design.seed_table:
+                tables = self._seed_table(conn, design, retrying, payload)
+            else:
+                tables = self._own_tables(conn, design)
+            _execute(conn, statement("run_table"), "run record table", "check the user may create tables")
             run_id, target, ordered, _, settings = record
             conn.execute(statement("run_start"), (run_id, target, ordered, audited, Jsonb(settings)))
             if audited:
@@ -104,9 +100,10 @@ class QueueDatabase:
             else:  # a journal left by an earlier run would describe that run, not this one
                 _execute(conn, statement("drop_journal"), "journal table", "check the user may drop it")
             if notify:
-                _execute(
-                    conn, statement("notify_trigger"), "notify trigger", "check the user may create triggers"
-                )
+                trigger = statement("notify_trigger") if design.seed_table else design.notify
+                assert trigger is not None  # the settings refused notify without the design's notify.sql
+                text = trigger if isinstance(trigger, str) else trigger.text
+                _execute(conn, text, "notify trigger", "check the user may create triggers")
             if bystander:
                 _execute(
                     conn, statement("bystander_schema"), "bystander table", "check the user may create tables"
@@ -119,10 +116,51 @@ class QueueDatabase:
             except psycopg.Error as exc:
                 conn.rollback()
                 raise UsageError(
-                    f"claim query {strategy.claim} failed on the server: {first_line(exc)};"
-                    " fix it (it must return msg_id, queue_type, order_id) or pass -next-msg FILE"
+                    f"claim query {design.claim} failed on the server: {first_line(exc)};"
+                    " fix it (it must return msg_id, queue_type, order_id)"
+                    + (" or pass -next-msg FILE" if design.seed_table else "")
                 ) from None
             conn.commit()
+            return tables
+
+    def _seed_table(
+        self, conn: psycopg.Connection, design: QueueDesign, retrying: bool, payload: bool
+    ) -> tuple[str, ...]:
+        schema = design.schema
+        steps = [(schema.text, f"schema file {schema}", "fix the SQL or pass -schema FILE")]
+        if design.extra_schema:
+            steps.append((design.extra_schema.text, f"design '{design.name}' schema", "fix its schema.sql"))
+        if retrying:
+            steps.append(
+                (statement("retry_columns"), "attempt columns", "the schema's msg_queue must be the seed's")
+            )
+            steps.append((statement("failures_table"), "failures table", "check the user may create tables"))
+        steps.append((statement("mark_tables"), "marking the queue table", "check the schema"))
+        for text, what, fix in steps:
+            _execute(conn, text, what, fix)
+        if payload and not conn.execute(statement("has_payload")).fetchone()[0]:  # type: ignore[index]
+            conn.rollback()
+            raise UsageError(
+                f"-payload-bytes needs a payload column in msg_queue, and schema file {schema} has none;"
+                " add one (payload bytea) or drop -payload-bytes"
+            )
+        return ("public.msg_queue",)
+
+    def _own_tables(self, conn: psycopg.Connection, design: QueueDesign) -> tuple[str, ...]:
+        """A folder's schema, its new tables marked as this tool's, and the tool's log and failures."""
+        before = user_tables(conn)
+        _execute(conn, design.schema.text, f"schema.sql of {design.folder}", "fix the SQL")
+        created = sorted(name for oid, (name, _) in user_tables(conn).items() if oid not in before)
+        for name in created:
+            schema_name, _, table = name.partition(".")
+            conn.execute(
+                sql.SQL("comment on table {} is {}").format(
+                    sql.Identifier(schema_name, table), sql.Literal(OWNED_COMMENT)
+                )
+            )
+        _execute(conn, statement("failures_table"), "failures table", "check the user may create tables")
+        _execute(conn, statement("enqueue_log"), "the enqueue log", "check the user may create tables")
+        return tuple(created)
 
     def track_statements(self) -> None:
         """On a server of the tool's own: per-statement cost from pg_stat_statements (preloaded)."""
@@ -132,18 +170,31 @@ class QueueDatabase:
 
     def produced(self, journal: bool) -> int:
         """Messages whose write committed: the run record's count, or the highest msg_id that landed."""
-        return self.sessions.retrying(lambda conn: produced_count(conn, journal))
+        logged = not self.shape.seed_table
+        return self.sessions.retrying(lambda conn: produced_count(conn, journal, logged))
 
     def analyze(self) -> None:
         """Committed: in the tool's transaction the statistics would roll back with it."""
-        self.sessions.write("analyze_queue")
+
+        def run(conn: psycopg.Connection) -> None:
+            conn.execute(sql.SQL("analyze {}").format(sql.SQL(", ").join(_identifiers(self.shape.tables))))
+            conn.commit()
+
+        self.sessions.retrying(run)
 
     def finish_run(self, outcome: str, produced: int) -> None:
         self.sessions.write("run_finish", (outcome, produced))
 
     def remaining(self) -> int:
-        """Messages not yet completed, counted on the server."""
-        row = self.sessions.one("remaining_messages")
+        """Messages not yet completed, counted on the server (a folder design's, by its pending.sql
+        or else from the tool's own tables)."""
+        if self.shape.seed_table:
+            row = self.sessions.one("remaining_messages")
+        elif self.shape.pending_sql is not None:
+            text = f"select count(*) from ({_body(self.shape.pending_sql)}) pending_messages"
+            row = self.sessions.retrying(lambda conn: conn.execute(text.encode()).fetchone())
+        else:
+            row = self.sessions.one("remaining_logged")
         return int(row[0]) if row else 0
 
     def journaled_per_worker(self, workers: list[str]) -> dict[str, int]:
@@ -156,37 +207,106 @@ class QueueDatabase:
         return [(int(m), str(o), bool(e)) for m, o, e in rows]
 
     def table_health(self) -> TableHealth:
-        row = self.sessions.one("table_health")
-        assert row is not None
-        return TableHealth(*(int(v) for v in row))
+        """The queue's tables at the end: live rows counted exactly, the rest from the views."""
+
+        def read(conn: psycopg.Connection) -> TableHealth:
+            live = 0
+            for name in _identifiers(self.shape.tables):
+                row = conn.execute(sql.SQL("select count(*) from {}").format(name)).fetchone()
+                live += int(row[0]) if row else 0
+            row = conn.execute(statement("table_health"), (list(self.shape.tables),)).fetchone()
+            assert row is not None
+            return TableHealth(live, *(int(v) for v in row))
+
+        return self.sessions.retrying(read)
 
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""
         return [(str(t), int(o), int(n), float(b)) for t, o, n, b in self.sessions.all("group_blocking")]
 
     def audit_counts(self, expected: int, show: int, retrying: bool = False) -> AuditCounts:
-        suffix = "_retry" if retrying else ""
+        """What the journal, the queue and the tool's records say, counted on the server, with the
+        evidence a failed audit's cause is read from."""
+
+        def evidence(conn: psycopg.Connection) -> dict[str, Any]:
+            claims = [
+                DuplicateClaims(int(m), tuple(w), bool(o), float(g))
+                for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show,))
+            ]
+            pairs = [
+                OrderViolation(str(t), int(o), int(m), int(p), str(w), str(pw), float(s))
+                for t, o, m, p, w, pw, s in conn.execute(statement("audit_violations"), (show,))
+            ]
+            violations = [r[0] for r in conn.execute(statement("audit_order"))]
+            return {
+                "order_violation_ids": tuple(violations[:show]),
+                "order_violations": len(violations),
+                "duplicate_claims": tuple(claims),
+                "violations": tuple(pairs),
+            }
 
         def read(conn: psycopg.Connection) -> AuditCounts:
+            if not self.shape.seed_table:
+                return self._logged_counts(conn, expected, show, evidence(conn))
+            suffix = "_retry" if retrying else ""
             row = conn.execute(statement("audit_counts" + suffix), (expected,)).fetchone()
             assert row is not None
             processed, duplicates, missing, left_behind, *retries = row
             duplicate_ids = [r[0] for r in conn.execute(statement("audit_duplicates"), (show,))]
             missing_ids = [r[0] for r in conn.execute(statement("audit_missing" + suffix), (expected, show))]
-            violations = [r[0] for r in conn.execute(statement("audit_order"))]
+            named = dict(
+                zip(("dead_lettered", "redelivered", "attempts", "failed_attempts"), retries, strict=False)
+            )
             return AuditCounts(
-                processed,
-                duplicates,
-                missing,
-                left_behind,
-                tuple(duplicate_ids),
-                tuple(missing_ids),
-                tuple(violations[:show]),
-                len(violations),
-                *retries,
+                processed=processed,
+                duplicates=duplicates,
+                missing=missing,
+                left_behind=left_behind,
+                duplicate_ids=tuple(duplicate_ids),
+                missing_ids=tuple(missing_ids),
+                **named,
+                **evidence(conn),
             )
 
         return self.sessions.retrying(read)
+
+    def _logged_counts(
+        self, conn: psycopg.Connection, expected: int, show: int, evidence: dict[str, Any]
+    ) -> AuditCounts:
+        """A folder design's audit: the tool's log, journal and failures, and the design's pending.sql."""
+        pending = (
+            _body(self.shape.pending_sql)
+            if self.shape.pending_sql is not None
+            else statement("unfinished_logged")
+        )
+        # the design's pending messages, once, for both statements (dropped with the transaction)
+        conn.execute(f"create temp table pending_messages (msg_id) on commit drop as {pending}".encode())
+        lease = self.shape.redelivery_lease_s
+        row = conn.execute(statement("audit_counts_log"), (expected, lease)).fetchone()
+        assert row is not None
+        names = ("processed", "duplicates", "missing", "left_behind", "dead_lettered", "redelivered")
+        fields = (*names, "attempts", "failed_attempts", "early")
+        counts: dict[str, Any] = dict(zip(fields, (int(v) for v in row), strict=True))
+        ids: dict[str, list[int]] = {}
+        for kind, msg_id in conn.execute(statement("audit_ids_log"), (expected, lease, show)):
+            ids.setdefault(str(kind), []).append(int(msg_id))
+        return AuditCounts(
+            **counts,
+            duplicate_ids=tuple(ids.get("duplicate", ())),
+            missing_ids=tuple(ids.get("missing", ())),
+            redelivered_ids=tuple(ids.get("redelivered", ())),
+            early_ids=tuple(ids.get("early", ())),
+            **evidence,
+        )
+
+
+def _body(text: str) -> str:
+    """A statement file's text as a subquery."""
+    return text.strip().rstrip(";")
+
+
+def _identifiers(names: tuple[str, ...]) -> list[sql.Composable]:
+    return [sql.Identifier(*name.split(".", 1)) for name in names]
 
 
 def _execute(conn: psycopg.Connection, text: str, what: str, fix: str) -> None:

@@ -6,40 +6,71 @@
   so any pooler may hand each transaction to another server connection).
 
 Either way a call is plain text, so several calls and COMMIT/BEGIN go in one simple-query message.
-A worker statement's file says its function's signature on its first line:
+The tool's own statement files say their function's signature on their first line:
 ``-- pgmq-sim: function (bigint, text) returns table (added_at timestamptz, done_at timestamptz)``.
+A design's files need not: the tool declares their arguments (a file may leave out what it does not
+use) and, as a function, runs them inside one that returns the rows they changed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
+from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
 
 FUNCTION_MARK = "-- pgmq-sim: function "
-# $1 the worker's type; $2 the group it has just completed in the same round trip, or null (read by
-# the affinity strategy, unused by the others)
+# $1 the worker's type; $2 the batch (how many messages at most); $3 the group it has just completed
+# in the same round trip, or null (read by the affinity strategy); $4 the worker's owner token and
+# $5 the lease in seconds (a design whose claim commits, `transaction = "split"`)
 CLAIM_SIGNATURE = (
-    "(text, bigint) returns table (msg_id bigint, queue_type text, order_id bigint, claimed_at timestamptz)"
+    "(text, integer, bigint, text, float8)"
+    " returns table (msg_id bigint, queue_type text, order_id bigint, claimed_at timestamptz)"
 )
+# what the tool passes each statement of a design's folder (a file may leave out what it does not use)
+COMPLETE_ARGUMENTS = "(bigint)"  # msg_id
+COMPLETE_SPLIT_ARGUMENTS = "(bigint, text)"  # msg_id, the owner token
+ENQUEUE_ARGUMENTS = "(bigint, text, bigint, integer, timestamptz, bytea)"
+FAIL_ARGUMENTS = "(bigint, integer, text, timestamptz)"  # msg_id, attempt, error, retry at (null: dead)
 BODY_QUOTE = "$pgmq_sim$"
+INNER_QUOTE = "$pgmq_sim_statement$"
 OWNED_COMMENT = "pgmq-sim: created by pgmq-sim; replaced by its next run"
 
 CLAIM, COMPLETE, TAKE, FAIL = "pgmq_sim_claim", "pgmq_sim_complete", "pgmq_sim_take", "pgmq_sim_fail"
+ENQUEUE, FAILURE = "pgmq_sim_enqueue", "pgmq_sim_failure"  # a design's enqueue; the tool's failure row
+LOGGED = "pgmq_sim_logged"  # the tool's log row of an enqueue into a design of its own folder
 JOURNAL = "pgmq_sim_journal"  # the audit's row, a statement of its own in the completion's transaction
 NOTIFY_FUNCTION = "msg_queue_notify"  # -wakeup notify's trigger function (notify_trigger.sql)
+NAMES = (CLAIM, COMPLETE, TAKE, FAIL, ENQUEUE, FAILURE, JOURNAL, LOGGED)
+
+
+class Wrapper(StrEnum):
+    """How a statement becomes a function: as written (its file declares what it returns), or run
+    inside one that returns the number of rows it changed (`count`), or that fails unless it
+    changed exactly one (`one`: a completion whose lease may have passed must not commit)."""
+
+    SQL = "sql"
+    COUNT = "count"
+    ONE = "one"
 
 
 @dataclass(frozen=True)
 class WorkerStatement:
     name: str  # the prepared statement's or the function's name
     text: str
-    signature: str  # "(argument types) returns table (...)"
+    signature: str  # "(argument types) returns table (...)", or "(argument types)" for a wrapper
+    wrapper: Wrapper = Wrapper.SQL
 
     @property
     def argument_types(self) -> str:
         return self.signature[: self.signature.index(")") + 1]
+
+    @property
+    def function_only(self) -> bool:
+        """Exactly one row or an error: only a function can raise it, so even a kept session calls it."""
+        return self.wrapper == Wrapper.ONE
 
 
 def signature_of(text: str, name: str) -> str:
@@ -49,31 +80,62 @@ def signature_of(text: str, name: str) -> str:
     return first.removeprefix(FUNCTION_MARK).strip()
 
 
+def declared(text: str) -> str | None:
+    """The signature a file declares on its first line, if it does."""
+    first = text.lstrip().splitlines()[0] if text.strip() else ""
+    return first.removeprefix(FUNCTION_MARK).strip() if first.startswith(FUNCTION_MARK) else None
+
+
 def packaged(name: str, as_name: str) -> WorkerStatement:
     text = statement(name)
     return WorkerStatement(as_name, text, signature_of(text, name))
 
 
-def complete_name(mode: SessionMode, delmsg: bool) -> str:
-    kind = "complete_split_" if mode == SessionMode.SPLIT else "complete_"
-    return kind + ("delete" if delmsg else "mark")
+def design_statement(
+    name: str, text: str, arguments: str, wrapper: Wrapper = Wrapper.COUNT
+) -> WorkerStatement:
+    """A design's file as a statement: as it declares itself, or wrapped; `one` always wraps."""
+    own = declared(text)
+    if own is not None and wrapper != Wrapper.ONE:
+        return WorkerStatement(name, text, own)
+    return WorkerStatement(name, text, arguments, wrapper)
 
 
-def worker_statements(
-    claim_sql: str, mode: SessionMode, delmsg: bool, audited: bool
-) -> list[WorkerStatement]:
-    """The claim (wrapped, see ClaimStrategy.wrapped_claim_sql), the completion, with attempts the
+def worker_statements(plan: SessionPlan) -> list[WorkerStatement]:
+    """The claim (wrapped, see QueueDesign.wrapped_claim_sql), the completion, with attempts the
     take and the failure, and with the audit the journal's row."""
-    found = [
-        WorkerStatement(CLAIM, claim_sql, CLAIM_SIGNATURE),
-        packaged(complete_name(mode, delmsg), COMPLETE),
-    ]
-    if mode != SessionMode.BASIC:
-        found += [packaged(f"take_{mode}", TAKE), packaged("fail_attempt", FAIL)]
-    if audited:
-        journal = "journal_entry_split" if mode == SessionMode.SPLIT else "journal_entry"
-        found.append(packaged(journal, JOURNAL))
+    mode = plan.mode
+    found = [WorkerStatement(CLAIM, plan.claim_sql, CLAIM_SIGNATURE)]
+    if plan.seed_table:
+        if mode == SessionMode.SPLIT:
+            found.append(packaged("complete_split_" + ("delete" if plan.delmsg else "mark"), COMPLETE))
+        else:
+            found.append(design_statement(COMPLETE, plan.complete_sql, COMPLETE_ARGUMENTS))
+        if mode != SessionMode.BASIC:
+            found += [packaged(f"take_{mode}", TAKE), packaged("fail_attempt", FAIL)]
+        if plan.audited:
+            journal = "journal_entry_split" if mode == SessionMode.SPLIT else "journal_entry"
+            found.append(packaged(journal, JOURNAL))
+        return found
+    split = mode == SessionMode.SPLIT
+    # a split design's completion after its lease passed finishes nothing: exactly once, it must not
+    # commit (its journal row with it); at least once, the work was done again and is journaled
+    wrapper = Wrapper.ONE if split and not plan.at_least_once else Wrapper.COUNT
+    found.append(
+        design_statement(
+            COMPLETE, plan.complete_sql, COMPLETE_SPLIT_ARGUMENTS if split else COMPLETE_ARGUMENTS, wrapper
+        )
+    )
+    if plan.fail_sql is not None:
+        found += [design_statement(FAIL, plan.fail_sql, FAIL_ARGUMENTS), packaged("failure_entry", FAILURE)]
+    if plan.audited:
+        found.append(packaged("journal_entry_log", JOURNAL))
     return found
+
+
+def producer_statements(enqueue_sql: str) -> list[WorkerStatement]:
+    """A folder design's enqueue and the tool's log row that goes with it, in one transaction."""
+    return [design_statement(ENQUEUE, enqueue_sql, ENQUEUE_ARGUMENTS), packaged("enqueue_logged", LOGGED)]
 
 
 def prepare(s: WorkerStatement) -> str:
@@ -81,13 +143,31 @@ def prepare(s: WorkerStatement) -> str:
 
 
 def create_function(s: WorkerStatement) -> list[str]:
-    if BODY_QUOTE in s.text:
-        raise ValueError(f"{s.name}: its text holds {BODY_QUOTE}, which quotes function bodies")
-    return [
-        f"create or replace function {s.name}{s.signature} language sql volatile as"
-        f" {BODY_QUOTE}\n{s.text.strip().rstrip(';')}\n{BODY_QUOTE}",
-        f"comment on function {s.name}{s.argument_types} is '{OWNED_COMMENT}'",
-    ]
+    if BODY_QUOTE in s.text or INNER_QUOTE in s.text:
+        raise ValueError(f"{s.name}: its text holds {BODY_QUOTE} or {INNER_QUOTE}, which quote bodies")
+    body = s.text.strip().rstrip(";")
+    if s.wrapper == Wrapper.SQL:
+        head = f"create or replace function {s.name}{s.signature} language sql volatile as"
+        ddl = f"{head} {BODY_QUOTE}\n{body}\n{BODY_QUOTE}"
+    else:
+        count = s.argument_types.count(",") + 1
+        check = _code(statement("function_exactly_one")) if s.wrapper == Wrapper.ONE else ""
+        filled = {
+            "NAME": s.name,
+            "ARGUMENTS": s.argument_types,
+            "USING": ", ".join(f"${i}" for i in range(1, count + 1)),
+            "CHECK": check,
+        }
+        ddl = _code(statement("function_wrapper"))
+        for marker, value in filled.items():
+            ddl = ddl.replace(marker, value)
+        ddl = ddl.replace("BODY", body)  # last: the statement's own text is not searched for markers
+    return [ddl, f"comment on function {s.name}{s.argument_types} is '{OWNED_COMMENT}'"]
+
+
+def _code(text: str) -> str:
+    """A template file without its comment lines."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 
 
 def call(name: str, args: str, functions: bool) -> str:

@@ -9,8 +9,30 @@ from typing import NamedTuple
 
 from pgmq_sim.model.kinds import SessionMode
 
-# msg_id, queue_type, status, order_id, time_added[, payload]
+# msg_id, queue_type, status, order_id, time_added[, payload]: a row of the seed's table, for COPY
 Row = tuple[int, str, str, int, datetime] | tuple[int, str, str, int, datetime, bytes]
+
+
+class Message(NamedTuple):
+    """One message as the producer enqueues it (a tuple: one is made per message)."""
+
+    msg_id: int
+    queue_type: str
+    order_id: int
+    time_added: datetime  # on the server's clock, distinct and increasing
+    payload: bytes | None = None
+    priority: int = 0
+    due_at: datetime | None = None  # a delayed message's due time; None: due when enqueued
+
+    @property
+    def not_before(self) -> datetime:
+        return self.time_added if self.due_at is None else self.due_at
+
+    def row(self) -> Row:
+        """As a row of the seed's table."""
+        if self.payload is None:
+            return (self.msg_id, self.queue_type, "N", self.order_id, self.time_added)
+        return (self.msg_id, self.queue_type, "N", self.order_id, self.time_added, self.payload)
 
 
 class Claimed(NamedTuple):
@@ -25,7 +47,7 @@ class Claimed(NamedTuple):
 
 @dataclass(frozen=True)
 class SessionPlan:
-    """What a worker's session runs: the claim, the completion and, with leases and retries
+    """What a worker's session runs: the design's claim and completion and, with leases and retries
     (`mode` single-with-retries or split), the attempt bookkeeping."""
 
     claim_sql: str
@@ -39,6 +61,11 @@ class SessionPlan:
     chain: bool = True  # claim the next message in the completion's round trip (not behind a
     # transaction pooler: the open transaction would pin the server connection to this worker)
     pooled: bool = False  # a pooler in the way: the client's backend pid is the pooler's cancel key
+    complete_sql: str = ""  # the design's completion (the seed's table: its first line declares it)
+    fail_sql: str | None = None  # a folder design's fail.sql (-fail-rate)
+    batch: int = 1  # messages a claim may take at once (-batch)
+    seed_table: bool = True  # the seed's msg_queue: the tool's attempt columns, leases and journal form
+    at_least_once: bool = False  # a split design that may deliver a message again once its lease passed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SessionMode(self.mode))  # as it arrives from another process

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 
 from pgmq_sim.db.connection import connect
@@ -24,8 +26,9 @@ class ServerViews:
         with self.sessions.connection() as conn:
             conn.execute(statement("server_clock")).fetchone()
 
-    def pulse(self) -> TablePulse:
-        row = self.sessions.one("table_pulse")
+    def pulse(self, tables: tuple[str, ...] = ("msg_queue",)) -> TablePulse:
+        """The second's sample of the queue's tables and the server's sessions."""
+        row = self.sessions.one("table_pulse", (list(tables),))
         assert row is not None
         dead, pid, application, held_s, serving, table_bytes, autovacuums = row
         return TablePulse(
@@ -44,19 +47,24 @@ class ServerViews:
         """The server's cumulative counters now (read twice, their difference is a cost)."""
         return self.sessions.retrying(read_counters)
 
-    def stall_facts(self, our_pids: list[int]) -> StallFacts:
+    def stall_facts(self, our_pids: list[int], seed_table: bool = True) -> StallFacts:
         """What the stall diagnosis reads, in the order that keeps it from waiting: sessions
-        blocking our workers first (the queue itself may be locked), then the queue."""
+        blocking our workers first (the queue itself may be locked), then the queue (the seed's
+        table: its groups' heads; a folder design's table is its own)."""
 
         def read(conn: psycopg.Connection) -> StallFacts:
             blocked = conn.execute(statement("blocked_sessions"), (our_pids,)).fetchall()
-            try:
-                pending = conn.execute(statement("pending_by_type")).fetchall()
-                heads = conn.execute(statement("group_heads")).fetchall()
-                head_ids = ([h[2] for h in heads],)
-                unlocked = {r[0] for r in conn.execute(statement("unlocked_heads"), head_ids)}
-            except psycopg.errors.LockNotAvailable:
-                pending, heads, unlocked = [], [], set()
+            pending: list[tuple[Any, ...]] = []
+            heads: list[tuple[Any, ...]] = []
+            unlocked: set[int] = set()
+            if seed_table:
+                try:
+                    pending = conn.execute(statement("pending_by_type")).fetchall()
+                    heads = conn.execute(statement("group_heads")).fetchall()
+                    head_ids = ([h[2] for h in heads],)
+                    unlocked = {r[0] for r in conn.execute(statement("unlocked_heads"), head_ids)}
+                except psycopg.errors.LockNotAvailable:
+                    pending, heads, unlocked = [], [], set()
             conn.rollback()
             holders = conn.execute(statement("lock_holders"), (our_pids,)).fetchall()
             facts = conn.execute(statement("connection_facts")).fetchone()

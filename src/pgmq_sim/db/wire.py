@@ -36,6 +36,7 @@ class Wire:
     stays usable through psycopg between them)."""
 
     def __init__(self, conn: psycopg.Connection) -> None:
+        self.connection = conn
         self._pg = conn.pgconn
         self._encoding = conn.info.encoding
         self._poller = select.poll()

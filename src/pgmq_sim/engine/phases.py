@@ -3,6 +3,7 @@ run's state and its parts; none knows which carrier, feed or goal it was given."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -23,6 +24,7 @@ from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
+from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.db.views import ActivitySampler
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
@@ -94,7 +96,11 @@ def check(state: RunState, parts: RunParts) -> None:
         for name, found in functions.items()
         if (settings.wakeup == WakeupMode.NOTIFY if name == NOTIFY_FUNCTION else path.transaction_pooled)
     }
+    if not state.design.seed_table:  # a folder design's tables are its own: tried below
+        tables.pop("msg_queue", None)
     foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
+    if not state.design.seed_table:
+        foreign += try_folder_design(state)
     if foreign and not settings.replace_tables:
         raise UsageError(
             f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
@@ -112,6 +118,32 @@ def check(state: RunState, parts: RunParts) -> None:
             " `pgmq-sim audit` checks such a queue before a new run replaces it"
         )
     parts.carrier.open(state)
+
+
+def try_folder_design(state: RunState) -> list[str]:
+    """A folder design runs once in a transaction rolled back: its statements must work together,
+    and touch only tables its schema creates. Returned: tables of others its schema would drop."""
+    design = state.design
+    texts = DesignTexts(
+        folder=str(design.folder),
+        schema=design.schema.text,
+        enqueue=design.enqueue.text,
+        claim=design.wrapped_claim_sql,
+        complete=design.complete.text,
+        fail=design.fail.text if design.fail is not None and state.settings.fail_rate else None,
+        split=design.transaction == TxMode.SPLIT,
+    )
+    trial = call_bounded(
+        lambda: try_design(state.db.sessions, texts), 60, state.signals, "design trial", True
+    )
+    if trial.foreign_used:
+        file, table = trial.foreign_used[0]
+        raise UsageError(
+            f"{file} of {design.folder} uses table {table}, which its schema.sql does not create; a run"
+            " changes only tables it created: create it in schema.sql (drop it first, with -replace-tables"
+            " if it is not pgmq-sim's)"
+        )
+    return list(trial.dropped_foreign)
 
 
 def reach_pooler(state: RunState) -> PoolerConsole | None:
@@ -156,28 +188,27 @@ def reach_pooler(state: RunState) -> PoolerConsole | None:
 def prepare(state: RunState, parts: RunParts) -> None:
     """Install the queue in one transaction (a failure inside it changes nothing), then open the log.
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
-    settings, strategy = state.settings, state.strategy
+    settings, design = state.settings, state.design
     assert state.path is not None
-    state.session = session = session_plan(
-        settings, strategy, state.path.transaction_pooled, state.path.pooled
-    )
+    state.session = session = session_plan(settings, design, state.path.transaction_pooled, state.path.pooled)
     state.writer.prepared = not state.path.transaction_pooled
-    recorded = settings.as_json() | {"drains": parts.goal.drains}
-    record = (uuid.uuid4().hex, settings.fill_db, strategy.ordered, settings.audit, recorded)
+    recorded = settings.as_json() | {"drains": parts.goal.drains, "design": design.as_json()}
+    if not design.seed_table:  # what `pgmq-sim audit` needs to judge it again
+        recorded["design"] |= {"pending_sql": design.pending and design.pending.text}
+    record = (uuid.uuid4().hex, settings.fill_db, design.ordered, settings.audit, recorded)
     state.log.open()
     state.changed = True
     try:
-        call_bounded(
+        tables = call_bounded(
             lambda: state.db.install(
-                state.given.schema,
-                strategy,
+                design,
                 audited=settings.audit,
                 notify=settings.wakeup == WakeupMode.NOTIFY,
                 retrying=settings.retrying,
                 record=record,
                 try_claim=try_claim(session, settings.queue_types[0]),
-                functions=install_functions(session),
-                payload=settings.payload is not None,
+                functions=install_functions(session, None if design.seed_table else design.enqueue.text),
+                payload=settings.payload is not None and design.seed_table,
                 bystander=settings.bystander is not None,
             ),
             60,
@@ -191,6 +222,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
         if not is_connection_lost(exc):
             state.changed = False  # the install's one transaction rolled back
         raise
+    state.db.shape = dataclasses.replace(state.db.shape, tables=tables)
     if state.server.embedded:  # ours to change: count each statement's cost
         try:
             call_bounded(state.db.track_statements, 30, state.signals, "pg_stat_statements")
@@ -211,8 +243,8 @@ def prepare(state: RunState, parts: RunParts) -> None:
     )
     state.log.event("settings " + json.dumps(settings.as_json(), sort_keys=True, default=str))
     state.log.event(
-        f"schema ready from {state.given.schema.path} ({state.given.schema.origin}); claim strategy"
-        f" {strategy.label} ({strategy.claim}); wake-up {settings.wakeup}; seed {settings.seed}"
+        f"schema ready from {design.schema}; queue design {design.label} ({design.origin}), claim"
+        f" {design.claim}; tables {', '.join(tables)}; wake-up {settings.wakeup}; seed {settings.seed}"
     )
 
 
@@ -312,7 +344,7 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
 
     def hold(what: str, seconds: float) -> str:
         before = state.timeline.last_dead_tuples()
-        server_faults.hold(what, seconds, state.stop)
+        server_faults.hold(what, seconds, state.stop, state.db.shape.tables)
         after = state.timeline.last_dead_tuples()
         return f"released; dead tuples {before} -> {after}"
 
@@ -391,7 +423,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
     # the run's stop is set by now: this session keeps reconnecting until a second signal
-    db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry))
+    db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
     gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
     if not signals.hurry.is_set() and state.changed:
         try:
@@ -421,7 +453,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     lambda: judge_audit(
                         db.audit_counts(produced, SHOW, settings.retrying),
                         expected=produced,
-                        ordered=state.strategy.ordered,
+                        ordered=state.design.ordered,
                         complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
                         retrying=settings.retrying,
                     ),
@@ -441,8 +473,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     return RunResult.from_stats(
         settings=settings,
         server=state.server.label,
-        strategy=state.strategy.label,
-        ordered=state.strategy.ordered,
+        strategy=state.design.label,
+        ordered=state.design.ordered,
+        queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,

@@ -17,10 +17,11 @@ from pgmq_sim.actors.worker import ProcessedCounter
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.pooler import PoolerConsole
-from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.queue import QueueDatabase, QueueShape
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.db.views import ServerViews
+from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.bounded import FirstError, Signals
 from pgmq_sim.engine.meters import Meters
 from pgmq_sim.model.events import Fault
@@ -33,7 +34,6 @@ from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server
 from pgmq_sim.settings import Settings
-from pgmq_sim.sqlfiles import ClaimStrategy, SqlSource
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,12 @@ class RunInput:
     """Everything a run needs that was read and checked before the server was touched."""
 
     settings: Settings
-    schema: SqlSource
-    strategy: ClaimStrategy
+    design: QueueDesign
     notes: tuple[str, ...] = ()
 
     @property
     def files(self) -> dict[str, dict[str, str]]:
-        files = {"schema": self.schema.as_json(), "claim": self.strategy.claim.as_json()}
-        if self.strategy.schema:
-            files["strategy_schema"] = self.strategy.schema.as_json()
-        return files
+        return self.design.files
 
 
 @dataclass
@@ -93,7 +89,16 @@ class RunState:
         settings = self.settings
         self.errors = FirstError(self.stop)
         sessions = Sessions(self.server.dsn, settings.reconnect_timeout, self.stop)
-        self.db = QueueDatabase(sessions)
+        design = self.design
+        lease = settings.lease if design.at_least_once else None
+        self.db = QueueDatabase(
+            sessions,
+            QueueShape(
+                design.seed_table,
+                pending_sql=design.pending.text if design.pending is not None else None,
+                redelivery_lease_s=lease,
+            ),
+        )
         self.views = ServerViews(sessions)
         self.server_faults = ServerFaults(sessions)
         self.rng = random.Random(settings.seed)
@@ -108,7 +113,8 @@ class RunState:
             settings.reconnect_timeout,
             self.stop,
             self.log.event,
-            evidence_for(settings.delmsg, settings.audit),
+            evidence_for(settings.delmsg, settings.audit, self.design.seed_table),
+            self.design.enqueue.text,
         )
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.notes.extend(self.given.notes)
@@ -119,8 +125,8 @@ class RunState:
         return self.given.settings
 
     @property
-    def strategy(self) -> ClaimStrategy:
-        return self.given.strategy
+    def design(self) -> QueueDesign:
+        return self.given.design
 
     @property
     def dsns(self) -> tuple[str, str | None, str | None]:

@@ -355,7 +355,7 @@ class SweepGoal:
         busy_s, work_s = end.busy_s - start.busy_s, end.work_s - start.work_s
         work_ms = work_s / finished * 1000 if finished else 0.0
         bound = None
-        if state.strategy.ordered and work_ms > 0:
+        if state.design.ordered and work_ms > 0:
             groups = min(
                 len(settings.queue_types) * settings.orders,
                 1 / hottest_share(settings.key_skew, settings.orders, settings.types),
@@ -387,5 +387,5 @@ class SweepGoal:
             server_cores=cores,
             client_core_share=(end.client.cpu_s - start.client.cpu_s) / seconds,
             blocks_per_msg=cost.blocks_per_msg if cost else None,
-            strategy=state.strategy.label,
+            strategy=state.design.label,
         )

@@ -94,7 +94,7 @@ def diagnose_stall(state: RunState) -> None:
     pooled = state.path is not None and state.path.pooled
     try:  # the workers' backends, found on the server, from any host
         facts = call_bounded(
-            lambda: state.views.stall_facts(state.views.worker_backends()),
+            lambda: state.views.stall_facts(state.views.worker_backends(), state.design.seed_table),
             30,
             state.signals,
             "stall diagnosis",

@@ -46,6 +46,29 @@ class TableHealth:
 
 
 @dataclass(frozen=True)
+class DuplicateClaims:
+    """One message completed more than once: by whom, and whether its claims overlapped."""
+
+    msg_id: int
+    workers: tuple[str, ...]
+    overlapped: bool  # a second claim while the first was open (claimed before it completed)
+    gap_s: float  # from the first claim to the second (a lease's length, for a redelivery)
+
+
+@dataclass(frozen=True)
+class OrderViolation:
+    """A message of a group claimed before the group's previous message completed."""
+
+    queue_type: str
+    order_id: int
+    msg_id: int
+    prev_msg_id: int
+    worker: str
+    prev_worker: str
+    early_s: float  # how long before the previous completion it was claimed
+
+
+@dataclass(frozen=True)
 class AuditCounts:
     """What the journal and the queue say, counted on the server."""
 
@@ -61,9 +84,19 @@ class AuditCounts:
     redelivered: int = 0
     attempts: int = 0
     failed_attempts: int = 0
+    early: int = 0  # completed before their due time
+    redelivered_ids: tuple[int, ...] = ()
+    early_ids: tuple[int, ...] = ()
+    # the evidence a failed audit's cause is read from: for the first duplicates, each completion
+    # (worker, claimed, completed) and whether a second claim came while the first was open; for
+    # the first order violations, the group and both messages with their workers
+    duplicate_claims: tuple[DuplicateClaims, ...] = ()
+    violations: tuple[OrderViolation, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(AuditCounts)}  # not a subclass's own
+        values["duplicate_claims"] = [d.__dict__ for d in self.duplicate_claims]
+        values["violations"] = [v.__dict__ for v in self.violations]
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items()}
 
 

@@ -46,8 +46,21 @@ def print_summary(console: Console, result: RunResult) -> None:
         pooling = f"{path.pooler} pooling ({how}: {path.evidence}); " + "; ".join(path.changes)
         table.add_row("pooler", escape(pooling))
     table.add_row(
-        "strategy / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
+        "design / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
     )
+    queue = result.queue or {}
+    if queue and not queue.get("seed_table", True):
+        batch = f"; batch {result.settings.batch}" if result.settings.batch > 1 else ""
+        table.add_row(
+            "queue",
+            escape(
+                f"{queue['folder']} ({queue['origin']}): {queue['delivery']}, "
+                f"{'ordered' if queue['ordered'] else 'unordered'}, {queue['completion']} on completion;"
+                f" tables {', '.join(queue.get('tables', []))}{batch}"
+            ),
+        )
+    elif result.settings.batch > 1:
+        table.add_row("batch", f"up to {result.settings.batch} messages per claim")
     table.add_row("files", "; ".join(f"{k} {v['path']} ({v['origin']})" for k, v in result.files.items()))
     table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
     table.add_row("processed", processed_text(result))

@@ -34,16 +34,17 @@ TRANSACTION_CONTROL = ("begin", "commit", "rollback", "savepoint", "release", "s
 def statement_role(query: str) -> Role | None:
     """The role of a statement by its text as pg_stat_statements keeps it (PREPARE ... AS, a
     function call, or the statement). None: a claim, which two roles share."""
-    text = query.lstrip().lower()
+    lines = [line for line in query.strip().lower().splitlines() if not line.lstrip().startswith("--")]
+    text = "\n".join(lines).lstrip()
     if "pgmq_sim_claim" in text:
         return None
-    if "pgmq_sim_journal" in text:
+    if "pgmq_sim_journal" in text or "pgmq_sim_logged" in text or "pgmq_sim_enqueued" in text:
         return Role.TOOL
     if any(name in text for name in ("pgmq_sim_complete", "pgmq_sim_take", "pgmq_sim_fail")):
         return Role.CONSUMERS
     if "pgmq_sim_bystander" in text:
         return Role.BYSTANDER
-    if text.startswith(("insert into msg_queue", "copy msg_queue")):
+    if "pgmq_sim_enqueue" in text or text.startswith(("insert into msg_queue", "copy msg_queue")):
         return Role.PRODUCER
     if text.startswith(TRANSACTION_CONTROL):  # the consumers' transactions; the others autocommit
         return Role.CONSUMERS

@@ -111,6 +111,7 @@ class RunResult:
     spare_connections: int | None = None  # connections the server and role allowed beyond the run's
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
     drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
+    queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
 
     @classmethod
     def from_stats(
@@ -146,6 +147,7 @@ class RunResult:
         waits: WaitProfile | None = None,
         spare_connections: int | None = None,
         drift: DriftReport | None = None,
+        queue: dict[str, Any] | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -203,6 +205,7 @@ class RunResult:
             waits=waits,
             spare_connections=spare_connections,
             drift=drift,
+            queue=queue,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
@@ -285,6 +288,7 @@ class RunResult:
             "error": self.error,
             "server": self.server,
             "strategy": self.strategy,
+            "queue": self.queue,
             "ordered": self.ordered,
             "files": self.files,
             "target": self.target,

@@ -4,12 +4,13 @@
 -- attempt is the attempt that completed it (1 unless it was retried or redelivered).
 drop table if exists msg_journal;
 create table msg_journal(
-    msg_id integer not null,
-    queue_type varchar(10) not null,
-    order_id integer not null,
+    msg_id bigint not null,
+    queue_type text not null,
+    order_id bigint not null,
     worker text not null,
     claimed_at timestamp with time zone not null,
     completed_at timestamp with time zone not null,
     time_added timestamp with time zone,
+    due_at timestamp with time zone, -- a delayed message's due time (the tool's enqueue log)
     attempt integer not null default 1
 );

@@ -1,6 +1,8 @@
--- Live rows counted exactly; dead tuples and maintenance runs from the statistics views.
-select (select count(*) from msg_queue), coalesce(s.n_dead_tup, 0), coalesce(s.autovacuum_count, 0),
-       coalesce(s.autoanalyze_count, 0), pg_table_size('msg_queue'), pg_indexes_size('msg_queue'),
-       coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)
-from pg_class c left join pg_stat_user_tables s on s.relid = c.oid
-where c.oid = 'msg_queue'::regclass
+-- $1: the queue's tables. Dead tuples and maintenance runs from the statistics views; sizes summed
+-- over the tables (the live rows are counted exactly, table by table, by the caller).
+with q as (select to_regclass(n) as t from unnest($1::text[]) n)
+select coalesce(sum(s.n_dead_tup), 0), coalesce(sum(s.autovacuum_count), 0),
+       coalesce(sum(s.autoanalyze_count), 0), coalesce(sum(pg_table_size(q.t)), 0),
+       coalesce(sum(pg_indexes_size(q.t)), 0),
+       coalesce(sum(pg_total_relation_size(nullif(c.reltoastrelid, 0))), 0)
+from q join pg_class c on c.oid = q.t left join pg_stat_user_tables s on s.relid = q.t

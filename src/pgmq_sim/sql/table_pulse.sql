@@ -1,13 +1,14 @@
--- Sampled every second: dead tuples now, the oldest snapshot another session of this database holds, how many
+-- $1: the queue's tables. Sampled every second: dead tuples now, the oldest snapshot another session of this database holds, how many
 -- server connections are serving the run's workers now (behind a pooler, at most its pool), the
--- queue's table and index size and its autovacuum runs so far (a long run's drift).
-select coalesce((select n_dead_tup from pg_stat_user_tables where relid = to_regclass('msg_queue')), 0),
+-- queue's tables and index size and their autovacuum runs so far (a long run's drift).
+with q as (select to_regclass(n) as t from unnest($1::text[]) n)
+select coalesce((select sum(n_dead_tup) from pg_stat_user_tables where relid in (select t from q)), 0)::bigint,
        a.pid, coalesce(a.application_name, ''),
        coalesce(extract(epoch from clock_timestamp() - a.xact_start), 0)::float8,
        (select count(*) from pg_stat_activity
          where datname = current_database() and application_name like 'pgmq-sim w%')::int,
-       coalesce(pg_total_relation_size(to_regclass('msg_queue')), 0)::bigint,
-       coalesce((select autovacuum_count from pg_stat_user_tables where relid = to_regclass('msg_queue')), 0)
+       coalesce((select sum(pg_total_relation_size(t)) from q), 0)::bigint,
+       coalesce((select sum(autovacuum_count) from pg_stat_user_tables where relid in (select t from q)), 0)::bigint
 from (select 1) one
 left join lateral (
     select pid, application_name, xact_start from pg_stat_activity

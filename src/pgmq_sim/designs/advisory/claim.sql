@@ -16,7 +16,7 @@ with recursive heads as (
 next_msg as (
     select h.msg_id from heads h
     where pg_try_advisory_xact_lock(hashtext($1), h.order_id)
-    limit 1
+    limit $2  -- the batch: up to $2 messages
 )
 -- status is checked again on the current row: a head that committed after this
 -- statement's snapshot is skipped rather than processed twice.

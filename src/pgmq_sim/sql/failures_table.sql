@@ -1,17 +1,10 @@
--- Columns for leases, retries and dead letters (-tx split, -fail-rate), added to the queue
--- the schema file made. Statuses: N new, I in progress (split), P processed, D dead letter.
-alter table msg_queue
-    add column attempts integer not null default 0,
-    add column owner text,
-    add column lease_until timestamp with time zone,
-    add column next_attempt_at timestamp with time zone,
-    add column last_error text;
--- Every failed attempt, written in the transaction that records it.
+-- The tool's own record of failed attempts and of split mode's owners (-tx split, -fail-rate),
+-- whatever the design: every failed attempt, written in the transaction that records it.
 drop table if exists msg_failures;
 create table msg_failures(
-    msg_id integer not null,
-    queue_type varchar(10) not null,
-    order_id integer not null,
+    msg_id bigint not null,
+    queue_type text not null,
+    order_id bigint not null,
     attempt integer not null,
     worker text not null,
     claimed_at timestamp with time zone not null,
@@ -20,6 +13,7 @@ create table msg_failures(
     dead boolean not null,
     error text not null
 );
+create index msg_failures_msg_id on msg_failures (msg_id);
 comment on table msg_failures is 'pgmq-sim: created by pgmq-sim; replaced by its next run';
 -- Who owns messages in progress (split mode): a worker's token and its last heartbeat. A token
 -- whose heartbeat stopped (the worker or its process died) gives its messages back within about a

@@ -1,4 +1,4 @@
--- The indexed claim with group affinity: $2 is the group whose message this worker has just
+-- The indexed claim with group affinity: $3 is the group whose message this worker has just
 -- committed (in the same round trip), or null. Its new head is tried first: if it is still the
 -- group's first pending message and no one holds it, the worker keeps the group, with no hand-off
 -- to another worker. Only the head is ever locked, so a group whose head another worker holds is
@@ -6,7 +6,7 @@
 with recursive preferred as (
     select m.msg_id from msg_queue m
     where m.msg_id = (select min(h.msg_id) from msg_queue h
-                      where h.queue_type = $1 and h.order_id = $2 and h.status = 'N')
+                      where h.queue_type = $1 and h.order_id = $3 and h.status = 'N')
       and m.status = 'N'
     for update skip locked
 ),
@@ -30,8 +30,8 @@ next_msg as (
          select msg_id from msg_queue m
          where m.msg_id = h.msg_id and m.status = 'N'
          for update skip locked) locked
-     limit 1)
-    limit 1
+     limit $2)
+    limit $2  -- the batch: up to $2 messages
 )
 update msg_queue mq
 set status = 'P'

@@ -1,11 +1,11 @@
 -- pgmq-sim: unordered
--- The FIFO baseline with retries: the oldest pending message of the type that is due.
+-- Plain SKIP LOCKED FIFO (seed 004): oldest pending message of the type, no
+-- per-group ordering. The baseline the ordered strategies pay against.
 with next_msg as (
     select msg_id from msg_queue
     where queue_type = $1 and status = 'N'
-      and (next_attempt_at is null or next_attempt_at <= clock_timestamp())
     order by msg_id
-    limit 1
+    limit $2  -- the batch: up to $2 messages
     for update skip locked
 )
 update msg_queue mq

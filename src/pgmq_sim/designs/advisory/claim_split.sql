@@ -16,7 +16,7 @@ next_msg as (
     join msg_queue m on m.msg_id = h.msg_id
     where m.status = 'N' and (m.next_attempt_at is null or m.next_attempt_at <= clock_timestamp())
       and pg_try_advisory_xact_lock(hashtext($1), h.order_id)
-    limit 1
+    limit $2  -- the batch: up to $2 messages
 )
 update msg_queue mq
 set status = 'P'

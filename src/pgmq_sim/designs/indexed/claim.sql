@@ -1,25 +1,26 @@
--- The indexed claim in its form for leases and retries: heads are the first message of each
--- group still pending or in progress; a head in progress, or waiting for its next attempt,
--- keeps its group waiting.
+-- The seed's ordering made index-driven: walk the pending head of each
+-- (queue_type, order_id) group with a loose index scan and lock the first head
+-- no other worker holds. Cost grows with the number of groups, not the backlog.
 with recursive heads as (
     (select order_id, msg_id from msg_queue
-      where queue_type = $1 and status in ('N', 'I')
+      where queue_type = $1 and status = 'N'
       order by order_id, msg_id limit 1)
     union all
     select n.order_id, n.msg_id from heads h
     cross join lateral (
         select order_id, msg_id from msg_queue
-        where queue_type = $1 and status in ('N', 'I') and order_id > h.order_id
+        where queue_type = $1 and status = 'N' and order_id > h.order_id
         order by order_id, msg_id limit 1) n
 ),
+-- Each head is locked through a lookup by msg_id, so the plan stays an index
+-- probe per group even before the table has statistics.
 next_msg as (
     select locked.msg_id from heads h
     cross join lateral (
         select msg_id from msg_queue m
         where m.msg_id = h.msg_id and m.status = 'N'
-          and (m.next_attempt_at is null or m.next_attempt_at <= clock_timestamp())
         for update skip locked) locked
-    limit 1
+    limit $2  -- the batch: up to $2 messages
 )
 update msg_queue mq
 set status = 'P'

@@ -1,1 +1,0 @@
-analyze msg_queue

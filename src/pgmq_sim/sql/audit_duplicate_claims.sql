@@ -1,0 +1,18 @@
+-- $1: how many messages to show. For the first messages completed more than once: each completion's
+-- worker, and whether a claim came while an earlier claim of the message was still open (claimed
+-- before the earlier one completed: two transactions held the message at once, so the claim's lock
+-- did not keep the second out), and the gap between the first two claims.
+with twice as (
+    select msg_id from msg_journal group by msg_id having count(*) > 1 order by msg_id limit $1
+),
+rows as (
+    select j.msg_id, j.worker, j.claimed_at, j.completed_at,
+           lag(j.completed_at) over w as earlier_completed,
+           lag(j.claimed_at) over w as earlier_claimed
+    from msg_journal j join twice t on t.msg_id = j.msg_id
+    window w as (partition by j.msg_id order by j.claimed_at, j.completed_at)
+)
+select msg_id, array_agg(worker order by claimed_at),
+       bool_or(claimed_at < earlier_completed),
+       coalesce(extract(epoch from min(claimed_at - earlier_claimed)), 0)::float8
+from rows group by msg_id order by msg_id

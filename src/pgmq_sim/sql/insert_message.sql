@@ -1,2 +1,0 @@
--- An application's enqueue: one message, one statement, a transaction of its own.
-insert into msg_queue (msg_id, queue_type, status, order_id, time_added) values ($1, $2, $3, $4, $5)

@@ -1,1 +1,0 @@
-lock table msg_queue in access exclusive mode
