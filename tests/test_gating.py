@@ -14,9 +14,12 @@ from collections.abc import Callable
 import psycopg
 import pytest
 from conftest import Cli, assert_one_line_error
+from prometheus_client import CollectorRegistry, generate_latest
 from psycopg.conninfo import make_conninfo
 
-from pgmq_sim.result.stats import LatencyHistogram, SecondSample
+from pgmq_sim.render.metrics import RunCollector
+from pgmq_sim.result.observer import LiveFigures
+from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerStats
 from pgmq_sim.verdicts.drift import judge_drift
 
 
@@ -99,6 +102,30 @@ def test_latencies_go_to_prometheus_as_cumulative_buckets_with_their_sum() -> No
     counts, total_ms = histogram.cumulative_ms((2, 5, 50, 100))
     assert counts == [1, 2, 4, 4]
     assert abs(total_ms - 64.0) < 0.5
+
+
+@pytest.mark.unit
+def test_latency_histograms_are_served_in_seconds_on_the_same_bucket_edges() -> None:
+    workers = [WorkerStats(name="w1", queue_type="type1"), WorkerStats(name="w2", queue_type="type2")]
+    for ms, worker in ((1.0, 0), (3.0, 1), (30.0, 0), (30.0, 1)):
+        workers[worker].e2e.record_ms(ms)
+    workers[0].claim.record_ms(0.5)
+    registry = CollectorRegistry()
+    registry.register(RunCollector(LiveFigures(workers=workers, target=None, produced=lambda: 4)))
+    text = generate_latest(registry).decode()
+    assert "_latency_ms" not in text
+    lines = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line[0] != "#"
+    }
+    e2e = "pgmq_sim_e2e_latency_seconds"
+    edges = [key.split('le="')[1][:-2] for key in lines if key.startswith(e2e + "_bucket")]
+    # the edges of the old _ms histograms (1 ms ... 30 s), in seconds
+    assert edges == ["0.001", "0.002", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5",
+                     "5.0", "10.0", "30.0", "+Inf"]  # fmt: skip
+    assert lines[f'{e2e}_bucket{{le="0.002"}}'] == 1 and lines[f'{e2e}_bucket{{le="0.005"}}'] == 2
+    assert lines[f'{e2e}_bucket{{le="0.025"}}'] == 2 and lines[f'{e2e}_bucket{{le="0.05"}}'] == 4
+    assert lines[f"{e2e}_count"] == 4 and abs(lines[f"{e2e}_sum"] - 0.064) < 0.0005
+    assert lines['pgmq_sim_claim_latency_seconds_bucket{le="0.001"}'] == 1
 
 
 @pytest.mark.integration
@@ -203,8 +230,8 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
     for name in (
         "pgmq_sim_produced_total",
         "pgmq_sim_backlog",
-        "pgmq_sim_e2e_latency_ms_bucket",
-        "pgmq_sim_claim_latency_ms_count",
+        "pgmq_sim_e2e_latency_seconds_bucket",
+        "pgmq_sim_claim_latency_seconds_count",
         "pgmq_sim_worker_busy_seconds",
         "pgmq_sim_connections_lost_total",
     ):

@@ -12,11 +12,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.result.observer import LiveFigures, RunObserver
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 
+# the buckets' edges, counted in ms as the histograms are and shown in seconds (Prometheus's base unit)
 BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 
 
@@ -49,7 +51,7 @@ class RunCollector(Collector):
         yield busy
         for name, pick in (("e2e", lambda w: w.e2e), ("claim", lambda w: w.claim)):
             merged = LatencyHistogram.merged([pick(w) for w in workers])
-            yield _histogram(f"pgmq_sim_{name}_latency_ms", f"{name} latency in ms.", merged)
+            yield _histogram(f"pgmq_sim_{name}_latency_seconds", f"{name} latency in seconds.", merged)
         phase = GaugeMetricFamily(
             "pgmq_sim_phase", "What the run does now (a sweep's step).", labels=["phase"]
         )
@@ -78,9 +80,9 @@ def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
 
 def _histogram(name: str, text: str, histogram: LatencyHistogram) -> HistogramMetricFamily:
     counts, total_ms = histogram.cumulative_ms(BUCKETS_MS)
-    buckets = [(str(b), c) for b, c in zip(BUCKETS_MS, counts, strict=True)]
+    buckets = [(floatToGoString(b / 1000), c) for b, c in zip(BUCKETS_MS, counts, strict=True)]
     buckets.append(("+Inf", histogram.count))
-    return HistogramMetricFamily(name, text, buckets=buckets, sum_value=total_ms)
+    return HistogramMetricFamily(name, text, buckets=buckets, sum_value=total_ms / 1000)
 
 
 class MetricsObserver:
