@@ -40,7 +40,7 @@ from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
-from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
+from pgmq_sim.settings import Payload, Settings, WorkTime, parse_listen_address, runs_by_time
 from pgmq_sim.sqlfiles import SqlSource, known_strategies, load_strategy, user_file
 from pgmq_sim.verdicts.checks import judged, parse_checks, refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
@@ -399,10 +399,10 @@ def run_input(settings: Settings, schema: SqlSource) -> RunInput:
 @flag("drift", is_flag=True, help="Judge the drift of a run shorter than ten minutes (at least 60 s).")
 @flag(
     "metrics-port",
-    type=click.IntRange(0, 65535),
     default=None,
-    metavar="PORT",
-    help="Serve live metrics for Prometheus on PORT (0: any free port) for as long as the run lasts.",
+    metavar="[HOST:]PORT",
+    help="Serve live metrics for Prometheus on PORT (0: any free port), on every interface or on HOST"
+    " only, for as long as the run lasts.",
 )
 @flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
@@ -451,6 +451,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         "slo_p99_ms",
         "sweep_budget_s",
         "checks",
+        "metrics_port",
+        "metrics_host",
     }
     fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
@@ -463,8 +465,15 @@ def _settings(options: dict[str, Any]) -> Settings:
         given["workers"] = AUTO_WORKERS if sweep.adaptive else int(max(sweep.values))
     if given["workers"] is None:
         given["workers"] = DEFAULT_WORKERS
+    metrics_host, metrics_port = (
+        parse_listen_address(options["metrics_port"], "-metrics-port")
+        if options["metrics_port"] is not None
+        else (None, None)
+    )
     settings = Settings(
         **given,
+        metrics_host=metrics_host,
+        metrics_port=metrics_port,
         work=WorkTime.parse(options["work_ms"]),
         key_skew=KeySkew.parse(options["key_skew"]),
         payload=Payload.parse(options["payload_bytes"]),
@@ -556,8 +565,8 @@ def execute(options: dict[str, Any]) -> int:
     observer: RunObserver = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
     metrics = None
     if settings.metrics_port is not None:  # the last check: it opens the port
-        metrics = observer = MetricsObserver(settings.metrics_port, observer)
-        click.echo(f"pgmq-sim: live metrics at http://0.0.0.0:{metrics.port}/metrics", err=True)
+        metrics = observer = MetricsObserver(settings.metrics_host, settings.metrics_port, observer)
+        click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
     results: list[RunResult] = []
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
     with signals_caught() as (signals, received):

@@ -1,4 +1,4 @@
-"""-metrics-port PORT: the run's live figures for Prometheus, for as long as the run lasts.
+"""-metrics-port [HOST:]PORT: the run's live figures for Prometheus, for as long as the run lasts.
 
 An observer like the terminal's: it reads the workers' own counters and histograms when scraped (no
 thread of its own beyond the client library's server), so the figures are the ones the summary
@@ -20,6 +20,7 @@ from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 
 # the buckets' edges, counted in ms as the histograms are and shown in seconds (Prometheus's base unit)
 BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+EVERY_INTERFACE = "0.0.0.0"
 
 
 class RunCollector(Collector):
@@ -89,17 +90,22 @@ class MetricsObserver:
     """Serves the metrics from the start of the workers to the end of the run; passes every call on
     to the observer it wraps (the terminal's)."""
 
-    def __init__(self, port: int, inner: RunObserver) -> None:
+    def __init__(self, host: str | None, port: int, inner: RunObserver) -> None:
         self._inner = inner
         self._registry = CollectorRegistry()
         self._collector: RunCollector | None = None
+        addr = host if host is not None else EVERY_INTERFACE
+        shown = f"[{addr}]" if ":" in addr else addr
         try:
-            self._server, self._thread = start_http_server(port, addr="0.0.0.0", registry=self._registry)
+            self._server, self._thread = start_http_server(port, addr=addr, registry=self._registry)
         except OSError as exc:
+            given = f"{shown}:{port}" if host is not None else str(port)
             raise UsageError(
-                f"-metrics-port {port}: cannot listen ({exc.strerror or exc}); give a free port"
+                f"-metrics-port {given}: cannot listen ({exc.strerror or exc});"
+                " give a free port, on an address of this host"
             ) from None
         self.port = self._server.server_port
+        self.url = f"http://{shown}:{self.port}/metrics"
 
     def say(self, line: str) -> None:
         self._inner.say(line)
