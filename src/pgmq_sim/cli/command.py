@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -21,6 +23,7 @@ from pgmq_sim import __version__
 from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.diff_command import load_run, print_diff
 from pgmq_sim.cli.flags import flag
+from pgmq_sim.distributed.options import DistributedOptions, checked_fleet, distributed_mode  # no Locust
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.run import CarrierFactory, run_once
@@ -513,27 +516,33 @@ def signals_caught() -> Iterator[tuple[Signals, list[int]]]:
             signal.signal(signum, handler)
 
 
-def execute(options: dict[str, Any]) -> int:
-    from pgmq_sim.distributed.options import distributed_mode  # no Locust import: checks flags only
+@dataclass(frozen=True)
+class RunPlan:
+    """A command line checked: every refusal that needs no server and no port has happened."""
 
-    mode = distributed_mode(options, click.get_current_context())
+    settings: Settings
+    inputs: tuple[RunInput, ...]  # one per -compare cell
+    baseline: dict[str, Any] | None
+    fleet: DistributedOptions | None  # --processes or --master: the worker processes
+    log: RunLog  # its path checked; opened only when the run starts
+
+
+def plan_run(options: dict[str, Any], ctx: click.Context) -> RunPlan | None:
+    """The run the flags ask for, or None for --worker (which takes its settings from a master)."""
+    mode = distributed_mode(options, ctx)
     if mode == "worker":
-        from pgmq_sim.distributed.worker import run_worker
-
-        return run_worker(options)
+        return None
     settings = _settings(options)
-    carrier: CarrierFactory = ThreadCarrier
-    if mode == "master":
-        from pgmq_sim.distributed.master import distributed_carrier
-
-        carrier = distributed_carrier(options, settings)
-    summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
-    if summary_to_stderr and settings.logfile == "-":
+    fleet = checked_fleet(options, settings) if mode == "master" else None
+    if settings.json_path == STDOUT and settings.logfile == "-":
         raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
-    if settings.listen_dsn is not None:
-        check_dsn(settings.listen_dsn, "-listen-dsn")  # before any server is touched
-    if settings.pooler_admin is not None:
-        check_dsn(settings.pooler_admin, "-pooler-admin")
+    for dsn, flag_name in (
+        (settings.dsn, "-dsn"),
+        (settings.listen_dsn, "-listen-dsn"),
+        (settings.pooler_admin, "-pooler-admin"),
+    ):
+        if dsn is not None:
+            check_dsn(dsn, flag_name)  # before any server is touched
     if settings.json_path:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:
@@ -553,15 +562,33 @@ def execute(options: dict[str, Any]) -> int:
             " drop -next-msg, or run it alone with -claim NAME -next-msg FILE"
         )
     schema = user_file("schema.sql", settings.schema, "-schema")
-    inputs = [
+    inputs = tuple(
         run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx), schema)
         for name, wakeup, tx in cells
-    ]
+    )
+    for given in inputs:
+        given.settings.check_sweep_wakeup()  # a cell's wake-up is its own
     if settings.chaos:
         parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
+    log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
+    return RunPlan(settings, inputs, baseline, fleet, log)
+
+
+def execute(options: dict[str, Any]) -> int:
+    plan = plan_run(options, click.get_current_context())
+    if plan is None:
+        from pgmq_sim.distributed.worker import run_worker
+
+        return run_worker(options)
+    settings, inputs, log = plan.settings, plan.inputs, plan.log
+    carrier: CarrierFactory = ThreadCarrier
+    if plan.fleet is not None:
+        from pgmq_sim.distributed.master import LocustCarrier
+
+        carrier = partial(LocustCarrier, plan.fleet)
+    summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     console = Console(highlight=False, width=None if wide else REPORT_WIDTH, stderr=summary_to_stderr)
-    log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     observer: RunObserver = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
     metrics = None
     if settings.metrics_port is not None:  # the last check: it opens the port
@@ -599,7 +626,7 @@ def execute(options: dict[str, Any]) -> int:
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
-            code = _report(settings, results, failed, console, len(inputs) > 1, baseline)
+            code = _report(settings, results, failed, console, len(inputs) > 1, plan.baseline)
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"
