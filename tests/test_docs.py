@@ -237,6 +237,7 @@ ELSEWHERE = {
     "data/server.log": "inside the embedded server's throwaway directory",
     "s/": "the embedded server's socket folder",
     "data/": "the embedded server's cluster",
+    "site/": "the site mkdocs builds (git-ignored)",
 }
 
 
