@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
@@ -184,9 +185,12 @@ def test_a_metrics_host_keeps_the_endpoint_off_other_interfaces() -> None:
         assert loopback.url == f"http://127.0.0.1:{loopback.port}/metrics"
         assert reaches("127.0.0.2", everywhere.port) and reaches("127.0.0.1", everywhere.port)
         assert reaches("127.0.0.1", loopback.port) and not reaches("127.0.0.2", loopback.port)
-    finally:
-        everywhere.close()
-        loopback.close()
+    finally:  # each close waits out its server's poll (half a second): both at once
+        closing = [threading.Thread(target=observer.close) for observer in (everywhere, loopback)]
+        for thread in closing:
+            thread.start()
+        for thread in closing:
+            thread.join()
 
 
 @pytest.mark.integration
