@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 import uuid
@@ -14,9 +15,14 @@ from collections.abc import Callable
 import psycopg
 import pytest
 from conftest import Cli, assert_one_line_error
+from prometheus_client import CollectorRegistry, generate_latest
 from psycopg.conninfo import make_conninfo
 
-from pgmq_sim.result.stats import LatencyHistogram, SecondSample
+from pgmq_sim.cli.command import main as cli_main
+from pgmq_sim.render.metrics import MetricsObserver, RunCollector
+from pgmq_sim.result.observer import LiveFigures
+from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerStats
+from pgmq_sim.settings import parse_listen_address
 from pgmq_sim.verdicts.drift import judge_drift
 
 
@@ -99,6 +105,92 @@ def test_latencies_go_to_prometheus_as_cumulative_buckets_with_their_sum() -> No
     counts, total_ms = histogram.cumulative_ms((2, 5, 50, 100))
     assert counts == [1, 2, 4, 4]
     assert abs(total_ms - 64.0) < 0.5
+
+
+@pytest.mark.unit
+def test_latency_histograms_are_served_in_seconds_on_the_same_bucket_edges() -> None:
+    workers = [WorkerStats(name="w1", queue_type="type1"), WorkerStats(name="w2", queue_type="type2")]
+    for ms, worker in ((1.0, 0), (3.0, 1), (30.0, 0), (30.0, 1)):
+        workers[worker].e2e.record_ms(ms)
+    workers[0].claim.record_ms(0.5)
+    registry = CollectorRegistry()
+    registry.register(RunCollector(LiveFigures(workers=workers, target=None, produced=lambda: 4)))
+    text = generate_latest(registry).decode()
+    assert "_latency_ms" not in text
+    lines = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line[0] != "#"
+    }
+    e2e = "pgmq_sim_e2e_latency_seconds"
+    edges = [key.split('le="')[1][:-2] for key in lines if key.startswith(e2e + "_bucket")]
+    # the edges of the old _ms histograms (1 ms ... 30 s), in seconds
+    assert edges == ["0.001", "0.002", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5",
+                     "5.0", "10.0", "30.0", "+Inf"]  # fmt: skip
+    assert lines[f'{e2e}_bucket{{le="0.002"}}'] == 1 and lines[f'{e2e}_bucket{{le="0.005"}}'] == 2
+    assert lines[f'{e2e}_bucket{{le="0.025"}}'] == 2 and lines[f'{e2e}_bucket{{le="0.05"}}'] == 4
+    assert lines[f"{e2e}_count"] == 4 and abs(lines[f"{e2e}_sum"] - 0.064) < 0.0005
+    assert lines['pgmq_sim_claim_latency_seconds_bucket{le="0.001"}'] == 1
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "text,expected",
+    [("9100", (None, 9100)), ("0", (None, 0)), ("127.0.0.1:9100", ("127.0.0.1", 9100)),
+     ("localhost:0", ("localhost", 0)), ("[::1]:9100", ("::1", 9100))],
+)  # fmt: skip
+def test_a_metrics_address_is_a_port_or_a_host_and_a_port(
+    text: str, expected: tuple[str | None, int]
+) -> None:
+    assert parse_listen_address(text, "-metrics-port") == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "text", ["localhost", "::1:9100", "70000", ":9100", "host:", "[::1]", "a b:1", "x:-1"]
+)
+def test_a_bad_metrics_address_is_one_line_and_exit_2(
+    text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.argv", ["pgmq-sim", "-fill-db", "10", "-metrics-port", text])
+    with pytest.raises(SystemExit) as ended:
+        cli_main()  # refused while the flags are read: no server is started
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"-metrics-port '{text}' is not [HOST:]PORT" in err and "127.0.0.1:9100" in err, err
+
+
+class Quiet:
+    def say(self, line: str) -> None: ...
+    def watching(self, figures: LiveFigures) -> None: ...
+    def tick(self) -> None: ...
+    def stopped_watching(self) -> None: ...
+
+
+def reaches(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.unit
+def test_a_metrics_host_keeps_the_endpoint_off_other_interfaces() -> None:
+    """127.0.0.2 is this host too (the loopback is 127/8): it reaches every interface's endpoint, and
+    not one kept to 127.0.0.1."""
+    everywhere = MetricsObserver(None, 0, Quiet())
+    loopback = MetricsObserver("127.0.0.1", 0, Quiet())
+    try:
+        assert everywhere.url == f"http://0.0.0.0:{everywhere.port}/metrics"
+        assert loopback.url == f"http://127.0.0.1:{loopback.port}/metrics"
+        assert reaches("127.0.0.2", everywhere.port) and reaches("127.0.0.1", everywhere.port)
+        assert reaches("127.0.0.1", loopback.port) and not reaches("127.0.0.2", loopback.port)
+    finally:  # each close waits out its server's poll (half a second): both at once
+        closing = [threading.Thread(target=observer.close) for observer in (everywhere, loopback)]
+        for thread in closing:
+            thread.start()
+        for thread in closing:
+            thread.join()
 
 
 @pytest.mark.integration
@@ -203,8 +295,8 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
     for name in (
         "pgmq_sim_produced_total",
         "pgmq_sim_backlog",
-        "pgmq_sim_e2e_latency_ms_bucket",
-        "pgmq_sim_claim_latency_ms_count",
+        "pgmq_sim_e2e_latency_seconds_bucket",
+        "pgmq_sim_claim_latency_seconds_count",
         "pgmq_sim_worker_busy_seconds",
         "pgmq_sim_connections_lost_total",
     ):

@@ -55,6 +55,19 @@ def parse_choice(kind: type[E], value: str, flag: str) -> E:
 MAX_SAMPLE_HZ = 100  # pg_stat_activity read more often costs the server more than it says
 
 
+def parse_listen_address(text: str, flag: str) -> tuple[str | None, int]:
+    """[HOST:]PORT, an IPv6 host in brackets; None: every interface. Port 0: any free port."""
+    match = re.fullmatch(r"(?:(\[[^\]]+\]|[^:\[\]\s]+):)?(\d+)", text.strip())
+    port = int(match.group(2)) if match else -1
+    if match is None or port > 65535:
+        raise UsageError(
+            f"{flag} '{text}' is not [HOST:]PORT; give a port (9100, 0 for any free one) or an address"
+            " and a port (127.0.0.1:9100, [::1]:9100)"
+        )
+    host = match.group(1)
+    return (host.strip("[]") if host else None), port
+
+
 @dataclass(frozen=True)
 class WorkTime:
     """Simulated work per message, uniform in [min_ms, max_ms]."""
@@ -166,6 +179,7 @@ class Settings:
     drift: bool = False  # judge the drift of a run shorter than ten minutes (at least a minute)
     check_abort: bool = False  # end the run at the first breach of a check that can only get worse
     metrics_port: int | None = None  # serve live metrics for Prometheus
+    metrics_host: str | None = None  # ... on this address only; None: every interface
     baseline_path: Path | None = None  # diff the run against this run's JSON
 
     def __post_init__(self) -> None:

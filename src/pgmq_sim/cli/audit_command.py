@@ -44,6 +44,18 @@ from pgmq_sim.verdicts.audit import SHOW, judge_audit
 )
 def audit_command(dsn: str | None, json_path: Path | None, reconnect_timeout: float) -> None:
     """Audit the queue and journal a run left in the database: exactly once, in order."""
+    dsn = checked_audit(dsn, json_path, reconnect_timeout)
+    # one line naming why there is no connection, once a passing refusal is waited out
+    connect_checked(dsn, patience_s=reconnect_timeout).close()
+    try:
+        verdict = _audit(dsn, json_path, reconnect_timeout)
+    except psycopg.Error as exc:
+        raise SimError(f"database error: {reason(exc, dsn)}; check the server") from None
+    sys.exit(0 if verdict.passed else 1)
+
+
+def checked_audit(dsn: str | None, json_path: Path | None, reconnect_timeout: float) -> str:
+    """Every refusal that needs no server; the DSN the audit connects to."""
     dsn = dsn or os.environ.get(DSN_ENV) or None
     if dsn is None:
         raise UsageError(
@@ -54,13 +66,7 @@ def audit_command(dsn: str | None, json_path: Path | None, reconnect_timeout: fl
         check_output_path(json_path, "-json")
     if not 0 <= reconnect_timeout < math.inf:
         raise UsageError(f"-reconnect-timeout {reconnect_timeout:g}: give seconds, 0 or more")
-    # one line naming why there is no connection, once a passing refusal is waited out
-    connect_checked(dsn, patience_s=reconnect_timeout).close()
-    try:
-        verdict = _audit(dsn, json_path, reconnect_timeout)
-    except psycopg.Error as exc:
-        raise SimError(f"database error: {reason(exc, dsn)}; check the server") from None
-    sys.exit(0 if verdict.passed else 1)
+    return dsn
 
 
 def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditVerdict:

@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -22,6 +24,7 @@ from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.diff_command import load_run, print_diff
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.designs.design import STRATEGIES, find_design, known_designs, load_design
+from pgmq_sim.distributed.options import DistributedOptions, checked_fleet, distributed_mode  # no Locust
 from pgmq_sim.dsn import check_dsn, first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.run import CarrierFactory, run_once
@@ -41,7 +44,7 @@ from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
-from pgmq_sim.settings import Payload, Settings, WorkTime, runs_by_time
+from pgmq_sim.settings import Payload, Settings, WorkTime, parse_listen_address, runs_by_time
 from pgmq_sim.verdicts.checks import judged, parse_checks, refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
@@ -60,7 +63,7 @@ def parse_compare(text: str, tx: TxMode | None = None) -> list[tuple[str, Wakeup
         return [(s, w, tx) for s in known_designs() if s in STRATEGIES for w in WakeupMode]
     cells = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name, *dimensions = item.split("/") if not item.startswith((".", "/")) else _path_cell(item)
+        name, *dimensions = _cell(item)
         find_design(name, "-compare")  # an unknown name or folder is refused before anything runs
         wakeup, mode = WakeupMode.POLL, tx
         for value in dimensions:
@@ -78,13 +81,14 @@ def parse_compare(text: str, tx: TxMode | None = None) -> list[tuple[str, Wakeup
     return cells
 
 
-def _path_cell(item: str) -> list[str]:
-    """A folder in a -compare cell: ./mine/notify is the folder ./mine with notify."""
+def _cell(item: str) -> list[str]:
+    """A -compare cell: the design (a name, or a folder such as examples/jobs), then its wake-up
+    and transaction mode, the trailing parts that name one."""
     parts = item.split("/")
+    dimensions: list[str] = []
     while len(parts) > 1 and parts[-1] in {*WakeupMode, *TxMode}:
-        parts.pop()
-    folder = "/".join(parts)
-    return [folder, *item[len(folder) :].split("/")[1:]]
+        dimensions.insert(0, parts.pop())
+    return ["/".join(parts), *dimensions]
 
 
 def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
@@ -443,10 +447,10 @@ def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
 @flag("drift", is_flag=True, help="Judge the drift of a run shorter than ten minutes (at least 60 s).")
 @flag(
     "metrics-port",
-    type=click.IntRange(0, 65535),
     default=None,
-    metavar="PORT",
-    help="Serve live metrics for Prometheus on PORT (0: any free port) for as long as the run lasts.",
+    metavar="[HOST:]PORT",
+    help="Serve live metrics for Prometheus on PORT (0: any free port), on every interface or on HOST"
+    " only, for as long as the run lasts.",
 )
 @flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed).")
 @flag(
@@ -495,6 +499,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         "slo_p99_ms",
         "sweep_budget_s",
         "checks",
+        "metrics_port",
+        "metrics_host",
     }
     fields = {f.name for f in dataclasses.fields(Settings)} - parsed
     given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
@@ -513,8 +519,15 @@ def _settings(options: dict[str, Any]) -> Settings:
         given["workers"] = AUTO_WORKERS if sweep.adaptive else int(max(sweep.values))
     if given["workers"] is None:
         given["workers"] = DEFAULT_WORKERS
+    metrics_host, metrics_port = (
+        parse_listen_address(options["metrics_port"], "-metrics-port")
+        if options["metrics_port"] is not None
+        else (None, None)
+    )
     settings = Settings(
         **given,
+        metrics_host=metrics_host,
+        metrics_port=metrics_port,
         work=WorkTime.parse(options["work_ms"]),
         key_skew=KeySkew.parse(options["key_skew"]),
         payload=Payload.parse(options["payload_bytes"]),
@@ -554,27 +567,33 @@ def signals_caught() -> Iterator[tuple[Signals, list[int]]]:
             signal.signal(signum, handler)
 
 
-def execute(options: dict[str, Any]) -> int:
-    from pgmq_sim.distributed.options import distributed_mode  # no Locust import: checks flags only
+@dataclass(frozen=True)
+class RunPlan:
+    """A command line checked: every refusal that needs no server and no port has happened."""
 
-    mode = distributed_mode(options, click.get_current_context())
+    settings: Settings
+    inputs: tuple[RunInput, ...]  # one per -compare cell
+    baseline: dict[str, Any] | None
+    fleet: DistributedOptions | None  # --processes or --master: the worker processes
+    log: RunLog  # its path checked; opened only when the run starts
+
+
+def plan_run(options: dict[str, Any], ctx: click.Context) -> RunPlan | None:
+    """The run the flags ask for, or None for --worker (which takes its settings from a master)."""
+    mode = distributed_mode(options, ctx)
     if mode == "worker":
-        from pgmq_sim.distributed.worker import run_worker
-
-        return run_worker(options)
+        return None
     settings = _settings(options)
-    carrier: CarrierFactory = ThreadCarrier
-    if mode == "master":
-        from pgmq_sim.distributed.master import distributed_carrier
-
-        carrier = distributed_carrier(options, settings)
-    summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
-    if summary_to_stderr and settings.logfile == "-":
+    fleet = checked_fleet(options, settings) if mode == "master" else None
+    if settings.json_path == STDOUT and settings.logfile == "-":
         raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
-    if settings.listen_dsn is not None:
-        check_dsn(settings.listen_dsn, "-listen-dsn")  # before any server is touched
-    if settings.pooler_admin is not None:
-        check_dsn(settings.pooler_admin, "-pooler-admin")
+    for dsn, flag_name in (
+        (settings.dsn, "-dsn"),
+        (settings.listen_dsn, "-listen-dsn"),
+        (settings.pooler_admin, "-pooler-admin"),
+    ):
+        if dsn is not None:
+            check_dsn(dsn, flag_name)  # before any server is touched
     if settings.json_path:
         check_output_path(settings.json_path, "-json")
     if settings.plot_path:
@@ -594,20 +613,38 @@ def execute(options: dict[str, Any]) -> int:
             "-compare runs each strategy's own claim, and -next-msg would replace them all;"
             " drop -next-msg, or run it alone with -claim NAME -next-msg FILE"
         )
-    inputs = [
+    inputs = tuple(
         run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx or TxMode.SINGLE), tx)
         for name, wakeup, tx in cells
-    ]
+    )
+    for given in inputs:
+        given.settings.check_sweep_wakeup()  # a cell's wake-up is its own
     if settings.chaos:
         parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
+    log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
+    return RunPlan(settings, inputs, baseline, fleet, log)
+
+
+def execute(options: dict[str, Any]) -> int:
+    plan = plan_run(options, click.get_current_context())
+    if plan is None:
+        from pgmq_sim.distributed.worker import run_worker
+
+        return run_worker(options)
+    settings, inputs, log = plan.settings, plan.inputs, plan.log
+    carrier: CarrierFactory = ThreadCarrier
+    if plan.fleet is not None:
+        from pgmq_sim.distributed.master import LocustCarrier
+
+        carrier = partial(LocustCarrier, plan.fleet)
+    summary_to_stderr = settings.json_path == STDOUT  # stdout then carries only the JSON
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     console = Console(highlight=False, width=None if wide else REPORT_WIDTH, stderr=summary_to_stderr)
-    log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     observer: RunObserver = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
     metrics = None
     if settings.metrics_port is not None:  # the last check: it opens the port
-        metrics = observer = MetricsObserver(settings.metrics_port, observer)
-        click.echo(f"pgmq-sim: live metrics at http://0.0.0.0:{metrics.port}/metrics", err=True)
+        metrics = observer = MetricsObserver(settings.metrics_host, settings.metrics_port, observer)
+        click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
     results: list[RunResult] = []
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
     with signals_caught() as (signals, received):
@@ -640,7 +677,7 @@ def execute(options: dict[str, Any]) -> int:
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
-            code = _report(settings, results, failed, console, len(inputs) > 1, baseline)
+            code = _report(settings, results, failed, console, len(inputs) > 1, plan.baseline)
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"

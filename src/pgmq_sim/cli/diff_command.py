@@ -76,15 +76,7 @@ def _num(value: float | None) -> str:
 )
 def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None) -> None:
     """Compare two runs' JSON, figure by figure: better, worse, or ~ within the runs' own noise."""
-    names = parse_fail_on(fail_on)
-    if json_path is not None:
-        check_output_path(json_path, "-json")
-    base_doc, new_doc = load_run(base), load_run(new)
-    differences = setting_differences(base_doc, new_doc)
-    if differences and not allow_different:
-        raise UsageError(
-            f"the runs' settings differ ({'; '.join(differences)}); add --allow-different to diff them anyway"
-        )
+    names, base_doc, new_doc, differences = diff_inputs(base, new, fail_on, allow_different, json_path)
     changes = compare(base_doc, new_doc)
     console = Console(highlight=False)
     print_diff(console, changes, differences, f"{base} -> {new}")
@@ -97,3 +89,20 @@ def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, jso
         console.print(f"[red]worse beyond noise:[/] {', '.join(c.name for c in failing)} (exit 4)")
         sys.exit(CHECK_EXIT)
     console.print(f"no figure of {', '.join(names)} got worse beyond the noise")
+
+
+def diff_inputs(
+    base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None
+) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any], list[str]]:
+    """Every refusal before the figures are compared: the -fail-on names, the two runs and how their
+    settings differ."""
+    names = parse_fail_on(fail_on)
+    if json_path is not None:
+        check_output_path(json_path, "-json")
+    base_doc, new_doc = load_run(base), load_run(new)
+    differences = setting_differences(base_doc, new_doc)
+    if differences and not allow_different:
+        raise UsageError(
+            f"the runs' settings differ ({'; '.join(differences)}); add --allow-different to diff them anyway"
+        )
+    return names, base_doc, new_doc, differences

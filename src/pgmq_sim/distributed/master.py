@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
 
 import psycopg
 from locust import events
@@ -30,14 +29,13 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.actors.worker import Assignment
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.distributed.members import Member, Members
-from pgmq_sim.distributed.options import DistributedOptions, distributed_options
+from pgmq_sim.distributed.options import DistributedOptions
 from pgmq_sim.distributed.web import show_queue
 from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
-from pgmq_sim.settings import Settings
 
 JOIN_WAIT_LOCAL_S = 60.0  # worker processes this master started: they start in about a second
 JOIN_WAIT_REMOTE_S = 600.0  # --master: someone has to start the workers on the other hosts
@@ -324,19 +322,3 @@ def _numbered(name: str, number: int) -> str:
     if not dot or "/" in suffix:
         return f"{name}.p{number}"
     return f"{stem}.p{number}.{suffix}"
-
-
-def distributed_carrier(options: dict[str, Any], settings: Settings) -> Callable[[], LocustCarrier]:
-    """The carrier the distributed flags ask for, checked against the settings."""
-    chosen = distributed_options(options)
-    if chosen.processes is not None and chosen.processes > settings.workers:
-        raise UsageError(
-            f"--processes {chosen.processes} is more than -workers {settings.workers};"
-            " every process needs a worker"
-        )
-    if chosen.processes is None and chosen.expect_workers > settings.workers:
-        raise UsageError(
-            f"--expect-workers {chosen.expect_workers} is more than -workers {settings.workers};"
-            " every worker process needs a queue worker"
-        )
-    return lambda: LocustCarrier(chosen)

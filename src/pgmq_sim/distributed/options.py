@@ -14,6 +14,7 @@ from click.core import ParameterSource
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.server import DSN_ENV
+from pgmq_sim.settings import Settings
 
 # what a worker may be given itself; everything else comes from the master
 WORKER_FLAGS = {"worker", "master_host", "master_port", "logfile", "progress"}
@@ -107,3 +108,19 @@ def distributed_options(options: dict[str, Any]) -> DistributedOptions:
         web=options["web"],
         web_port=options["web_port"],
     )
+
+
+def checked_fleet(options: dict[str, Any], settings: Settings) -> DistributedOptions:
+    """The worker processes the distributed flags ask for, checked against the settings."""
+    chosen = distributed_options(options)
+    if chosen.processes is not None and chosen.processes > settings.workers:
+        raise UsageError(
+            f"--processes {chosen.processes} is more than -workers {settings.workers};"
+            " every process needs a worker"
+        )
+    if chosen.processes is None and chosen.expect_workers > settings.workers:
+        raise UsageError(
+            f"--expect-workers {chosen.expect_workers} is more than -workers {settings.workers};"
+            " every worker process needs a queue worker"
+        )
+    return chosen

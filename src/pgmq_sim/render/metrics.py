@@ -1,4 +1,4 @@
-"""-metrics-port PORT: the run's live figures for Prometheus, for as long as the run lasts.
+"""-metrics-port [HOST:]PORT: the run's live figures for Prometheus, for as long as the run lasts.
 
 An observer like the terminal's: it reads the workers' own counters and histograms when scraped (no
 thread of its own beyond the client library's server), so the figures are the ones the summary
@@ -12,12 +12,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.result.observer import LiveFigures, RunObserver
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 
+# the buckets' edges, counted in ms as the histograms are and shown in seconds (Prometheus's base unit)
 BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+EVERY_INTERFACE = "0.0.0.0"
 
 
 class RunCollector(Collector):
@@ -49,7 +52,7 @@ class RunCollector(Collector):
         yield busy
         for name, pick in (("e2e", lambda w: w.e2e), ("claim", lambda w: w.claim)):
             merged = LatencyHistogram.merged([pick(w) for w in workers])
-            yield _histogram(f"pgmq_sim_{name}_latency_ms", f"{name} latency in ms.", merged)
+            yield _histogram(f"pgmq_sim_{name}_latency_seconds", f"{name} latency in seconds.", merged)
         phase = GaugeMetricFamily(
             "pgmq_sim_phase", "What the run does now (a sweep's step).", labels=["phase"]
         )
@@ -78,26 +81,31 @@ def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
 
 def _histogram(name: str, text: str, histogram: LatencyHistogram) -> HistogramMetricFamily:
     counts, total_ms = histogram.cumulative_ms(BUCKETS_MS)
-    buckets = [(str(b), c) for b, c in zip(BUCKETS_MS, counts, strict=True)]
+    buckets = [(floatToGoString(b / 1000), c) for b, c in zip(BUCKETS_MS, counts, strict=True)]
     buckets.append(("+Inf", histogram.count))
-    return HistogramMetricFamily(name, text, buckets=buckets, sum_value=total_ms)
+    return HistogramMetricFamily(name, text, buckets=buckets, sum_value=total_ms / 1000)
 
 
 class MetricsObserver:
     """Serves the metrics from the start of the workers to the end of the run; passes every call on
     to the observer it wraps (the terminal's)."""
 
-    def __init__(self, port: int, inner: RunObserver) -> None:
+    def __init__(self, host: str | None, port: int, inner: RunObserver) -> None:
         self._inner = inner
         self._registry = CollectorRegistry()
         self._collector: RunCollector | None = None
+        addr = host if host is not None else EVERY_INTERFACE
+        shown = f"[{addr}]" if ":" in addr else addr
         try:
-            self._server, self._thread = start_http_server(port, addr="0.0.0.0", registry=self._registry)
+            self._server, self._thread = start_http_server(port, addr=addr, registry=self._registry)
         except OSError as exc:
+            given = f"{shown}:{port}" if host is not None else str(port)
             raise UsageError(
-                f"-metrics-port {port}: cannot listen ({exc.strerror or exc}); give a free port"
+                f"-metrics-port {given}: cannot listen ({exc.strerror or exc});"
+                " give a free port, on an address of this host"
             ) from None
         self.port = self._server.server_port
+        self.url = f"http://{shown}:{self.port}/metrics"
 
     def say(self, line: str) -> None:
         self._inner.say(line)
