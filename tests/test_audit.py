@@ -114,10 +114,10 @@ def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection)
 
 def test_claim_of_several_rows_fails_the_run_and_loses_nothing(cli: Cli, db: psycopg.Connection) -> None:
     (cli.workdir / "two.sql").write_text(
-        (REPO / "src/pgmq_sim/sql/strategies/fifo/claim.sql").read_text().replace("limit 1", "limit 2")
+        (REPO / "src/pgmq_sim/designs/fifo/claim.sql").read_text().replace("limit $2", "limit $2 + 1")
     )
     result = cli.run("-next-msg two.sql -fill-db 30 -workers 3 -work-ms 0")
-    assert_one_line_error(result, 1, "returned 2 rows", "one message")
+    assert_one_line_error(result, 1, "returned 2 rows for a batch of 1", "at most $2")
     assert db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0] == 0
 
 

@@ -192,7 +192,10 @@ def prepare(state: RunState, parts: RunParts) -> None:
     assert state.path is not None
     state.session = session = session_plan(settings, design, state.path.transaction_pooled, state.path.pooled)
     state.writer.prepared = not state.path.transaction_pooled
-    recorded = settings.as_json() | {"drains": parts.goal.drains, "design": design.as_json()}
+    recorded = settings.as_json() | {
+        "drains": parts.goal.drains,
+        "design": design.as_json() | {"claim_sql": design.claim.text},
+    }
     if not design.seed_table:  # what `pgmq-sim audit` needs to judge it again
         recorded["design"] |= {"pending_sql": design.pending and design.pending.text}
     record = (uuid.uuid4().hex, settings.fill_db, design.ordered, settings.audit, recorded)
@@ -454,6 +457,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                         db.audit_counts(produced, SHOW, settings.retrying),
                         expected=produced,
                         ordered=state.design.ordered,
+                        claim_sql=state.design.claim.text,
+                        at_least_once=state.design.at_least_once,
                         complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
                         retrying=settings.retrying,
                     ),
@@ -462,6 +467,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     "audit",
                 )
                 state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems) or "clean"))
+                for cause in verdict.causes:
+                    state.log.event(f"audit cause: {cause}")
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")

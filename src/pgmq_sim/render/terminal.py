@@ -121,11 +121,15 @@ def print_summary(console: Console, result: RunResult) -> None:
     if result.audit:
         a = result.audit
         verdict = "[green]pass[/]" if a.passed else "[red]FAIL[/]"
-        detail = "; ".join(a.problems) or (
-            f"{a.processed}/{a.expected} exactly once, order "
-            + ("kept" if a.ordered else "not checked (unordered strategy)")
-        )
+        if a.passed:
+            delivery = "at least once" if a.at_least_once else "exactly once"
+            order = "kept" if a.ordered else "not checked (unordered strategy)"
+            detail = "; ".join([f"{a.processed}/{a.expected} {delivery}, order {order}", *a.problems])
+        else:
+            detail = "; ".join(a.problems)
         table.add_row("audit", f"{verdict}: {escape(detail)}")
+        for cause in a.causes:
+            table.add_row("audit cause", escape(cause))
     elif result.settings.audit:
         table.add_row("audit", "[yellow]not run[/]: the server could not be reached")
     if result.retries:

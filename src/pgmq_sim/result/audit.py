@@ -17,6 +17,9 @@ class AuditVerdict(AuditCounts):
     retrying: bool = False  # leases or retries: dead letters and redeliveries are counted
     passed: bool
     problems: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()  # why it failed, each naming what was measured
+    fix: str | None = None  # the one fix the first cause calls for
+    at_least_once: bool = False  # the design may deliver again once a lease passed: redeliveries pass
 
     @property
     def verdict(self) -> str:
@@ -29,4 +32,7 @@ class AuditVerdict(AuditCounts):
             **super().as_json(),
             "order_checked": self.ordered,
             "complete": self.complete,
+            "delivery": "at-least-once" if self.at_least_once else "exactly-once",
+            "causes": list(self.causes),
+            "fix": self.fix,
         }

@@ -130,7 +130,12 @@ def advice(result: RunResult, limit: Limit | None = None) -> list[str]:
     """The limit's fix (judged here unless the caller has it), then one line for each other figure
     that calls for action."""
     limit = limit or run_limit(result)
-    lines = [f"limit {limit.resource}: {limit.fix}"] if limit.fix else []
+    lines = []
+    audit = result.audit
+    if audit is not None and not audit.passed and audit.fix:  # a wrong answer before a slow one
+        lines.append(f"audit failed: {audit.fix}")
+    if limit.fix:
+        lines.append(f"limit {limit.resource}: {limit.fix}")
     for rule in RULES:
         if rule is idle_workers and limit.resource == "workers":
             continue  # "fewer workers" beside "add workers": the limit speaks for the workers

@@ -1,30 +1,73 @@
-"""The audit: exactly-once and per-group order, judged from the journal table.
+"""The audit: exactly-once and per-group order, judged from the journal table, and when it fails,
+why, from what was measured.
 
 The journal is written by the completing transaction itself, so the verdict holds with -delmsg,
-across processes and after crashes. The database layer counts (`AuditCounts`); this judges.
+across processes and after crashes. The database layer counts (`AuditCounts`, with the evidence of
+the first duplicates and order violations); this judges, and reads the claim's own text for what it
+says about locks: a cause names the workers, the messages, the seconds and the statement.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+import re
+from dataclasses import dataclass, fields
 
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.result.audit import AuditVerdict
 
 SHOW = 5  # offending msg_ids listed per kind
+COMMENT = re.compile(r"--[^\n]*")
+
+
+@dataclass(frozen=True)
+class ClaimLocks:
+    """What a claim's text says about the locks it takes."""
+
+    row_lock: bool  # FOR UPDATE, FOR NO KEY UPDATE, FOR SHARE
+    skip_locked: bool
+    advisory: bool
+
+    @classmethod
+    def read(cls, text: str) -> ClaimLocks:
+        words = " ".join(COMMENT.sub(" ", text).lower().split())
+        return cls(
+            row_lock=bool(re.search(r"\bfor (no key )?(update|share)\b", words)),
+            skip_locked="skip locked" in words,
+            advisory="advisory_xact_lock" in words or "advisory_lock" in words,
+        )
+
+    def said(self) -> str:
+        found = [
+            name
+            for name, present in (
+                ("FOR UPDATE", self.row_lock),
+                ("SKIP LOCKED", self.skip_locked),
+                ("an advisory lock", self.advisory),
+            )
+            if present
+        ]
+        return ", ".join(found) if found else "no row lock (no FOR UPDATE, no advisory lock)"
 
 
 def judge_audit(
-    counts: AuditCounts, *, expected: int, ordered: bool, complete: bool, retrying: bool = False
+    counts: AuditCounts,
+    *,
+    expected: int,
+    ordered: bool,
+    complete: bool,
+    retrying: bool = False,
+    claim_sql: str | None = None,
+    at_least_once: bool = False,
 ) -> AuditVerdict:
     """The verdict on these counts: every produced message processed exactly once (or, with
-    retries, dead-lettered), none lost; order among the processed ones. A partial run (stopped
-    early, or bounded by time) may leave messages pending, never lose or repeat one. Redelivery
-    (work started again) is counted, not failed."""
+    retries, dead-lettered), none lost, none early; order among the processed ones. A partial run
+    (stopped early, or bounded by time) may leave messages pending, never lose or repeat one.
+    Redelivery (work started again: a retry, or a lease that passed in an at-least-once design)
+    is counted, not failed."""
     values = {f.name: getattr(counts, f.name) for f in fields(AuditCounts)}
-    found = _problems(counts, ordered, complete)
-    failed = counts.duplicates or counts.missing or (ordered and counts.order_violations)
+    failed = counts.duplicates or counts.missing or counts.early or (ordered and counts.order_violations)
     passed = not failed and (counts.left_behind == 0 or not complete)
+    causes = [] if passed else _causes(counts, ordered, complete, claim_sql)
     return AuditVerdict(
         **values,
         expected=expected,
@@ -32,22 +75,130 @@ def judge_audit(
         complete=complete,
         retrying=retrying,
         passed=passed,
-        problems=tuple(found),
+        problems=tuple(_problems(counts, ordered, complete, at_least_once)),
+        causes=tuple(line for line, _ in causes),
+        fix=causes[0][1] if causes else None,
+        at_least_once=at_least_once,
     )
 
 
-def _problems(counts: AuditCounts, ordered: bool, complete: bool) -> list[str]:
+def _problems(counts: AuditCounts, ordered: bool, complete: bool, at_least_once: bool) -> list[str]:
     found = []
     if counts.duplicates:
         found.append(f"{counts.duplicates} duplicate(s), e.g. msg_id {_ids(counts.duplicate_ids)}")
     if counts.missing:
         found.append(f"{counts.missing} missing, e.g. msg_id {_ids(counts.missing_ids)}")
     if complete and counts.left_behind:
-        found.append(f"{counts.left_behind} left behind in msg_queue")
+        found.append(f"{counts.left_behind} left behind in the queue")
+    if counts.early:
+        found.append(f"{counts.early} completed before their due time, e.g. msg_id {_ids(counts.early_ids)}")
     if counts.order_violations:
         what = "order violation(s)" if ordered else "out-of-order (unordered strategy)"
         found.append(f"{counts.order_violations} {what}, e.g. msg_id {_ids(counts.order_violation_ids)}")
+    if at_least_once and counts.redelivered and counts.redelivered_ids:
+        found.append(
+            f"{counts.redelivered} redelivered after their lease passed (at-least-once by design),"
+            f" e.g. msg_id {_ids(counts.redelivered_ids)}"
+        )
     return found
+
+
+def _causes(
+    counts: AuditCounts, ordered: bool, complete: bool, claim_sql: str | None
+) -> list[tuple[str, str]]:
+    """(cause, fix) pairs, most telling first."""
+    locks = ClaimLocks.read(claim_sql) if claim_sql is not None else None
+    causes: list[tuple[str, str]] = []
+    if counts.duplicates:
+        causes.append(_duplicates(counts, locks))
+    if ordered and counts.order_violations:
+        causes.append(_violations(counts, locks))
+    if counts.early:
+        causes.append(
+            (
+                f"{counts.early} message(s) completed before their due time, e.g. msg_id"
+                f" {_ids(counts.early_ids)}: the claim took them before their not-before time ($5 of"
+                " enqueue.sql)",
+                "make the claim skip messages whose not-before time has not come (not_before <= now())",
+            )
+        )
+    if complete and counts.left_behind and counts.duplicates:
+        causes.append(
+            (
+                f"the run stopped at its count of completions with {counts.duplicates} of them second"
+                f" completions of a message: {counts.left_behind} message(s) were never processed",
+                "fix the duplicates first: each one stood in for a message left behind",
+            )
+        )
+    if counts.missing:
+        causes.append(
+            (
+                f"{counts.missing} message(s) neither completed (no journal row), nor pending, nor"
+                f" dead-lettered, e.g. msg_id {_ids(counts.missing_ids)}: their state changed without a"
+                " completion the journal saw",
+                "change a message's state to finished only in its completion (complete.sql)",
+            )
+        )
+    return causes
+
+
+def _duplicates(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str]:
+    shown = counts.duplicate_claims
+    overlapped = [d for d in shown if d.overlapped]
+    example = overlapped[0] if overlapped else (shown[0] if shown else None)
+    told = ""
+    if example is not None:
+        first, *others = dict.fromkeys(example.workers)
+        again = " and ".join(others) or first
+        when = (
+            f"whose claim returned it {example.gap_s * 1000:.1f} ms after {first}'s, while {first} still held it"
+            if example.overlapped
+            else f"whose claim returned it {example.gap_s * 1000:.1f} ms after {first}'s, once {first} had"
+            " committed"
+        )
+        told = f"; e.g. msg_id {example.msg_id} was completed by {first} and again by {again}, {when}"
+    if locks is not None and not locks.row_lock and not locks.advisory:
+        return (
+            f"{counts.duplicates} duplicate completion(s){told}; claim.sql takes {locks.said()}:"
+            " two transactions can select the same message, and the second updates it again once the"
+            " first commits",
+            "lock what the claim selects (FOR UPDATE SKIP LOCKED in its subquery) and re-check the"
+            " message's state in the update",
+        )
+    if overlapped:
+        held = locks.said() if locks is not None else "a lock"
+        return (
+            f"{counts.duplicates} duplicate completion(s){told}; claim.sql takes {held}, yet two"
+            " transactions held one message at once: the lock is not on the row the update takes",
+            "lock the very row the claim updates, and re-check its state in the update's WHERE",
+        )
+    return (
+        f"{counts.duplicates} duplicate completion(s){told}; no two claims of a message overlapped:"
+        " a message stayed claimable after a completion, or after a claim that waited on its lock",
+        "re-check the message's state in the claim's update, and take it out of the claim's reach"
+        " in complete.sql",
+    )
+
+
+def _violations(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str]:
+    told = ""
+    if counts.violations:
+        v = counts.violations[0]
+        told = (
+            f"; e.g. group ({v.queue_type}, order_id {v.order_id}): msg_id {v.msg_id} ({v.worker}) was"
+            f" claimed {v.early_s * 1000:.1f} ms before msg_id {v.prev_msg_id} ({v.prev_worker}) committed"
+        )
+    skipping = (
+        " claim.sql skips locked rows, so a group whose head is in flight shows its next message instead"
+        if locks is not None and locks.skip_locked
+        else ""
+    )
+    return (
+        f"{counts.order_violations} message(s) claimed while an earlier one of their group was in flight"
+        f"{told};{skipping or ' the claim does not leave a group alone while its head is in flight'}",
+        "claim only a group's head (the first unfinished message of its group), and skip the group"
+        " when that head is locked",
+    )
 
 
 def _ids(ids: tuple[int, ...]) -> str:
