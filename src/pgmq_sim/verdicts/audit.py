@@ -150,12 +150,8 @@ def _duplicates(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str
     if example is not None:
         first, *others = dict.fromkeys(example.workers)
         again = " and ".join(others) or first
-        when = (
-            f"whose claim returned it {example.gap_s * 1000:.1f} ms after {first}'s, while {first} still held it"
-            if example.overlapped
-            else f"whose claim returned it {example.gap_s * 1000:.1f} ms after {first}'s, once {first} had"
-            " committed"
-        )
+        state = f"while {first} still held it" if example.overlapped else f"once {first} had committed"
+        when = f"whose claim returned it {example.gap_s * 1000:.1f} ms after {first}'s, {state}"
         told = f"; e.g. msg_id {example.msg_id} was completed by {first} and again by {again}, {when}"
     if locks is not None and not locks.row_lock and not locks.advisory:
         return (
