@@ -1,0 +1,201 @@
+"""A queue design is a folder of SQL: a team's own table runs under the tool, the audit proves it,
+a batch commits several messages at once, an unsafe claim is caught and explained, and a broken
+folder is refused before anything changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import REPO, Cli, assert_one_line_error
+
+pytestmark = pytest.mark.integration
+
+# An outbox, shaped unlike the seed's table: its own names, a text phase, a bigint id kept from $1.
+OUTBOX = {
+    "schema.sql": """
+        drop table if exists outbox;
+        create table outbox (
+            id bigint primary key,
+            topic text not null,
+            customer bigint not null,
+            phase text not null default 'new',
+            due timestamptz not null,
+            sent_at timestamptz
+        );
+        create index outbox_new on outbox (topic, customer, id) where phase = 'new';
+    """,
+    "enqueue.sql": "insert into outbox (id, topic, customer, due) values ($1, $2, $3, $5)",
+    "claim.sql": """
+        with recursive heads as (
+            (select customer, id from outbox where topic = $1 and phase = 'new'
+              order by customer, id limit 1)
+            union all
+            select n.customer, n.id from heads h cross join lateral (
+                select customer, id from outbox
+                where topic = $1 and phase = 'new' and customer > h.customer
+                order by customer, id limit 1) n
+        ),
+        picked as (
+            select l.id from heads h cross join lateral (
+                select id from outbox o where o.id = h.id and o.phase = 'new' for update skip locked) l
+            limit $2
+        )
+        update outbox o set phase = 'sending' from picked where o.id = picked.id
+        returning o.id as msg_id, o.topic as queue_type, o.customer as order_id
+    """,
+    "complete.sql": "update outbox set phase = 'sent', sent_at = clock_timestamp() where id = $1",
+    "pending.sql": "select id from outbox where phase <> 'sent'",
+}
+
+# Seed 001's exercise: the head read without a lock, updated without re-checking its phase.
+UNSAFE_CLAIM = """
+    with head as (
+        select id from outbox o where topic = $1 and phase = 'new'
+          and not exists (select 1 from outbox e where e.topic = o.topic and e.customer = o.customer
+                                                 and e.phase = 'new' and e.id < o.id)
+        order by id limit $2
+    )
+    update outbox set phase = 'sending' from head where outbox.id = head.id
+    returning outbox.id as msg_id, outbox.topic as queue_type, outbox.customer as order_id
+"""
+
+
+def folder(root: Path, name: str = "outbox", **changes: str | None) -> Path:
+    """The outbox design in root/name, with some files replaced (or, given None, left out)."""
+    where = root / name
+    where.mkdir()
+    for file, text in {**OUTBOX, **changes}.items():
+        if text is not None:
+            (where / file).write_text(text)
+    return where
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_a_teams_own_queue_runs_and_the_audit_proves_it(cli: Cli, db: psycopg.Connection, batch: int) -> None:
+    folder(cli.workdir)
+    result = cli.run(
+        f"-queue ./outbox -batch {batch} -fill-db 400 -workers 6 -work-ms 0-2 -orders 20 -json o.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "o.json").read_text())
+    audit = doc["audit"]
+    assert (audit["verdict"], audit["processed"], audit["order_checked"]) == ("pass", 400, True)
+    assert audit["duplicates"] == audit["missing"] == audit["order_violations"] == audit["left_behind"] == 0
+    assert doc["queue"]["name"] == "outbox" and doc["queue"]["seed_table"] is False
+    assert doc["queue"]["tables"] == ["public.outbox"]
+    assert {"schema", "enqueue", "claim", "complete", "pending"} <= set(doc["files"])
+    assert doc["latency_ms"]["e2e"]["p50"] is not None  # from the tool's log of what it enqueued
+    # the team's table holds every message, finished, under the tool's ids
+    sent, low, high = db.execute(
+        "select count(*), min(id), max(id) from outbox where phase = 'sent'"
+    ).fetchone()
+    assert (sent, low, high) == (400, 1, 400)
+    comment = db.execute("select obj_description('outbox'::regclass, 'pg_class')").fetchone()[0]
+    assert comment.startswith("pgmq-sim: ")  # the next run may replace it
+    if batch > 1:  # a claim took several messages: fewer transactions than messages
+        assert doc["server_cost"] is None or doc["server_cost"]["commits_per_msg"] < 0.9
+
+
+def test_a_claim_without_a_lock_fails_the_audit_and_is_named(cli: Cli) -> None:
+    folder(cli.workdir, **{"claim.sql": UNSAFE_CLAIM})
+    result = cli.run("-queue ./outbox -fill-db 300 -workers 6 -work-ms 1-3 -orders 30 -json u.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "u.json").read_text())["audit"]
+    assert audit["verdict"] == "fail" and audit["duplicates"] > 0
+    cause = audit["causes"][0]
+    assert "duplicate completion" in cause and "takes no row lock" in cause and "msg_id" in cause
+    assert "FOR UPDATE SKIP LOCKED" in audit["fix"]
+    out = " ".join(result.stdout.split())
+    assert "audit cause" in out and "advice: audit failed: lock what the claim selects" in out
+    advice = [line for line in result.stdout.splitlines() if line.startswith("advice:")]
+    assert advice[0].startswith("advice: audit failed"), advice  # the limit does not lead
+
+
+BAD = [
+    ("no-complete", {"complete.sql": None}, "has no complete.sql"),
+    ("claim-does-not-parse", {"claim.sql": "selec id from outbox"}, "claim.sql of"),
+    (
+        "claim-lacks-a-column",
+        {"claim.sql": OUTBOX["claim.sql"].replace("o.customer as order_id", "o.customer as account")},
+        "claim.sql of",
+    ),
+    (
+        "enqueue-drops-the-id",
+        {
+            "schema.sql": OUTBOX["schema.sql"].replace("id bigint primary key", "id bigserial primary key"),
+            "enqueue.sql": "insert into outbox (topic, customer, due) values ($2, $3, $5)",
+        },
+        "does not keep the tool's message",
+    ),
+    (
+        "complete-finishes-nothing",
+        {"complete.sql": "update outbox set phase = 'sent' where id = -$1"},
+        "finished 0",
+    ),
+    (
+        "uses-a-table-it-did-not-create",
+        {
+            "claim.sql": OUTBOX["claim.sql"].replace(
+                "o.phase = 'new' for update skip locked",
+                "o.customer in (select id from ledger) for update skip locked",
+            )
+        },
+        "uses table public.ledger",
+    ),
+    ("drops-a-table-of-others", {"schema.sql": "drop table ledger;" + OUTBOX["schema.sql"]}, "ledger"),
+    ("unknown-toml-key", {"queue.toml": "transactions = 'split'\n"}, "unknown key(s) transactions"),
+    ("toml-does-not-parse", {"queue.toml": "ordered = maybe\n"}, "is not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("changes", "needle"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_a_broken_design_is_refused_before_anything_changes(
+    cli: Cli, db: psycopg.Connection, changes: dict[str, str | None], needle: str
+) -> None:
+    db.execute("create table ledger (id bigint primary key)")  # the team's own, not pgmq-sim's
+    db.execute("insert into ledger values (1)")
+    db.commit()
+    folder(cli.workdir, **changes)
+    result = cli.run("-queue ./outbox -fill-db 50 -workers 3")
+    assert_one_line_error(result, 2, needle)
+    tables = {
+        r[0]
+        for r in db.execute(
+            "select relname from pg_class where relkind = 'r' and relnamespace = 'public'::regnamespace"
+        )
+    }
+    assert tables == {"ledger"}, tables  # no outbox, no run record, no journal left behind
+    assert db.execute("select count(*) from ledger").fetchone()[0] == 1
+    assert not (cli.workdir / "msg_queue.log").exists()  # the log opens only once the checks pass
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        ("-delmsg", "has only complete.sql"),
+        ("-fail-rate 0.1", "fail.sql"),
+        ("-wakeup notify", "notify.sql"),
+        ("-tx split", "runs its transactions as its queue.toml says"),
+        ("-schema schema.sql", "edit its files instead"),
+    ],
+)
+def test_what_a_design_cannot_do_is_refused_with_its_fix(cli: Cli, flags: str, needle: str) -> None:
+    folder(cli.workdir)
+    shutil.copy(REPO / "schema.sql", cli.workdir / "schema.sql")
+    assert_one_line_error(cli.run(f"-queue ./outbox -fill-db 50 -workers 3 {flags}"), 2, needle)
+
+
+def test_the_example_design_with_notify_and_failures(cli: Cli) -> None:
+    shutil.copytree(REPO / "examples" / "jobs", cli.workdir / "jobs")
+    result = cli.run(
+        "-queue ./jobs -fill-db 300 -rate 300 -workers 6 -work-ms 0-2 -orders 20 -wakeup notify"
+        " -fail-rate 0.1 -max-attempts 2 -backoff-ms 5 -json j.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "j.json").read_text())["audit"]
+    assert audit["verdict"] == "pass" and audit["failed_attempts"] > 0
+    assert audit["processed"] + audit["dead_lettered"] == 300 and audit["missing"] == 0
