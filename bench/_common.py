@@ -31,11 +31,24 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from pgmq_sim.designs.design import QueueDesign, load_design
 from pgmq_sim.embedded.postgres import LocalPostgres, find_bindir
 from pgmq_sim.settings import QUEUE_TYPES
-from pgmq_sim.sqlfiles import ClaimStrategy, load_strategy, statement, user_file
+from pgmq_sim.sqlfiles import statement, user_file
 
-__all__ = ["QUEUE_TYPES", "ClaimStrategy", "load_strategy", "statement"]
+__all__ = ["QUEUE_TYPES", "QueueDesign", "load_design", "statement"]
+
+
+def seed_completion() -> str:
+    """The seed design's completion (mark the message processed), as the tool runs it."""
+    return load_design("seed").complete.text
+
+
+def claim_params(text: str, queue_type: str = "type1") -> tuple[object, ...]:
+    """The arguments a claim's text uses, in order: its type, a batch of one, no group preferred."""
+    used = max((int(n) for n in re.findall(r"\$(\d)", text)), default=1)
+    return (queue_type, 1, None)[:used]
+
 
 CLI_TIMEOUT_S = 3600
 BENCH_DATABASE = "pgmq_bench"  # hand-built queues live here: the tool's runs refuse tables it did not make
@@ -252,7 +265,7 @@ def strip_sql(text: str) -> str:
 
 def prepare_queue(
     dsn: str,
-    strategy: ClaimStrategy,
+    strategy: QueueDesign,
     messages: int,
     orders: int,
     analyze: bool = True,
@@ -272,8 +285,8 @@ def prepare_queue(
     table it did not create."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(user_file("schema.sql", None, "-schema").text)
-        if strategy.schema is not None:
-            conn.execute(strategy.schema.text)
+        if strategy.extra_schema is not None:
+            conn.execute(strategy.extra_schema.text)
         if journal:  # the audited completion's journal, empty
             conn.execute(statement("journal"))
         conn.execute("select setseed(%s)", (seed,))
@@ -303,7 +316,7 @@ def processed_count(dsn: str) -> int:
 # --- pgbench ----------------------------------------------------------------------------------
 
 
-def pgbench_script(strategy: ClaimStrategy, audited: bool = False) -> str:
+def pgbench_script(strategy: QueueDesign, audited: bool = False) -> str:
     """BEGIN; claim (type chosen at random, claimed row captured with \\gset); complete; COMMIT.
 
     The claim is wrapped the way the tool wraps it (the claim as a CTE, then a select from it) and
@@ -313,8 +326,13 @@ def pgbench_script(strategy: ClaimStrategy, audited: bool = False) -> str:
     aborting the client, and the completion then touches no row. Throughput is counted from the
     table, so empties do not count.
     """
-    claim = strip_sql(strategy.claim.text).replace("$1", "('type' || :t)")
-    complete = strip_sql(statement("complete_mark")).replace("$1", ":claimed_id")
+    claim = (
+        strip_sql(strategy.claim.text)
+        .replace("$1", "('type' || :t)")
+        .replace("$2", "1")
+        .replace("$3", "null")
+    )
+    complete = strip_sql(seed_completion()).replace("$1", ":claimed_id")
     if audited:
         journal = strip_sql(statement("journal_entry"))
         for param, value in (

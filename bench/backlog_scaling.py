@@ -45,7 +45,7 @@ import psycopg
 TARGET = 0.8
 
 
-def single_claim_ms(dsn: str, strategy: c.ClaimStrategy, times: int = 3) -> float:
+def single_claim_ms(dsn: str, strategy: c.QueueDesign, times: int = 3) -> float:
     """Median time of one claim for type1 with nothing else running, each rolled back, after one
     warm-up on the same connection."""
     sql = c.strip_sql(strategy.claim.text)
@@ -54,7 +54,7 @@ def single_claim_ms(dsn: str, strategy: c.ClaimStrategy, times: int = 3) -> floa
         cursor = psycopg.RawCursor(conn)
         for _ in range(times + 1):
             began = time.perf_counter()
-            cursor.execute(sql, ("type1",))
+            cursor.execute(sql, c.claim_params(sql))
             cursor.fetchall()
             samples.append((time.perf_counter() - began) * 1000)
             conn.rollback()
@@ -82,7 +82,7 @@ def main() -> None:
 
     backlogs = sorted(int(x) for x in args.backlogs.split(",") if x.strip())
     claims = c.comma_list(args.claims)
-    strategies = {name: c.load_strategy(name, None) for name in claims}
+    strategies = {name: c.load_design(name) for name in claims}
     scripts = {name: c.pgbench_script(s) for name, s in strategies.items()}
 
     def messages_for(claim: str) -> int:

@@ -61,7 +61,7 @@ def main() -> None:
     c.common_args(parser)
     args = parser.parse_args()
     placements = [p for p in c.comma_list(args.placements) if p in PLACEMENTS]
-    strategy = c.load_strategy("indexed", None)
+    strategy = c.load_design("indexed")
     script = c.pgbench_script(strategy, audited=True)
     base = ["-fill-db", str(args.messages), "-workers", str(args.clients), "-work-ms", "0"]
     base += ["-orders", str(args.orders), "-claim", "indexed"]

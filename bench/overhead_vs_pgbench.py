@@ -53,12 +53,12 @@ WORKER_PHASE_MS = 0.05
 WHOLE_PROCESS_MS = 0.08
 
 
-def psycopg_loop(dsn: str, strategy: c.ClaimStrategy, clients: int, messages: int) -> float:
+def psycopg_loop(dsn: str, strategy: c.QueueDesign, clients: int, messages: int) -> float:
     """A bare worker loop with nothing else: C threads, one connection each, types dealt
     round-robin, the tool's wrapped claim and complete_mark.sql issued one by one (BEGIN, claim,
     completion, COMMIT: four round trips, psycopg auto-preparing), msg/s until N are done."""
     claim = strategy.wrapped_claim_sql
-    complete = c.statement("complete_mark")
+    complete = c.seed_completion()
     lock = threading.Lock()
     done = threading.Event()
     count = [0]
@@ -69,7 +69,7 @@ def psycopg_loop(dsn: str, strategy: c.ClaimStrategy, clients: int, messages: in
         cursor = psycopg.RawCursor(conn)
         start.wait()
         while not done.is_set():
-            cursor.execute(claim, (queue_type,))
+            cursor.execute(claim, c.claim_params(claim, queue_type))
             row = cursor.fetchone()
             if row is None:
                 conn.rollback()
@@ -135,7 +135,7 @@ def main() -> None:
     args = parser.parse_args()
     audited = not args.no_audit
 
-    strategy = c.load_strategy(args.claim, None)
+    strategy = c.load_design(args.claim)
     script = c.pgbench_script(strategy, audited)
     client_counts = [int(x) for x in args.clients.split(",") if x.strip()]
     margin = max(2000, args.messages // 10)

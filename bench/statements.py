@@ -4,8 +4,8 @@ and pipelined; msg/s, client and server CPU per message, each form checked for e
 
 A bare loop, not the tool: N threads (default 12, types dealt round-robin), one connection each in
 autocommit mode, each running the `indexed` strategy's cycle in one transaction per message: BEGIN;
-the claim (pgmq_sim.sqlfiles.load_strategy("indexed", None).wrapped_claim_sql); the completion
-(statement("complete_mark")); COMMIT, until --messages are done, on a table prefilled by SQL
+the claim (pgmq_sim.designs.design.load_design("indexed").wrapped_claim_sql); the completion
+(the seed design's complete.sql); COMMIT, until --messages are done, on a table prefilled by SQL
 (bench/_common.py's prepare_queue: --messages + 2000, -orders 100, ANALYZEd) and recreated for every
 run. The PREPARE texts, the functions and their calls are the tool's own (pgmq_sim.db.statements:
 prepare, create_function, call). The tool's clocks select after the commit is left out of every
@@ -14,7 +14,8 @@ form, so all run the same statements.
 Forms (round trips per message):
 
   prepare-sql        1  simple query "execute pgmq_sim_complete(ID); commit; begin; execute
-                        pgmq_sim_claim('typeN', null)": SQL-level PREPARE once per session, then
+                        pgmq_sim_claim('typeN', 1, null, null, null)": SQL-level PREPARE once per
+                        session, then
                         text; the tool's form on a direct connection and in session pooling
   function-sql       1  the same chained text calling SQL functions (select * from pgmq_sim_...(...))
   function-sql-2rt   2  "begin; select * from pgmq_sim_claim(...)" then "select * from
@@ -88,8 +89,8 @@ from psycopg import pq
 from psycopg.errors import error_from_result
 
 from pgmq_sim.db.statements import CLAIM, COMPLETE, call, create_function, prepare, worker_statements
+from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.embedded.processes import cpu_seconds
-from pgmq_sim.model.kinds import SessionMode
 
 FORMS = {  # name: round trips per message
     "prepare-sql": 1,
@@ -247,12 +248,13 @@ class Texts:
     functions_ddl: list[str]  # CREATE FUNCTION pgmq_sim_claim ..., pgmq_sim_complete ...
 
 
-def texts_of(strategy: c.ClaimStrategy) -> Texts:
-    found = worker_statements(strategy.wrapped_claim_sql, SessionMode.BASIC, delmsg=False, audited=False)
+def texts_of(strategy: c.QueueDesign) -> Texts:
+    plan = SessionPlan(strategy.wrapped_claim_sql, False, False, complete_sql=strategy.complete.text)
+    found = worker_statements(plan)
     assert [s.name for s in found] == [CLAIM, COMPLETE]
     return Texts(
         strategy.wrapped_claim_sql.encode(),
-        c.statement("complete_mark").encode(),
+        c.seed_completion().encode(),
         [prepare(s) for s in found],
         [ddl for s in found for ddl in create_function(s)],
     )
@@ -275,7 +277,7 @@ def sql_text_loop(w: Worker, s: Shared, texts: Texts, functions: bool, chained: 
         for text in texts.prepare_sql:
             link.simple(text.encode())
     quoted = f"'{w.queue_type}'"
-    claim = call(CLAIM, f"{quoted}, null", functions).encode()
+    claim = call(CLAIM, f"{quoted}, 1, null, null, null", functions).encode()
     begin_claim = b"begin; " + claim
     msg_id = first_id(link.simple(begin_claim)[-1])
     while not s.done.is_set():
@@ -302,7 +304,7 @@ def sql_text_loop(w: Worker, s: Shared, texts: Texts, functions: bool, chained: 
 def extended_loop(w: Worker, s: Shared, texts: Texts, named: bool) -> None:
     """begin; claim; complete; commit: one round trip each (extended protocol, unnamed or named)."""
     link = Link(w.conn)
-    param = [w.queue_type.encode()]
+    param = [w.queue_type.encode(), b"1"]  # the type, a batch of one
     if named:
         link.prepare(b"claim", texts.claim_sql)
         link.prepare(b"complete", texts.complete_sql)
@@ -339,7 +341,7 @@ def cursor_loop(w: Worker, s: Shared, texts: Texts, named: bool) -> None:
     commit with prepare=False (psycopg would prepare them after prepare_threshold uses)."""
     cur = psycopg.RawCursor(w.conn)
     claim, complete = texts.claim_sql.decode(), texts.complete_sql.decode()
-    param = (w.queue_type,)
+    param = (w.queue_type, 1)  # the type, a batch of one
     while not s.done.is_set():
         cur.execute("begin", prepare=False)
         cur.execute(claim, param, prepare=named)
@@ -365,7 +367,7 @@ def pipeline_loop(w: Worker, s: Shared, texts: Texts, named: bool, chained: bool
         link.prepare(b"complete", texts.complete_sql)
     claim_q = b"claim" if named else texts.claim_sql
     complete_q = b"complete" if named else texts.complete_sql
-    param = [w.queue_type.encode()]
+    param = [w.queue_type.encode(), b"1"]  # the type, a batch of one
     link.enter_pipeline()
 
     def begin_claim() -> None:
@@ -533,11 +535,11 @@ def main() -> None:
     args = parser.parse_args()
     forms = [f for f in c.comma_list(args.forms) if f in FORMS]
     paths = [p for p in c.comma_list(args.paths) if p in PATHS]
-    strategy = c.load_strategy("indexed", None)
+    strategy = c.load_design("indexed")
     texts = texts_of(strategy)
     shown = strategy.wrapped_claim_sql.strip().replace("\n", "\n    ")
     print(f"claim: indexed, wrapped:\n    {shown}")
-    print(f"completion: {c.statement('complete_mark').strip().splitlines()[-2]} ...")
+    print(f"completion: {c.seed_completion().strip().splitlines()[-2]} ...")
 
     with c.tcp_server(args.dsn) as (dsn, label, pg), contextlib.ExitStack() as stack:
         print(f"server: {label}, one for all runs", flush=True)

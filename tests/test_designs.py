@@ -100,7 +100,7 @@ def test_a_teams_own_queue_runs_and_the_audit_proves_it(cli: Cli, db: psycopg.Co
         assert doc["server_cost"] is None or doc["server_cost"]["commits_per_msg"] < 0.9
 
 
-def test_a_claim_without_a_lock_fails_the_audit_and_is_named(cli: Cli) -> None:
+def test_a_claim_without_a_lock_fails_the_audit_and_is_named(cli: Cli, dsn: str) -> None:
     folder(cli.workdir, **{"claim.sql": UNSAFE_CLAIM})
     result = cli.run("-queue ./outbox -fill-db 300 -workers 6 -work-ms 1-3 -orders 30 -json u.json")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -113,6 +113,8 @@ def test_a_claim_without_a_lock_fails_the_audit_and_is_named(cli: Cli) -> None:
     assert "audit cause" in out and "advice: audit failed: lock what the claim selects" in out
     advice = [line for line in result.stdout.splitlines() if line.startswith("advice:")]
     assert advice[0].startswith("advice: audit failed"), advice  # the limit does not lead
+    again = cli.audit("-dsn", dsn)  # the queue a run left, judged again from the record
+    assert again.returncode == 1 and "takes no row lock" in " ".join(again.stdout.split())
 
 
 BAD = [

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.db.connection import connect_checked
-from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.queue import QueueDatabase, QueueShape
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
 from pgmq_sim.errors import SimError, UsageError
@@ -70,22 +70,34 @@ def checked_audit(dsn: str | None, json_path: Path | None, reconnect_timeout: fl
 
 
 def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditVerdict:
-    db = QueueDatabase(Sessions(dsn, reconnect_timeout=reconnect_timeout))
-    tables = db.tables()
-    if not tables["pgmq_sim_run"][0] or not tables["msg_queue"][0]:
+    sessions = Sessions(dsn, reconnect_timeout=reconnect_timeout)
+    tables = QueueDatabase(sessions).tables()
+    if not tables["pgmq_sim_run"][0]:
         raise SimError(f"no pgmq-sim run found in {redact(dsn)}; run pgmq-sim there first")
     if not tables["msg_journal"][0]:
         raise SimError("the last run had no journal (-no-audit); there is nothing to audit")
-    previous = db.previous_run()
+    previous = QueueDatabase(sessions).previous_run()
     if previous is None:
         raise SimError(f"no run recorded in {redact(dsn)} (pgmq_sim_run is empty); run pgmq-sim there first")
     recorded = json.loads(previous.settings)
+    design = recorded.get("design") or {"seed_table": True}  # older records: the seed's table
+    if design["seed_table"] and not tables["msg_queue"][0]:
+        raise SimError(f"no pgmq-sim run found in {redact(dsn)}; run pgmq-sim there first")
+    at_least_once = design.get("delivery") == "at-least-once"
+    shape = QueueShape(
+        bool(design["seed_table"]),
+        pending_sql=design.get("pending_sql"),
+        redelivery_lease_s=float(recorded.get("lease", 30)) if at_least_once else None,
+    )
+    db = QueueDatabase(sessions, shape)
     produced = db.produced(journal=True)  # the record's count lags by up to a second in a killed run
     retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
     verdict = judge_audit(
         db.audit_counts(produced, SHOW, retrying),
         expected=produced,
         ordered=previous.ordered,
+        claim_sql=design.get("claim_sql"),
+        at_least_once=at_least_once,
         # a run bounded by time or a sweep need not drain (older records: -duration alone said so)
         complete=previous.outcome == "completed" and recorded.get("drains", recorded.get("duration") is None),
         retrying=retrying,
@@ -98,6 +110,8 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
     )
     detail = "; ".join(verdict.problems) or f"{verdict.processed}/{verdict.expected} processed exactly once"
     console.print(f"audit {verdict.verdict}: {detail}; {verdict.left_behind} still pending")
+    for cause in verdict.causes:
+        console.print(f"audit cause: {cause}")
     if json_path:
         write_json(
             json_path,
