@@ -98,6 +98,10 @@ QUICK: dict[str, Quick] = {
         "--cases none --drain 2000 --repeat 1",
         ("verdicts", "the offered 100/s was served below every limit", "sampling at 20 Hz costs"),
     ),
+    "batch.py": Quick(
+        "--fill-db 2000 --repeat 1",
+        ("design                     msg/s  commits/msg", "indexed -batch 10", "examples/jobs -batch 10"),
+    ),
     "skew.py": Quick(
         "--step 1 --settle 0.5 --steps 2",
         ("rate by rate (last round)", "hot cap/s", "zipf:1.2 / uniform: knee "),
