@@ -201,3 +201,68 @@ def test_the_example_design_with_notify_and_failures(cli: Cli) -> None:
     audit = json.loads((cli.workdir / "j.json").read_text())["audit"]
     assert audit["verdict"] == "pass" and audit["failed_attempts"] > 0
     assert audit["processed"] + audit["dead_lettered"] == 300 and audit["missing"] == 0
+
+
+@pytest.mark.parametrize(
+    ("design", "flags"),
+    [
+        ("next-attempt", "-fail-rate 0.1 -max-attempts 3 -backoff-ms 10 -delay 0.2:0.2-0.4 -wakeup notify"),
+        ("priority", "-priority 1-3 -delay 0.2:0.2-0.4 -batch 3"),
+        ("visibility", "-archive -batch 3"),
+    ],
+)
+def test_each_seed_design_passes_the_audit(cli: Cli, db: psycopg.Connection, design: str, flags: str) -> None:
+    result = cli.run(
+        f"-queue {design} -fill-db 400 -rate 400 -workers 6 -work-ms 0-2 -orders 30 {flags} -json d.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "d.json").read_text())
+    audit = doc["audit"]
+    assert audit["verdict"] == "pass" and audit["processed"] + audit["dead_lettered"] == 400, audit
+    assert audit["early"] == 0 and audit["duplicates"] == audit["missing"] == audit["order_violations"] == 0
+    assert doc["queue"]["name"] == design and doc["queue"]["origin"] == "built-in"
+    if design == "visibility":  # archived, not deleted: every message is in the archive table
+        assert db.execute("select count(distinct msg_id) from a_messages").fetchone()[0] == 400
+    if design == "next-attempt":
+        assert audit["failed_attempts"] > 0 and doc["retries"]["blocked_s_total"] > 0
+
+
+def test_a_worker_slower_than_the_visibility_timeout_sees_its_message_redelivered(cli: Cli) -> None:
+    result = cli.run(
+        "-queue visibility -fill-db 60 -workers 6 -work-ms 150-400 -lease 0.2 -orders 30 -json v.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "v.json").read_text())["audit"]
+    assert audit["verdict"] == "pass" and audit["delivery"] == "at-least-once"
+    assert audit["redelivered"] > 0 and audit["redelivered_ids"] and audit["duplicates"] == 0
+    assert "redelivered after their lease passed" in " ".join(result.stdout.split())
+
+
+def test_a_claim_that_ignores_the_due_time_completes_early_and_fails_the_audit(cli: Cli) -> None:
+    shutil.copytree(REPO / "src" / "pgmq_sim" / "designs" / "priority", cli.workdir / "eager")
+    claim = cli.workdir / "eager" / "claim.sql"
+    claim.write_text(claim.read_text().replace(" and t.not_before <= clock_timestamp()", ""))
+    result = cli.run(
+        "-queue ./eager -fill-db 200 -workers 6 -work-ms 0-1 -orders 30 -delay 0.3:1-2 -json e.json"
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "e.json").read_text())["audit"]
+    assert audit["early"] > 0 and audit["early_ids"] and audit["verdict"] == "fail"
+    assert "before their not-before time" in audit["causes"][0]
+
+
+def test_under_a_backlog_the_top_priority_waits_less_than_half_as_long(cli: Cli) -> None:
+    result = cli.run(
+        "-queue priority -fill-db 1500 -workers 6 -work-ms 1-2 -orders 300 -priority 1-5 -json p.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    by_level = json.loads((cli.workdir / "p.json").read_text())["latency_ms"]["e2e_by_priority"]
+    assert sorted(by_level) == ["1", "2", "3", "4", "5"]
+    assert by_level["5"]["p50"] < 0.5 * by_level["1"]["p50"], by_level
+    assert "end-to-end ms by priority" in result.stdout
+
+
+def test_the_seed_table_refuses_what_it_cannot_hold(cli: Cli) -> None:
+    assert_one_line_error(cli.run("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
+    assert_one_line_error(cli.run("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
+    assert_one_line_error(cli.run("-fill-db 50 -archive"), 2, "-archive")

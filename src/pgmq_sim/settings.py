@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
+from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
 from pgmq_sim.model.sweep import SweepSpec
 from pgmq_sim.model.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
@@ -139,6 +140,9 @@ class Settings:
     poll_interval: float
     claim: str = "seed"  # the queue design: a built-in's name (-claim, -queue) or a folder (-queue)
     batch: int = 1  # messages one claim may take (-batch)
+    priority: PriorityRange | None = None  # -priority MIN-MAX: a uniform priority per message
+    delay: Delay | None = None  # -delay SHARE:MIN-MAX: that share of messages due later
+    archive: bool = False  # complete by the design's complete_archive.sql (move to its archive)
     wakeup: WakeupMode = WakeupMode.POLL
     audit: bool = True
     stall_timeout: float = 30.0
@@ -263,6 +267,11 @@ class Settings:
             raise UsageError(f"-lease {self.lease:g} must be a positive number of seconds")
         if not 0 <= self.fail_rate < 1:
             raise UsageError(f"-fail-rate {self.fail_rate:g} must be a fraction in [0, 1)")
+        if self.delay is not None and self.delay.max_s >= self.stall_timeout:
+            raise UsageError(
+                f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a delayed message"
+                f" waits up to {self.delay.max_s:g} s (-delay {self.delay}); give a longer -stall-timeout"
+            )
         if not 1 <= self.batch <= MAX_BATCH:
             raise UsageError(f"-batch {self.batch} must be between 1 and {MAX_BATCH} messages per claim")
         if self.batch > 1 and self.fail_rate and self.tx == TxMode.SINGLE:
@@ -419,6 +428,8 @@ class Settings:
         del data["profile"]
         data["key_skew"] = str(self.key_skew)
         data["payload_bytes"] = str(self.payload) if self.payload else None
+        data["priority"] = str(self.priority) if self.priority else None
+        data["delay"] = str(self.delay) if self.delay else None
         del data["payload"]
         data["sweep"] = str(self.sweep) if self.sweep else None
         data["checks"] = [str(c) for c in self.checks]

@@ -30,6 +30,7 @@ from pgmq_sim.db.wire import Wire
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.traffic import KeySampler, RateProfile
 from pgmq_sim.result.stats import Timeline
@@ -52,6 +53,8 @@ class MessageSource:
         server_start: datetime,
         tally: GroupTally,
         payload: Payload | None = None,
+        priority: PriorityRange | None = None,
+        delay: Delay | None = None,
     ) -> None:
         self._types = types
         self._keys = keys
@@ -59,6 +62,8 @@ class MessageSource:
         self._server_start = server_start
         self._mono_start = time.monotonic()
         self._payload = payload
+        self._priority = priority
+        self._delay = delay
         self.tally = tally
         self.next_id = 1
         self.last_added: datetime | None = None
@@ -71,15 +76,20 @@ class MessageSource:
             type_index = rng.randrange(len(types))  # as rng.choice(types) did: seeded runs replay
             order_id = keys.draw(rng)
             self.last_added = now if self.last_added is None else max(now, self.last_added + ONE_US)
-            if payload is None:
-                rows.append(Message(self.next_id, types[type_index], order_id, self.last_added))
-            else:
+            body = None
+            if payload is not None:
                 size = payload.min_bytes
                 if payload.max_bytes > size:
                     size = rng.randint(size, payload.max_bytes)
-                rows.append(
-                    Message(self.next_id, types[type_index], order_id, self.last_added, rng.randbytes(size))
+                body = rng.randbytes(size)
+            message = Message(self.next_id, types[type_index], order_id, self.last_added, body)
+            if self._priority is not None or self._delay is not None:  # drawn only when asked: seeds replay
+                later = self._delay.draw(rng) if self._delay is not None else None
+                message = message._replace(
+                    priority=self._priority.draw(rng) if self._priority is not None else 0,
+                    due_at=None if later is None else self.last_added + timedelta(seconds=later),
                 )
+            rows.append(message)
             tally.add(type_index, order_id)
             self.next_id += 1
         return rows

@@ -31,6 +31,7 @@ from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode, WakeupMode
 from pgmq_sim.model.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
 from pgmq_sim.model.traffic import KeySkew
@@ -94,7 +95,11 @@ def _cell(item: str) -> list[str]:
 def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
     """The design in the form the cell's settings need, and what to say about it."""
     design = load_design(
-        settings.claim, schema=settings.schema, next_msg=settings.next_msg, delmsg=settings.delmsg
+        settings.claim,
+        schema=settings.schema,
+        next_msg=settings.next_msg,
+        delmsg=settings.delmsg,
+        archive=settings.archive,
     )
     notes: tuple[str, ...] = ()
     if not design.seed_table:
@@ -116,6 +121,12 @@ def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
             )
         if settings.payload is not None and "$6" not in design.enqueue.text:
             notes += ("-payload-bytes: the design's enqueue.sql does not use $6, the payload",)
+    elif settings.priority is not None or settings.delay is not None:
+        given = "-priority" if settings.priority is not None else "-delay"
+        raise UsageError(
+            f"{given}: the seed's table ({design.name}) has no priority and no due time; use a design"
+            " that has them (-queue priority, next-attempt or visibility, or a folder of your own)"
+        )
     elif settings.retrying:
         if design.ordered and not design.has_split_form:
             notes = (
@@ -211,6 +222,24 @@ def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
     metavar="DIR|NAME",
     help="The queue design: a folder of SQL (schema, enqueue, claim, complete; see docs/your-own-queue.md)"
     " or a built-in name (the -claim strategies, and the seeds' other designs).",
+)
+@flag(
+    "priority",
+    default=None,
+    metavar="MIN-MAX",
+    help="A uniform integer priority per message (enqueue.sql's $4); a larger number is served first.",
+)
+@flag(
+    "delay",
+    default=None,
+    metavar="SHARE:MIN-MAX",
+    help="That share of messages is due MIN to MAX seconds after it is enqueued (enqueue.sql's $5),"
+    " e.g. 0.3:1-5.",
+)
+@flag(
+    "archive",
+    is_flag=True,
+    help="Complete by the design's complete_archive.sql: move a finished message to its archive table.",
 )
 @flag(
     "batch",
@@ -495,6 +524,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         "seed",
         "key_skew",
         "payload",
+        "priority",
+        "delay",
         "sweep",
         "slo_p99_ms",
         "sweep_budget_s",
@@ -531,6 +562,8 @@ def _settings(options: dict[str, Any]) -> Settings:
         work=WorkTime.parse(options["work_ms"]),
         key_skew=KeySkew.parse(options["key_skew"]),
         payload=Payload.parse(options["payload_bytes"]),
+        priority=PriorityRange.parse(options["priority"]) if options["priority"] is not None else None,
+        delay=Delay.parse(options["delay"]) if options["delay"] is not None else None,
         sweep=sweep,
         slo_p99_ms=parse_slo(options["slo"]) if options["slo"] else None,
         sweep_budget_s=parse_duration(options["sweep_budget_s"], "-sweep-budget")

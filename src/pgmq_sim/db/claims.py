@@ -371,7 +371,8 @@ class ClaimSession:
                 continue
             results = answer.results
             journal = results[2] if self._plan.audited else None
-            finished.append(self._changed(COMPLETE, results[1]) > 0 or self._plan.at_least_once)
+            # at least once: a second delivery's completion finds the message gone (journaled all the same)
+            finished.append(self._changed(COMPLETE, results[1]) > 0)
             added.append((journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None)
             committed_at = (results[-1].get_value(0, 0) or b"").decode()
             server_s = float(results[-1].get_value(0, 1) or 0)

@@ -35,6 +35,7 @@ class QueueShape:
     tables: tuple[str, ...] = ("msg_queue",)
     pending_sql: str | None = None
     redelivery_lease_s: float | None = None
+    recover_sql: str | None = None  # a folder design's: its messages whose lease passed, back to pending
 
 
 class QueueDatabase:
@@ -202,9 +203,31 @@ class QueueDatabase:
         return {str(name): int(count) for name, count in self.sessions.all("journal_per_worker", (workers,))}
 
     def recover(self, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
-        """Return to pending the messages whose owner stopped its heartbeat or whose lease expired."""
+        """Return to pending the messages whose owner stopped its heartbeat or whose lease expired
+        (a folder design: what its recover.sql returns, each a lease that passed)."""
+        if not self.shape.seed_table:
+            text = self.shape.recover_sql
+            if text is None:
+                return []
+
+            def run(conn: psycopg.Connection) -> list[tuple[int, str, bool]]:
+                rows = conn.execute(text.encode()).fetchall()
+                conn.commit()
+                return [(int(r[0]), "", True) for r in rows]
+
+            return self.sessions.retrying(run)
         rows = self.sessions.write("recover_split", (owner_timeout_s,))
         return [(int(m), str(o), bool(e)) for m, o, e in rows]
+
+    def e2e_by_priority(self) -> dict[int, dict[str, float]]:
+        """End-to-end percentiles per priority level (a folder design's, audited run)."""
+        rows = self.sessions.all("e2e_by_priority")
+        return {
+            int(level): {
+                name: round(float(v), 2) for name, v in zip(("p50", "p95", "p99"), values, strict=True)
+            }
+            for level, values in rows
+        }
 
     def table_health(self) -> TableHealth:
         """The queue's tables at the end: live rows counted exactly, the rest from the views."""

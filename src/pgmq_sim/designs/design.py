@@ -28,7 +28,14 @@ from pgmq_sim.sqlfiles import SqlSource, read_sql, user_file
 
 BUILT_IN = Path(__file__).parent
 REQUIRED = ("schema.sql", "enqueue.sql", "claim.sql", "complete.sql")
-OPTIONAL = ("complete_delete.sql", "fail.sql", "pending.sql", "notify.sql")
+OPTIONAL = (
+    "complete_delete.sql",
+    "complete_archive.sql",
+    "fail.sql",
+    "pending.sql",
+    "notify.sql",
+    "recover.sql",
+)
 SEED_TABLE = "msg_queue"
 TOML_KEYS = {"description", "transaction", "ordered", "delivery", "table", "extends"}
 DELIVERIES = ("exactly-once", "at-least-once")
@@ -51,6 +58,7 @@ class QueueDesign:
     fail: SqlSource | None = None
     pending: SqlSource | None = None
     notify: SqlSource | None = None
+    recover: SqlSource | None = None  # a split design's: messages whose lease passed back to pending
     split_claim: SqlSource | None = None  # on the seed's table: the claim's form for leases and retries
     split_schema: SqlSource | None = None
     ordered: bool = True
@@ -102,6 +110,7 @@ class QueueDesign:
             "fail": self.fail,
             "pending": self.pending,
             "notify": self.notify,
+            "recover": self.recover,
         }
         return {key: source.as_json() for key, source in named.items() if source is not None}
 
@@ -219,6 +228,7 @@ def load_design(
     schema: Path | None = None,
     next_msg: Path | None = None,
     delmsg: bool = False,
+    archive: bool = False,
 ) -> QueueDesign:
     """Read a design by name or folder; -schema and -next-msg replace the seed table's files."""
     folder, origin = find_design(name, flag)
@@ -231,6 +241,10 @@ def load_design(
         raise UsageError(
             f"{describe_path(folder / 'queue.toml')}: table = {toml['table']!r}; only the built-in designs"
             f" name a table ({SEED_TABLE!r}): a folder's own schema.sql is its whole queue"
+        )
+    if seed_table and archive:
+        raise UsageError(
+            f"-archive: the seed's table ({name}) has no archive; drop -archive or use -queue visibility"
         )
     if not seed_table and (schema is not None or next_msg is not None):
         given = "-schema" if schema is not None else "-next-msg"
@@ -257,6 +271,15 @@ def load_design(
             f" {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)}, queue.toml)"
         )
     found = {f: files.find(f) for f in (*REQUIRED, *OPTIONAL)}
+    if archive:  # -archive: the design's archiving completion instead
+        if delmsg:
+            raise UsageError("-archive and -delmsg each pick a completion; give one")
+        if found["complete_archive.sql"] is None:
+            raise UsageError(
+                f"-archive picks a design's archiving completion, and {describe_path(folder)} has no"
+                " complete_archive.sql: drop -archive, or add it"
+            )
+        found["complete.sql"] = found["complete_archive.sql"]
     complete, deletes = _completion(found["complete.sql"], found["complete_delete.sql"], delmsg, folder)
     return QueueDesign(
         name=folder.name if origin != "built-in" else name,
@@ -269,6 +292,7 @@ def load_design(
         fail=found["fail.sql"],
         pending=found["pending.sql"],
         notify=found["notify.sql"],
+        recover=found["recover.sql"],
         ordered=ordered,
         transaction=transaction,
         at_least_once=delivery == "at-least-once",

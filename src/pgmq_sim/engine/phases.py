@@ -243,6 +243,8 @@ def prepare(state: RunState, parts: RunParts) -> None:
             hottest_share(settings.key_skew, settings.orders, settings.types),
         ),
         settings.payload,
+        settings.priority,
+        settings.delay,
     )
     state.log.event("settings " + json.dumps(settings.as_json(), sort_keys=True, default=str))
     state.log.event(
@@ -292,7 +294,9 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         state.stop,
         state.errors.reporter("housekeeping"),
         state.log,
-        recover_every_s=min(BEAT_S, settings.lease / 4) if settings.tx == TxMode.SPLIT else None,
+        recover_every_s=min(BEAT_S, settings.lease / 4)
+        if settings.tx == TxMode.SPLIT and (state.design.seed_table or state.design.recover is not None)
+        else None,
         waits=(ActivitySampler(state.server.dsn), state.waits, 1 / settings.wait_sample_hz)
         if settings.wait_sample_hz
         else None,
@@ -421,6 +425,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     health: TableHealth | None = None
     blocking: list[tuple[str, int, int, float]] | None = None
     verdict: AuditVerdict | None = None
+    by_priority: dict[int, dict[str, float]] | None = None
     settings, signals = state.settings, state.signals
     produced = state.writer.committed
     finished = WorkerCounters.total(state.stats).finished
@@ -444,7 +449,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 )
             produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
             call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
-            if settings.tx == TxMode.SPLIT:  # what stopped workers held goes back before the audit
+            if settings.tx == TxMode.SPLIT and state.design.seed_table:  # held by stopped workers: back
                 back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
                 if back:
                     state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
@@ -469,6 +474,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems) or "clean"))
                 for cause in verdict.causes:
                     state.log.event(f"audit cause: {cause}")
+                if settings.priority is not None:
+                    by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
@@ -483,6 +490,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         strategy=state.design.label,
         ordered=state.design.ordered,
         queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
+        e2e_by_priority=by_priority,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,

@@ -97,6 +97,7 @@ class RunState:
                 design.seed_table,
                 pending_sql=design.pending.text if design.pending is not None else None,
                 redelivery_lease_s=lease,
+                recover_sql=design.recover.text if design.recover is not None else None,
             ),
         )
         self.views = ServerViews(sessions)

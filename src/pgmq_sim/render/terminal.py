@@ -76,6 +76,12 @@ def print_summary(console: Console, result: RunResult) -> None:
         ("complete+commit ms", result.complete_ms),
     ):
         table.add_row(label, "  ".join(f"{k} {_ms(v)}" for k, v in values.items()))
+    if result.e2e_by_priority:
+        levels = "; ".join(
+            f"{level}: p50 {v['p50']:.0f} p99 {v['p99']:.0f}"
+            for level, v in sorted(result.e2e_by_priority.items())
+        )
+        table.add_row("end-to-end ms by priority", escape(levels))
     table.add_row("empty claims", str(result.empty_claims))
     if result.connections_lost or result.reconnects:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")

@@ -112,6 +112,7 @@ class RunResult:
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
     drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
+    e2e_by_priority: dict[int, dict[str, float]] | None = None  # -priority: each level's percentiles
 
     @classmethod
     def from_stats(
@@ -148,6 +149,7 @@ class RunResult:
         spare_connections: int | None = None,
         drift: DriftReport | None = None,
         queue: dict[str, Any] | None = None,
+        e2e_by_priority: dict[int, dict[str, float]] | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -206,6 +208,7 @@ class RunResult:
             spare_connections=spare_connections,
             drift=drift,
             queue=queue,
+            e2e_by_priority=e2e_by_priority,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
@@ -300,7 +303,12 @@ class RunResult:
                 t: round(n / self.elapsed_s, 2) if self.elapsed_s else 0.0 for t, n in self.per_type.items()
             },
             "processed_per_type": self.per_type,
-            "latency_ms": {"e2e": self.e2e_ms, "claim": self.claim_ms, "complete": self.complete_ms},
+            "latency_ms": {
+                "e2e": self.e2e_ms,
+                "claim": self.claim_ms,
+                "complete": self.complete_ms,
+                "e2e_by_priority": self.e2e_by_priority,
+            },
             "empty_claims": self.empty_claims,
             "connections_lost": self.connections_lost,
             "reconnects": self.reconnects,

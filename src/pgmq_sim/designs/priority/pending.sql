@@ -1,0 +1,2 @@
+-- Unfinished: new (ready or not yet due) or running.
+select id from task where state in ('new', 'running')
