@@ -102,6 +102,10 @@ QUICK: dict[str, Quick] = {
         "--fill-db 2000 --repeat 1",
         ("design                     msg/s  commits/msg", "indexed -batch 10", "examples/jobs -batch 10"),
     ),
+    "seeds.py": Quick(
+        "--messages 1000 --course-messages 300 --repeat 1",
+        ("seed figure", "002 next-attempt, -batch 10", "001 claim with skip locked", "the tool at"),
+    ),
     "skew.py": Quick(
         "--step 1 --settle 0.5 --steps 2",
         ("rate by rate (last round)", "hot cap/s", "zipf:1.2 / uniform: knee "),
