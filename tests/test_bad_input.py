@@ -26,7 +26,10 @@ pytestmark = pytest.mark.integration
         (["-work-ms", "ten"], ["-work-ms 'ten'", "MIN-MAX"]),
         (["-work-ms", "9-3"], ["MAX below MIN"]),
         (["-orders", "0"], ["-orders 0"]),
-        (["-claim", "bogus"], ["unknown queue design 'bogus'", "advisory", "fifo", "indexed", "seed", "visibility"]),
+        (
+            ["-claim", "bogus"],
+            ["unknown queue design 'bogus'", "advisory", "fifo", "indexed", "seed", "visibility"],
+        ),
         (["-wakeup", "smoke"], ["unknown -wakeup 'smoke'", "notify"]),
         (["-compare", "seed,nope"], ["unknown queue design 'nope'"]),
         (["-no-such-flag"], ["unknown flag -no-such-flag"]),

@@ -10,7 +10,7 @@ import pytest
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model import keys
 from pgmq_sim.model.keys import GroupTally
-from pgmq_sim.model.traffic import ZipfKeys, zipf_share
+from pgmq_sim.model.skew import ZipfKeys, zipf_share
 from pgmq_sim.settings import Payload
 
 pytestmark = pytest.mark.unit

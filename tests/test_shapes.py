@@ -11,7 +11,7 @@ import pytest
 from checks import assert_exactly_once_in_order
 from conftest import Cli, assert_one_line_error
 
-from pgmq_sim.model.traffic import zipf_share
+from pgmq_sim.model.skew import zipf_share
 
 pytestmark = pytest.mark.integration
 FAST = "-claim indexed -work-ms 0-1 -poll-interval 0.02"

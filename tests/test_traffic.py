@@ -16,22 +16,9 @@ from pathlib import Path
 import pytest
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.model.traffic import (
-    IDLE_WAIT_S,
-    MAX_PROFILE_BYTES,
-    Burst,
-    ConstantRate,
-    KeySkew,
-    Ramp,
-    RateProfile,
-    Replay,
-    Steps,
-    UniformKeys,
-    ZipfKeys,
-    key_sampler,
-    parse_rate_profile,
-    zipf_share,
-)
+from pgmq_sim.model.profile_flag import MAX_PROFILE_BYTES, parse_rate_profile
+from pgmq_sim.model.profiles import IDLE_WAIT_S, Burst, ConstantRate, Ramp, RateProfile, Replay, Steps
+from pgmq_sim.model.skew import KeySkew, UniformKeys, ZipfKeys, key_sampler, zipf_share
 
 pytestmark = pytest.mark.unit
 

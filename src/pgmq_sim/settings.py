@@ -13,8 +13,10 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
+from pgmq_sim.model.profile_flag import parse_rate_profile
+from pgmq_sim.model.profiles import ConstantRate, RateProfile
+from pgmq_sim.model.skew import INT4_MAX, KeySkew
 from pgmq_sim.model.sweep import SweepSpec
-from pgmq_sim.model.traffic import INT4_MAX, ConstantRate, KeySkew, RateProfile, parse_rate_profile
 
 
 def queue_types(count: int) -> tuple[str, ...]:

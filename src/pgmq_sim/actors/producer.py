@@ -32,7 +32,8 @@ from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.keys import GroupTally
-from pgmq_sim.model.traffic import KeySampler, RateProfile
+from pgmq_sim.model.profiles import RateProfile
+from pgmq_sim.model.skew import KeySampler
 from pgmq_sim.result.stats import Timeline
 from pgmq_sim.settings import Payload
 

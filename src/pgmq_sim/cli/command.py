@@ -33,8 +33,8 @@ from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode, WakeupMode
+from pgmq_sim.model.skew import KeySkew
 from pgmq_sim.model.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
-from pgmq_sim.model.traffic import KeySkew
 from pgmq_sim.render.files import STDOUT, check_output_path, result_document, write_json
 from pgmq_sim.render.junit import write_junit
 from pgmq_sim.render.metrics import MetricsObserver

@@ -11,7 +11,7 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.bounded import TICK_S, call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import check_answering
-from pgmq_sim.model.traffic import RateProfile
+from pgmq_sim.model.profiles import RateProfile
 
 
 class Prefill:

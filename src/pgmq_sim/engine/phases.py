@@ -36,7 +36,7 @@ from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
-from pgmq_sim.model.traffic import hottest_share, key_sampler
+from pgmq_sim.model.skew import hottest_share, key_sampler
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.roles import RoleTransactions

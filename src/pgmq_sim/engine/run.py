@@ -20,8 +20,8 @@ from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.engine.watching import watch
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.profiles import RateProfile
 from pgmq_sim.model.sweep import RateSearch, SweepSpec, WorkersSearch
-from pgmq_sim.model.traffic import RateProfile
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters

@@ -13,6 +13,8 @@ from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.facts import ServerCounters
 from pgmq_sim.model.kinds import WakeupMode
+from pgmq_sim.model.profiles import IDLE_WAIT_S
+from pgmq_sim.model.skew import hottest_share
 from pgmq_sim.model.sweep import (
     MAX_STEPS,
     UNFINISHED_SHARE,
@@ -25,7 +27,6 @@ from pgmq_sim.model.sweep import (
     judge_step,
     slope_per_s,
 )
-from pgmq_sim.model.traffic import IDLE_WAIT_S, hottest_share
 from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile

@@ -1,217 +1,24 @@
-"""The shape of the traffic a run offers: which keys (order_id) its messages carry, and how many
-messages are due by each moment. Pure: the producer asks, this module answers from the flags.
-
-Keys: -key-skew uniform draws order_id evenly from 1..K, exactly as the producer always has (one
-rng.randint per message, so a seeded run replays the same messages); zipf:S makes key 1 the
-hottest, P(k) proportional to k**-S, the contention real ordered queues see on a few busy orders.
-
-Rates: -rate-profile makes the offered rate a function of time (a ramp, steps, bursts over the base
--rate, or a recorded shape from a CSV file). A profile answers "how many messages are due by t"
-from the exact integral of its rate, so pacing never drifts, whatever the producer's sleeps do.
+"""How many messages are due by each moment: -rate-profile makes the offered rate a function of time
+(a ramp, steps, bursts over the base -rate, or a recorded shape replayed from a CSV file). A
+profile answers "how many messages are due by t" from the exact integral of its rate, so pacing
+never drifts, whatever the producer's sleeps do. Pure: the producer asks, this module answers.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-import random
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
-from pgmq_sim.errors import UsageError
-from pgmq_sim.paths import describe_path
-
-INT4_MAX = 2**31 - 1  # msg_id and order_id are the seed's integer columns
-KEY_SKEW_FORMS = "give uniform or zipf:S with S > 0, e.g. zipf:1.2"
 IDLE_WAIT_S = 0.05  # the longest sleep next_due_in asks for while nothing is offered
-MAX_PROFILE_BYTES = 10_000_000  # a day at one row a second is ~1.5 MB; /dev/zero is not a recording
-REPLAY_SPEED_FLAG = "-speed"
-_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # unsigned: a sign is never meant
-_TAYLOR_BELOW = 1e-8  # below it, log1p(x)/x and expm1(x)/x come from their series (no 0/0)
-_ZIPF_HEAD = 1000  # zipf_share sums this many terms exactly, the rest by Euler-Maclaurin
+NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # unsigned: a sign is never meant in a flag
 
 
-# --- keys ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KeySkew:
-    """How order_ids are spread: evenly, or Zipf with exponent s (s is 0.0 for uniform)."""
-
-    kind: Literal["uniform", "zipf"]
-    s: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("uniform", "zipf"):
-            raise ValueError(f"unknown key skew kind {self.kind!r}")
-        if self.kind == "uniform" and self.s != 0.0:
-            raise ValueError(f"a uniform skew has no exponent (got {self.s!r})")
-        if self.kind == "zipf" and not (math.isfinite(self.s) and self.s > 0):
-            raise ValueError(f"a zipf skew needs a finite exponent > 0 (got {self.s!r})")
-
-    @classmethod
-    def parse(cls, text: str) -> KeySkew:
-        """The -key-skew flag's text as a skew, or a one-line usage error."""
-        given = text.strip()
-        if given == "uniform":
-            return cls("uniform")
-        name, colon, exponent = given.partition(":")
-        if name == "zipf" and colon and re.fullmatch(_NUMBER, exponent):
-            s = float(exponent)
-            if math.isfinite(s) and s > 0:
-                return cls("zipf", s)
-        raise UsageError(f"-key-skew '{describe_path(text)}' is not a skew; {KEY_SKEW_FORMS}")
-
-    def __str__(self) -> str:
-        return "uniform" if self.kind == "uniform" else f"zipf:{_number_text(self.s)}"
-
-
-class KeySampler(Protocol):
-    """Draws one order_id in 1..K per message (1 is the hottest key when skewed)."""
-
-    def draw(self, rng: random.Random) -> int: ...
-
-
-def key_sampler(skew: KeySkew, keys: int) -> KeySampler:
-    """The sampler the flag asks for over keys 1..keys."""
-    if skew.kind == "uniform":
-        return UniformKeys(keys)
-    return ZipfKeys(keys, skew.s)
-
-
-def _check_keys(keys: int) -> None:
-    if not 1 <= keys <= INT4_MAX:
-        raise ValueError(f"keys must be in 1..{INT4_MAX} (order_id is an integer), got {keys}")
-
-
-@dataclass(frozen=True)
-class UniformKeys:
-    """Every key equally likely: one rng.randint per draw, so seeded runs keep their messages."""
-
-    keys: int
-
-    def __post_init__(self) -> None:
-        _check_keys(self.keys)
-
-    def draw(self, rng: random.Random) -> int:
-        return rng.randint(1, self.keys)
-
-
-@dataclass(frozen=True)
-class ZipfKeys:
-    """Bounded Zipf over 1..keys, P(k) proportional to k**-s, by rejection-inversion.
-
-    Hörmann & Derflinger (1996), in the form of Apache Commons RNG's
-    RejectionInversionZipfSampler: the hat integral H(x) = (x**(1-s) - 1)/(1-s) has a limit at
-    s = 1 (log x), so one code path serves every s > 0. Exact distribution, no table (keys may be
-    millions), O(1) expected rng.random() calls per draw (the acceptance rate is high for all s).
-    """
-
-    keys: int
-    s: float
-    _h_integral_x1: float = field(init=False, repr=False, compare=False)
-    _h_integral_keys: float = field(init=False, repr=False, compare=False)
-    _squeeze: float = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _check_keys(self.keys)
-        if not (math.isfinite(self.s) and self.s > 0):
-            raise ValueError(f"a zipf exponent must be finite and > 0, got {self.s!r}")
-        s = self.s
-        object.__setattr__(self, "_h_integral_x1", _h_integral(1.5, s) - 1.0)
-        object.__setattr__(self, "_h_integral_keys", _h_integral(self.keys + 0.5, s))
-        # below this distance from x, k is accepted without evaluating the exact test (Theorem 2)
-        squeeze = 2.0 - _h_integral_inverse(_h_integral(2.5, s) - _h(2.0, s), s)
-        object.__setattr__(self, "_squeeze", squeeze)
-
-    def draw(self, rng: random.Random) -> int:
-        s, keys = self.s, self.keys
-        low, high = self._h_integral_x1, self._h_integral_keys
-        while True:
-            u = high + rng.random() * (low - high)  # uniform in (H(1.5) - 1, H(keys + 0.5)]
-            x = _h_integral_inverse(u, s)
-            key = int(x + 0.5) if x < keys else keys  # x may round past keys + 0.5 (or be inf)
-            if key < 1:
-                key = 1
-            # P(key) proportional to H(key + 1/2) - H(key - 1/2) so far; accepting with
-            # probability h(key) / that makes it proportional to key**-s
-            if key - x <= self._squeeze or u >= _h_integral(key + 0.5, s) - _h(key, s):
-                return key
-
-
-def _h(x: float, s: float) -> float:
-    """The hat function x**-s."""
-    return math.exp(-s * math.log(x))
-
-
-def _h_integral(x: float, s: float) -> float:
-    """H(x) = (x**(1-s) - 1)/(1-s), log(x) at s = 1, written to stay accurate near s = 1."""
-    log_x = math.log(x)
-    return _expm1_over_x((1.0 - s) * log_x) * log_x
-
-
-def _h_integral_inverse(y: float, s: float) -> float:
-    """The x with H(x) = y (infinite when y is at H's bound for s > 1)."""
-    t = y * (1.0 - s)
-    if t <= -1.0:  # only by rounding: H(x) < 1/(s-1) for s > 1
-        return math.inf
-    return math.exp(_log1p_over_x(t) * y)
-
-
-def _log1p_over_x(x: float) -> float:
-    if abs(x) > _TAYLOR_BELOW:
-        return math.log1p(x) / x
-    return 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
-
-
-def _expm1_over_x(x: float) -> float:
-    if abs(x) > _TAYLOR_BELOW:
-        return math.expm1(x) / x
-    return 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x))
-
-
-def zipf_share(keys: int, s: float, rank: int = 1) -> float:
-    """The expected share of the key of this rank under ZipfKeys(keys, s): rank**-s / H(keys, s).
-
-    H(keys, s) = sum of k**-s for k in 1..keys, summed exactly (math.fsum) up to 1000 keys. Past
-    that, terms 1..999 exactly and 1000..keys by Euler-Maclaurin with three Bernoulli corrections,
-    whose remainder is at most 2*zeta(6)/(2*pi)**6 * s(s+1)(s+2)(s+3)(s+4) * 1000**(-s-5): below
-    6e-20 for every s >= 0, and H >= 1, so the share is exact to float rounding (~1e-15 relative).
-    """
-    _check_keys(keys)
-    if not (math.isfinite(s) and s >= 0):
-        raise ValueError(f"a zipf exponent must be finite and >= 0, got {s!r}")
-    if not 1 <= rank <= keys:
-        raise ValueError(f"rank {rank} is not in 1..{keys}")
-    return _h(rank, s) / _harmonic(keys, s)
-
-
-def _harmonic(keys: int, s: float) -> float:
-    """The generalized harmonic number H(keys, s) (see zipf_share for its error)."""
-    if keys <= _ZIPF_HEAD:
-        return math.fsum(_h(k, s) for k in range(1, keys + 1))
-    m = _ZIPF_HEAD
-    head = math.fsum(_h(k, s) for k in range(1, m))
-    log_ratio = math.log(keys / m)
-    integral = _h(m, s) * m * log_ratio * _expm1_over_x((1.0 - s) * log_ratio)  # from m to keys
-
-    def derivative(order: int, x: float) -> float:  # d^order/dx^order of x**-s, order odd
-        factor = 1.0
-        for i in range(order):
-            factor *= s + i
-        return -factor * _h(x, s) / float(x) ** order
-
-    corrections = (
-        (derivative(1, keys) - derivative(1, m)) / 12.0
-        - (derivative(3, keys) - derivative(3, m)) / 720.0
-        + (derivative(5, keys) - derivative(5, m)) / 30240.0
-    )
-    return math.fsum((head, integral, (_h(m, s) + _h(keys, s)) / 2.0, corrections))
-
-
-# --- rates --------------------------------------------------------------------------------------
+def number_text(value: float) -> str:
+    """A number as short as it reads back exactly (100 not 100.0, 1.2 not 1.20000)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
 
 
 class RateProfile(Protocol):
@@ -460,7 +267,7 @@ class ConstantRate(_ShapedProfile):
         object.__setattr__(self, "_shape", _Shape.build([], self.rate))
 
     def describe(self) -> str:
-        return f"constant {_number_text(self.rate)}/s"
+        return f"constant {number_text(self.rate)}/s"
 
 
 @dataclass(frozen=True)
@@ -480,8 +287,8 @@ class Ramp(_ShapedProfile):
         object.__setattr__(self, "_shape", shape)
 
     def describe(self) -> str:
-        rates = f"{_number_text(self.start)}..{_number_text(self.end)}/s"
-        return f"ramp {rates} over {_number_text(self.over_s)} s"
+        rates = f"{number_text(self.start)}..{number_text(self.end)}/s"
+        return f"ramp {rates} over {number_text(self.over_s)} s"
 
 
 @dataclass(frozen=True)
@@ -502,8 +309,8 @@ class Steps(_ShapedProfile):
         object.__setattr__(self, "_shape", _Shape.build(stretches, self.rates[-1]))
 
     def describe(self) -> str:
-        rates = ", ".join(_number_text(rate) for rate in self.rates)
-        return f"steps {rates}/s, {_number_text(self.each_s)} s each"
+        rates = ", ".join(number_text(rate) for rate in self.rates)
+        return f"steps {rates}/s, {number_text(self.each_s)} s each"
 
 
 @dataclass(frozen=True)
@@ -539,8 +346,8 @@ class Replay(_ShapedProfile):
     def describe(self) -> str:
         recorded = self.points[-1][0] + 1.0
         return (
-            f"replay of {len(self.points)} rows ({_number_text(recorded)} s recorded)"
-            f" at {_number_text(self.speed)}x: {_number_text(recorded / self.speed)} s"
+            f"replay of {len(self.points)} rows ({number_text(recorded)} s recorded)"
+            f" at {number_text(self.speed)}x: {number_text(recorded / self.speed)} s"
         )
 
 
@@ -618,150 +425,8 @@ class Burst:
         return _next_due_in(self, self._due_at(count + 1), t, count)
 
     def describe(self) -> str:
-        over = f" over {_number_text(self.base)}/s" if self.base else ""
+        over = f" over {number_text(self.base)}/s" if self.base else ""
         return (
-            f"burst +{_number_text(self.rate)}/s for {_number_text(self.burst_s)} s"
-            f" every {_number_text(self.every_s)} s{over}"
+            f"burst +{number_text(self.rate)}/s for {number_text(self.burst_s)} s"
+            f" every {number_text(self.every_s)} s{over}"
         )
-
-
-# --- the -rate-profile flag ---------------------------------------------------------------------
-
-_RAMP = re.compile(rf"ramp:({_NUMBER})\.\.({_NUMBER})/({_NUMBER})s?")
-_STEP = re.compile(rf"step:({_NUMBER}(?:,{_NUMBER})*)/({_NUMBER})s?")
-_BURST = re.compile(rf"burst:({_NUMBER})\*({_NUMBER})s?/({_NUMBER})s?")
-_FORMS = {
-    "ramp": "ramp:A..B/Ts (rates A, B >= 0 msg/s, T > 0 s), e.g. ramp:100..1000/60s",
-    "step": "step:A,B,C/Ts (rates >= 0 msg/s, each for T > 0 s), e.g. step:100,200,400/10s",
-    "burst": "burst:R*Ds/Ts (R > 0 msg/s more than -rate for D s every T s, D <= T), e.g. burst:500*2s/10s",
-}
-_CSV_FIX = "give second,rate rows (a header allowed), seconds >= 0 and increasing, rates >= 0, e.g. 0,100"
-
-
-def parse_rate_profile(text: str, base_rate: float, speed: float) -> RateProfile:
-    """The -rate-profile flag: ramp:A..B/Ts, step:A,B,C/Ts, burst:R*Ds/Ts over the base -rate, or
-    the path of a CSV file of second,rate rows replayed `speed` times faster."""
-    given = text.strip()
-    kind = given.partition(":")[0]
-    if kind in _FORMS:
-        return _parse_form(kind, given, text, base_rate)
-    if not given:
-        raise UsageError(f"-rate-profile is empty; give {_FORMS['ramp']}, step:.., burst:.. or a CSV file")
-    return _read_replay(Path(text), speed)
-
-
-def _parse_form(kind: str, given: str, text: str, base_rate: float) -> RateProfile:
-    pattern = {"ramp": _RAMP, "step": _STEP, "burst": _BURST}[kind]
-    match = pattern.fullmatch(given)
-
-    def bad(problem: str) -> UsageError:
-        return UsageError(f"-rate-profile '{describe_path(text)}' {problem}; give {_FORMS[kind]}")
-
-    if not match:
-        raise bad(f"is not a {kind} profile")
-    numbers = [float(n) for group in match.groups() for n in group.split(",")]
-    if not all(math.isfinite(n) for n in numbers):
-        raise bad("has a number too large to be finite")
-    *rates, seconds = numbers
-    if kind == "burst":
-        rate, burst_s, seconds = numbers
-        if not (math.isfinite(base_rate) and base_rate >= 0):
-            raise UsageError(f"-rate {base_rate:g} is not a base for a burst; give -rate 0 or more")
-        if rate <= 0:
-            raise bad("adds no messages")
-        if burst_s <= 0 or seconds <= 0:
-            raise bad("has a length of 0 s")
-        if burst_s > seconds:
-            raise bad(f"lasts {_number_text(burst_s)} s, longer than its period")
-        return Burst(base_rate, rate, burst_s, seconds)
-    if seconds <= 0:
-        raise bad("lasts 0 s")
-    if not any(rates):
-        raise bad("never offers a message")
-    if kind == "ramp":
-        return Ramp(rates[0], rates[1], seconds)
-    return Steps(tuple(rates), seconds)
-
-
-def _read_replay(path: Path, speed: float) -> Replay:
-    """Read a recorded shape: at most MAX_PROFILE_BYTES, one-line errors naming the first bad line."""
-    shown = describe_path(path)
-    if not (math.isfinite(speed) and speed > 0):
-        raise UsageError(f"{REPLAY_SPEED_FLAG} {speed:g} is not a speed; give a finite number > 0, e.g. 60")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_PROFILE_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(
-            f"-rate-profile '{shown}' is neither a form nor an existing CSV file;"
-            f" give {_FORMS['ramp']}, step:A,B,C/Ts, burst:R*Ds/Ts or a file of second,rate rows"
-        ) from None
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise UsageError(f"cannot read -rate-profile file {shown}: {reason}; {_CSV_FIX}") from None
-    if len(data) > MAX_PROFILE_BYTES:
-        raise UsageError(
-            f"-rate-profile file {shown} is larger than {MAX_PROFILE_BYTES // 1_000_000} MB;"
-            f" give a shorter recording (fewer rows) with {REPLAY_SPEED_FLAG} to compress it"
-        )
-    try:
-        content = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        where = data[: exc.start].count(b"\n") + 1
-        raise UsageError(f"-rate-profile file {shown} line {where} is not UTF-8 text; {_CSV_FIX}") from None
-    points: list[tuple[float, float]] = []
-    for number, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
-            continue
-        problem, point = _csv_row(line, points[-1][0] if points else None)
-        if problem and not points and number == 1 and _is_header(line):
-            continue
-        if point is None:
-            raise UsageError(f"-rate-profile file {shown} line {number}: {problem}; {_CSV_FIX}")
-        points.append(point)
-    if not points:
-        raise UsageError(f"-rate-profile file {shown} has no second,rate rows; {_CSV_FIX}")
-    if not any(rate for _, rate in points):
-        raise UsageError(f"-rate-profile file {shown} never offers a message (every rate is 0); {_CSV_FIX}")
-    return Replay(tuple(points), speed)
-
-
-def _is_header(line: str) -> bool:
-    first = line.split(",")[0].strip().removesuffix("s")
-    try:
-        float(first)
-    except ValueError:
-        return True
-    return False
-
-
-def _csv_row(line: str, previous_s: float | None) -> tuple[str, tuple[float, float] | None]:
-    """One row as (second, rate), or what is wrong with it."""
-    fields = [part.strip() for part in line.split(",")]
-    quoted = f"'{describe_path(line.strip()[:40])}'"
-    if len(fields) != 2:
-        return f"{quoted} is not second,rate", None
-    try:
-        second = float(fields[0].removesuffix("s"))
-        rate = float(fields[1])
-    except ValueError:
-        return f"{quoted} is not two numbers second,rate", None
-    if not (math.isfinite(second) and second >= 0):
-        return f"second {fields[0]} is not a finite number >= 0", None
-    if previous_s is not None and second <= previous_s:
-        return f"second {fields[0]} does not come after {_number_text(previous_s)}", None
-    if not (math.isfinite(rate) and rate >= 0):
-        return f"rate {fields[1]} is not a finite number >= 0", None
-    return "", (second, rate)
-
-
-def _number_text(value: float) -> str:
-    """A number as short as it reads back exactly (100 not 100.0, 1.2 not 1.20000)."""
-    short = f"{value:g}"
-    return short if float(short) == value else repr(value)
-
-
-def hottest_share(skew: KeySkew, orders: int, types: int) -> float:
-    """The hottest group's share of all messages the skew promises (types share them evenly)."""
-    within = 1 / orders if skew.kind == "uniform" else zipf_share(orders, skew.s)
-    return within / types
