@@ -26,8 +26,9 @@ import yaml
 from conftest import REPO
 
 from pgmq_sim.cli.audit_command import audit_command, checked_audit
-from pgmq_sim.cli.command import check_flags, command, plan_run
+from pgmq_sim.cli.command import check_flags, command
 from pgmq_sim.cli.diff_command import diff_command, diff_inputs
+from pgmq_sim.cli.plan import plan_run
 from pgmq_sim.errors import SimError
 
 pytestmark = pytest.mark.unit

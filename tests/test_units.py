@@ -10,7 +10,8 @@ import pytest
 from builders import settings
 
 from pgmq_sim.actors.chaos import parse_chaos
-from pgmq_sim.cli.command import check_flags, parse_compare
+from pgmq_sim.cli.command import check_flags
+from pgmq_sim.cli.plan import parse_compare
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.render.progress import eta_text, floor_percent
