@@ -15,8 +15,9 @@ from rich.console import Console
 
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.db.connection import connect_checked
-from pgmq_sim.db.queue import QueueDatabase, QueueShape
+from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.values import QueueShape
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -11,31 +10,20 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from pgmq_sim.db.audit import body_of, count_audit
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION, OWNED_COMMENT
 from pgmq_sim.db.trial import user_tables
+from pgmq_sim.db.values import QueueShape
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.model.facts import AuditCounts, DuplicateClaims, OrderViolation, PreviousRun, TableHealth
+from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.sqlfiles import statement
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
-
-
-@dataclass(frozen=True)
-class QueueShape:
-    """What the tool's own statements need to know of the queue's tables: the seed's msg_queue, or
-    a folder design's tables (known once its schema ran), how to find its pending messages, and the
-    lease after which an at-least-once design may deliver a message again."""
-
-    seed_table: bool = True
-    tables: tuple[str, ...] = ("msg_queue",)
-    pending_sql: str | None = None
-    redelivery_lease_s: float | None = None
-    recover_sql: str | None = None  # a folder design's: its messages whose lease passed, back to pending
 
 
 class QueueDatabase:
@@ -192,7 +180,7 @@ class QueueDatabase:
         if self.shape.seed_table:
             row = self.sessions.one("remaining_messages")
         elif self.shape.pending_sql is not None:
-            text = f"select count(*) from ({_body(self.shape.pending_sql)}) pending_messages"
+            text = f"select count(*) from ({body_of(self.shape.pending_sql)}) pending_messages"
             row = self.sessions.retrying(lambda conn: conn.execute(text.encode()).fetchone())
         else:
             row = self.sessions.one("remaining_logged")
@@ -250,82 +238,7 @@ class QueueDatabase:
     def audit_counts(self, expected: int, show: int, retrying: bool = False) -> AuditCounts:
         """What the journal, the queue and the tool's records say, counted on the server, with the
         evidence a failed audit's cause is read from."""
-
-        def evidence(conn: psycopg.Connection) -> dict[str, Any]:
-            claims = [
-                DuplicateClaims(int(m), tuple(w), bool(o), float(g))
-                for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show,))
-            ]
-            pairs = [
-                OrderViolation(str(t), int(o), int(m), int(p), str(w), str(pw), float(s))
-                for t, o, m, p, w, pw, s in conn.execute(statement("audit_violations"), (show,))
-            ]
-            violations = [r[0] for r in conn.execute(statement("audit_order"))]
-            return {
-                "order_violation_ids": tuple(violations[:show]),
-                "order_violations": len(violations),
-                "duplicate_claims": tuple(claims),
-                "violations": tuple(pairs),
-            }
-
-        def read(conn: psycopg.Connection) -> AuditCounts:
-            if not self.shape.seed_table:
-                return self._logged_counts(conn, expected, show, evidence(conn))
-            suffix = "_retry" if retrying else ""
-            row = conn.execute(statement("audit_counts" + suffix), (expected,)).fetchone()
-            assert row is not None
-            processed, duplicates, missing, left_behind, *retries = row
-            duplicate_ids = [r[0] for r in conn.execute(statement("audit_duplicates"), (show,))]
-            missing_ids = [r[0] for r in conn.execute(statement("audit_missing" + suffix), (expected, show))]
-            named = dict(
-                zip(("dead_lettered", "redelivered", "attempts", "failed_attempts"), retries, strict=False)
-            )
-            return AuditCounts(
-                processed=processed,
-                duplicates=duplicates,
-                missing=missing,
-                left_behind=left_behind,
-                duplicate_ids=tuple(duplicate_ids),
-                missing_ids=tuple(missing_ids),
-                **named,
-                **evidence(conn),
-            )
-
-        return self.sessions.retrying(read)
-
-    def _logged_counts(
-        self, conn: psycopg.Connection, expected: int, show: int, evidence: dict[str, Any]
-    ) -> AuditCounts:
-        """A folder design's audit: the tool's log, journal and failures, and the design's pending.sql."""
-        pending = (
-            _body(self.shape.pending_sql)
-            if self.shape.pending_sql is not None
-            else statement("unfinished_logged")
-        )
-        # the design's pending messages, once, for both statements (dropped with the transaction)
-        conn.execute(f"create temp table pending_messages (msg_id) on commit drop as {pending}".encode())
-        lease = self.shape.redelivery_lease_s
-        row = conn.execute(statement("audit_counts_log"), (expected, lease)).fetchone()
-        assert row is not None
-        names = ("processed", "duplicates", "missing", "left_behind", "dead_lettered", "redelivered")
-        fields = (*names, "attempts", "failed_attempts", "early")
-        counts: dict[str, Any] = dict(zip(fields, (int(v) for v in row), strict=True))
-        ids: dict[str, list[int]] = {}
-        for kind, msg_id in conn.execute(statement("audit_ids_log"), (expected, lease, show)):
-            ids.setdefault(str(kind), []).append(int(msg_id))
-        return AuditCounts(
-            **counts,
-            duplicate_ids=tuple(ids.get("duplicate", ())),
-            missing_ids=tuple(ids.get("missing", ())),
-            redelivered_ids=tuple(ids.get("redelivered", ())),
-            early_ids=tuple(ids.get("early", ())),
-            **evidence,
-        )
-
-
-def _body(text: str) -> str:
-    """A statement file's text as a subquery."""
-    return text.strip().rstrip(";")
+        return self.sessions.retrying(lambda conn: count_audit(conn, self.shape, expected, show, retrying))
 
 
 def _identifiers(names: tuple[str, ...]) -> list[sql.Composable]:

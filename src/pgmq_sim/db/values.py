@@ -75,3 +75,16 @@ class SessionPlan:
         """A completion may carry the next claim: only in the basic mode, where the claim's
         transaction is the message's, and where the server connection is the worker's own."""
         return self.chain and self.mode == SessionMode.BASIC
+
+
+@dataclass(frozen=True)
+class QueueShape:
+    """What the tool's own statements need to know of the queue's tables: the seed's msg_queue, or
+    a folder design's tables (known once its schema ran), how to find its pending messages, and the
+    lease after which an at-least-once design may deliver a message again."""
+
+    seed_table: bool = True
+    tables: tuple[str, ...] = ("msg_queue",)
+    pending_sql: str | None = None
+    redelivery_lease_s: float | None = None
+    recover_sql: str | None = None  # a folder design's: its messages whose lease passed, back to pending

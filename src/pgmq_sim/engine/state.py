@@ -17,9 +17,9 @@ from pgmq_sim.actors.worker import ProcessedCounter
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.pooler import PoolerConsole
-from pgmq_sim.db.queue import QueueDatabase, QueueShape
+from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.values import SessionPlan
+from pgmq_sim.db.values import QueueShape, SessionPlan
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.bounded import FirstError, Signals

@@ -1,0 +1,87 @@
+"""The audit's counts, on the server: the journal, the queue (the seed's table) or the tool's log of
+what it enqueued and the design's pending.sql (a folder's), and the evidence of the first
+duplicates and order violations that a failed audit's cause is read from (verdicts/audit judges)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from pgmq_sim.db.values import QueueShape
+from pgmq_sim.model.facts import AuditCounts, DuplicateClaims, OrderViolation
+from pgmq_sim.sqlfiles import statement
+
+
+def count_audit(
+    conn: psycopg.Connection, shape: QueueShape, expected: int, show: int, retrying: bool
+) -> AuditCounts:
+    """The counts of a run that produced msg_ids up to `expected`, the first `show` of each kind."""
+    if not shape.seed_table:
+        return _logged_counts(conn, shape, expected, show, _evidence(conn, show))
+    suffix = "_retry" if retrying else ""
+    row = conn.execute(statement("audit_counts" + suffix), (expected,)).fetchone()
+    assert row is not None
+    processed, duplicates, missing, left_behind, *retries = row
+    duplicate_ids = [r[0] for r in conn.execute(statement("audit_duplicates"), (show,))]
+    missing_ids = [r[0] for r in conn.execute(statement("audit_missing" + suffix), (expected, show))]
+    retry_fields = ("dead_lettered", "redelivered", "attempts", "failed_attempts")
+    return AuditCounts(
+        processed=processed,
+        duplicates=duplicates,
+        missing=missing,
+        left_behind=left_behind,
+        duplicate_ids=tuple(duplicate_ids),
+        missing_ids=tuple(missing_ids),
+        **dict(zip(retry_fields, retries, strict=False)),
+        **_evidence(conn, show),
+    )
+
+
+def _evidence(conn: psycopg.Connection, show: int) -> dict[str, Any]:
+    claims = [
+        DuplicateClaims(int(m), tuple(w), bool(o), float(g))
+        for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show,))
+    ]
+    pairs = [
+        OrderViolation(str(t), int(o), int(m), int(p), str(w), str(pw), float(s))
+        for t, o, m, p, w, pw, s in conn.execute(statement("audit_violations"), (show,))
+    ]
+    violations = [r[0] for r in conn.execute(statement("audit_order"))]
+    return {
+        "order_violation_ids": tuple(violations[:show]),
+        "order_violations": len(violations),
+        "duplicate_claims": tuple(claims),
+        "violations": tuple(pairs),
+    }
+
+
+def _logged_counts(
+    conn: psycopg.Connection, shape: QueueShape, expected: int, show: int, evidence: dict[str, Any]
+) -> AuditCounts:
+    """A folder design's audit: the tool's log, journal and failures, and the design's pending.sql."""
+    pending = body_of(shape.pending_sql) if shape.pending_sql is not None else statement("unfinished_logged")
+    # the design's pending messages, once, for both statements (dropped with the transaction)
+    conn.execute(f"create temp table pending_messages (msg_id) on commit drop as {pending}".encode())
+    lease = shape.redelivery_lease_s
+    row = conn.execute(statement("audit_counts_log"), (expected, lease)).fetchone()
+    assert row is not None
+    names = ("processed", "duplicates", "missing", "left_behind", "dead_lettered", "redelivered")
+    fields = (*names, "attempts", "failed_attempts", "early")
+    counts: dict[str, Any] = dict(zip(fields, (int(v) for v in row), strict=True))
+    ids: dict[str, list[int]] = {}
+    for kind, msg_id in conn.execute(statement("audit_ids_log"), (expected, lease, show)):
+        ids.setdefault(str(kind), []).append(int(msg_id))
+    return AuditCounts(
+        **counts,
+        duplicate_ids=tuple(ids.get("duplicate", ())),
+        missing_ids=tuple(ids.get("missing", ())),
+        redelivered_ids=tuple(ids.get("redelivered", ())),
+        early_ids=tuple(ids.get("early", ())),
+        **evidence,
+    )
+
+
+def body_of(text: str) -> str:
+    """A statement file's text as a subquery."""
+    return text.strip().rstrip(";")
