@@ -194,161 +194,9 @@ class Settings:
         object.__setattr__(self, "wakeup", parse_choice(WakeupMode, self.wakeup, "-wakeup"))
         object.__setattr__(self, "progress", parse_choice(ProgressMode, self.progress, "-progress"))
         object.__setattr__(self, "pooler", parse_choice(PoolerMode, self.pooler, "-pooler"))
-        for flag, value in (
-            ("-rate", self.rate),
-            ("-poll-interval", self.poll_interval),
-            ("-stall-timeout", self.stall_timeout),
-            ("-reconnect-timeout", self.reconnect_timeout),
-            ("-lease", self.lease),
-            ("-fail-rate", self.fail_rate),
-            ("-backoff-ms", self.backoff_ms),
-        ):
-            if not math.isfinite(value):
-                raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
-        if self.duration is not None and not (math.isfinite(self.duration) and self.duration > 0):
-            raise UsageError(f"-duration {self.duration:g} must be a positive number of seconds")
-        if self.fill_db is None and not runs_by_time(self.sweep, self.rate_profile, self.duration, self.rate):
-            raise UsageError("a run needs -fill-db N, or -duration S with -rate R to run by time alone")
-        if self.fill_db is not None and not 0 < self.fill_db <= INT4_MAX:
-            raise UsageError(
-                f"-fill-db {self.fill_db} must be between 1 and {INT4_MAX} (msg_id is an integer column)"
-            )
-        if self.workers > MAX_WORKERS:
-            raise UsageError(f"-workers {self.workers} is more than {MAX_WORKERS}; use fewer workers")
-        if not 1 <= self.types <= MAX_TYPES:
-            raise UsageError(f"-types {self.types} must be between 1 and {MAX_TYPES}")
-        if self.workers < self.types:
-            raise UsageError(
-                f"-workers {self.workers} leaves a message type without a worker;"
-                f" use at least {self.types} (one per type)"
-            )
-        if not (math.isfinite(self.speed) and self.speed > 0):
-            raise UsageError(
-                f"-speed {self.speed:g} must be a positive factor, e.g. 1440 to replay a day in a minute"
-            )
-        if self.sweep is not None:
-            self._check_sweep(self.sweep)
-        else:
-            for flag, given in self._sweep_only_flags().items():
-                if given is not None:
-                    raise UsageError(f"{flag} goes with -sweep; drop it, or add -sweep rate=auto")
-        if self.bystander is not None and not (
-            math.isfinite(self.bystander) and 0 < self.bystander <= 100_000
-        ):
-            raise UsageError(f"-bystander {self.bystander:g} must be a rate between 0 and 100000 per second")
-        self._check_gating()
-        if self.rate_profile is not None:
-            profile = parse_rate_profile(self.rate_profile, self.rate, self.speed)
-            object.__setattr__(self, "profile", profile)
-            if self.duration is None and self.fill_db is None and profile.end_s is None:
-                raise UsageError(
-                    f"-rate-profile {profile.describe()} goes on forever; give -fill-db N or -duration S"
-                )
-        if self.rate < 0:
-            raise UsageError(f"-rate {self.rate:g} is negative; give 0 to prefill or a rate > 0")
-        if not 0 < self.orders <= INT4_MAX:
-            raise UsageError(
-                f"-orders {self.orders} must be between 1 and {INT4_MAX} (order_id is an integer)"
-            )
-        if self.reconnect_timeout < 0:
-            raise UsageError(f"-reconnect-timeout {self.reconnect_timeout:g} must be >= 0 seconds")
-        if self.poll_interval < 0:
-            raise UsageError(f"-poll-interval {self.poll_interval:g} must be >= 0 seconds")
-        if not 0 <= self.wait_sample_hz <= MAX_SAMPLE_HZ:
-            raise UsageError(
-                f"-wait-sample-hz {self.wait_sample_hz:g} must be between 0 (no wait profile)"
-                f" and {MAX_SAMPLE_HZ}"
-            )
-        longest_wait = max(self.poll_interval, self.work.max_ms / 1000)
-        if self.stall_timeout <= longest_wait:
-            raise UsageError(
-                f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a worker"
-                f" polls or works ({longest_wait:g} s); give more than that"
-            )
-        if self.lease <= 0:
-            raise UsageError(f"-lease {self.lease:g} must be a positive number of seconds")
-        if not 0 <= self.fail_rate < 1:
-            raise UsageError(f"-fail-rate {self.fail_rate:g} must be a fraction in [0, 1)")
-        if self.delay is not None and self.delay.max_s >= self.stall_timeout:
-            raise UsageError(
-                f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a delayed message"
-                f" waits up to {self.delay.max_s:g} s (-delay {self.delay}); give a longer -stall-timeout"
-            )
-        if not 1 <= self.batch <= MAX_BATCH:
-            raise UsageError(f"-batch {self.batch} must be between 1 and {MAX_BATCH} messages per claim")
-        if self.batch > 1 and self.fail_rate and self.tx == TxMode.SINGLE:
-            raise UsageError(
-                f"-batch {self.batch} with -fail-rate in one transaction: recording a failed message would"
-                " commit its batch's claims unfinished; add -tx split (each message completes on its own)"
-            )
-        if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
-            raise UsageError(f"-max-attempts {self.max_attempts} must be between 1 and {MAX_ATTEMPTS}")
-        if self.backoff_ms < 0:
-            raise UsageError(f"-backoff-ms {self.backoff_ms:g} must be >= 0")
-        if self.fail_rate and self.longest_backoff_s >= self.stall_timeout:
-            raise UsageError(
-                f"-stall-timeout {self.stall_timeout:g} s would call a run stalled while a failed message"
-                f" waits {self.longest_backoff_s:g} s for its last attempt (-backoff-ms {self.backoff_ms:g} x"
-                f" 2^{self.max_attempts - 2}); give a longer -stall-timeout or a smaller -backoff-ms"
-            )
-
-    def _check_sweep(self, sweep: SweepSpec) -> None:
-        for flag, value in (
-            ("-step", self.step_s),
-            ("-settle", self.settle_s),
-            ("-sweep-budget", self.sweep_budget_s),
-        ):
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise UsageError(f"{flag} {value:g} must be a positive number of seconds")
-        if not sweep.adaptive:
-            for flag, value in (
-                ("-resolution", self.resolution_pct),
-                ("-repeat", self.repeat),
-                ("-sweep-budget", self.sweep_budget_s),
-            ):
-                if value is not None:
-                    raise UsageError(f"{flag} goes with an adaptive sweep; use -sweep rate=auto or rate=A..B")
-        if self.resolution_pct is not None and not (
-            math.isfinite(self.resolution_pct) and 0.1 <= self.resolution_pct <= 50
-        ):
-            raise UsageError(f"-resolution {self.resolution_pct:g} must be a percentage between 0.1 and 50")
-        if self.repeat is not None and not 1 <= self.repeat <= 9:
-            raise UsageError(f"-repeat {self.repeat} must be between 1 and 9")
-        if self.duration is not None or self.rate_profile is not None:
-            raise UsageError("-sweep sets its own time and rates; drop -duration and -rate-profile")
-        if sweep.kind == "rate" and self.rate:
-            raise UsageError("-sweep rate=... sets the rate of each step; drop -rate")
-        if sweep.kind == "workers" and not sweep.adaptive:
-            if min(sweep.values) < self.types:
-                raise UsageError(
-                    f"-sweep {sweep}: a step with fewer than {self.types} workers leaves a type without one"
-                )
-            if self.workers < max(sweep.values):
-                raise UsageError(
-                    f"-sweep {sweep} needs -workers {max(sweep.values):g} or more (the largest step)"
-                )
-
-    def _sweep_only_flags(self) -> dict[str, object]:
-        """The flags only a sweep reads: without one they would do nothing, so they are refused."""
-        return {
-            "-step": self.step_s,
-            "-settle": self.settle_s,
-            "-slo": self.slo_p99_ms,
-            "-resolution": self.resolution_pct,
-            "-repeat": self.repeat,
-            "-sweep-budget": self.sweep_budget_s,
-        }
-
-    def _check_gating(self) -> None:
-        if self.drift:
-            if self.sweep is not None or self.rate_profile is not None:
-                raise UsageError(
-                    "-drift judges a run at one setting; a sweep or a rate profile changes it on purpose"
-                )
-            if self.duration is not None and self.duration < SHORT_DRIFT_S:
-                raise UsageError(
-                    f"-drift needs a run of at least {SHORT_DRIFT_S:.0f} s; give -duration 60 or more"
-                )
+        if self.rate_profile is not None:  # read once, here: the producer follows it
+            object.__setattr__(self, "profile", parse_rate_profile(self.rate_profile, self.rate, self.speed))
+        _check_values(self)
 
     def check_sweep_wakeup(self) -> None:
         """Once the run's wake-up is known (a -compare cell sets its own)."""
@@ -438,3 +286,158 @@ class Settings:
         for key in ("schema", "next_msg", "json_path", "plot_path", "junit_path", "baseline_path"):
             data[key] = None if data[key] is None else str(data[key])
         return data
+
+
+def _check_values(s: Settings) -> None:
+    """Every flag's value in its range, and the combinations a run can keep; one line each."""
+    for flag, value in (
+        ("-rate", s.rate),
+        ("-poll-interval", s.poll_interval),
+        ("-stall-timeout", s.stall_timeout),
+        ("-reconnect-timeout", s.reconnect_timeout),
+        ("-lease", s.lease),
+        ("-fail-rate", s.fail_rate),
+        ("-backoff-ms", s.backoff_ms),
+    ):
+        if not math.isfinite(value):
+            raise UsageError(f"{flag} {value} is not a finite number of seconds or messages")
+    if s.duration is not None and not (math.isfinite(s.duration) and s.duration > 0):
+        raise UsageError(f"-duration {s.duration:g} must be a positive number of seconds")
+    if s.fill_db is None and not runs_by_time(s.sweep, s.rate_profile, s.duration, s.rate):
+        raise UsageError("a run needs -fill-db N, or -duration S with -rate R to run by time alone")
+    if s.fill_db is not None and not 0 < s.fill_db <= INT4_MAX:
+        raise UsageError(
+            f"-fill-db {s.fill_db} must be between 1 and {INT4_MAX} (msg_id is an integer column)"
+        )
+    if s.workers > MAX_WORKERS:
+        raise UsageError(f"-workers {s.workers} is more than {MAX_WORKERS}; use fewer workers")
+    if not 1 <= s.types <= MAX_TYPES:
+        raise UsageError(f"-types {s.types} must be between 1 and {MAX_TYPES}")
+    if s.workers < s.types:
+        raise UsageError(
+            f"-workers {s.workers} leaves a message type without a worker;"
+            f" use at least {s.types} (one per type)"
+        )
+    if not (math.isfinite(s.speed) and s.speed > 0):
+        raise UsageError(
+            f"-speed {s.speed:g} must be a positive factor, e.g. 1440 to replay a day in a minute"
+        )
+    if s.sweep is not None:
+        _check_sweep(s, s.sweep)
+    else:
+        for flag, given in _sweep_only_flags(s).items():
+            if given is not None:
+                raise UsageError(f"{flag} goes with -sweep; drop it, or add -sweep rate=auto")
+    if s.bystander is not None and not (math.isfinite(s.bystander) and 0 < s.bystander <= 100_000):
+        raise UsageError(f"-bystander {s.bystander:g} must be a rate between 0 and 100000 per second")
+    _check_gating(s)
+    profile = s.profile
+    if profile is not None and s.duration is None and s.fill_db is None and profile.end_s is None:
+        raise UsageError(
+            f"-rate-profile {profile.describe()} goes on forever; give -fill-db N or -duration S"
+        )
+    if s.rate < 0:
+        raise UsageError(f"-rate {s.rate:g} is negative; give 0 to prefill or a rate > 0")
+    if not 0 < s.orders <= INT4_MAX:
+        raise UsageError(f"-orders {s.orders} must be between 1 and {INT4_MAX} (order_id is an integer)")
+    if s.reconnect_timeout < 0:
+        raise UsageError(f"-reconnect-timeout {s.reconnect_timeout:g} must be >= 0 seconds")
+    if s.poll_interval < 0:
+        raise UsageError(f"-poll-interval {s.poll_interval:g} must be >= 0 seconds")
+    if not 0 <= s.wait_sample_hz <= MAX_SAMPLE_HZ:
+        raise UsageError(
+            f"-wait-sample-hz {s.wait_sample_hz:g} must be between 0 (no wait profile) and {MAX_SAMPLE_HZ}"
+        )
+    longest_wait = max(s.poll_interval, s.work.max_ms / 1000)
+    if s.stall_timeout <= longest_wait:
+        raise UsageError(
+            f"-stall-timeout {s.stall_timeout:g} s would call a run stalled while a worker"
+            f" polls or works ({longest_wait:g} s); give more than that"
+        )
+    if s.lease <= 0:
+        raise UsageError(f"-lease {s.lease:g} must be a positive number of seconds")
+    if not 0 <= s.fail_rate < 1:
+        raise UsageError(f"-fail-rate {s.fail_rate:g} must be a fraction in [0, 1)")
+    if s.delay is not None and s.delay.max_s >= s.stall_timeout:
+        raise UsageError(
+            f"-stall-timeout {s.stall_timeout:g} s would call a run stalled while a delayed message"
+            f" waits up to {s.delay.max_s:g} s (-delay {s.delay}); give a longer -stall-timeout"
+        )
+    if not 1 <= s.batch <= MAX_BATCH:
+        raise UsageError(f"-batch {s.batch} must be between 1 and {MAX_BATCH} messages per claim")
+    if s.batch > 1 and s.fail_rate and s.tx == TxMode.SINGLE:
+        raise UsageError(
+            f"-batch {s.batch} with -fail-rate in one transaction: recording a failed message would"
+            " commit its batch's claims unfinished; add -tx split (each message completes on its own)"
+        )
+    if not 1 <= s.max_attempts <= MAX_ATTEMPTS:
+        raise UsageError(f"-max-attempts {s.max_attempts} must be between 1 and {MAX_ATTEMPTS}")
+    if s.backoff_ms < 0:
+        raise UsageError(f"-backoff-ms {s.backoff_ms:g} must be >= 0")
+    if s.fail_rate and s.longest_backoff_s >= s.stall_timeout:
+        raise UsageError(
+            f"-stall-timeout {s.stall_timeout:g} s would call a run stalled while a failed message"
+            f" waits {s.longest_backoff_s:g} s for its last attempt (-backoff-ms {s.backoff_ms:g} x"
+            f" 2^{s.max_attempts - 2}); give a longer -stall-timeout or a smaller -backoff-ms"
+        )
+
+
+def _check_sweep(s: Settings, sweep: SweepSpec) -> None:
+    for flag, value in (
+        ("-step", s.step_s),
+        ("-settle", s.settle_s),
+        ("-sweep-budget", s.sweep_budget_s),
+    ):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{flag} {value:g} must be a positive number of seconds")
+    if not sweep.adaptive:
+        for flag, value in (
+            ("-resolution", s.resolution_pct),
+            ("-repeat", s.repeat),
+            ("-sweep-budget", s.sweep_budget_s),
+        ):
+            if value is not None:
+                raise UsageError(f"{flag} goes with an adaptive sweep; use -sweep rate=auto or rate=A..B")
+    if s.resolution_pct is not None and not (
+        math.isfinite(s.resolution_pct) and 0.1 <= s.resolution_pct <= 50
+    ):
+        raise UsageError(f"-resolution {s.resolution_pct:g} must be a percentage between 0.1 and 50")
+    if s.repeat is not None and not 1 <= s.repeat <= 9:
+        raise UsageError(f"-repeat {s.repeat} must be between 1 and 9")
+    if s.duration is not None or s.rate_profile is not None:
+        raise UsageError("-sweep sets its own time and rates; drop -duration and -rate-profile")
+    if sweep.kind == "rate" and s.rate:
+        raise UsageError("-sweep rate=... sets the rate of each step; drop -rate")
+    if sweep.kind == "workers" and not sweep.adaptive:
+        if min(sweep.values) < s.types:
+            raise UsageError(
+                f"-sweep {sweep}: a step with fewer than {s.types} workers leaves a type without one"
+            )
+        if s.workers < max(sweep.values):
+            raise UsageError(
+                f"-sweep {sweep} needs -workers {max(sweep.values):g} or more (the largest step)"
+            )
+
+
+def _sweep_only_flags(s: Settings) -> dict[str, object]:
+    """The flags only a sweep reads: without one they would do nothing, so they are refused."""
+    return {
+        "-step": s.step_s,
+        "-settle": s.settle_s,
+        "-slo": s.slo_p99_ms,
+        "-resolution": s.resolution_pct,
+        "-repeat": s.repeat,
+        "-sweep-budget": s.sweep_budget_s,
+    }
+
+
+def _check_gating(s: Settings) -> None:
+    if s.drift:
+        if s.sweep is not None or s.rate_profile is not None:
+            raise UsageError(
+                "-drift judges a run at one setting; a sweep or a rate profile changes it on purpose"
+            )
+        if s.duration is not None and s.duration < SHORT_DRIFT_S:
+            raise UsageError(
+                f"-drift needs a run of at least {SHORT_DRIFT_S:.0f} s; give -duration 60 or more"
+            )
