@@ -152,7 +152,7 @@ def test_compare_runs_each_cell_on_one_workload(cli: Cli) -> None:
     seed = seeds.pop()
     assert f"seed {seed}" in result.stdout and f"seed {seed}" in (cli.workdir / "msg_queue.log").read_text()
     out = " ".join(result.stdout.split())
-    assert "claim strategies compared" in out and "msg/s" in out and "e2e p50 ms" in out
+    assert "queue designs compared" in out and "msg/s" in out and "e2e p50 ms" in out
     # the unordered cell's out-of-order messages are shown, not hidden behind "pass"
     fifo = runs[2]["audit"]["order_violations"]
     assert fifo > 0 and f"({fifo} out of order: unordered)" in out

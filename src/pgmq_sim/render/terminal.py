@@ -398,9 +398,9 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
     if any(r.sweep is not None for r in results):
         print_knees(console, results)
         return
-    table = Table(title="claim strategies compared (one workload)", title_justify="left")
+    table = Table(title="queue designs compared (one workload)", title_justify="left")
     columns = (
-        "strategy",
+        "design",
         "wake-up",
         "tx",
         "msg/s",
@@ -414,7 +414,7 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
     )
     for column in columns:
         table.add_column(
-            column, justify="left" if column in ("strategy", "wake-up", "tx", "audit") else "right"
+            column, justify="left" if column in ("design", "wake-up", "tx", "audit") else "right"
         )
     for r in results:
         share = r.bound_share
@@ -437,13 +437,13 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
 def print_knees(console: Console, results: list[RunResult]) -> None:
     """Each strategy's sweep, side by side: which claim design holds the SLO, up to what rate."""
     table = Table(
-        title="max sustainable rate per strategy (one sweep each, one workload)", title_justify="left"
+        title="max sustainable rate per design (one sweep each, one workload)", title_justify="left"
     )
-    columns = ("strategy", "wake-up", "tx", "max sustainable/s", "first failing/s", "held", "at step",
+    columns = ("design", "wake-up", "tx", "max sustainable/s", "first failing/s", "held", "at step",
                "its e2e p99 ms", "audit")  # fmt: skip
     for column in columns:
         table.add_column(
-            column, justify="left" if column in ("strategy", "wake-up", "tx", "held", "audit") else "right"
+            column, justify="left" if column in ("design", "wake-up", "tx", "held", "audit") else "right"
         )
     for r in results:
         knee = r.sweep.knee if r.sweep else None
