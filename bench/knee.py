@@ -12,9 +12,11 @@ the cell's ladder for a step):
 
 everything else at the tool's defaults, as the seed runs: -wakeup poll (an idle worker sleeps 1 s
 after an empty claim, so end-to-end latency is up to a second even far below the knee), completion
-by marking (processed rows stay in the table), audit on. -orders 2 gives 6 groups, whose ordering
+by marking (processed rows stay in the table), audit on. -orders 2 gives 6 groups, whose work-only
 bound is 6 / 5.5 ms ~ 1,090 msg/s; -orders 100 gives 300 groups, and there the 12 workers bound it:
-12 / 5.5 ms ~ 2,180 msg/s (`worker_bound_per_s`). On 2 shared cores the CPU may bind first.
+12 / 5.5 ms ~ 2,180 msg/s. The JSON's bounds (`ordering_bound_per_s`, `worker_bound_per_s`) count
+each message's claim and completion in its group's cycle too, so they lie a little below these. On
+2 shared cores the CPU may bind first.
 
 How a step is measured (src/pgmq_sim/engine/sweeping.py): the producer offers the step's rate for
 -step seconds; at the step's end the producer pauses (rate 0) and the settle waits until the

@@ -3,16 +3,20 @@ not gets none. Results are built from workers' counters set by hand (no server).
 
 from __future__ import annotations
 
+import io
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from builders import settings
+from rich.console import Console
 
 from pgmq_sim.model.events import SnapshotHold
 from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
 from pgmq_sim.model.kinds import Outcome, PoolerMode
+from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.serverpath import RunPath
@@ -294,3 +298,17 @@ def test_no_two_advice_lines_contradict() -> None:
         text = " | ".join(lines)
         for one, other in OPPOSITES:
             assert not (one in text and other in text), lines
+
+
+def test_the_ordering_bound_is_one_figure_under_one_name() -> None:
+    """The summary's ordering bound row and the limit that judges by it quote one figure: the groups'
+    cycle of work, claim and completion. The work-only bound is not shown under that name."""
+    run = result(groups=100, hot=HotGroup("type2", 1, 400), claim_ms=2.0, complete_ms=1.5)
+    out = io.StringIO()
+    print_summary(Console(file=out, width=400), run)
+    text = " ".join(out.getvalue().replace("│", " ").split())
+    quoted = re.findall(r"ordering bound:? ([\d,]+)/s", text)
+    assert run.ordering_bound_per_s is not None and run.work_bound_per_s is not None
+    assert quoted == [f"{run.ordering_bound_per_s:.0f}"] * 2, (quoted, text)  # the row and the limit
+    assert f"{run.work_bound_per_s:.0f}/s" not in text
+    assert "5.50 ms work + 2.00 ms claim + 1.50 ms completion" in text, text

@@ -27,9 +27,10 @@ from pgmq_sim.model.sweep import (
 )
 from pgmq_sim.model.traffic import IDLE_WAIT_S, hottest_share
 from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
+from pgmq_sim.result.run import ordering_bound
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
-from pgmq_sim.verdicts.limits import Figures, judge, server_cpu, service_bound
+from pgmq_sim.verdicts.limits import Figures, judge, server_cpu
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
 
@@ -360,7 +361,7 @@ class SweepGoal:
                 len(settings.queue_types) * settings.orders,
                 1 / hottest_share(settings.key_skew, settings.orders, settings.types),
             )
-            bound = service_bound(groups, work_ms, claim_ms, complete_ms)
+            bound = ordering_bound(groups, work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
         cpu_s = (
             end.server_cpu - start.server_cpu
             if end.server_cpu is not None and start.server_cpu is not None

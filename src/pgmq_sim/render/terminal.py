@@ -75,7 +75,11 @@ def print_summary(console: Console, result: RunResult) -> None:
             what = f"hottest group {share:.1%} of messages: {groups:.1f} groups' worth"
         else:
             what = f"{result.groups} groups"
-        text = f"{bound:.0f}/s ({what} / {result.work_mean_ms:.2f} ms work)"
+        claim, complete = result.claim_ms["p50"] or 0.0, result.complete_ms["p50"] or 0.0
+        text = (
+            f"{bound:.0f}/s ({what}, one message each per {result.work_mean_ms:.2f} ms work"
+            f" + {claim:.2f} ms claim + {complete:.2f} ms completion, p50)"
+        )
         text += f"; run reached {result.bound_share:.0%}"
         if worker_bound < bound:
             share = result.throughput_per_s / worker_bound

@@ -238,30 +238,49 @@ class RunResult:
         return dict(self.keys.groups_per_type) if self.keys else {}
 
     @property
-    def ordering_bound_per_s(self) -> float | None:
-        """Each group advances at most one message per mean work time: G groups allow G/W, and a
-        group with share f of the messages caps the run at 1/(f W) (the skew's hottest group)."""
-        # no work (or none measured: nothing processed): no bound to speak of
+    def cycle_ms(self) -> float | None:
+        """A group's cycle: its message's work, claim and completion (p50), since the group's next
+        message is claimed only after this one committed; None without work (no bound to speak of)."""
         if not self.ordered or self.settings.work.mean_ms <= 0 or self.work_mean_ms <= 0:
             return None
-        return self.bound_groups / (self.work_mean_ms / 1000)
+        return self.work_mean_ms + (self.claim_ms["p50"] or 0.0) + (self.complete_ms["p50"] or 0.0)
+
+    @property
+    def ordering_bound_per_s(self) -> float | None:
+        """The ordering bound: each group advances one message per cycle, so G groups allow G per
+        cycle, and a group with share f of the messages caps the run at 1/(f cycle) (a skew)."""
+        cycle = self.cycle_ms
+        return None if cycle is None else ordering_bound(self.bound_groups, cycle)
+
+    @property
+    def work_bound_per_s(self) -> float | None:
+        """The work-only bound, G/W: as if claims and completions took no time (the ordering bound's
+        ceiling, which the port's throughput target is measured against)."""
+        if self.cycle_ms is None:
+            return None
+        return ordering_bound(self.bound_groups, self.work_mean_ms)
 
     @property
     def worker_bound_per_s(self) -> float | None:
         """The ordering bound with these workers: a type's groups advance at most as many at a
         time as the type has workers."""
-        bound = self.ordering_bound_per_s
-        if bound is None:
+        bound, cycle = self.ordering_bound_per_s, self.cycle_ms
+        if bound is None or cycle is None:
             return None
         busy = sum(
             min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
             for queue_type, groups in self.groups_per_type.items()
         )
-        return min(busy / (self.work_mean_ms / 1000), bound)
+        return min(ordering_bound(busy, cycle), bound)
 
     @property
     def bound_share(self) -> float | None:
         bound = self.ordering_bound_per_s
+        return self.throughput_per_s / bound if bound else None
+
+    @property
+    def work_bound_share(self) -> float | None:
+        bound = self.work_bound_per_s
         return self.throughput_per_s / bound if bound else None
 
     @property
@@ -306,6 +325,8 @@ class RunResult:
             "work_mean_ms": round(self.work_mean_ms, 3),
             "ordering_bound_per_s": _round(self.ordering_bound_per_s),
             "ordering_bound_share": _round(self.bound_share, 3),
+            "work_bound_per_s": _round(self.work_bound_per_s),
+            "work_bound_share": _round(self.work_bound_share, 3),
             "worker_bound_per_s": _round(self.worker_bound_per_s),
             "workers": [w.as_json() for w in self.workers],
             "audit": self.audit.as_json() if self.audit else None,
@@ -328,6 +349,11 @@ class RunResult:
             "notes": list(self.notes),
             "settings": self.settings.as_json(),
         }
+
+
+def ordering_bound(groups: float, cycle_ms: float) -> float:
+    """Messages per second that groups advancing one message per cycle allow."""
+    return groups * 1000 / cycle_ms
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

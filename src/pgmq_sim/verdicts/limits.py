@@ -51,7 +51,7 @@ class Figures:
     kept_up: bool
     busy: float  # the workers' mean busy share
     service_ms: float | None  # a message's work, claim and completion, per worker
-    ordering_bound_per_s: float | None  # with the claim and completion in each message's time
+    ordering_bound_per_s: float | None  # RunResult.ordering_bound_per_s: work, claim and completion
     groups: int | None
     waits: WaitProfile | None
     pooled: bool = False
@@ -287,18 +287,11 @@ def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int |
     return (cpu_s / seconds / cores if cpu_s is not None and cores else None), cores
 
 
-def service_bound(groups: float, work_ms: float, claim_ms: float | None, complete_ms: float | None) -> float:
-    """The ordering bound with each message's claim and completion in its time: each group advances
-    one message per work, claim and completion."""
-    return groups * 1000 / (work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
-
-
 def run_figures(r: RunResult) -> Figures:
     """A whole run's figures, from its result."""
     elapsed, workers = max(r.elapsed_s, 1e-9), max(1, len(r.workers))
     busy = sum(w.busy_share for w in r.workers) / workers
     claim, complete, work = r.claim_ms["p50"], r.complete_ms["p50"], r.work_mean_ms
-    bound = service_bound(r.bound_groups, work, claim, complete) if r.ordering_bound_per_s else None
     offered = arrived_share = None
     kept_up = False
     due = sum(s.offered or 0 for s in r.timeline)
@@ -325,7 +318,7 @@ def run_figures(r: RunResult) -> Figures:
         kept_up=kept_up,
         busy=busy,
         service_ms=busy * workers * elapsed / r.processed * 1000 if r.processed else None,
-        ordering_bound_per_s=bound,
+        ordering_bound_per_s=r.ordering_bound_per_s,
         groups=r.groups or None,
         waits=r.waits,
         pooled=r.path is not None and r.path.pooled,
