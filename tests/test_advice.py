@@ -21,7 +21,7 @@ from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import SecondSample, WorkerStats
-from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
 from pgmq_sim.verdicts.limits import run_limit
 
@@ -52,6 +52,7 @@ def result(
     server_cost: ServerCost | None = None,
     offered: int | None = None,
     spare_connections: int | None = None,
+    skips_locked: bool = False,
     **changes: Any,
 ) -> RunResult:
     """A run whose figures are set by hand: each worker processed its share at these latencies."""
@@ -94,6 +95,7 @@ def result(
         waits=waits,
         server_cost=server_cost,
         spare_connections=spare_connections,
+        claim_skips_locked=skips_locked,
     )
 
 
@@ -205,9 +207,20 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     ),
     (
         "locks",
-        result(waits=WaitProfile(100, (("cpu", 60), ("locks", 140)))),
-        ("(Lock: tuple, transactionid) 70%",),
-        ("skips locked rows",),
+        result(
+            waits=WaitProfile(
+                100,
+                (("cpu", 60), ("locks", 140)),
+                (("tuple", 100), ("transactionid", 40)),
+                (BlockerSeen(77, "pgmq-sim w2", "active", True, "tuple", "msg_queue", "", 30),),
+            ),
+            strategy="seed+next-msg",
+        ),
+        (
+            "locks 70% of their time in a transaction (Lock: tuple 71%, transactionid 29%)",
+            "blocked by pid 77 (pgmq-sim w2; the run's own; active) ahead in the queue for msg_queue in 100%",
+        ),
+        ("use a claim that skips locked rows (-claim indexed or -claim advisory",),
     ),
     (
         "wal-flush",

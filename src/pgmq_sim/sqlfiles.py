@@ -133,6 +133,13 @@ class ClaimStrategy:
         )
 
     @property
+    def skips_locked(self) -> bool:
+        """Whether the claim passes over rows and groups another worker holds instead of waiting
+        (SKIP LOCKED, or a try-lock on an advisory lock) rather than queueing behind them."""
+        text = " ".join(self.claim.text.lower().split())
+        return "skip locked" in text or "pg_try_advisory" in text
+
+    @property
     def label(self) -> str:
         """The name, or says that -next-msg replaced the strategy's claim."""
         return self.name if self.claim.origin != "given by -next-msg" else f"{self.name}+next-msg"

@@ -87,10 +87,12 @@ class Housekeeper(RunThread):
         sampler, tally, _ = self._waits
         self.transactions += 1
         try:
-            rows = sampler.sample()
+            rows, blockers = sampler.sample()
         except psycopg.Error:
             return
         tally.add(rows)
+        if blockers:
+            tally.blocked(blockers)
 
     def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""

@@ -443,6 +443,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         server=state.server.label,
         strategy=state.strategy.label,
         ordered=state.strategy.ordered,
+        claim_skips_locked=state.strategy.skips_locked,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,

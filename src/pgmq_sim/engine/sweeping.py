@@ -389,4 +389,5 @@ class SweepGoal:
             client_core_share=(end.client.cpu_s - start.client.cpu_s) / seconds,
             blocks_per_msg=cost.blocks_per_msg if cost else None,
             strategy=state.strategy.label,
+            claim_skips_locked=state.strategy.skips_locked,
         )

@@ -80,6 +80,19 @@ class TablePulse(NamedTuple):
     autovacuums: int  # autovacuum runs on the table so far
 
 
+class LockBlocker(NamedTuple):
+    """A session that blocked one of the run's sessions waiting on a lock (pg_blocking_pids), and the
+    object waited on: one sample of it."""
+
+    pid: int
+    application: str
+    state: str  # '' where the role may not see it
+    ours: bool  # one of the tool's own sessions in the run's database
+    lock: str  # the waiter's lock type: relation, tuple, transactionid, advisory, object, ...
+    target: str  # the relation waited on, else the lock type
+    mode: str  # the modes the blocker holds on it ('' when it only waits ahead in the queue)
+
+
 @dataclass(frozen=True)
 class StallFacts:
     blocked: list[tuple[Any, ...]]

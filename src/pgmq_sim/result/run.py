@@ -111,6 +111,7 @@ class RunResult:
     spare_connections: int | None = None  # connections the server and role allowed beyond the run's
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
     drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
+    claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
 
     @classmethod
     def from_stats(
@@ -146,6 +147,7 @@ class RunResult:
         waits: WaitProfile | None = None,
         spare_connections: int | None = None,
         drift: DriftReport | None = None,
+        claim_skips_locked: bool = False,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -203,6 +205,7 @@ class RunResult:
             waits=waits,
             spare_connections=spare_connections,
             drift=drift,
+            claim_skips_locked=claim_skips_locked,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )

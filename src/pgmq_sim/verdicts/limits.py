@@ -67,6 +67,7 @@ class Figures:
     strategy: str = ""
     hot_group: str | None = None  # the hottest group and its share, where a skew made one
     spare_connections: int | None = None  # more connections the server and the role allow (direct)
+    claim_skips_locked: bool = False  # the claim passes over locked rows instead of waiting for them
 
 
 @dataclass(frozen=True)
@@ -187,34 +188,80 @@ def _claim_plan(f: Figures) -> Found:
     )
 
 
-# the limits a wait class shows: what the wait is, and the fix
-WAIT_LIMITS = {
-    "locks": (
-        "the backends waited on each other's locks (Lock: tuple, transactionid)",
-        "claims queue behind each other's row locks: use a claim that skips locked rows"
-        " (-claim indexed or advisory)",
-    ),
-    "wal-flush": (
-        "commits waited for the WAL flush (IO: WALSync, LWLock: WALWrite)",
-        "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
-        " last commits on a crash is acceptable; more workers only queue on the flush",
-    ),
-}
+WAL_FLUSH = (
+    "commits waited for the WAL flush (IO: WALSync, LWLock: WALWrite)",
+    "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
+    " last commits on a crash is acceptable; more workers only queue on the flush",
+)
+BLOCKERS_NAMED = 2  # the blockers an evidence names, most samples first
+SKIPPING_CLAIMS = ("indexed", "advisory")  # strategies whose claim skips what another worker holds
 
 
-def _waits(f: Figures, name: str) -> Found:
+def _wait_share(f: Figures, name: str) -> float | None:
+    """The class's share of the backends' time in a transaction, where enough samples judge it."""
     if f.waits is None or f.waits.busy < MIN_WAIT_SAMPLES or f.waits.share(name) < WAIT_SHARE:
         return None
-    what, fix = WAIT_LIMITS[name]
-    return name, f"{what} {f.waits.share(name):.0%} of the backends' time in a transaction", fix
+    return f.waits.share(name)
 
 
 def _locks(f: Figures) -> Found:
-    return _waits(f, "locks")
+    """What was measured: the lock events, and who held what; the fix follows from whose lock it is."""
+    share = _wait_share(f, "locks")
+    if share is None or f.waits is None:
+        return None
+    waits = f.waits
+    evidence = f"the backends waited on locks {share:.0%} of their time in a transaction"
+    if waits.lock_events:
+        evidence += f" ({waits.lock_text()})"
+    named = waits.blocker_samples
+    blockers = waits.blockers[:BLOCKERS_NAMED]
+    if blockers:
+        evidence += "; blocked by " + "; ".join(
+            f"{b.text()} in {b.samples / named:.0%} of the samples that named a blocker" for b in blockers
+        )
+    else:
+        evidence += "; no sample named a blocking session"
+    top = blockers[0] if blockers else None
+    if top is not None and not top.ours:
+        what = f"{top.mode} on {top.target}" if top.mode else f"a lock on {top.target}"
+        return (
+            "locks",
+            evidence,
+            f"a session outside the run holds {what}: pid {top.pid}"
+            f" ({top.application or 'no application_name'}); end it or move it out of the queue's"
+            " hours: no claim or worker setting gets past a lock another session holds",
+        )
+    rows = waits.row_lock_share() >= 0.5
+    if rows and not f.claim_skips_locked:
+        others = [f"-claim {name}" for name in SKIPPING_CLAIMS if name != f.strategy.split("+")[0]]
+        return (
+            "locks",
+            evidence,
+            "claims queue behind each other's row locks: use a claim that skips locked rows"
+            f" ({' or '.join(others)}, or FOR UPDATE SKIP LOCKED in a -next-msg file)",
+        )
+    if top is not None:  # the run's own sessions: the claim is not the cause, the holder is named
+        remains = f"{top.text()} ({waits.lock_text() or 'Lock'})"
+    else:
+        remains = f"{waits.lock_text() or 'Lock'} waits whose holder no sample named"
+    lead = (
+        "the claim already skips locked rows, so claims do not queue behind each other; "
+        if f.claim_skips_locked
+        else ""
+    )
+    return (
+        "locks",
+        evidence,
+        f"{lead}what remains is {remains}: find the statement that takes it (pg_locks, the run's log)",
+    )
 
 
 def _wal(f: Figures) -> Found:
-    return _waits(f, "wal-flush")
+    share = _wait_share(f, "wal-flush")
+    if share is None:
+        return None
+    what, fix = WAL_FLUSH
+    return "wal-flush", f"{what} {share:.0%} of the backends' time in a transaction", fix
 
 
 def _server_cpu(f: Figures) -> Found:
@@ -334,6 +381,7 @@ def run_figures(r: RunResult) -> Figures:
         strategy=r.strategy,
         hot_group=hot,
         spare_connections=r.spare_connections,
+        claim_skips_locked=r.claim_skips_locked,
     )
 
 
