@@ -23,7 +23,7 @@ from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
-from pgmq_sim.verdicts.limits import run_limit
+from pgmq_sim.verdicts.limits import RESOURCES, run_limit
 
 pytestmark = pytest.mark.unit
 
@@ -325,3 +325,91 @@ def test_the_ordering_bound_is_one_figure_under_one_name() -> None:
     assert quoted == [f"{run.ordering_bound_per_s:.0f}"] * 2, (quoted, text)  # the row and the limit
     assert f"{run.work_bound_per_s:.0f}/s" not in text
     assert "5.50 ms work + 2.00 ms claim + 1.50 ms completion" in text, text
+
+
+ROW_WAITS = WaitProfile(
+    100,
+    (("cpu", 60), ("locks", 140)),
+    (("tuple", 120), ("transactionid", 20)),
+    (BlockerSeen(77, "pgmq-sim w2", "active", True, "transactionid", "transactionid", "ExclusiveLock", 30),),
+)
+BUSY = {"groups": 100, "busy_ms": 6.0, "rate": 1000.0, "offered": 1200, "backlog_at_end": 5000}
+# each limit and rule, a run that already does what its fix would say, and what must not be said
+ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
+    ("client-cpu", LIMITS[0][1], ()),
+    ("pool", LIMITS[1][1], ("run 12 workers",)),
+    (
+        "claim-plan",
+        result(claim_ms=20, busy_ms=26, server_cost=SCANNING, strategy="indexed", claim="indexed"),
+        ("-claim indexed",),
+    ),
+    (
+        "locks",
+        result(waits=ROW_WAITS, strategy="indexed", claim="indexed", skips_locked=True),
+        ("-claim indexed", "use a claim that skips locked rows"),
+    ),
+    (
+        "locks",  # a -next-msg that does not skip, given with -claim advisory: the other claim is named
+        result(waits=ROW_WAITS, strategy="advisory+next-msg", claim="advisory"),
+        ("-claim advisory",),
+    ),
+    ("wal-flush", LIMITS[4][1], ()),
+    ("ordering", LIMITS[5][1], ("add workers",)),
+    ("workers", result(workers=3, spare_connections=0, **BUSY), ("add workers",)),
+    (
+        "workers",
+        result(workers=6, spare_connections=50, **BUSY | {"groups": 2, "busy_ms": 12.0}),
+        ("add workers",),
+    ),
+    ("workers", result(workers=3, groups=100, busy_ms=6.0, spare_connections=1), ("up to 3", "about 3 ")),
+    ("producer", LIMITS[7][1], ()),
+    ("server-cpu", result(server_cost=ServerCost(1000, 1e6, {"xact_commit": 3000}, None, None, 2.0 * 8)), ()),
+    ("idle_workers", result(workers=12, groups=2, empty=5000), ()),
+    ("polling_latency", result(rate=100.0, e2e_ms=500, wakeup="notify"), ("-wakeup notify",)),
+    ("backlog_wait", result(e2e_ms=11_000, rate=100.0, offered=1000), ("-rate R",)),
+    ("old_snapshot", result(snapshot=HELD), ()),
+    ("dead_tuples", result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ()),
+    ("head_of_line", result(retries=BLOCKING), ()),
+    ("client_starved", TRIGGERS[-1][1], ()),
+]
+
+
+def test_every_limit_and_rule_is_tried_on_a_run_that_already_does_what_it_would_say() -> None:
+    named = {name for name, _, _ in ALREADY}
+    assert named >= {rule.__name__ for rule in advice.RULES}
+    assert named >= set(RESOURCES) - {"none"}
+
+
+@pytest.mark.parametrize("name,run,never", ALREADY, ids=[f"{case[0]}-{i}" for i, case in enumerate(ALREADY)])
+def test_no_advice_repeats_what_the_run_already_does(
+    name: str, run: RunResult, never: tuple[str, ...]
+) -> None:
+    """Each fix read against the run's settings: never the claim it uses, a wake-up it has, a rate it
+    runs at, nor workers beyond its connections or groups. The rule itself says none of it (the
+    advice's guard, which would drop such a line, is not what keeps it out)."""
+    limit = run_limit(run)
+    raw = [limit.fix or ""] + [line or "" for rule in advice.RULES if (line := rule(run))]
+    if name in RESOURCES:
+        assert limit.resource == name, limit
+    else:
+        rule = next(rule for rule in advice.RULES if rule.__name__ == name)
+        assert rule(run) is not None or name in ("polling_latency", "backlog_wait"), name
+    for line in raw:
+        assert advice.repeats(line, run) is None, (advice.repeats(line, run), line)
+        for words in never:
+            assert words not in line, (words, line)
+
+
+def test_the_guard_names_what_a_line_would_repeat() -> None:
+    indexed = result(strategy="indexed", claim="indexed", skips_locked=True, wakeup="notify", rate=50.0)
+    assert (
+        advice.repeats("try -claim indexed, which reads only each group's head", indexed) == "-claim indexed"
+    )
+    assert advice.repeats("try -claim advisory", indexed) is None
+    assert advice.repeats("-wakeup notify wakes them at once", indexed) == "-wakeup notify"
+    assert advice.repeats("use a claim that skips locked rows (-claim advisory)", indexed) is not None
+    assert advice.repeats("use -rate R to measure latency at a steady load", indexed) == "-rate 50"
+    assert advice.repeats("add workers: about 6 serve 100/s at 80% busy", indexed) == "-workers 6"
+    assert advice.repeats("add workers: about 7 serve 100/s at 80% busy", indexed) is None
+    full = result(spare_connections=0)
+    assert advice.repeats("add workers: each adds about 100/s", full) is not None

@@ -295,24 +295,36 @@ def _workers(f: Figures) -> Found:
     evidence = f"the workers were busy {f.busy:.0%} of the time"
     if f.service_ms:
         evidence += f" ({f.service_ms:.1f} ms per message each: work, claim and completion)"
+    # what more workers could use: a group takes one worker at a time, a worker needs a connection
+    caps = []
+    if f.spare_connections is not None:
+        caps.append((f.workers + max(0, f.spare_connections), "all the connections the server allows"))
+    if f.groups is not None:
+        caps.append((f.groups, "one per group (a group takes one worker at a time)"))
+    cap, why = min(caps) if caps else (None, "")
+    if cap is not None and cap <= f.workers:
+        if f.spare_connections is not None and f.spare_connections <= 0:
+            fix = (
+                f"the server allows no more connections than these {f.workers} workers and the tool's own:"
+                " raise max_connections, or put a pooler in front, before adding workers"
+            )
+        else:
+            fix = (
+                f"each of the {f.groups} groups has a worker already: more would wait for a group; spread"
+                " the keys (more -orders), or shorten the work"
+            )
+        return ("workers", evidence, fix)
     target = f.offered_per_s if f.offered_per_s and not f.kept_up else None
     if target and f.service_ms:
         want = max(f.workers + 1, math.ceil(target * f.service_ms / 1000 / 0.8))  # 80% busy: bursts
-        if f.groups is not None:
-            want = min(want, f.groups)  # a group takes one worker at a time
         fix = f"add workers: about {want} serve {target:g}/s at 80% busy"
-        if f.spare_connections is not None and want > f.workers + f.spare_connections:
-            most = f.workers + max(0, f.spare_connections)
-            fix = (
-                f"add workers up to {most}, all the connections the server allows (about {want} would"
-                f" serve {target:g}/s at 80% busy): raise max_connections, or put a pooler in front"
-            )
+        if cap is not None and want > cap:
+            fix = f"add workers up to {cap}, {why} (about {want} would serve {target:g}/s at 80% busy)"
+            if f.spare_connections is not None and cap == f.workers + f.spare_connections:
+                fix += ": raise max_connections, or put a pooler in front"
         return ("workers", evidence, fix)
-    return (
-        "workers",
-        evidence,
-        f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers",
-    )
+    fix = f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers"
+    return ("workers", evidence, fix + (f", up to {cap}, {why}" if cap is not None else ""))
 
 
 def _producer(f: Figures) -> Found:
