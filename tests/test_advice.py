@@ -12,7 +12,7 @@ import pytest
 from builders import settings
 from rich.console import Console
 
-from pgmq_sim.model.events import SnapshotHold
+from pgmq_sim.model.events import Fault, SnapshotHold
 from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
 from pgmq_sim.model.kinds import Outcome, PoolerMode
@@ -53,6 +53,7 @@ def result(
     offered: int | None = None,
     spare_connections: int | None = None,
     skips_locked: bool = False,
+    faults: tuple[Fault, ...] = (),
     **changes: Any,
 ) -> RunResult:
     """A run whose figures are set by hand: each worker processed its share at these latencies."""
@@ -96,6 +97,7 @@ def result(
         server_cost=server_cost,
         spare_connections=spare_connections,
         claim_skips_locked=skips_locked,
+        faults=faults,
     )
 
 
@@ -241,6 +243,29 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         ("add workers: about 8 serve 1000/s at 80% busy",),
     ),
     (
+        "outage",  # 0.6 s of a 2 s run: met, to the end; the producer's messages short meanwhile
+        result(
+            rate=1000.0,
+            offered=4000,
+            faults=(
+                Fault(
+                    1.4,
+                    "outage",
+                    "not injected: the pooler held up to 6 client(s) waiting",
+                    0.6,
+                    open_at_end=True,
+                    connections_lost=0,
+                ),
+            ),
+        ),
+        (
+            "the path was down 0.6 s of 2 s (30%): outage at 1.4 s out 0.6 s, not recovered by the end",
+            "(not injected: the pooler held up to 6",
+            "the producer wrote 25% of the offered messages on time",
+        ),
+        ("the run met an outage it did not inject",),
+    ),
+    (
         "producer",
         result(rate=1000.0, offered=4000, backlog_at_end=0),
         ("25% of the offered messages",),
@@ -362,7 +387,8 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
         ("add workers",),
     ),
     ("workers", result(workers=3, groups=100, busy_ms=6.0, spare_connections=1), ("up to 3", "about 3 ")),
-    ("producer", LIMITS[7][1], ()),
+    ("producer", LIMITS[8][1], ()),
+    ("outage", LIMITS[7][1], ()),
     ("server-cpu", result(server_cost=ServerCost(1000, 1e6, {"xact_commit": 3000}, None, None, 2.0 * 8)), ()),
     ("idle_workers", result(workers=12, groups=2, empty=5000), ()),
     ("polling_latency", result(rate=100.0, e2e_ms=500, wakeup="notify"), ("-wakeup notify",)),

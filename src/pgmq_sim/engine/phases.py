@@ -437,7 +437,12 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
-    faults = fault_effects(sorted(state.faults, key=lambda f: f.at_s), *state.timeline.pauses(), timeline)
+    faults = fault_effects(
+        sorted(state.faults, key=lambda f: f.at_s),
+        *state.timeline.pauses(state.elapsed),
+        timeline,
+        state.elapsed,
+    )
     return RunResult.from_stats(
         settings=settings,
         server=state.server.label,

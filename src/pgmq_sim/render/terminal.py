@@ -56,6 +56,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         for t, n in result.per_type.items()
     )
     table.add_row("messages/s", f"{result.throughput_per_s:.1f} ({per_type})")
+    if result.producer is not None:
+        table.add_row("producer", result.producer.text())
     e2e_label = "end-to-end ms" + ("" if result.settings.paced else " (incl. backlog wait)")
     for label, values in (
         (e2e_label, result.e2e_ms),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,53 @@ class RetryFigures:
                 for t, o, n, b in self.blocked_groups
             ],
         }
+
+
+@dataclass(frozen=True)
+class ProducerFigures:
+    """The producer against its rate: the messages due, those written on time (by the end of the
+    second after the one they fell due in), those written by the run's end, and the seconds in which
+    messages were due and none was written."""
+
+    offered: int
+    on_time: int
+    written: int
+    stalled_s: int
+
+    @classmethod
+    def of(cls, samples: Sequence[SecondSample]) -> ProducerFigures | None:
+        """From the timeline's seconds (the producer writes in the order messages fall due); None
+        where nothing was offered (a prefilled queue)."""
+        offered = [s.offered or 0 for s in samples]
+        if not any(offered):
+            return None
+        due, written, cumulative = 0, 0, []
+        for s, o in zip(samples, offered, strict=True):
+            due, written = due + o, written + s.arrived
+            cumulative.append((due, written))
+        on_time = 0
+        for i, (due_by, _) in enumerate(cumulative):
+            due_before = cumulative[i - 1][0] if i else 0
+            written_by_next = cumulative[min(i + 1, len(cumulative) - 1)][1]
+            on_time += max(0, min(due_by, written_by_next) - due_before)
+        stalled = sum(1 for s, o in zip(samples, offered, strict=True) if o > 0 and s.arrived == 0)
+        return cls(due, on_time, written, stalled)
+
+    @property
+    def on_time_share(self) -> float:
+        return self.on_time / self.offered if self.offered else 1.0
+
+    def text(self) -> str:
+        said = (
+            f"{self.offered} offered, {self.on_time} written on time ({self.on_time_share:.0%}),"
+            f" {self.written} by the end"
+        )
+        if self.stalled_s:
+            said += f"; nothing written in {self.stalled_s} s while messages were due"
+        return said
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__) | {"on_time_share": round(self.on_time_share, 4)}
 
 
 @dataclass(frozen=True)
@@ -218,6 +266,11 @@ class RunResult:
     def groups(self) -> int:
         return sum(self.groups_per_type.values())
 
+    @functools.cached_property
+    def producer(self) -> ProducerFigures | None:
+        """The producer's shortfall against the offered rate (paced runs)."""
+        return ProducerFigures.of(self.timeline)
+
     @property
     def connections_lost(self) -> int:
         return sum(w.connections_lost for w in self.workers)
@@ -336,6 +389,7 @@ class RunResult:
             "table": self.health.as_json() if self.health else None,
             "timeline": [s.__dict__ for s in self.timeline],
             "faults": [f.as_json() for f in self.faults],
+            "producer": self.producer.as_json() if self.producer else None,
             "retries": self.retries.as_json() if self.retries else None,
             "oldest_snapshot": self.snapshot.as_json() if self.snapshot else None,
             "server_cost": self.server_cost.as_json() if self.server_cost else None,

@@ -330,11 +330,16 @@ class Timeline:
             self._at(max(0, int(at_s))).lost += 1
             self._losses.append(at_s)
 
-    def pauses(self) -> tuple[list[tuple[float, float]], list[float]]:
-        """The pauses in completions of GAP_S or more (from the last completion to the next), and the
-        times workers lost their connections."""
+    def pauses(self, end_s: float | None = None) -> tuple[list[tuple[float, float]], list[float]]:
+        """The pauses in completions of GAP_S or more (from the last completion to the next, and to
+        `end_s`, the run's end, when it came that long after the last), and the times workers lost
+        their connections."""
         with self._lock:
-            return list(self._gaps), list(self._losses)
+            gaps = list(self._gaps)
+            last = self._last_done or 0.0
+            if end_s is not None and end_s - last >= GAP_S:
+                gaps.append((last, end_s))
+            return gaps, list(self._losses)
 
     def last_dead_tuples(self) -> int | None:
         return self._last_dead

@@ -13,14 +13,17 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.events import Fault
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.verdicts.outages import MET
 
 RESOURCES = (
     "client-cpu",
+    "locks",
+    "outage",
     "pool",
     "claim-plan",
-    "locks",
     "wal-flush",
     "server-cpu",
     "ordering",
@@ -38,6 +41,7 @@ SERVER_CPU_SHARE = 0.85  # of the server's cores
 CLAIM_BLOCKS = 200  # buffers read per message: a claim that scans, not one that seeks
 KEPT_UP = 0.95  # of the offered rate
 CLIENT_CORE_SHARE = 0.9  # of a core, the busiest client process's (one GIL per process)
+OUTAGE_SHARE = 0.05  # of the run's time, the path down: the outage, not the queue, set the pace
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,8 @@ class Figures:
     hot_group: str | None = None  # the hottest group and its share, where a skew made one
     spare_connections: int | None = None  # more connections the server and the role allow (direct)
     claim_skips_locked: bool = False  # the claim passes over locked rows instead of waiting for them
+    faults: tuple[Fault, ...] = ()  # injected or met, with their outages measured (a whole run's)
+    elapsed_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,8 @@ class Limit:
 
 def judge(f: Figures) -> Limit:
     profile = f.waits.shares() if f.waits is not None and f.waits.busy else None
-    for check in (_client, _pool, _claim_plan, _locks, _wal, _server_cpu, _ordering, _workers, _producer):
+    checks = (_client, _locks, _outage, _pool, _claim_plan, _wal, _server_cpu, _ordering, _workers, _producer)
+    for check in checks:
         found = check(f)
         if found is not None:
             resource, evidence, fix = found
@@ -128,6 +135,42 @@ def _client(f: Figures) -> Found:
         "measure the queue with more worker processes (--processes N) or a client host of its own"
         " (--master/--worker)",
     )
+
+
+def _outage(f: Figures) -> Found:
+    """The path down 5% of the run or more, whether the run injected the fault or met it: the
+    throughput is then the outage's, not the queue's (an outage makes every later figure a symptom:
+    idle workers, a producer behind, clients waiting at the pooler)."""
+    spans = sorted((x.at_s, x.at_s + x.outage_s) for x in f.faults if x.outage_s)
+    if not spans or not f.elapsed_s:
+        return None
+    down, reach = 0.0, 0.0
+    for a, b in spans:  # their union: two faults may share one pause
+        down += max(0.0, b - max(a, reach))
+        reach = max(reach, b)
+    share = down / f.elapsed_s
+    if share < OUTAGE_SHARE:
+        return None
+    said = []
+    for x in sorted((x for x in f.faults if x.outage_s), key=lambda x: -(x.outage_s or 0))[:3]:
+        what = f"{x.kind} at {x.at_s:.1f} s out {x.outage_s:.1f} s"
+        what += ", not recovered by the end of the run" if x.open_at_end else ""
+        what += f" ({x.detail})" if x.kind == MET else ""
+        said.append(what)
+    evidence = f"the path was down {down:.1f} s of {f.elapsed_s:.0f} s ({share:.0%}): " + "; ".join(said)
+    if f.arrived_share is not None and f.arrived_share < KEPT_UP:
+        evidence += f"; the producer wrote {f.arrived_share:.0%} of the offered messages on time"
+    if any(x.kind == MET for x in f.faults if x.outage_s):
+        fix = (
+            "the run met an outage it did not inject: its throughput is the outage's, not the queue's;"
+            " find what took the path down at the time named, and measure again once it is steady"
+        )
+    else:
+        fix = (
+            "the injected faults' outages set the throughput: judge the queue's capacity from a run"
+            " without them, and the faults by their outage and recovery"
+        )
+    return "outage", evidence, fix
 
 
 def _pool(f: Figures) -> Found:
@@ -353,11 +396,10 @@ def run_figures(r: RunResult) -> Figures:
     claim, complete, work = r.claim_ms["p50"], r.complete_ms["p50"], r.work_mean_ms
     offered = arrived_share = None
     kept_up = False
-    due = sum(s.offered or 0 for s in r.timeline)
-    if r.settings.paced and r.sweep is None and due:
-        arrived = sum(s.arrived for s in r.timeline)
+    producer = r.producer
+    if r.settings.paced and r.sweep is None and producer is not None:
         constant = r.settings.rate if r.settings.rate and not r.settings.rate_profile else None
-        offered, arrived_share = constant or due / elapsed, min(1.0, arrived / due)
+        offered, arrived_share = constant or producer.offered / elapsed, producer.on_time_share
         backlog = r.timeline[-1].backlog if r.timeline else 0
         kept_up = arrived_share >= KEPT_UP and backlog <= max(2 * offered, 2 * workers)
     cost = r.server_cost
@@ -394,6 +436,8 @@ def run_figures(r: RunResult) -> Figures:
         hot_group=hot,
         spare_connections=r.spare_connections,
         claim_skips_locked=r.claim_skips_locked,
+        faults=r.faults,
+        elapsed_s=r.elapsed_s,
     )
 
 
