@@ -29,9 +29,16 @@ class ServerViews:
     def pulse(self) -> TablePulse:
         row = self.sessions.one("table_pulse")
         assert row is not None
-        dead, pid, application, held_s, serving, table_bytes, autovacuums = row
+        dead, pid, application, xmin, xmin_age, serving, table_bytes, autovacuums = row
         return TablePulse(
-            int(dead), pid, str(application), float(held_s), int(serving), int(table_bytes), int(autovacuums)
+            int(dead),
+            None if pid is None else int(pid),
+            str(application),
+            None if xmin is None else str(xmin),
+            None if xmin_age is None else int(xmin_age),
+            int(serving),
+            int(table_bytes),
+            int(autovacuums),
         )
 
     def worker_backends(self) -> list[int]:

@@ -60,13 +60,15 @@ class Fault:
 
 @dataclass(frozen=True)
 class SnapshotHold:
-    """The oldest snapshot another session held during the run, and the dead tuples meanwhile."""
+    """The longest another session held the oldest snapshot during the run (its backend_xmin seen
+    in consecutive samples), and the dead tuples meanwhile."""
 
     pid: int
     application: str
     held_s: float
     dead_tuples_before: int
     dead_tuples_peak: int
+    xmin_age: int | None = None  # the snapshot's xmin, in transactions behind, when last seen
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"held_s": round(self.held_s, 1)}

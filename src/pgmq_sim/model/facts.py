@@ -72,9 +72,10 @@ class TablePulse(NamedTuple):
     server connections."""
 
     dead_tuples: int
-    holder_pid: int | None
+    holder_pid: int | None  # the session whose snapshot is the oldest (None: no session holds one)
     holder_application: str
-    held_s: float  # how long the oldest snapshot has been held
+    holder_xmin: str | None  # its backend_xmin: the same one in consecutive samples is a held snapshot
+    xmin_age: int | None  # that xmin's age, in transactions
     worker_backends: int
     table_bytes: int  # table, indexes and TOAST
     autovacuums: int  # autovacuum runs on the table so far

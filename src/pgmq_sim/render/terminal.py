@@ -140,7 +140,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         s = result.snapshot
         table.add_row(
             "oldest snapshot",
-            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}); dead tuples"
+            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}), the same backend_xmin each"
+            f" second{'' if s.xmin_age is None else f', {s.xmin_age:,} transactions behind'}; dead tuples"
             f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
         )
     if result.pooler is not None:

@@ -67,9 +67,10 @@ def old_snapshot(r: RunResult) -> str | None:
         or hold.dead_tuples_peak <= hold.dead_tuples_before + 1000
     ):
         return None
+    behind = f"; its xmin {hold.xmin_age:,} transactions behind" if hold.xmin_age is not None else ""
     return (
         f"a snapshot held for {hold.held_s:.0f} s by pid {hold.pid}"
-        f" ({hold.application or 'no application_name'})"
+        f" ({hold.application or 'no application_name'}{behind})"
         f" kept vacuum from removing dead tuples ({hold.dead_tuples_before} -> {hold.dead_tuples_peak});"
         " end long transactions (commit per message); vacuum settings cannot help"
     )
