@@ -387,7 +387,7 @@ class RunResult:
             "workers": [w.as_json() for w in self.workers],
             "audit": self.audit.as_json() if self.audit else None,
             "table": self.health.as_json() if self.health else None,
-            "timeline": [s.__dict__ for s in self.timeline],
+            "timeline": [s.as_json() for s in self.timeline],
             "faults": [f.as_json() for f in self.faults],
             "producer": self.producer.as_json() if self.producer else None,
             "retries": self.retries.as_json() if self.retries else None,
