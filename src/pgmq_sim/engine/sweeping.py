@@ -13,15 +13,13 @@ from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.facts import ServerCounters
 from pgmq_sim.model.kinds import WakeupMode
+from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import (
     MAX_STEPS,
     UNFINISHED_SHARE,
-    RateSearch,
-    SearchOutcome,
     StepResult,
     SweepResult,
     SweepSpec,
-    WorkersSearch,
     judge_step,
     slope_per_s,
 )
@@ -144,6 +142,17 @@ class SweepGoal:
         self._step_end: Edge | None = None
         self._deadline = 0.0
 
+    def _unloaded_ms(self, p99_now: float | None = None) -> float | None:
+        """The lowest p99 of the steps so far (with this one's): the queue's latency unloaded."""
+        seen = [p for s in self.steps if (p := s.e2e_ms["p99"]) is not None]
+        return min([*seen, *([p99_now] if p99_now is not None else [])], default=None)
+
+    def _pass_ms(self, unloaded_ms: float | None) -> float | None:
+        """A rate search's steps pass keeping half the SLO's headroom (model/sweep.pass_bound)."""
+        if not isinstance(self.search, RateSearch) or self.slo_p99_ms is None:
+            return None
+        return pass_bound(self.slo_p99_ms, unloaded_ms)
+
     def describe(self) -> str:
         if self._index < 0:
             return ""
@@ -159,7 +168,10 @@ class SweepGoal:
     def report(self) -> SweepResult:
         search = None
         if isinstance(self.search, RateSearch):
-            search = SearchOutcome.of(self.search, self.budget_s, self.cut_by_budget)
+            unloaded = self._unloaded_ms()
+            search = SearchOutcome.of(
+                self.search, self.budget_s, self.cut_by_budget, unloaded, self._pass_ms(unloaded)
+            )
         return SweepResult(self.spec, self.step_s, self.settle_s, self.slo_p99_ms, tuple(self.steps), search)
 
     def reached(self, state: RunState, parts: RunParts) -> bool:
@@ -292,6 +304,7 @@ class SweepGoal:
             grown=backlog_end - backlog_start,
             allowance=self._allowance(state, arrivals, paced or 0.0),
             achieved_per_s=(end.finished - start.finished) / seconds if paced else None,
+            pass_ms=self._pass_ms(self._unloaded_ms(e2e["p99"])),
         )
         cost = (
             ServerCost.between(start.server, last.server, finished, None)
