@@ -3,6 +3,7 @@ not gets none. Results are built from workers' counters set by hand (no server).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
-from pgmq_sim.verdicts.limits import RESOURCES, run_limit
+from pgmq_sim.verdicts.limits import RESOURCES, Limit, run_limit
 
 pytestmark = pytest.mark.unit
 
@@ -220,9 +221,9 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         ),
         (
             "locks 70% of their time in a transaction (Lock: tuple 71%, transactionid 29%)",
-            "blocked by pid 77 (pgmq-sim w2; the run's own; active) ahead in the queue for msg_queue in 100%",
+            "blocked by the run's own sessions (pgmq-sim w2) ahead in the queue for msg_queue in 100%",
         ),
-        ("use a claim that skips locked rows (-claim indexed or -claim advisory",),
+        ("add SKIP LOCKED to the -next-msg claim's FOR UPDATE, or drop -next-msg for the seed claim",),
     ),
     (
         "wal-flush",
@@ -439,3 +440,35 @@ def test_the_guard_names_what_a_line_would_repeat() -> None:
     assert advice.repeats("add workers: about 7 serve 100/s at 80% busy", indexed) is None
     full = result(spare_connections=0)
     assert advice.repeats("add workers: each adds about 100/s", full) is not None
+
+
+def test_the_runs_own_blockers_are_summed_and_a_foreign_one_named_when_it_holds_the_lock() -> None:
+    """Twelve workers each blocking the others a few times (a claim that does not skip locked rows)
+    are one cause, the run's own sessions; a session outside the run named beside them takes the
+    fix only when it blocked at least half as often as they did."""
+    held = ("idle in transaction", True, "transactionid", "transactionid", "ExclusiveLock", 6)
+    workers = tuple(BlockerSeen(100 + i, f"pgmq-sim w{i + 1}", *held) for i in range(12))
+    rows = ((("cpu", 60), ("locks", 140)), (("transactionid", 90), ("tuple", 50)))
+
+    def limit(*blockers: BlockerSeen) -> Limit:
+        waits = WaitProfile(100, *rows, blockers)
+        return run_limit(result(waits=waits, strategy="indexed+next-msg", claim="indexed"))
+
+    own = limit(*workers)
+    assert own.resource == "locks" and own.fix is not None
+    assert (
+        "blocked by the run's own sessions (pgmq-sim w1, pgmq-sim w10, pgmq-sim w11 and 9 more) holding"
+        " ExclusiveLock on transactionid in 100% of the samples that named a blocker" in own.evidence
+    ), own.evidence
+    assert own.fix == (
+        "claims queue behind each other's row locks: add SKIP LOCKED to the -next-msg claim's FOR UPDATE, or"
+        " drop -next-msg for the indexed claim"
+    )
+    report = BlockerSeen(
+        4242, "report job", "idle in transaction", False, "relation", "msg_queue", "ExclusiveLock", 40
+    )
+    both = limit(report, *workers)
+    assert both.fix is not None and both.fix.startswith("a session outside the run holds ExclusiveLock")
+    assert "pid 4242 (report job; outside the run; idle in transaction) holding" in both.evidence
+    rare = limit(*workers, dataclasses.replace(report, samples=10))  # a sixth of the workers': not the cause
+    assert rare.fix is not None and rare.fix.startswith("claims queue behind each other's row locks")

@@ -358,3 +358,20 @@ def test_an_outage_the_runs_end_cuts_off_is_still_an_outage() -> None:
     assert fault_effects([], [(6.95, 10.0)], [], drained, 10.0) == []
     # nor one the run outlived: a closed pause of a second with nothing lost and nobody waiting
     assert fault_effects([], [(3.0, 4.2)], [], _seconds([100] * 10), 10.0) == []
+
+
+def test_a_claim_skips_locked_rows_by_its_code_not_its_comments(tmp_path: Path) -> None:
+    """Every built-in claim passes over what another worker holds; a team's claim is read from its
+    code: SKIP LOCKED named only in a comment, or a blocking advisory lock, does not skip."""
+    from pgmq_sim.sqlfiles import known_strategies, load_strategy
+
+    assert all(load_strategy(name, None).skips_locked for name in known_strategies())
+    said = tmp_path / "said.sql"
+    said.write_text("-- no SKIP LOCKED here\nselect 1 /* nor FOR UPDATE SKIP LOCKED */ for update")
+    blocking = tmp_path / "blocking.sql"
+    blocking.write_text("select 1 where pg_advisory_xact_lock(1) is not null")
+    trying = tmp_path / "trying.sql"
+    trying.write_text("select 1 where pg_try_advisory_xact_lock(1)")
+    assert not load_strategy("indexed", said).skips_locked
+    assert not load_strategy("seed", blocking).skips_locked
+    assert load_strategy("seed", trying).skips_locked

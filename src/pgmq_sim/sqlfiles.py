@@ -8,6 +8,7 @@ server is touched; a reinstall during a run cannot pull a file from under it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -136,7 +137,8 @@ class ClaimStrategy:
     def skips_locked(self) -> bool:
         """Whether the claim passes over rows and groups another worker holds instead of waiting
         (SKIP LOCKED, or a try-lock on an advisory lock) rather than queueing behind them."""
-        text = " ".join(self.claim.text.lower().split())
+        code = re.sub(r"--[^\n]*|/\*.*?\*/", " ", self.claim.text, flags=re.DOTALL)  # not its comments
+        text = " ".join(code.lower().split())
         return "skip locked" in text or "pg_try_advisory" in text
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 
 from pgmq_sim.model.events import Fault
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts.outages import MET
 
 RESOURCES = (
@@ -257,15 +257,15 @@ def _locks(f: Figures) -> Found:
     if waits.lock_events:
         evidence += f" ({waits.lock_text()})"
     named = waits.blocker_samples
-    blockers = waits.blockers[:BLOCKERS_NAMED]
-    if blockers:
-        evidence += "; blocked by " + "; ".join(
-            f"{b.text()} in {b.samples / named:.0%} of the samples that named a blocker" for b in blockers
-        )
-    else:
-        evidence += "; no sample named a blocking session"
-    top = blockers[0] if blockers else None
-    if top is not None and not top.ours:
+    foreign = [b for b in waits.blockers if not b.ours][:BLOCKERS_NAMED]
+    own = [b for b in waits.blockers if b.ours]
+    said = [f"{b.text()} in {b.samples / named:.0%} of the samples that named a blocker" for b in foreign]
+    if own:
+        share = sum(b.samples for b in own) / named
+        said.append(f"{_own(own)} in {share:.0%} of the samples that named a blocker")
+    evidence += ("; blocked by " + "; ".join(said)) if said else "; no sample named a blocking session"
+    top = foreign[0] if foreign else None
+    if top is not None and top.samples * 2 >= sum(b.samples for b in own):
         what = f"{top.mode} on {top.target}" if top.mode else f"a lock on {top.target}"
         return (
             "locks",
@@ -276,15 +276,17 @@ def _locks(f: Figures) -> Found:
         )
     rows = waits.row_lock_share() >= 0.5
     if rows and not f.claim_skips_locked:
-        others = [f"-claim {name}" for name in SKIPPING_CLAIMS if name != f.strategy.split("+")[0]]
-        return (
-            "locks",
-            evidence,
-            "claims queue behind each other's row locks: use a claim that skips locked rows"
-            f" ({' or '.join(others)}, or FOR UPDATE SKIP LOCKED in a -next-msg file)",
-        )
-    if top is not None:  # the run's own sessions: the claim is not the cause, the holder is named
-        remains = f"{top.text()} ({waits.lock_text() or 'Lock'})"
+        name, _, given = f.strategy.partition("+")
+        if given:  # -next-msg replaced the strategy's claim, which skips them
+            how = (
+                f"add SKIP LOCKED to the -next-msg claim's FOR UPDATE, or drop -next-msg for the {name} claim"
+            )
+        else:
+            others = [f"-claim {other}" for other in SKIPPING_CLAIMS if other != name]
+            how = f"use a claim that skips locked rows ({' or '.join(others)})"
+        return "locks", evidence, f"claims queue behind each other's row locks: {how}"
+    if own:  # the run's own sessions: the claim is not the cause, the holders are named
+        remains = f"{_own(own)} ({waits.lock_text() or 'Lock'})"
     else:
         remains = f"{waits.lock_text() or 'Lock'} waits whose holder no sample named"
     lead = (
@@ -297,6 +299,15 @@ def _locks(f: Figures) -> Found:
         evidence,
         f"{lead}what remains is {remains}: find the statement that takes it (pg_locks, the run's log)",
     )
+
+
+def _own(blockers: list[BlockerSeen]) -> str:
+    """The run's own blocking sessions in one phrase: how many, which, and what they held most."""
+    names = sorted({b.application or f"pid {b.pid}" for b in blockers})
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    top = blockers[0]  # most samples first
+    what = f"holding {top.mode} on {top.target}" if top.mode else f"ahead in the queue for {top.target}"
+    return f"the run's own sessions ({shown}) {what}"
 
 
 def _wal(f: Figures) -> Found:
