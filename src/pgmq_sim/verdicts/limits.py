@@ -359,8 +359,9 @@ def _workers(f: Figures) -> Found:
     if cap is not None and cap <= f.workers:
         if f.spare_connections is not None and f.spare_connections <= 0:
             fix = (
-                f"the server allows no more connections than these {f.workers} workers and the tool's own:"
-                " raise max_connections, or put a pooler in front, before adding workers"
+                f"the server and the role allow no more connections than these {f.workers} workers and"
+                " the tool's own: raise max_connections (or the role's CONNECTION LIMIT), or put a pooler in"
+                " front, before adding workers"
             )
         else:
             fix = (
