@@ -307,6 +307,17 @@ def test_no_more_workers_are_advised_than_the_server_allows_connections() -> Non
     )
 
 
+def test_a_claim_that_reads_many_buffers_in_a_run_that_kept_up_is_no_limit() -> None:
+    """Tried on a case no test built: a snapshot held through a paced run made the indexed claim
+    step over dead tuples (900 buffers a message) while the run kept up with its 500/s; the claim
+    bounded nothing, and the verdict was claim-plan. Below its rate it is none; behind it, the plan."""
+    scanning = {"claim_ms": 20, "busy_ms": 6, "server_cost": SCANNING, "rate": 500.0, "groups": 100}
+    kept_up = run_limit(result(**scanning, offered=1000, backlog_at_end=3))
+    assert kept_up.resource == "none", kept_up
+    behind = run_limit(result(**scanning, offered=4000, backlog_at_end=3000))
+    assert behind.resource == "claim-plan", behind
+
+
 def test_a_wait_share_from_too_few_samples_is_no_verdict() -> None:
     """A run of a fraction of a second gives a few samples: a third of fifteen is no profile."""
     few = run_limit(result(waits=WaitProfile(3, (("client", 5), ("wal-flush", 5), ("cpu", 5)))))

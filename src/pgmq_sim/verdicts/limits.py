@@ -213,8 +213,13 @@ def _pool(f: Figures) -> Found:
 
 
 def _claim_plan(f: Figures) -> Found:
+    """A claim that scans, where it held the run back: not in a paced run that kept up with its rate
+    (a snapshot that keeps vacuum from removing dead tuples makes any claim read more; the advice
+    names that snapshot)."""
     blocks = f.blocks_per_msg
     if blocks is None or blocks < CLAIM_BLOCKS or f.claim_ms is None:
+        return None
+    if f.offered_per_s is not None and f.kept_up:
         return None
     if f.complete_ms is not None and f.claim_ms < 2 * f.complete_ms:
         return None
