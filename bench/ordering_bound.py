@@ -1,9 +1,11 @@
-"""Ordering bound: ordered throughput at 12 workers as a share of the ordering bound.
+"""Ordering bound: ordered throughput at 12 workers as a share of the work-only bound.
 
-Target: at 12 workers the ordered strategies reach at least 0.9 of the ordering bound,
+Target: at 12 workers the ordered strategies reach at least 0.9 of the work-only bound,
 groups / mean work time (a group finishes at most one message per work time, since message k+1 of a
-group starts only after message k committed). The share is the tool's own `ordering_bound_share`
-(throughput / bound, with the mean work time the run actually drew).
+group starts only after message k committed; claims and completions taken as free). The share is
+the tool's own `work_bound_share` (throughput / bound, with the mean work time the run actually
+drew). The tool's ordering bound (`ordering_bound_per_s`) counts each message's claim and
+completion in its group's cycle too; the work-only bound is the ceiling the port's target names.
 
     pgmq-sim -fill-db N -workers 12 -orders 2 -work-ms 1-10 -claim seed|indexed|advisory
 
@@ -77,7 +79,7 @@ def main() -> None:
     rows = []
     for claim in claims:
         r = runs[claim]
-        share = c.median_at(r, "ordering_bound_share")
+        share = c.median_at(r, "work_bound_share")
         busy = c.median([c.median([w["busy_share"] for w in run["workers"]]) for run in r])
         held = c.median_at(r, "_cycle", "held_ms")
         gap = c.median_at(r, "_cycle", "gap_ms")
@@ -86,7 +88,7 @@ def main() -> None:
             [
                 claim,
                 c.fmt(c.median_at(r, "throughput_per_s")),
-                c.fmt(c.median_at(r, "ordering_bound_per_s")),
+                c.fmt(c.median_at(r, "work_bound_per_s")),
                 c.fmt(work, 2),
                 c.fmt(share, 3),
                 c.verdict(share, TARGET),
@@ -99,12 +101,13 @@ def main() -> None:
                 c.fmt(c.median_at(r, "_cycle", "balance"), 3),
                 c.fmt(c.median_at(r, "empty_claims"), 0),
                 c.audit_verdicts(r),
-                ", ".join(c.fmt(run["ordering_bound_share"], 3) for run in r),
+                ", ".join(c.fmt(run["work_bound_share"], 3) for run in r),
             ]
         )
     c.print_table(
-        ["claim", "msg/s", "bound/s", "work ms", "share", f">={TARGET}", "claim p50 ms", "claim p95 ms",
-         "busy (med)", "held ms", "gap ms", "work/cycle", "balance", "empty", "audit", "all runs share"],
+        ["claim", "msg/s", "work-only bound/s", "work ms", "share", f">={TARGET}", "claim p50 ms",
+         "claim p95 ms", "busy (med)", "held ms", "gap ms", "work/cycle", "balance", "empty", "audit",
+         "all runs share"],
         rows,
         c.workload_title(args),
     )  # fmt: skip

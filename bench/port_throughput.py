@@ -2,11 +2,11 @@
 
 Runs `pgmq-sim -fill-db N -workers 12 -orders 2` with the default work time (1-10 ms) and the audit on,
 once per claim strategy per round (default: seed, the Go tool's query, and indexed), rounds
-interleaved, one embedded server for all runs. Prints the median messages/s, the ordering bound
-(groups / mean work time: each group can finish at most one message per work time) and the share
-of the bound reached, plus latency and the audit verdict.
+interleaved, one embedded server for all runs. Prints the median messages/s, the work-only bound
+(`work_bound_per_s`, groups / mean work time: as if claims and completions took no time) and the
+share of it reached, plus latency and the audit verdict.
 
-There is no separate target here; the share is printed against the ordering-bound target (0.9) that
+There is no separate target here; the share is printed against the work-only target (0.9) that
 bench/ordering_bound.py checks, and indexed is shown as a ratio of seed.
 
     python bench/port_throughput.py                       # about 2-3 minutes on 2 cores
@@ -45,12 +45,12 @@ def main() -> None:
     rows = []
     for claim in claims:
         r = runs[claim]
-        share = c.median_at(r, "ordering_bound_share")
+        share = c.median_at(r, "work_bound_share")
         rows.append(
             [
                 claim,
                 c.fmt(c.median_at(r, "throughput_per_s")),
-                c.fmt(c.median_at(r, "ordering_bound_per_s")),
+                c.fmt(c.median_at(r, "work_bound_per_s")),
                 c.fmt(c.median_at(r, "work_mean_ms"), 2),
                 c.fmt(share, 3),
                 c.verdict(share, TARGET_SHARE),
@@ -65,7 +65,7 @@ def main() -> None:
         [
             "claim",
             "msg/s",
-            "bound/s",
+            "work-only bound/s",
             "work ms",
             "share",
             f">={TARGET_SHARE}",

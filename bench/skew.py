@@ -21,10 +21,12 @@ What a hot key can cost. A group advances one message per work time (message k+1
 committed), so a group that gets a share f of all messages caps the run at 1 / (f x mean work).
 zipf:1.2 over 1000 keys gives key 1 a share of 0.2306 of its type (`zipf_share`), so 0.0769 of all
 messages with 3 types (`keys.expected_hot_share` in the JSON): a cap of 13 groups' worth,
-13 / 5.5 ms ~ 2,370 msg/s (`ordering_bound_per_s`, which takes the hottest group into account).
-The 12 workers already bound either cell at 12 / 5.5 ms ~ 2,180 msg/s (`worker_bound_per_s`; 4 per
-type), so with 12 workers the hot key's cap lies just above the workers' and the throughput cost can
-be small; the cost shows in the hot groups' latency: near the cap they queue. The JSON gives the
+13 / 5.5 ms ~ 2,370 msg/s of work alone (`work_bound_per_s`, which takes the hottest group into
+account; `ordering_bound_per_s` adds each message's claim and completion to the cycle). The 12
+workers already bound either cell at 12 / 5.5 ms ~ 2,180 msg/s of work alone (4 per type;
+`worker_bound_per_s` adds the claim and completion), so with 12 workers the hot key's cap lies just
+above the workers' and the throughput cost can be small; the cost shows in the hot groups' latency:
+near the cap they queue. The JSON gives the
 producer's key counts (`keys`: distinct groups, the hottest groups with their share); the run log
 gives each message's end-to-end time (server clock: done - added), from which the script splits each
 step's e2e p99 into the hottest group of each type (`hot`: order_id 1 under zipf) and the rest.

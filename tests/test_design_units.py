@@ -10,7 +10,8 @@ import pytest
 from pgmq_sim.designs.design import load_design
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.facts import AuditCounts, DuplicateClaims, OrderViolation
-from pgmq_sim.verdicts.audit import ClaimLocks, judge_audit
+from pgmq_sim.model.locks import ClaimLocks
+from pgmq_sim.verdicts.audit import judge_audit
 
 pytestmark = pytest.mark.unit
 

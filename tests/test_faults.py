@@ -218,3 +218,48 @@ def test_a_server_restart_behind_a_pooler_that_refuses_logins_meanwhile_is_one_o
         and "reconnected (through the pooler, which hides the backend's pid)" in log
     )
     assert password not in log + result.stdout + result.stderr  # the refusals are quoted, scrubbed
+
+
+def test_an_outage_the_runs_end_cuts_off_is_reported_with_its_seconds_the_limit_and_the_shortfall(
+    tmp_path: Path,
+) -> None:
+    """Through PgBouncer (transaction pooling, -pooler-admin), the server restarted about 3 s into
+    a 6 s run: the pooler's server_login_retry (7 s) keeps the path down past the run's end. The
+    outage is a fault row with its seconds, not recovered by the end of the run; the limit is
+    `outage`, never none; the producer's shortfall is a figure; the audit still passes."""
+    from pooler import PgBouncer, skip_reason
+
+    reason = skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with LocalPostgres(tcp=True, host="127.0.0.1") as server:
+        assert server.password is not None
+        with PgBouncer(
+            "127.0.0.1", server.port, "postgres", server.password, "postgres", pool_size=4,
+            extra={"server_login_retry": "7"},
+        ) as bouncer:  # fmt: skip
+            cli = Cli(bouncer.dsn_for(), tmp_path)
+            proc = cli.start(
+                "-duration 6 -rate 150 -workers 4 -orders 6 -claim indexed -work-ms 1-3 -poll-interval 0.05",
+                f"-pooler-admin {bouncer.admin_dsn} -json out.json",
+            )
+            wait_for_handled(cli.workdir / "msg_queue.log", 420)
+            server.restart()
+            result = finish(proc)
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["outcome"] == "completed" and doc["audit"]["verdict"] == "pass", doc["audit"]
+    (outage,) = [f for f in doc["faults"] if f.get("outage_s")]
+    assert outage["kind"] == "outage" and outage["recovered"] is False, outage
+    assert outage["outage_s"] >= 1.5 and outage["at_s"] + outage["outage_s"] == pytest.approx(
+        doc["elapsed_s"], abs=0.01
+    ), (outage, doc["elapsed_s"])
+    limit = doc["limit"]
+    assert limit["resource"] == "outage", limit
+    assert f"out {outage['outage_s']:.1f} s, not recovered by the end of the run" in limit["evidence"], limit
+    producer = doc["producer"]
+    assert producer["offered"] >= 850 and producer["on_time"] <= producer["offered"] - 150, producer
+    assert producer["stalled_s"] >= 1 and producer["written"] < producer["offered"], producer
+    said = " ".join(result.stdout.split())
+    assert "outage: not injected" in said and "not recovered by the end of the run" in said, said[-3000:]
+    assert f"written on time ({producer['on_time_share']:.0%})" in said, said[-3000:]

@@ -19,8 +19,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from psycopg.conninfo import make_conninfo
 
 from pgmq_sim.cli.command import main as cli_main
+from pgmq_sim.model.facts import TablePulse
 from pgmq_sim.render.metrics import MetricsObserver, RunCollector
 from pgmq_sim.result.observer import LiveFigures
+from pgmq_sim.result.snapshots import SnapshotWatch
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerStats
 from pgmq_sim.settings import parse_listen_address
 from pgmq_sim.verdicts.drift import judge_drift
@@ -95,6 +97,91 @@ def test_a_short_wobble_is_not_a_drift_however_steep_per_hour() -> None:
     assert report is not None and report.verdict == "stable", report.drifting
     rss = report.trend("rss")
     assert rss is not None and rss.share_per_hour > 1 and rss.p < 0.01 and not rss.drifting
+
+
+def soak(
+    holder: Callable[[int], tuple[int, str] | None],
+    dead: Callable[[int], int],
+    rss: Callable[[int], float],
+    minutes: int = 15,
+) -> list[SecondSample]:
+    """A run at 800/s whose pulses name, each second, the oldest snapshot's holder and xmin (None:
+    no session holds one), timed as the housekeeper times it (the same xmin in consecutive samples)."""
+    watch, out = SnapshotWatch(), []
+    for second in range(minutes * 60):
+        held = holder(second)
+        pid, xmin = held if held is not None else (None, None)
+        pulse = TablePulse(dead(second), pid, "pgmq-sim", xmin, None, 12, 6_100_000, second // 60)
+        age = watch.see(float(second), pulse)
+        noise = (second * 7919 % 13) / 13 - 0.5
+        out.append(
+            SecondSample(second, 800, 800, 5, 5.0, 9.0, 12.4 + noise, dead_tuples=dead(second), offered=800,
+                         table_mb=5.82, autovacuums=second // 60, snapshot_age_s=round(age, 1),
+                         rss_mb=rss(second))
+        )  # fmt: skip
+    return out
+
+
+def flattening_rss(second: int) -> float:
+    """The issue's soak: 52.7 -> 59.2 MB in the first 5 minutes, 59.2 -> 61.5 in the next five,
+    61.5 -> 62.0 in the last five."""
+    for start, low, high in ((600, 61.5, 62.0), (300, 59.2, 61.5), (0, 52.7, 59.2)):
+        if second >= start:
+            return low + (high - low) * (second - start) / 300
+    raise AssertionError(second)
+
+
+def vacuumed(second: int) -> int:
+    """Dead tuples between 93k and 95k: each autovacuum removes what the last minute left."""
+    return 93_000 + (second % 60) * 33
+
+
+@pytest.mark.unit
+def test_a_flattening_rss_and_a_transaction_without_a_held_snapshot_are_stable() -> None:
+    """The listener's notification reads date from its LISTEN (xact_start at the run's start) but
+    each takes a fresh snapshot for a moment: seen now and then, never the same xmin twice; the
+    workers' statements hold theirs for milliseconds; an open transaction without a snapshot shows
+    none. With a memory curve that flattens, the run is stable."""
+
+    def holders(second: int) -> tuple[int, str] | None:
+        if second % 450 in (0, 1):
+            return 99, str(70_000 + second)  # the listener, reading notifications: a new xmin each time
+        return (100 + second % 12, str(80_000 + second)) if second % 3 else None  # workers, or nobody
+
+    report = judge_drift(soak(holders, vacuumed, flattening_rss), 900)
+    assert report is not None and report.verdict == "stable", report.drifting
+    assert report.snapshot_max_s == 0.0, report.snapshot_max_s
+    rss = report.trend("rss")
+    assert rss is not None and not rss.drifting and abs(rss.share_per_hour) < 0.2, rss
+    assert rss.first > 61.5, rss  # judged from its last third, after the warm-up
+
+
+@pytest.mark.unit
+def test_a_held_snapshot_with_dead_tuples_rising_behind_it_drifts_and_one_without_does_not() -> None:
+    """The same backend_xmin from 60 s to the end: with dead tuples piling up behind it (vacuum can
+    remove none) the run drifts and says so with both figures; held while the dead tuples stay as
+    vacuum leaves them, it held nothing back: stable, with a note."""
+
+    def report_job(second: int) -> tuple[int, str] | None:
+        return (4242, "61000") if second >= 60 else (100, str(80_000 + second))
+
+    piling = judge_drift(soak(report_job, lambda s: 93_000 + 800 * max(0, s - 60), flattening_rss), 900)
+    assert piling is not None and piling.verdict == "drifting", piling
+    assert piling.snapshot_max_s is not None and piling.snapshot_max_s >= 830, piling.snapshot_max_s
+    (snapshot,) = [line for line in piling.drifting if "snapshot" in line]
+    assert snapshot.startswith("a snapshot held 839 s while dead tuples rose"), snapshot
+    assert "vacuum could remove nothing behind it" in snapshot
+    harmless = judge_drift(soak(report_job, vacuumed, flattening_rss), 900)
+    assert harmless is not None and harmless.verdict == "stable", harmless.drifting
+    assert "a snapshot held 839 s, but dead tuples did not rise behind it" in harmless.table_note
+
+
+@pytest.mark.unit
+def test_a_tool_that_leaks_still_drifts_when_judged_by_its_late_slope() -> None:
+    """Memory rising at the same pace to the end is a leak, whatever the warm-up."""
+    leaking = judge_drift(soak(lambda s: None, vacuumed, lambda s: 52.7 + s / 30), 900)
+    assert leaking is not None and leaking.verdict == "drifting", leaking
+    assert [d.split(" +")[0] for d in leaking.drifting] == ["tool RSS (last third)"], leaking.drifting
 
 
 @pytest.mark.unit

@@ -4,8 +4,11 @@ with its evidence and the one fix that follows; no two advice lines of a run con
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 
+import psycopg
 import pytest
 from conftest import Cli
 
@@ -76,3 +79,44 @@ def test_a_rate_far_below_capacity_is_below_every_limit(cli: Cli) -> None:
 def test_without_sampling_there_is_no_wait_profile(cli: Cli) -> None:
     report = verdict(cli, "-rate 100 -duration 2 -workers 3 -work-ms 1 -wait-sample-hz 0", FAST)
     assert report["waits"] is None and report["limit"]["wait_profile"] is None
+
+
+def test_a_foreign_table_lock_is_a_locks_limit_naming_its_holder_and_no_claim_fix(cli: Cli, dsn: str) -> None:
+    """Another session takes LOCK TABLE msg_queue IN EXCLUSIVE MODE for 300 ms of every 400 ms during
+    an indexed run: the verdict is `locks`, its evidence names the relation lock and the holder by
+    its application_name as outside the run, and no advice offers the claim the run already uses."""
+    proc = cli.start("-rate 300 -duration 4 -workers 6 -work-ms 1-2 -orders 100 -wakeup notify", FAST,
+                     "-json out.json")  # fmt: skip
+    bursts = 0
+    try:
+        with psycopg.connect(dsn, application_name="report job") as other:
+            deadline = time.monotonic() + 30
+            while other.execute("select to_regclass('msg_queue')").fetchone() == (None,):
+                other.rollback()
+                assert time.monotonic() < deadline and proc.poll() is None, "the run made no queue"
+                time.sleep(0.05)
+            other.rollback()
+            while proc.poll() is None and time.monotonic() < deadline:
+                other.execute("set local lock_timeout = '2s'")
+                with contextlib.suppress(psycopg.errors.LockNotAvailable):
+                    other.execute("lock table msg_queue in exclusive mode")
+                    bursts += 1
+                    time.sleep(0.3)
+                other.rollback()
+                time.sleep(0.1)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and bursts >= 5, (bursts, stdout + stderr)
+    report = json.loads((cli.workdir / "out.json").read_text())
+    limit = report["limit"]
+    assert limit["resource"] == "locks", limit
+    assert "Lock: relation" in limit["evidence"] and "(report job; outside the run" in limit["evidence"], (
+        limit
+    )
+    assert "ExclusiveLock on msg_queue" in limit["evidence"], limit
+    assert report["waits"]["lock_events"]["relation"] > 0.5, report["waits"]
+    fix = next(line for line in report["advice"] if line.startswith("limit locks:"))
+    assert "a session outside the run holds ExclusiveLock on msg_queue" in fix and "report job" in fix, fix
+    assert not any("-claim indexed" in line for line in report["advice"]), report["advice"]

@@ -19,7 +19,7 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import AuditCounts, StallFacts
 from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
 from pgmq_sim.result.audit import AuditVerdict
-from pgmq_sim.result.stats import SecondSample, WorkerCounters, WorkerStats
+from pgmq_sim.result.stats import SecondSample, Timeline, WorkerCounters, WorkerStats
 from pgmq_sim.settings import Settings, WorkTime
 from pgmq_sim.verdicts.audit import judge_audit
 from pgmq_sim.verdicts.diagnose import explain_stall
@@ -310,3 +310,68 @@ def test_a_pause_no_longer_than_the_runs_usual_is_no_outage() -> None:
         [Fault(5.0, "pause-pooler", "")], [(1.0, 3.5), (5.0, 6.5)], [], _seconds([80] * 9)
     )
     assert after_a_stall.outage_s == 1.5
+
+
+def _cut_off(pooler: bool = True) -> list[SecondSample]:
+    """Ten seconds at 100/s offered; from second 7 nothing is written or completed (the path down
+    until the run's end), the pooler showing 5 clients waiting, the longest 2.5 s."""
+    out = []
+    for second in range(10):
+        up = second < 7
+        waiting = (0 if up else 5) if pooler else None
+        out.append(
+            SecondSample(second, 100 if up else 0, 100 if up else 0, 0, None, None, None, offered=100,
+                         pooler_waiting=waiting, pooler_wait_ms=None if waiting is None else 500.0 * waiting)
+        )  # fmt: skip
+    return out
+
+
+def test_an_outage_the_runs_end_cuts_off_is_still_an_outage() -> None:
+    """The pause from the last completion to the run's end, while messages were due: met (the
+    producer stalled, the pooler held clients waiting) or the injected fault's, to the end, not
+    recovered; its row says what the pooler showed meanwhile."""
+    timeline = Timeline()
+    for at in (6.5, 6.9, 6.95):
+        timeline.processed(at, 1.0)
+    gaps, losses = timeline.pauses(10.0)
+    assert gaps == [(6.5, 6.9), (6.95, 10.0)] and losses == [], gaps  # the last runs to the end
+    assert timeline.pauses(7.0)[0] == [(6.5, 6.9)]  # under GAP_S after the last completion: none
+    (met,) = fault_effects([], [(6.95, 10.0)], [], _cut_off(), 10.0)
+    assert (met.kind, met.at_s, met.outage_s, met.open_at_end, met.recovery_s) == (
+        "outage",
+        6.95,
+        3.05,
+        True,
+        None,
+    )
+    assert "the producer wrote nothing for 3 s while messages were due" in met.detail, met.detail
+    assert "the pooler held up to 5 client(s) waiting" in met.detail, met.detail
+    assert met.effect() == (
+        "out 3.05 s, not recovered by the end of the run, 0 connection(s) lost; the pooler showed up to 5"
+        " client(s) waiting for a server connection (longest 2500 ms)"
+    )
+    assert met.as_json()["recovered"] is False
+    (restart,) = fault_effects([Fault(7.0, "restart-server", "")], [(6.95, 10.0)], [], _cut_off(False), 10.0)
+    assert (restart.outage_s, restart.open_at_end) == (3.0, True)
+    # the same pause, in a run whose work was all done (nothing due, no backlog): no outage
+    drained = [dataclasses.replace(s, offered=0, arrived=s.processed) for s in _cut_off(False)]
+    assert fault_effects([], [(6.95, 10.0)], [], drained, 10.0) == []
+    # nor one the run outlived: a closed pause of a second with nothing lost and nobody waiting
+    assert fault_effects([], [(3.0, 4.2)], [], _seconds([100] * 10), 10.0) == []
+
+
+def test_a_claim_skips_locked_rows_by_its_code_not_its_comments(tmp_path: Path) -> None:
+    """Every built-in claim passes over what another worker holds; a team's claim is read from its
+    code: SKIP LOCKED named only in a comment, or a blocking advisory lock, does not skip."""
+    from pgmq_sim.designs.design import built_in_designs, load_design
+
+    assert all(load_design(name).skips_locked for name in built_in_designs())
+    said = tmp_path / "said.sql"
+    said.write_text("-- no SKIP LOCKED here\nselect 1 /* nor FOR UPDATE SKIP LOCKED */ for update")
+    blocking = tmp_path / "blocking.sql"
+    blocking.write_text("select 1 where pg_advisory_xact_lock(1) is not null")
+    trying = tmp_path / "trying.sql"
+    trying.write_text("select 1 where pg_try_advisory_xact_lock(1)")
+    assert not load_design("indexed", next_msg=said).skips_locked
+    assert not load_design("seed", next_msg=blocking).skips_locked
+    assert load_design("seed", next_msg=trying).skips_locked

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,9 @@ from pgmq_sim.cli.command import check_flags
 from pgmq_sim.cli.plan import parse_compare
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.model.facts import PoolerPulse
 from pgmq_sim.render.progress import eta_text, floor_percent
-from pgmq_sim.result.stats import LatencyHistogram, Timeline
+from pgmq_sim.result.stats import LatencyHistogram, PulseSample, Timeline
 from pgmq_sim.settings import WorkTime
 from pgmq_sim.sqlfiles import MAX_SQL_BYTES, read_sql
 
@@ -177,6 +180,32 @@ def test_timeline_memory_is_per_second_not_per_message() -> None:
     assert len(samples) == 10 and sum(s.processed for s in samples) == 200_000
     # a handful of open histograms at most, recycled as seconds close
     assert len(timeline._open) + len(timeline._spare) <= 5
+
+
+def test_a_day_of_seconds_fits_in_memory() -> None:
+    """A soak keeps a few figures per second, in the timeline and in the result's samples: measured
+    over five minutes of seconds (completions ranked, the housekeeper's and the pooler's pulses), a
+    day's stays under 96 MiB (about 850 bytes a second, 3 MiB an hour; the README states it)."""
+    seconds = 300
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        timeline = Timeline()
+        for second in range(seconds):
+            for k in range(12):
+                timeline.processed(second + k / 12, 5.0 + k)
+            timeline.arrived(second + 0.5, 800)
+            timeline.offered(second + 0.5, 800)
+            timeline.pulse(second + 0.3, PulseSample(93_000 + second, 5.82, second // 60, 0.0, 60.1))
+            timeline.pooler(second + 0.4, PoolerPulse(3, 8, 4, 0, 120.5, second * 0.1))
+        samples = timeline.samples(seconds)
+        gc.collect()  # the histograms read to rank each second, gone
+        per_second = (tracemalloc.get_traced_memory()[0] - before) / seconds
+    finally:
+        tracemalloc.stop()
+    assert len(samples) == seconds and samples[-1].pooler_servers == 4
+    assert per_second * 86_400 < 96 * 2**20, per_second
 
 
 def test_late_commit_is_counted_even_when_its_second_closed() -> None:

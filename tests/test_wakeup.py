@@ -208,6 +208,46 @@ def test_a_message_notified_while_every_worker_is_between_its_empty_claim_and_it
     assert not errors
 
 
+@pytest.mark.integration
+def test_the_listener_never_shows_a_transaction_as_old_as_its_listen(dsn: str) -> None:
+    """The server reads an idle LISTEN session's notifications in transactions it dates from that
+    session's last statement. Listening 2.5 s, then notified without pause: sampled as fast as the
+    server answers, the listener is seen in those transactions, none dated a second and a half back
+    or more (without its statement each second, they date from the LISTEN)."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    wakeup = NotifyWakeup(lambda: psycopg.connect(dsn), FALLBACK_S, 5.0, stop, errors.append, ("type1",))
+    pid = wakeup._conn.info.backend_pid
+
+    def notify() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute("select pg_notify('pgmq_sim', 'type1:1')")
+
+    seen: list[float] = []
+    notifier = threading.Thread(target=notify, daemon=True)
+    try:
+        time.sleep(2.5)
+        notifier.start()
+        with psycopg.connect(dsn, autocommit=True) as watch:
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                row = watch.execute(
+                    "select extract(epoch from clock_timestamp() - xact_start)::float8 from pg_stat_activity"
+                    " where pid = %s and xact_start is not null",
+                    (pid,),
+                ).fetchone()
+                if row is not None:
+                    seen.append(row[0])
+    finally:
+        stop.set()
+        notifier.join(timeout=5)
+        wakeup.close()
+    assert not errors and wakeup.delivered > 100
+    assert seen, "no sample caught the listener reading its notifications"
+    assert max(seen) < 1.5, (max(seen), len(seen))
+
+
 @pytest.mark.unit
 def test_idle_workers_of_a_type_share_one_fallback_claim_per_interval() -> None:
     """Hundreds of idle workers must not each poll at the fallback: the type polls once per interval."""

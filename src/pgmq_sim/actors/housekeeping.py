@@ -25,6 +25,7 @@ from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.views import ActivitySampler, ServerViews
 from pgmq_sim.model.events import PoolerView, SnapshotHold
 from pgmq_sim.model.facts import PoolerPulse
+from pgmq_sim.result.snapshots import SnapshotWatch
 from pgmq_sim.result.stats import PulseSample, Timeline
 from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.runlog import RunLog
@@ -55,8 +56,7 @@ class Housekeeper(RunThread):
         self.recovered = 0
         self.transactions = 0  # the tool's, on the server: pulses and recovery rounds
         self.worker_backends_max = 0  # server connections seen serving workers at once
-        self._longest: SnapshotHold | None = None
-        self._lock = threading.Lock()
+        self._snapshots = SnapshotWatch()
         self._waits = waits
 
     def body(self) -> None:
@@ -87,10 +87,12 @@ class Housekeeper(RunThread):
         sampler, tally, _ = self._waits
         self.transactions += 1
         try:
-            rows = sampler.sample()
+            rows, blockers = sampler.sample()
         except psycopg.Error:
             return
         tally.add(rows)
+        if blockers:
+            tally.blocked(blockers)
 
     def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
@@ -99,26 +101,12 @@ class Housekeeper(RunThread):
             pulse = self._views.pulse(self._db.shape.tables)
         except psycopg.Error:
             return
-        dead, pid, app, held_s = pulse.dead_tuples, pulse.holder_pid, pulse.holder_application, pulse.held_s
-        sample = PulseSample(
-            dead, round(pulse.table_bytes / 2**20, 3), pulse.autovacuums, round(held_s, 1), resident_mb()
-        )
-        self._timeline.pulse(self._clock(), sample)
+        at = self._clock()
+        held_s = self._snapshots.see(at, pulse)  # the same backend_xmin as a second ago: held
+        mb = round(pulse.table_bytes / 2**20, 3)
+        sample = PulseSample(pulse.dead_tuples, mb, pulse.autovacuums, round(held_s, 1), resident_mb())
+        self._timeline.pulse(at, sample)
         self.worker_backends_max = max(self.worker_backends_max, pulse.worker_backends)
-        with self._lock:  # a hold is first seen within a second of its start: its base is close
-            if pid is not None and (self._longest is None or held_s > self._longest.held_s):
-                base = (
-                    self._longest.dead_tuples_before if self._longest and self._longest.pid == pid else dead
-                )
-                self._longest = SnapshotHold(int(pid), app, held_s, base, dead)
-            elif self._longest is not None and pid == self._longest.pid:
-                self._longest = SnapshotHold(
-                    self._longest.pid,
-                    self._longest.application,
-                    max(held_s, self._longest.held_s),
-                    self._longest.dead_tuples_before,
-                    max(dead, self._longest.dead_tuples_peak),
-                )
 
     def _recover(self) -> None:
         """A round that cannot run (the queue locked elsewhere, the server away) is tried again
@@ -135,8 +123,7 @@ class Housekeeper(RunThread):
             self._log.event(f"recovered msg_id {msg_id} from {owner}: {why}")
 
     def longest_hold(self) -> SnapshotHold | None:
-        with self._lock:
-            return self._longest
+        return self._snapshots.longest()
 
 
 class PoolerWatch(RunThread):

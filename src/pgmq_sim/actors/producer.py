@@ -248,15 +248,19 @@ class RateProducer(RunThread):
 
     def body(self) -> None:
         source = self._source
-        while source.generated < self._total and not self._halt.is_set():
-            at = self._clock()
-            if self._until_s is not None and at >= self._until_s:
-                return
-            due = min(self._total, self._profile.due(at))
-            self._offer(at, due)
-            if due > source.generated:
-                rows = source.take(due - source.generated)
-                self._writer.write(rows)
-                self._timeline.arrived(self._clock(), len(rows))
-            else:
-                self._halt.wait(self._profile.next_due_in(at, source.generated))
+        try:
+            while source.generated < self._total and not self._halt.is_set():
+                at = self._clock()
+                if self._until_s is not None and at >= self._until_s:
+                    return
+                due = min(self._total, self._profile.due(at))
+                self._offer(at, due)
+                if due > source.generated:
+                    rows = source.take(due - source.generated)
+                    self._writer.write(rows)
+                    self._timeline.arrived(self._clock(), len(rows))
+                else:
+                    self._halt.wait(self._profile.next_due_in(at, source.generated))
+        finally:  # what fell due while a write waited (a path down until the end) was offered too
+            at = self._clock() if self._until_s is None else min(self._clock(), self._until_s - 1e-6)
+            self._offer(at, min(self._total, self._profile.due(at)))

@@ -218,6 +218,13 @@ class NotifySlot:
         self._credits.wait()
 
 
+# The server reads notifications for an idle LISTEN session in transactions it dates from that
+# session's last statement: with none since the LISTEN, pg_stat_activity shows the listener, idle,
+# in a transaction as old as the run (and for a moment holding a snapshot). A statement this often
+# keeps that date within a second of now, for anyone watching for long transactions.
+RESTATE_S = 1.0
+
+
 class NotifyWakeup:
     """One listening connection; each notification says how many messages of a type arrived
     ('type1:3') and adds that many credits (seed 000 proposes signalling one idle handler).
@@ -241,7 +248,8 @@ class NotifyWakeup:
         self._stop = stop
         self._on_error = on_error
         self._types = {t: TypeCredits(stop, fallback) for t in types}
-        self.delivered = 0  # notifications read: the server runs a transaction to read each batch
+        self.delivered = 0  # the listener's transactions: one to read each batch of notifications
+        self._stated = time.monotonic()  # the listener's last statement
         self._conn = self._listening()
         self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
         self._thread.start()
@@ -280,6 +288,10 @@ class NotifyWakeup:
             credits = self._types.get(queue_type)
             if credits is not None:  # else a type no worker serves
                 credits.arrived(int(count) if count.isdigit() else 1)
+        if time.monotonic() - self._stated >= RESTATE_S:  # see RESTATE_S
+            self._conn.execute("select")
+            self._stated = time.monotonic()
+            self.delivered += 1
 
     def _reconnect(self) -> None:
         self._conn = reconnecting(

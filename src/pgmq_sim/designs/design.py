@@ -23,6 +23,7 @@ from typing import Any
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode
+from pgmq_sim.model.locks import ClaimLocks
 from pgmq_sim.paths import describe_path
 from pgmq_sim.sqlfiles import SqlSource, read_sql, user_file
 
@@ -92,6 +93,11 @@ class QueueDesign:
             "select claimed.msg_id::bigint, claimed.queue_type::text, claimed.order_id::bigint,"
             " clock_timestamp() from claimed"
         )
+
+    @property
+    def skips_locked(self) -> bool:
+        """The claim passes over what another worker holds (SKIP LOCKED, an advisory try-lock)."""
+        return ClaimLocks.read(self.claim.text).skips_locked
 
     @property
     def label(self) -> str:

@@ -483,7 +483,12 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
-    faults = fault_effects(sorted(state.faults, key=lambda f: f.at_s), *state.timeline.pauses(), timeline)
+    faults = fault_effects(
+        sorted(state.faults, key=lambda f: f.at_s),
+        *state.timeline.pauses(state.elapsed),
+        timeline,
+        state.elapsed,
+    )
     return RunResult.from_stats(
         settings=settings,
         server=state.server.label,
@@ -491,6 +496,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         ordered=state.design.ordered,
         queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
         e2e_by_priority=by_priority,
+        claim_skips_locked=state.design.skips_locked,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,

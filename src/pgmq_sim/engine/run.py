@@ -21,7 +21,8 @@ from pgmq_sim.engine.watching import watch
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.profiles import RateProfile
-from pgmq_sim.model.sweep import RateSearch, SweepSpec, WorkersSearch
+from pgmq_sim.model.search import CONFIRMATIONS, RateSearch, WorkersSearch
+from pgmq_sim.model.sweep import SweepSpec
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters
@@ -60,7 +61,10 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
         search = WorkersSearch(settings.types, settings.workers)
     elif spec.adaptive:
         high = spec.values[1] if len(spec.values) > 1 else None
-        search = RateSearch(spec.values[0], high, settings.sweep_resolution, settings.repeat or 1)
+        confirmations = CONFIRMATIONS if settings.slo_p99_ms is not None else 1
+        search = RateSearch(
+            spec.values[0], high, settings.sweep_resolution, settings.repeat or 1, confirmations
+        )
     goal = SweepGoal(
         spec,
         settings.sweep_step_s,

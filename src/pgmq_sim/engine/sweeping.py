@@ -14,23 +14,22 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.facts import ServerCounters
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.model.profiles import IDLE_WAIT_S
+from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.skew import hottest_share
 from pgmq_sim.model.sweep import (
     MAX_STEPS,
     UNFINISHED_SHARE,
-    RateSearch,
-    SearchOutcome,
     StepResult,
     SweepResult,
     SweepSpec,
-    WorkersSearch,
     judge_step,
     slope_per_s,
 )
 from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
+from pgmq_sim.result.run import ordering_bound
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
-from pgmq_sim.verdicts.limits import Figures, judge, server_cpu, service_bound
+from pgmq_sim.verdicts.limits import Figures, judge, server_cpu
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
 
@@ -144,6 +143,17 @@ class SweepGoal:
         self._step_end: Edge | None = None
         self._deadline = 0.0
 
+    def _unloaded_ms(self, p99_now: float | None = None) -> float | None:
+        """The lowest p99 of the steps so far (with this one's): the queue's latency unloaded."""
+        seen = [p for s in self.steps if (p := s.e2e_ms["p99"]) is not None]
+        return min([*seen, *([p99_now] if p99_now is not None else [])], default=None)
+
+    def _pass_ms(self, unloaded_ms: float | None) -> float | None:
+        """A rate search's steps pass keeping half the SLO's headroom (model/sweep.pass_bound)."""
+        if not isinstance(self.search, RateSearch) or self.slo_p99_ms is None:
+            return None
+        return pass_bound(self.slo_p99_ms, unloaded_ms)
+
     def describe(self) -> str:
         if self._index < 0:
             return ""
@@ -159,7 +169,10 @@ class SweepGoal:
     def report(self) -> SweepResult:
         search = None
         if isinstance(self.search, RateSearch):
-            search = SearchOutcome.of(self.search, self.budget_s, self.cut_by_budget)
+            unloaded = self._unloaded_ms()
+            search = SearchOutcome.of(
+                self.search, self.budget_s, self.cut_by_budget, unloaded, self._pass_ms(unloaded)
+            )
         return SweepResult(self.spec, self.step_s, self.settle_s, self.slo_p99_ms, tuple(self.steps), search)
 
     def reached(self, state: RunState, parts: RunParts) -> bool:
@@ -292,6 +305,7 @@ class SweepGoal:
             grown=backlog_end - backlog_start,
             allowance=self._allowance(state, arrivals, paced or 0.0),
             achieved_per_s=(end.finished - start.finished) / seconds if paced else None,
+            pass_ms=self._pass_ms(self._unloaded_ms(e2e["p99"])),
         )
         cost = (
             ServerCost.between(start.server, last.server, finished, None)
@@ -361,7 +375,7 @@ class SweepGoal:
                 len(settings.queue_types) * settings.orders,
                 1 / hottest_share(settings.key_skew, settings.orders, settings.types),
             )
-            bound = service_bound(groups, work_ms, claim_ms, complete_ms)
+            bound = ordering_bound(groups, work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
         cpu_s = (
             end.server_cpu - start.server_cpu
             if end.server_cpu is not None and start.server_cpu is not None
@@ -389,4 +403,5 @@ class SweepGoal:
             client_core_share=(end.client.cpu_s - start.client.cpu_s) / seconds,
             blocks_per_msg=cost.blocks_per_msg if cost else None,
             strategy=state.design.label,
+            claim_skips_locked=state.design.skips_locked,
         )

@@ -19,13 +19,19 @@ class Fault:
     recovery_s: float | None = None  # from then until a whole second ran at 90% of the rate before
     rate_before: float | None = None  # messages per second before the fault (median)
     connections_lost: int | None = None  # worker connections lost to it
+    open_at_end: bool = False  # the outage lasted until the run ended: not recovered
+    pooler_waiting: int | None = None  # the most clients the pooler's console showed waiting meanwhile
+    pooler_wait_ms: float | None = None  # and the longest wait it showed
 
     def as_json(self) -> dict[str, Any]:
         measured = {
             "outage_s": self.outage_s,
             "recovery_s": self.recovery_s,
+            "recovered": not self.open_at_end,
             "rate_before": self.rate_before,
             "connections_lost": self.connections_lost,
+            "pooler_waiting_max": self.pooler_waiting,
+            "pooler_longest_wait_ms": self.pooler_wait_ms,
         }
         head = {"at_s": round(self.at_s, 3), "kind": self.kind, "detail": self.detail}
         return head | (measured if self.connections_lost is not None else {})
@@ -35,24 +41,34 @@ class Fault:
         if self.connections_lost is None:
             return ""
         out = f"out {self.outage_s:.2f} s" if self.outage_s else "no pause in completions"
-        if self.rate_before is None:
+        if self.open_at_end:
+            back = "not recovered by the end of the run"
+        elif self.rate_before is None:
             back = "rate before unknown"
         elif self.recovery_s is None:
             back = f"not back to {self.rate_before:g}/s by the end"
         else:
             back = f"back to {self.rate_before:g}/s within {self.recovery_s:g} s"
-        return f"{out}, {back}, {self.connections_lost} connection(s) lost"
+        text = f"{out}, {back}, {self.connections_lost} connection(s) lost"
+        if self.pooler_waiting:
+            text += (
+                f"; the pooler showed up to {self.pooler_waiting} client(s) waiting for a server connection"
+                f" (longest {self.pooler_wait_ms or 0:.0f} ms)"
+            )
+        return text
 
 
 @dataclass(frozen=True)
 class SnapshotHold:
-    """The oldest snapshot another session held during the run, and the dead tuples meanwhile."""
+    """The longest another session held the oldest snapshot during the run (its backend_xmin seen
+    in consecutive samples), and the dead tuples meanwhile."""
 
     pid: int
     application: str
     held_s: float
     dead_tuples_before: int
     dead_tuples_peak: int
+    xmin_age: int | None = None  # the snapshot's xmin, in transactions behind, when last seen
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"held_s": round(self.held_s, 1)}

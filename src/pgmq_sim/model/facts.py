@@ -105,12 +105,26 @@ class TablePulse(NamedTuple):
     server connections."""
 
     dead_tuples: int
-    holder_pid: int | None
+    holder_pid: int | None  # the session whose snapshot is the oldest (None: no session holds one)
     holder_application: str
-    held_s: float  # how long the oldest snapshot has been held
+    holder_xmin: str | None  # its backend_xmin: the same one in consecutive samples is a held snapshot
+    xmin_age: int | None  # that xmin's age, in transactions
     worker_backends: int
     table_bytes: int  # table, indexes and TOAST
     autovacuums: int  # autovacuum runs on the table so far
+
+
+class LockBlocker(NamedTuple):
+    """A session that blocked one of the run's sessions waiting on a lock (pg_blocking_pids), and the
+    object waited on: one sample of it."""
+
+    pid: int
+    application: str
+    state: str  # '' where the role may not see it
+    ours: bool  # one of the tool's own sessions in the run's database
+    lock: str  # the waiter's lock type: relation, tuple, transactionid, advisory, object, ...
+    target: str  # the relation waited on, else the lock type
+    mode: str  # the modes the blocker holds on it ('' when it only waits ahead in the queue)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,13 @@ A fixed ladder (rate=A,B,C or A..B*F) runs the steps it is given. An adaptive sw
 rate=A..B) searches: a doubling ladder until a step fails, bisection between the last pass and the
 first failure until they are within the resolution, then a hold at the rate found, three steps
 long, which must pass (else it steps down and holds again). Its answer is a bracket, not a point.
+With an SLO, an adaptive sweep's knee is one a fixed-rate rerun as long as its hold keeps within
+the SLO (bench/knee.py --auto --reruns measures it): near the knee a 30 s run's p99 swings
+severalfold from run to run, so a rate whose one hold just kept the SLO fails most reruns. So its
+steps and holds pass only with a margin, their e2e p99 keeping half the SLO's headroom over the
+unloaded p99 (the lowest step's): p99 <= SLO - (SLO - unloaded)/2; and the knee is confirmed by three
+holds in a row, each a rerun; after a hold fails, the search holds 10% lower rather than bisecting
+back up to the cliff. The report says how close the holds came to the SLO (the worst of them).
 
 A step's figures are its own, not inherited from the step before: after each rate step the producer
 pauses until the backlog drains (at most -settle seconds), so the next step starts from an empty
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.search import GAIN_SHARE, SearchOutcome
 
 SWEEP_FORMS = (
     "give rate=auto or rate=A..B (adaptive), rate=A,B,C or rate=A..B*F (a fixed ladder), or workers=A,B,C,"
@@ -28,12 +36,6 @@ SWEEP_FORMS = (
 )
 AUTO_LOW = 50.0  # rate=auto's first step, msg/s
 AUTO_WORKERS = 64  # workers=auto's largest step unless -workers says
-LADDER_FACTOR = 2.0  # an adaptive ladder doubles
-HOLD_STEPS = 3  # the confirmation hold, in step lengths
-MAX_HOLDS = 3  # holds that fail step down at most this often
-DESCENT = 0.9  # after a failed hold, the search goes down by 10% a step, at the hold's length
-MIN_RATE = 1.0  # below this a search stops stepping down
-MAX_RATE = 1_000_000.0  # above this a search stops climbing
 MAX_STEPS = 100
 GROWTH_SHARE = 0.02  # a backlog slope above 2% of the offered rate, per second, is growth
 UNFINISHED_SHARE = 0.03  # a step that kept up leaves at most 3% of its arrivals (and one per worker)
@@ -95,124 +97,6 @@ class SweepSpec:
     def ladder_length(self) -> int | None:
         """Steps of a fixed ladder; None for a search."""
         return None if self.adaptive else len(self.values)
-
-
-@dataclass(frozen=True)
-class Probe:
-    """The next step a search asks for."""
-
-    rate: float  # a rate, or a worker count
-    purpose: Literal["ladder", "bisect", "hold"]
-    length: float  # in step lengths
-
-
-def nice_rate(rate: float) -> float:
-    """Three significant digits: 1047.3 -> 1050, 96.42 -> 96.4."""
-    if rate <= 0:
-        return rate
-    digits = 2 - math.floor(math.log10(rate))
-    return round(rate, digits) if digits > 0 else float(round(rate, digits))
-
-
-class RateSearch:
-    """The adaptive sweep's plan, fed each step's verdict. A rate passes when most of its repeats
-    pass (-repeat N runs each bisection step N times: near the knee, noise decides)."""
-
-    def __init__(self, low: float, high: float | None, resolution: float, repeat: int = 1) -> None:
-        self.low, self.high, self.resolution, self.repeat = low, high, resolution, repeat
-        self.passing: float | None = None  # the highest rate known to pass
-        self.failing: float | None = None  # the lowest rate known to fail above it
-        self.held: list[tuple[float, bool]] = []  # (rate, passed) of each confirmation hold
-        self.length = 1.0  # in step lengths: a short step's pass proved too weak once a hold failed
-        self._probe: Probe | None = Probe(low, "ladder", 1.0)
-        self._votes: list[bool] = []
-
-    def next(self) -> Probe | None:
-        return self._probe
-
-    def record(self, passed: bool) -> None:
-        probe = self._probe
-        assert probe is not None
-        self._votes.append(passed)
-        if probe.purpose == "bisect" and len(self._votes) < self.repeat:
-            return  # the same rate again
-        votes, self._votes = self._votes, []
-        verdict = sum(votes) * 2 > len(votes)
-        rate = probe.rate
-        if probe.purpose == "hold":
-            self.held.append((rate, verdict))
-            if verdict:
-                self._probe = None
-                return
-            # the short steps passed what does not hold: search again below, every step as long as a hold
-            self.failing = rate if self.failing is None else min(self.failing, rate)
-            self.passing, self.length = None, HOLD_STEPS
-            lower = nice_rate(rate * DESCENT)
-            failed_holds = sum(not ok for _, ok in self.held)
-            self._probe = (
-                Probe(lower, "ladder", self.length)
-                if failed_holds < MAX_HOLDS and lower >= MIN_RATE
-                else None
-            )
-            return
-        if verdict:
-            self.passing = rate if self.passing is None else max(self.passing, rate)
-        else:
-            self.failing = rate if self.failing is None else min(self.failing, rate)
-        self._probe = self._after_search_step(rate, verdict, probe.purpose)
-
-    def _after_search_step(self, rate: float, passed: bool, purpose: str) -> Probe | None:
-        if self.passing is None:  # even the lowest failed: step down
-            lower = nice_rate(rate * (DESCENT if self.length > 1 else 1 / LADDER_FACTOR))
-            return Probe(lower, "ladder", self.length) if lower >= MIN_RATE else None
-        if self.failing is None:  # climbing
-            ceiling = self.high if self.high is not None else MAX_RATE
-            if rate >= ceiling:
-                return Probe(self.passing, "hold", HOLD_STEPS)  # the range's top holds
-            return Probe(nice_rate(min(rate * LADDER_FACTOR, ceiling)), "ladder", 1.0)
-        if self.within_resolution:
-            return Probe(self.passing, "hold", HOLD_STEPS)
-        middle = nice_rate((self.passing + self.failing) / 2)
-        if not self.passing < middle < self.failing:  # rounding: as close as three digits go
-            return Probe(self.passing, "hold", HOLD_STEPS)
-        return Probe(middle, "bisect", self.length)
-
-    @property
-    def within_resolution(self) -> bool:
-        return (
-            self.passing is not None
-            and self.failing is not None
-            and self.failing <= self.passing * (1 + self.resolution) + 1e-9
-        )
-
-    @property
-    def confirmed(self) -> float | None:
-        return next((rate for rate, ok in reversed(self.held) if ok), None)
-
-
-GAIN_SHARE = 0.05  # workers=auto: doubling the workers must add more than 5% to throughput
-
-
-class WorkersSearch:
-    """workers=auto: double the workers from one per type while throughput rises by more than 5%;
-    the answer is the count after which it stopped rising."""
-
-    def __init__(self, first: int, most: int) -> None:
-        self.most = most
-        self.achieved: list[tuple[int, float]] = []
-        self._probe: Probe | None = Probe(first, "ladder", 1.0)
-
-    def next(self) -> Probe | None:
-        return self._probe
-
-    def record(self, achieved_per_s: float) -> None:
-        assert self._probe is not None
-        count = int(self._probe.rate)
-        self.achieved.append((count, achieved_per_s))
-        rising = len(self.achieved) < 2 or achieved_per_s > self.achieved[-2][1] * (1 + GAIN_SHARE)
-        self._probe = (
-            Probe(min(count * 2, self.most), "ladder", 1.0) if rising and count < self.most else None
-        )
 
 
 def parse_duration(text: str, flag: str) -> float:
@@ -295,39 +179,27 @@ def judge_step(
     grown: int = 0,
     allowance: float = 0.0,
     achieved_per_s: float | None = None,
+    pass_ms: float | None = None,
 ) -> tuple[str, tuple[str, ...]]:
-    """A step fails when its p99 breaks the SLO, or when its backlog grew through it: a positive
-    slope above 2% of the offered rate, and the backlog `grown` over the step by more than
-    `allowance` (3% of the step's arrivals and a message in flight per worker: what a step that
-    kept up leaves unfinished at its end)."""
+    """A step fails when its p99 breaks the SLO (or `pass_ms`, a search's bound within it: see
+    pass_bound), or when its backlog grew through it: a positive slope above 2% of the offered rate,
+    and the backlog `grown` over the step by more than `allowance` (3% of the step's arrivals and a
+    message in flight per worker: what a step that kept up leaves unfinished at its end)."""
     reasons = []
-    if slo_p99_ms is not None and (p99_ms is None or p99_ms > slo_p99_ms):
-        reasons.append(f"e2e p99 {p99_ms if p99_ms is not None else '-'} ms > SLO {slo_p99_ms:g} ms")
+    bound = slo_p99_ms if pass_ms is None or slo_p99_ms is None else min(pass_ms, slo_p99_ms)
+    if slo_p99_ms is not None and bound is not None and (p99_ms is None or p99_ms > bound):
+        shown = "-" if p99_ms is None else f"{p99_ms:g}"
+        if bound < slo_p99_ms:
+            reasons.append(
+                f"e2e p99 {shown} ms > {bound:.0f} ms, the SLO {slo_p99_ms:g} ms less half its headroom"
+            )
+        else:
+            reasons.append(f"e2e p99 {shown} ms > SLO {slo_p99_ms:g} ms")
     if offered_per_s > 0 and slope > GROWTH_SHARE * offered_per_s and grown > allowance:
         reasons.append(f"backlog grew {slope:.0f}/s to {backlog_end}")
     elif achieved_per_s is not None and offered_per_s > 0 and achieved_per_s < KEEP_UP_FLOOR * offered_per_s:
         reasons.append(f"achieved {achieved_per_s:.0f}/s of {offered_per_s:g}/s offered")
     return ("fail" if reasons else "pass"), tuple(reasons)
-
-
-@dataclass(frozen=True)
-class SearchOutcome:
-    """How an adaptive sweep ended: its bracket, its holds, and what cut it short."""
-
-    resolution: float  # asked for, as a fraction
-    repeat: int
-    passing: float | None  # the highest rate that passed (before any hold)
-    failing: float | None  # the lowest rate that failed above the knee
-    holds: tuple[tuple[float, bool], ...]
-    budget_s: float | None
-    cut_by_budget: bool
-
-    @classmethod
-    def of(cls, search: RateSearch, budget_s: float | None, cut_by_budget: bool) -> SearchOutcome:
-        return cls(
-            search.resolution, search.repeat, search.passing, search.failing, tuple(search.held),
-            budget_s, cut_by_budget,
-        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -343,6 +215,42 @@ class SweepResult:
     def hold(self) -> StepResult | None:
         """An adaptive sweep's last confirmation hold."""
         return next((s for s in reversed(self.steps) if s.purpose == "hold"), None)
+
+    @property
+    def holds(self) -> tuple[StepResult, ...]:
+        """The last holds at the last hold's rate, in a row: the knee's confirmation when they passed."""
+        last = self.hold
+        out: list[StepResult] = []
+        for step in reversed(self.steps):
+            if last is None or step.purpose != "hold" or step.setting != last.setting:
+                break
+            out.append(step)
+        return tuple(reversed(out))
+
+    @property
+    def confirmed_holds(self) -> int:
+        """Of those, the passed ones in a row at the end."""
+        count = 0
+        for step in reversed(self.holds):
+            if step.verdict != "pass":
+                break
+            count += 1
+        return count
+
+    @property
+    def hold_p99_ms(self) -> float | None:
+        """The worst e2e p99 of the last holds that passed in a row (else of the last hold)."""
+        passed = (
+            self.holds[len(self.holds) - self.confirmed_holds :] if self.confirmed_holds else self.holds[-1:]
+        )
+        p99s = [p for s in passed if (p := s.e2e_ms.get("p99")) is not None]
+        return max(p99s, default=None)
+
+    @property
+    def hold_slo_share(self) -> float | None:
+        """How close the hold's e2e p99 came to the SLO (the worst of a confirmation's holds)."""
+        p99 = self.hold_p99_ms
+        return None if p99 is None or not self.slo_p99_ms else p99 / self.slo_p99_ms
 
     @property
     def first_failing_per_s(self) -> float | None:
@@ -385,7 +293,8 @@ class SweepResult:
     @property
     def knee(self) -> StepResult | None:
         """Rates: the highest step that passed with every lower one passing (the max sustainable
-        rate); an adaptive sweep's passed hold, else its highest pass below its first failure.
+        rate); an adaptive sweep's hold confirmed (passed as often in a row as its search needs), else
+        its highest search step that passed below its first failure.
         Workers: the step with the highest achieved throughput."""
         if self.spec.kind == "workers":
             if self.spec.adaptive and self.steps:  # the fewest workers within 5% of the best
@@ -395,11 +304,18 @@ class SweepResult:
             return max(self.steps, key=lambda s: s.achieved_per_s, default=None)
         if self.spec.adaptive:
             hold = self.hold
-            if hold is not None and hold.verdict == "pass":
+            needed = self.search.confirmations if self.search is not None else 1
+            if hold is not None and self.confirmed_holds >= needed:
                 return hold
             failing = [s.setting for s in self.steps if s.verdict == "fail"]
             lowest_fail = min(failing, default=math.inf)
-            passed = [s for s in self.steps if s.verdict == "pass" and s.setting < lowest_fail]
+            # a search cut short: its best step below the first failure (a hold not yet confirmed
+            # as often as needed is no knee)
+            passed = [
+                s
+                for s in self.steps
+                if s.verdict == "pass" and s.setting < lowest_fail and s.purpose != "hold"
+            ]
             return max(passed, key=lambda s: s.setting, default=None)
         best = None
         for step in sorted(self.steps, key=lambda s: s.setting):
@@ -451,10 +367,25 @@ class SweepResult:
             parts.append(f"{failing:g} fails, within {reached * 100:.0f}%")
         hold = self.hold
         if hold is not None:
-            p99 = hold.e2e_ms.get("p99")
+            p99, count = self.hold_p99_ms, self.confirmed_holds
             at = f"at p99 {p99:.0f} ms" if p99 is not None else "without a p99"
-            ok = "held" if hold.verdict == "pass" else "FAILED to hold"
-            parts.append(f"{ok} {hold.seconds:.0f} s {at}")
+            if count > 1:
+                at = f"at p99 up to {p99:.0f} ms" if p99 is not None else at
+            share = self.hold_slo_share
+            if share is not None:
+                at += f", {share:.0%} of the SLO"
+                search = self.search
+                if search is not None and search.pass_ms is not None and search.unloaded_ms is not None:
+                    at += (
+                        f"; a step passed at p99 <= {search.pass_ms:.0f} ms, half the SLO's headroom over"
+                        f" the unloaded {search.unloaded_ms:.0f} ms kept"
+                    )
+            needed = self.search.confirmations if self.search is not None else 1
+            if self.knee is hold:
+                held = "held" + (f" {count} x" if count > 1 else "")
+            else:
+                held = f"held {count} of {needed} times" if count else "FAILED to hold"
+            parts.append(f"{held} {hold.seconds:.0f} s {at}")
         else:
             parts.append("not confirmed by a hold")
         search = self.search
@@ -502,11 +433,14 @@ class SweepResult:
         hold = self.hold
         if hold is None:
             return None
+        share = self.hold_slo_share
         return {
             "rate": hold.setting,
             "seconds": round(hold.seconds, 3),
-            "e2e_p99_ms": hold.e2e_ms.get("p99"),
-            "verdict": hold.verdict,
+            "holds": self.confirmed_holds,
+            "e2e_p99_ms": self.hold_p99_ms,
+            "slo_share": None if share is None else round(share, 3),
+            "verdict": "pass" if self.knee is hold else "fail",
         }
 
     def _search_json(self) -> dict[str, Any] | None:
@@ -520,6 +454,8 @@ class SweepResult:
             "repeat": search.repeat,
             "budget_s": search.budget_s,
             "cut_by_budget": search.cut_by_budget,
+            "unloaded_p99_ms": search.unloaded_ms,
+            "pass_p99_ms": None if search.pass_ms is None else round(search.pass_ms, 1),
             "holds": [{"rate": rate, "passed": ok} for rate, ok in search.holds],
             "noise": self.noise(),
         }

@@ -69,6 +69,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         for t, n in result.per_type.items()
     )
     table.add_row("messages/s", f"{result.throughput_per_s:.1f} ({per_type})")
+    if result.producer is not None:
+        table.add_row("producer", result.producer.text())
     e2e_label = "end-to-end ms" + ("" if result.settings.paced else " (incl. backlog wait)")
     for label, values in (
         (e2e_label, result.e2e_ms),
@@ -94,7 +96,11 @@ def print_summary(console: Console, result: RunResult) -> None:
             what = f"hottest group {share:.1%} of messages: {groups:.1f} groups' worth"
         else:
             what = f"{result.groups} groups"
-        text = f"{bound:.0f}/s ({what} / {result.work_mean_ms:.2f} ms work)"
+        claim, complete = result.claim_ms["p50"] or 0.0, result.complete_ms["p50"] or 0.0
+        text = (
+            f"{bound:.0f}/s ({what}, one message each per {result.work_mean_ms:.2f} ms work"
+            f" + {claim:.2f} ms claim + {complete:.2f} ms completion, p50)"
+        )
         text += f"; run reached {result.bound_share:.0%}"
         if worker_bound < bound:
             share = result.throughput_per_s / worker_bound
@@ -157,7 +163,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         s = result.snapshot
         table.add_row(
             "oldest snapshot",
-            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}); dead tuples"
+            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}), the same backend_xmin each"
+            f" second{'' if s.xmin_age is None else f', {s.xmin_age:,} transactions behind'}; dead tuples"
             f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
         )
     if result.pooler is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +71,53 @@ class RetryFigures:
 
 
 @dataclass(frozen=True)
+class ProducerFigures:
+    """The producer against its rate: the messages due, those written on time (by the end of the
+    second after the one they fell due in), those written by the run's end, and the seconds in which
+    messages were due and none was written."""
+
+    offered: int
+    on_time: int
+    written: int
+    stalled_s: int
+
+    @classmethod
+    def of(cls, samples: Sequence[SecondSample]) -> ProducerFigures | None:
+        """From the timeline's seconds (the producer writes in the order messages fall due); None
+        where nothing was offered (a prefilled queue)."""
+        offered = [s.offered or 0 for s in samples]
+        if not any(offered):
+            return None
+        due, written, cumulative = 0, 0, []
+        for s, o in zip(samples, offered, strict=True):
+            due, written = due + o, written + s.arrived
+            cumulative.append((due, written))
+        on_time = 0
+        for i, (due_by, _) in enumerate(cumulative):
+            due_before = cumulative[i - 1][0] if i else 0
+            written_by_next = cumulative[min(i + 1, len(cumulative) - 1)][1]
+            on_time += max(0, min(due_by, written_by_next) - due_before)
+        stalled = sum(1 for s, o in zip(samples, offered, strict=True) if o > 0 and s.arrived == 0)
+        return cls(due, on_time, written, stalled)
+
+    @property
+    def on_time_share(self) -> float:
+        return self.on_time / self.offered if self.offered else 1.0
+
+    def text(self) -> str:
+        said = (
+            f"{self.offered} offered, {self.on_time} written on time ({self.on_time_share:.0%}),"
+            f" {self.written} by the end"
+        )
+        if self.stalled_s:
+            said += f"; nothing written in {self.stalled_s} s while messages were due"
+        return said
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__) | {"on_time_share": round(self.on_time_share, 4)}
+
+
+@dataclass(frozen=True)
 class RunResult:
     settings: Settings
     server: str
@@ -113,6 +161,7 @@ class RunResult:
     drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
     e2e_by_priority: dict[int, dict[str, float]] | None = None  # -priority: each level's percentiles
+    claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
 
     @classmethod
     def from_stats(
@@ -150,6 +199,7 @@ class RunResult:
         drift: DriftReport | None = None,
         queue: dict[str, Any] | None = None,
         e2e_by_priority: dict[int, dict[str, float]] | None = None,
+        claim_skips_locked: bool = False,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -209,6 +259,7 @@ class RunResult:
             drift=drift,
             queue=queue,
             e2e_by_priority=e2e_by_priority,
+            claim_skips_locked=claim_skips_locked,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
@@ -220,6 +271,11 @@ class RunResult:
     @property
     def groups(self) -> int:
         return sum(self.groups_per_type.values())
+
+    @functools.cached_property
+    def producer(self) -> ProducerFigures | None:
+        """The producer's shortfall against the offered rate (paced runs)."""
+        return ProducerFigures.of(self.timeline)
 
     @property
     def connections_lost(self) -> int:
@@ -244,30 +300,49 @@ class RunResult:
         return dict(self.keys.groups_per_type) if self.keys else {}
 
     @property
-    def ordering_bound_per_s(self) -> float | None:
-        """Each group advances at most one message per mean work time: G groups allow G/W, and a
-        group with share f of the messages caps the run at 1/(f W) (the skew's hottest group)."""
-        # no work (or none measured: nothing processed): no bound to speak of
+    def cycle_ms(self) -> float | None:
+        """A group's cycle: its message's work, claim and completion (p50), since the group's next
+        message is claimed only after this one committed; None without work (no bound to speak of)."""
         if not self.ordered or self.settings.work.mean_ms <= 0 or self.work_mean_ms <= 0:
             return None
-        return self.bound_groups / (self.work_mean_ms / 1000)
+        return self.work_mean_ms + (self.claim_ms["p50"] or 0.0) + (self.complete_ms["p50"] or 0.0)
+
+    @property
+    def ordering_bound_per_s(self) -> float | None:
+        """The ordering bound: each group advances one message per cycle, so G groups allow G per
+        cycle, and a group with share f of the messages caps the run at 1/(f cycle) (a skew)."""
+        cycle = self.cycle_ms
+        return None if cycle is None else ordering_bound(self.bound_groups, cycle)
+
+    @property
+    def work_bound_per_s(self) -> float | None:
+        """The work-only bound, G/W: as if claims and completions took no time (the ordering bound's
+        ceiling, which the port's throughput target is measured against)."""
+        if self.cycle_ms is None:
+            return None
+        return ordering_bound(self.bound_groups, self.work_mean_ms)
 
     @property
     def worker_bound_per_s(self) -> float | None:
         """The ordering bound with these workers: a type's groups advance at most as many at a
         time as the type has workers."""
-        bound = self.ordering_bound_per_s
-        if bound is None:
+        bound, cycle = self.ordering_bound_per_s, self.cycle_ms
+        if bound is None or cycle is None:
             return None
         busy = sum(
             min(groups, sum(1 for w in self.workers if w.queue_type == queue_type))
             for queue_type, groups in self.groups_per_type.items()
         )
-        return min(busy / (self.work_mean_ms / 1000), bound)
+        return min(ordering_bound(busy, cycle), bound)
 
     @property
     def bound_share(self) -> float | None:
         bound = self.ordering_bound_per_s
+        return self.throughput_per_s / bound if bound else None
+
+    @property
+    def work_bound_share(self) -> float | None:
+        bound = self.work_bound_per_s
         return self.throughput_per_s / bound if bound else None
 
     @property
@@ -318,12 +393,15 @@ class RunResult:
             "work_mean_ms": round(self.work_mean_ms, 3),
             "ordering_bound_per_s": _round(self.ordering_bound_per_s),
             "ordering_bound_share": _round(self.bound_share, 3),
+            "work_bound_per_s": _round(self.work_bound_per_s),
+            "work_bound_share": _round(self.work_bound_share, 3),
             "worker_bound_per_s": _round(self.worker_bound_per_s),
             "workers": [w.as_json() for w in self.workers],
             "audit": self.audit.as_json() if self.audit else None,
             "table": self.health.as_json() if self.health else None,
-            "timeline": [s.__dict__ for s in self.timeline],
+            "timeline": [s.as_json() for s in self.timeline],
             "faults": [f.as_json() for f in self.faults],
+            "producer": self.producer.as_json() if self.producer else None,
             "retries": self.retries.as_json() if self.retries else None,
             "oldest_snapshot": self.snapshot.as_json() if self.snapshot else None,
             "server_cost": self.server_cost.as_json() if self.server_cost else None,
@@ -340,6 +418,11 @@ class RunResult:
             "notes": list(self.notes),
             "settings": self.settings.as_json(),
         }
+
+
+def ordering_bound(groups: float, cycle_ms: float) -> float:
+    """Messages per second that groups advancing one message per cycle allow."""
+    return groups * 1000 / cycle_ms
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

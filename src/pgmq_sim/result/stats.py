@@ -238,9 +238,9 @@ class WorkerStats(WorkerCounters):
         return self.claim, self.complete, self.e2e
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SecondSample:
-    """One second of the run, for the time series and the plot."""
+    """One second of the run, for the time series and the plot (slots: a day's run keeps 86,400)."""
 
     second: int
     arrived: int
@@ -260,8 +260,14 @@ class SecondSample:
     pooler_wait_ms: float | None = None  # the oldest waiting client's wait
     pooler_servers: int | None = None  # the pooler's server connections busy for the run's clients
 
+    def as_json(self) -> dict[str, int | float | None]:
+        return {name: getattr(self, name) for name in SECOND_FIELDS}
 
-@dataclass(frozen=True)
+
+SECOND_FIELDS = tuple(f.name for f in fields(SecondSample))
+
+
+@dataclass(frozen=True, slots=True)
 class PulseSample:
     """What the housekeeper saw in one second."""
 
@@ -272,7 +278,7 @@ class PulseSample:
     rss_mb: float | None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Second:
     arrived: int = 0
     processed: int = 0
@@ -330,11 +336,16 @@ class Timeline:
             self._at(max(0, int(at_s))).lost += 1
             self._losses.append(at_s)
 
-    def pauses(self) -> tuple[list[tuple[float, float]], list[float]]:
-        """The pauses in completions of GAP_S or more (from the last completion to the next), and the
-        times workers lost their connections."""
+    def pauses(self, end_s: float | None = None) -> tuple[list[tuple[float, float]], list[float]]:
+        """The pauses in completions of GAP_S or more (from the last completion to the next, and to
+        `end_s`, the run's end, when it came that long after the last), and the times workers lost
+        their connections."""
         with self._lock:
-            return list(self._gaps), list(self._losses)
+            gaps = list(self._gaps)
+            last = self._last_done or 0.0
+            if end_s is not None and end_s - last >= GAP_S:
+                gaps.append((last, end_s))
+            return gaps, list(self._losses)
 
     def last_dead_tuples(self) -> int | None:
         return self._last_dead

@@ -1,13 +1,18 @@
 """Where the server's time goes: the run's backends sampled from pg_stat_activity many times a
 second, each sample put in one class. Shares of the samples in which a backend was in a transaction
-are the wait profile a limit verdict reads."""
+are the wait profile a limit verdict reads. A lock wait is kept with its event (relation, tuple,
+transactionid, advisory, ...), and, a few times a second while the run's sessions wait on locks,
+the sessions that block them (pg_blocking_pids): whose, in what state, holding what on which object."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from pgmq_sim.model.facts import LockBlocker
 
 # each class, and what it says in words
 CLASSES = {
@@ -41,12 +46,48 @@ def classify(state: str | None, wait_type: str, wait_event: str) -> str | None:
     return None
 
 
+ROW_LOCKS = ("tuple", "transactionid")  # a row another transaction holds (locked, or being changed)
+
+
+@dataclass(frozen=True)
+class BlockerSeen:
+    """A session seen blocking the run's sessions, in how many samples of the blockers."""
+
+    pid: int
+    application: str
+    state: str  # the last seen ('' where the role may not see it)
+    ours: bool
+    lock: str
+    target: str
+    mode: str
+    samples: int
+
+    @property
+    def key(self) -> tuple[int, str, bool, str, str, str]:
+        return self.pid, self.application, self.ours, self.lock, self.target, self.mode
+
+    def text(self) -> str:
+        """e.g. pid 4242 (report job; outside the run; idle in transaction) holding ExclusiveLock
+        on msg_queue."""
+        whose = "the run's own" if self.ours else "outside the run"
+        about = "; ".join(p for p in (self.application or "no application_name", whose, self.state) if p)
+        if self.mode:
+            return f"pid {self.pid} ({about}) holding {self.mode} on {self.target}"
+        return f"pid {self.pid} ({about}) ahead in the queue for {self.target}"
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass(frozen=True)
 class WaitProfile:
-    """Backend-samples per class over a window, and the sampling ticks in it."""
+    """Backend-samples per class over a window, and the sampling ticks in it; the lock waits by event,
+    and the blockers seen."""
 
     ticks: int
     counts: tuple[tuple[str, int], ...] = ()
+    lock_events: tuple[tuple[str, int], ...] = ()  # Lock wait events (relation, tuple, ...), samples
+    blockers: tuple[BlockerSeen, ...] = ()  # most samples first
 
     @property
     def busy(self) -> int:
@@ -61,10 +102,33 @@ class WaitProfile:
         """Backends in a transaction at once, on average."""
         return self.busy / self.ticks if self.ticks else 0.0
 
+    def lock_shares(self) -> dict[str, float]:
+        """Each Lock wait event's share of the lock samples, most first."""
+        total = sum(n for _, n in self.lock_events)
+        ranked = sorted(self.lock_events, key=lambda e: -e[1])
+        return {event: round(n / total, 3) for event, n in ranked} if total else {}
+
+    def row_lock_share(self) -> float:
+        shares = self.lock_shares()
+        return sum(shares.get(event, 0.0) for event in ROW_LOCKS)
+
+    @property
+    def blocker_samples(self) -> int:
+        return sum(b.samples for b in self.blockers)
+
     def minus(self, earlier: WaitProfile) -> WaitProfile:
-        before = dict(earlier.counts)
-        counts = tuple((name, n - before.get(name, 0)) for name, n in self.counts)
-        return WaitProfile(self.ticks - earlier.ticks, tuple((k, n) for k, n in counts if n > 0))
+        before, events = dict(earlier.counts), dict(earlier.lock_events)
+        seen = {b.key: b.samples for b in earlier.blockers}
+        return WaitProfile(
+            self.ticks - earlier.ticks,
+            _positive((name, n - before.get(name, 0)) for name, n in self.counts),
+            _positive((name, n - events.get(name, 0)) for name, n in self.lock_events),
+            tuple(
+                dataclasses.replace(b, samples=b.samples - seen.get(b.key, 0))
+                for b in self.blockers
+                if b.samples > seen.get(b.key, 0)
+            ),
+        )
 
     def shares(self) -> dict[str, float]:
         return {name: round(self.share(name), 3) for name, _ in sorted(self.counts, key=lambda c: -c[1])}
@@ -73,12 +137,31 @@ class WaitProfile:
         if not self.busy:
             return "no backend was seen in a transaction"
         parts = [
-            f"{CLASSES.get(name, name)} {share:.0%}" for name, share in self.shares().items() if share >= 0.01
+            f"{CLASSES.get(name, name)} {share:.0%}" + (f" [{self.lock_text()}]" if name == "locks" else "")
+            for name, share in self.shares().items()
+            if share >= 0.01
         ]
         return ", ".join(parts) + f" ({self.backends_busy:.1f} backends in a transaction on average)"
 
+    def lock_text(self) -> str:
+        """e.g. 'Lock: relation 96%, tuple 4%'."""
+        shares = self.lock_shares()
+        return (
+            "Lock: " + ", ".join(f"{event} {share:.0%}" for event, share in shares.items()) if shares else ""
+        )
+
     def as_json(self) -> dict[str, Any]:
-        return {"ticks": self.ticks, "backends_busy": round(self.backends_busy, 2), "shares": self.shares()}
+        return {
+            "ticks": self.ticks,
+            "backends_busy": round(self.backends_busy, 2),
+            "shares": self.shares(),
+            "lock_events": self.lock_shares(),
+            "blockers": [b.as_json() for b in self.blockers],
+        }
+
+
+def _positive(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    return tuple((name, n) for name, n in pairs if n > 0)
 
 
 class WaitTally:
@@ -88,6 +171,8 @@ class WaitTally:
         self._lock = threading.Lock()
         self._ticks = 0
         self._counts: dict[str, int] = {}
+        self._events: dict[str, int] = {}
+        self._blockers: dict[tuple[int, str, bool, str, str, str], BlockerSeen] = {}
 
     def add(self, rows: Iterable[tuple[str | None, str, str]]) -> None:
         with self._lock:
@@ -96,7 +181,23 @@ class WaitTally:
                 name = classify(state, wait_type, wait_event)
                 if name is not None:
                     self._counts[name] = self._counts.get(name, 0) + 1
+                if name == "locks":
+                    self._events[wait_event] = self._events.get(wait_event, 0) + 1
+
+    def blocked(self, blockers: Iterable[LockBlocker]) -> None:
+        """One sample of the sessions blocking the run's: each blocker once per object and mode."""
+        with self._lock:
+            for b in set(blockers):
+                seen = BlockerSeen(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode, 1)
+                before = self._blockers.get(seen.key)
+                samples = before.samples + 1 if before else 1
+                self._blockers[seen.key] = dataclasses.replace(seen, samples=samples)
 
     def profile(self) -> WaitProfile:
         with self._lock:
-            return WaitProfile(self._ticks, tuple(sorted(self._counts.items())))
+            return WaitProfile(
+                self._ticks,
+                tuple(sorted(self._counts.items())),
+                tuple(sorted(self._events.items())),
+                tuple(sorted(self._blockers.values(), key=lambda b: (-b.samples, b.pid))),
+            )

@@ -9,44 +9,13 @@ says about locks: a cause names the workers, the messages, the seconds and the s
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
 from pgmq_sim.model.facts import AuditCounts
+from pgmq_sim.model.locks import ClaimLocks
 from pgmq_sim.result.audit import AuditVerdict
 
 SHOW = 5  # offending msg_ids listed per kind
-COMMENT = re.compile(r"--[^\n]*")
-
-
-@dataclass(frozen=True)
-class ClaimLocks:
-    """What a claim's text says about the locks it takes."""
-
-    row_lock: bool  # FOR UPDATE, FOR NO KEY UPDATE, FOR SHARE
-    skip_locked: bool
-    advisory: bool
-
-    @classmethod
-    def read(cls, text: str) -> ClaimLocks:
-        words = " ".join(COMMENT.sub(" ", text).lower().split())
-        return cls(
-            row_lock=bool(re.search(r"\bfor (no key )?(update|share)\b", words)),
-            skip_locked="skip locked" in words,
-            advisory="advisory_xact_lock" in words or "advisory_lock" in words,
-        )
-
-    def said(self) -> str:
-        found = [
-            name
-            for name, present in (
-                ("FOR UPDATE", self.row_lock),
-                ("SKIP LOCKED", self.skip_locked),
-                ("an advisory lock", self.advisory),
-            )
-            if present
-        ]
-        return ", ".join(found) if found else "no row lock (no FOR UPDATE, no advisory lock)"
 
 
 def judge_audit(

@@ -8,9 +8,12 @@ its trend per hour passes the figure's bound; in a run shorter than ten minutes 
 have moved over the run by more than the figure's floor (an hour's extrapolation of a short run's
 wobble is not a drift). The table is judged from its first autovacuum in the run on (its second
 in a short run): until vacuum has run, a queue's table grows by the dead rows that vacuum will
-reclaim, and that growth says nothing. A snapshot held for more than half the run (and 30 s)
-drifts by itself: vacuum can remove nothing behind it, so the table is then judged from the start.
-The first window (the workers' ramp, the first allocations) is left out of the lines.
+reclaim, and that growth says nothing. A snapshot held for more than half the run (and 30 s), timed
+by its backend_xmin seen in consecutive samples, drifts when dead tuples rose behind it (vacuum
+could remove nothing); the table is then judged from the start. A snapshot held while dead tuples
+stayed flat held nothing back, and a transaction open without a snapshot holds none.
+The first window (the workers' ramp, the first allocations) is left out of the lines; the tool's
+memory is judged by its late slope, the last third of the windows: a warm-up is not a leak.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pgmq_sim.settings import DRIFT_MIN_S, SHORT_DRIFT_S
 
 SIGNIFICANCE = 0.01
 SNAPSHOT_MIN_S = 30.0
+LATE_WINDOWS = 4  # the fewest a late figure's line is drawn through
+DEAD_ROSE = 1000  # dead tuples risen behind a held snapshot (and by half) confirm it held vacuum back
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,14 @@ class DriftFigure:
     floor: float  # a short run's line must move by more than this share of the mean over the run
     rising_is_worse: bool
     read: Callable[[Window], float | None]
+    late: bool = False  # judged from the last third of the windows (a warm-up is not a trend)
 
 
 FIGURES = (
     DriftFigure("throughput", "throughput", "msg/s", 0.10, 0.05, False, lambda w: w.throughput_per_s),
     DriftFigure("e2e_p99", "p99", "ms", 0.25, 0.10, True, lambda w: w.e2e_p99_ms),
     DriftFigure("table", "table", "MB", 0.50, 0.05, True, lambda w: w.table_mb),
-    DriftFigure("rss", "tool RSS", "MB", 0.20, 0.10, True, lambda w: w.rss_mb),
+    DriftFigure("rss", "tool RSS (last third)", "MB", 0.20, 0.10, True, lambda w: w.rss_mb, late=True),
 )
 
 
@@ -89,8 +95,10 @@ def windows(samples: Sequence[SecondSample], length: int) -> list[Window]:
 
 
 def trend(figure: DriftFigure, cut: Sequence[Window], short: bool) -> Trend | None:
-    """The line through the windows after the first; None: too few points or a zero mean."""
-    points = [(w.start_s + w.seconds / 2, v) for w in cut[1:] if (v := figure.read(w)) is not None]
+    """The line through the windows after the first (a late figure: the last third, at least
+    LATE_WINDOWS of them); None: too few points or a zero mean."""
+    judged = cut[1:][-max(LATE_WINDOWS, len(cut) // 3) :] if figure.late else cut[1:]
+    points = [(w.start_s + w.seconds / 2, v) for w in judged if (v := figure.read(w)) is not None]
     if len(points) < 4:
         return None
     xs, ys = [x for x, _ in points], [y for _, y in points]
@@ -129,6 +137,20 @@ def after_autovacuum(cut: Sequence[Window], nth: int) -> Sequence[Window]:
     return ()
 
 
+def dead_rose_behind(cut: Sequence[Window]) -> tuple[int, int] | None:
+    """The dead tuples in the first and the last window the longest hold spans, where they rose by
+    DEAD_ROSE and by half: what a snapshot vacuum cannot get past does. None: they did not."""
+    end, longest = max(enumerate(w.snapshot_age_s or 0.0 for w in cut), key=lambda a: a[1])
+    began = cut[end].start_s + cut[end].seconds - longest
+    held = [
+        w.dead_tuples for w in cut[: end + 1] if w.start_s + w.seconds > began and w.dead_tuples is not None
+    ]
+    if len(held) < 2:
+        return None
+    first, last = held[0], held[-1]
+    return (first, last) if last - first >= max(DEAD_ROSE, first / 2) else None
+
+
 def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False) -> DriftReport | None:
     length = window_length(elapsed_s, asked)
     if length is None:
@@ -140,7 +162,9 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
     ages = [w.snapshot_age_s for w in cut if w.snapshot_age_s is not None]
     snapshot_max = max(ages) if ages else None
     run_s = cut[-1].start_s + cut[-1].seconds
-    held = snapshot_max is not None and snapshot_max > max(SNAPSHOT_MIN_S, run_s / 2)
+    long_held = snapshot_max is not None and snapshot_max > max(SNAPSHOT_MIN_S, run_s / 2)
+    rose = dead_rose_behind(cut) if long_held else None
+    held = rose is not None
     # held: vacuum reclaims nothing anyway. In a short run (autovacuum wakes once a minute by
     # default) the table still grows after the first vacuum until the next one reuses its space
     table_cut = cut if held else after_autovacuum(cut, 2 if short else 1)
@@ -152,11 +176,16 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
         for f in FIGURES
         if (t := next((t for t in trends if t.figure == f.name and t.drifting), None)) is not None
     ]
-    if held:
-        drifting.append(f"a snapshot held {snapshot_max:.0f} s: vacuum can remove nothing behind it")
+    if rose is not None:
+        drifting.append(
+            f"a snapshot held {snapshot_max:.0f} s while dead tuples rose {rose[0]:,} -> {rose[1]:,}:"
+            " vacuum could remove nothing behind it"
+        )
     counts = [s.autovacuums for s in samples if s.autovacuums is not None]
     autovacuums = counts[-1] - counts[0] if counts else None
     note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), short)
+    if long_held and not held:
+        note += f"; a snapshot held {snapshot_max:.0f} s, but dead tuples did not rise behind it"
     bounds = {f.name: f.bound_per_h for f in FIGURES}
     return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note, bounds)
 

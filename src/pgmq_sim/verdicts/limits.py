@@ -13,14 +13,17 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.events import Fault
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.result.waits import BlockerSeen, WaitProfile
+from pgmq_sim.verdicts.outages import MET
 
 RESOURCES = (
     "client-cpu",
+    "locks",
+    "outage",
     "pool",
     "claim-plan",
-    "locks",
     "wal-flush",
     "server-cpu",
     "ordering",
@@ -38,6 +41,7 @@ SERVER_CPU_SHARE = 0.85  # of the server's cores
 CLAIM_BLOCKS = 200  # buffers read per message: a claim that scans, not one that seeks
 KEPT_UP = 0.95  # of the offered rate
 CLIENT_CORE_SHARE = 0.9  # of a core, the busiest client process's (one GIL per process)
+OUTAGE_SHARE = 0.05  # of the run's time, the path down: the outage, not the queue, set the pace
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class Figures:
     kept_up: bool
     busy: float  # the workers' mean busy share
     service_ms: float | None  # a message's work, claim and completion, per worker
-    ordering_bound_per_s: float | None  # with the claim and completion in each message's time
+    ordering_bound_per_s: float | None  # RunResult.ordering_bound_per_s: work, claim and completion
     groups: int | None
     waits: WaitProfile | None
     pooled: bool = False
@@ -67,6 +71,9 @@ class Figures:
     strategy: str = ""
     hot_group: str | None = None  # the hottest group and its share, where a skew made one
     spare_connections: int | None = None  # more connections the server and the role allow (direct)
+    claim_skips_locked: bool = False  # the claim passes over locked rows instead of waiting for them
+    faults: tuple[Fault, ...] = ()  # injected or met, with their outages measured (a whole run's)
+    elapsed_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,8 @@ class Limit:
 
 def judge(f: Figures) -> Limit:
     profile = f.waits.shares() if f.waits is not None and f.waits.busy else None
-    for check in (_client, _pool, _claim_plan, _locks, _wal, _server_cpu, _ordering, _workers, _producer):
+    checks = (_client, _locks, _outage, _pool, _claim_plan, _wal, _server_cpu, _ordering, _workers, _producer)
+    for check in checks:
         found = check(f)
         if found is not None:
             resource, evidence, fix = found
@@ -129,6 +137,42 @@ def _client(f: Figures) -> Found:
     )
 
 
+def _outage(f: Figures) -> Found:
+    """The path down 5% of the run or more, whether the run injected the fault or met it: the
+    throughput is then the outage's, not the queue's (an outage makes every later figure a symptom:
+    idle workers, a producer behind, clients waiting at the pooler)."""
+    spans = sorted((x.at_s, x.at_s + x.outage_s) for x in f.faults if x.outage_s)
+    if not spans or not f.elapsed_s:
+        return None
+    down, reach = 0.0, 0.0
+    for a, b in spans:  # their union: two faults may share one pause
+        down += max(0.0, b - max(a, reach))
+        reach = max(reach, b)
+    share = down / f.elapsed_s
+    if share < OUTAGE_SHARE:
+        return None
+    said = []
+    for x in sorted((x for x in f.faults if x.outage_s), key=lambda x: -(x.outage_s or 0))[:3]:
+        what = f"{x.kind} at {x.at_s:.1f} s out {x.outage_s:.1f} s"
+        what += ", not recovered by the end of the run" if x.open_at_end else ""
+        what += f" ({x.detail})" if x.kind == MET else ""
+        said.append(what)
+    evidence = f"the path was down {down:.1f} s of {f.elapsed_s:.0f} s ({share:.0%}): " + "; ".join(said)
+    if f.arrived_share is not None and f.arrived_share < KEPT_UP:
+        evidence += f"; the producer wrote {f.arrived_share:.0%} of the offered messages on time"
+    if any(x.kind == MET for x in f.faults if x.outage_s):
+        fix = (
+            "the run met an outage it did not inject: its throughput is the outage's, not the queue's;"
+            " find what took the path down at the time named, and measure again once it is steady"
+        )
+    else:
+        fix = (
+            "the injected faults' outages set the throughput: judge the queue's capacity from a run"
+            " without them, and the faults by their outage and recovery"
+        )
+    return "outage", evidence, fix
+
+
 def _pool(f: Figures) -> Found:
     if not f.pooled:
         return None
@@ -169,8 +213,13 @@ def _pool(f: Figures) -> Found:
 
 
 def _claim_plan(f: Figures) -> Found:
+    """A claim that scans, where it held the run back: not in a paced run that kept up with its rate
+    (a snapshot that keeps vacuum from removing dead tuples makes any claim read more; the advice
+    names that snapshot)."""
     blocks = f.blocks_per_msg
     if blocks is None or blocks < CLAIM_BLOCKS or f.claim_ms is None:
+        return None
+    if f.offered_per_s is not None and f.kept_up:
         return None
     if f.complete_ms is not None and f.claim_ms < 2 * f.complete_ms:
         return None
@@ -187,34 +236,91 @@ def _claim_plan(f: Figures) -> Found:
     )
 
 
-# the limits a wait class shows: what the wait is, and the fix
-WAIT_LIMITS = {
-    "locks": (
-        "the backends waited on each other's locks (Lock: tuple, transactionid)",
-        "claims queue behind each other's row locks: use a claim that skips locked rows"
-        " (-claim indexed or advisory)",
-    ),
-    "wal-flush": (
-        "commits waited for the WAL flush (IO: WALSync, LWLock: WALWrite)",
-        "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
-        " last commits on a crash is acceptable; more workers only queue on the flush",
-    ),
-}
+WAL_FLUSH = (
+    "commits waited for the WAL flush (IO: WALSync, LWLock: WALWrite)",
+    "a faster WAL device, or synchronous_commit = off for the queue's transactions where losing the"
+    " last commits on a crash is acceptable; more workers only queue on the flush",
+)
+BLOCKERS_NAMED = 2  # the blockers an evidence names, most samples first
+SKIPPING_CLAIMS = ("indexed", "advisory")  # strategies whose claim skips what another worker holds
 
 
-def _waits(f: Figures, name: str) -> Found:
+def _wait_share(f: Figures, name: str) -> float | None:
+    """The class's share of the backends' time in a transaction, where enough samples judge it."""
     if f.waits is None or f.waits.busy < MIN_WAIT_SAMPLES or f.waits.share(name) < WAIT_SHARE:
         return None
-    what, fix = WAIT_LIMITS[name]
-    return name, f"{what} {f.waits.share(name):.0%} of the backends' time in a transaction", fix
+    return f.waits.share(name)
 
 
 def _locks(f: Figures) -> Found:
-    return _waits(f, "locks")
+    """What was measured: the lock events, and who held what; the fix follows from whose lock it is."""
+    share = _wait_share(f, "locks")
+    if share is None or f.waits is None:
+        return None
+    waits = f.waits
+    evidence = f"the backends waited on locks {share:.0%} of their time in a transaction"
+    if waits.lock_events:
+        evidence += f" ({waits.lock_text()})"
+    named = waits.blocker_samples
+    foreign = [b for b in waits.blockers if not b.ours][:BLOCKERS_NAMED]
+    own = [b for b in waits.blockers if b.ours]
+    said = [f"{b.text()} in {b.samples / named:.0%} of the samples that named a blocker" for b in foreign]
+    if own:
+        share = sum(b.samples for b in own) / named
+        said.append(f"{_own(own)} in {share:.0%} of the samples that named a blocker")
+    evidence += ("; blocked by " + "; ".join(said)) if said else "; no sample named a blocking session"
+    top = foreign[0] if foreign else None
+    if top is not None and top.samples * 2 >= sum(b.samples for b in own):
+        what = f"{top.mode} on {top.target}" if top.mode else f"a lock on {top.target}"
+        return (
+            "locks",
+            evidence,
+            f"a session outside the run holds {what}: pid {top.pid}"
+            f" ({top.application or 'no application_name'}); end it or move it out of the queue's"
+            " hours: no claim or worker setting gets past a lock another session holds",
+        )
+    rows = waits.row_lock_share() >= 0.5
+    if rows and not f.claim_skips_locked:
+        name, _, given = f.strategy.partition("+")
+        if given:  # -next-msg replaced the strategy's claim, which skips them
+            how = (
+                f"add SKIP LOCKED to the -next-msg claim's FOR UPDATE, or drop -next-msg for the {name} claim"
+            )
+        else:
+            others = [f"-claim {other}" for other in SKIPPING_CLAIMS if other != name]
+            how = f"use a claim that skips locked rows ({' or '.join(others)})"
+        return "locks", evidence, f"claims queue behind each other's row locks: {how}"
+    if own:  # the run's own sessions: the claim is not the cause, the holders are named
+        remains = f"{_own(own)} ({waits.lock_text() or 'Lock'})"
+    else:
+        remains = f"{waits.lock_text() or 'Lock'} waits whose holder no sample named"
+    lead = (
+        "the claim already skips locked rows, so claims do not queue behind each other; "
+        if f.claim_skips_locked
+        else ""
+    )
+    return (
+        "locks",
+        evidence,
+        f"{lead}what remains is {remains}: find the statement that takes it (pg_locks, the run's log)",
+    )
+
+
+def _own(blockers: list[BlockerSeen]) -> str:
+    """The run's own blocking sessions in one phrase: how many, which, and what they held most."""
+    names = sorted({b.application or f"pid {b.pid}" for b in blockers})
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    top = blockers[0]  # most samples first
+    what = f"holding {top.mode} on {top.target}" if top.mode else f"ahead in the queue for {top.target}"
+    return f"the run's own sessions ({shown}) {what}"
 
 
 def _wal(f: Figures) -> Found:
-    return _waits(f, "wal-flush")
+    share = _wait_share(f, "wal-flush")
+    if share is None:
+        return None
+    what, fix = WAL_FLUSH
+    return "wal-flush", f"{what} {share:.0%} of the backends' time in a transaction", fix
 
 
 def _server_cpu(f: Figures) -> Found:
@@ -248,24 +354,37 @@ def _workers(f: Figures) -> Found:
     evidence = f"the workers were busy {f.busy:.0%} of the time"
     if f.service_ms:
         evidence += f" ({f.service_ms:.1f} ms per message each: work, claim and completion)"
+    # what more workers could use: a group takes one worker at a time, a worker needs a connection
+    caps = []
+    if f.spare_connections is not None:
+        caps.append((f.workers + max(0, f.spare_connections), "all the connections the server allows"))
+    if f.groups is not None:
+        caps.append((f.groups, "one per group (a group takes one worker at a time)"))
+    cap, why = min(caps) if caps else (None, "")
+    if cap is not None and cap <= f.workers:
+        if f.spare_connections is not None and f.spare_connections <= 0:
+            fix = (
+                f"the server and the role allow no more connections than these {f.workers} workers and"
+                " the tool's own: raise max_connections (or the role's CONNECTION LIMIT), or put a pooler in"
+                " front, before adding workers"
+            )
+        else:
+            fix = (
+                f"each of the {f.groups} groups has a worker already: more would wait for a group; spread"
+                " the keys (more -orders), or shorten the work"
+            )
+        return ("workers", evidence, fix)
     target = f.offered_per_s if f.offered_per_s and not f.kept_up else None
     if target and f.service_ms:
         want = max(f.workers + 1, math.ceil(target * f.service_ms / 1000 / 0.8))  # 80% busy: bursts
-        if f.groups is not None:
-            want = min(want, f.groups)  # a group takes one worker at a time
         fix = f"add workers: about {want} serve {target:g}/s at 80% busy"
-        if f.spare_connections is not None and want > f.workers + f.spare_connections:
-            most = f.workers + max(0, f.spare_connections)
-            fix = (
-                f"add workers up to {most}, all the connections the server allows (about {want} would"
-                f" serve {target:g}/s at 80% busy): raise max_connections, or put a pooler in front"
-            )
+        if cap is not None and want > cap:
+            fix = f"add workers up to {cap}, {why} (about {want} would serve {target:g}/s at 80% busy)"
+            if f.spare_connections is not None and cap == f.workers + f.spare_connections:
+                fix += ": raise max_connections, or put a pooler in front"
         return ("workers", evidence, fix)
-    return (
-        "workers",
-        evidence,
-        f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers",
-    )
+    fix = f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers"
+    return ("workers", evidence, fix + (f", up to {cap}, {why}" if cap is not None else ""))
 
 
 def _producer(f: Figures) -> Found:
@@ -287,25 +406,17 @@ def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int |
     return (cpu_s / seconds / cores if cpu_s is not None and cores else None), cores
 
 
-def service_bound(groups: float, work_ms: float, claim_ms: float | None, complete_ms: float | None) -> float:
-    """The ordering bound with each message's claim and completion in its time: each group advances
-    one message per work, claim and completion."""
-    return groups * 1000 / (work_ms + (claim_ms or 0.0) + (complete_ms or 0.0))
-
-
 def run_figures(r: RunResult) -> Figures:
     """A whole run's figures, from its result."""
     elapsed, workers = max(r.elapsed_s, 1e-9), max(1, len(r.workers))
     busy = sum(w.busy_share for w in r.workers) / workers
     claim, complete, work = r.claim_ms["p50"], r.complete_ms["p50"], r.work_mean_ms
-    bound = service_bound(r.bound_groups, work, claim, complete) if r.ordering_bound_per_s else None
     offered = arrived_share = None
     kept_up = False
-    due = sum(s.offered or 0 for s in r.timeline)
-    if r.settings.paced and r.sweep is None and due:
-        arrived = sum(s.arrived for s in r.timeline)
+    producer = r.producer
+    if r.settings.paced and r.sweep is None and producer is not None:
         constant = r.settings.rate if r.settings.rate and not r.settings.rate_profile else None
-        offered, arrived_share = constant or due / elapsed, min(1.0, arrived / due)
+        offered, arrived_share = constant or producer.offered / elapsed, producer.on_time_share
         backlog = r.timeline[-1].backlog if r.timeline else 0
         kept_up = arrived_share >= KEPT_UP and backlog <= max(2 * offered, 2 * workers)
     cost = r.server_cost
@@ -325,7 +436,7 @@ def run_figures(r: RunResult) -> Figures:
         kept_up=kept_up,
         busy=busy,
         service_ms=busy * workers * elapsed / r.processed * 1000 if r.processed else None,
-        ordering_bound_per_s=bound,
+        ordering_bound_per_s=r.ordering_bound_per_s,
         groups=r.groups or None,
         waits=r.waits,
         pooled=r.path is not None and r.path.pooled,
@@ -341,6 +452,9 @@ def run_figures(r: RunResult) -> Figures:
         strategy=r.strategy,
         hot_group=hot,
         spare_connections=r.spare_connections,
+        claim_skips_locked=r.claim_skips_locked,
+        faults=r.faults,
+        elapsed_s=r.elapsed_s,
     )
 
 

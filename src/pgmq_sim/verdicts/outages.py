@@ -1,7 +1,10 @@
 """What each fault did to the run, from the timeline: how long no message completed (the outage),
-how long from the path's return until the rate before the fault was back (the recovery), and how
-many worker connections were lost. An outage that no injected fault explains (a server restarted by
-somebody else, a pooler's own restart) is reported as a fault the run met."""
+how long from the path's return until the rate before the fault was back (the recovery), how many
+worker connections were lost, and what the pooler's console showed meanwhile. An outage that no
+injected fault explains (a server restarted by somebody else, a pooler's own restart) is reported as
+a fault the run met: a pause in completions with a worker connection lost in it, or one of a second
+or more while work waited and the producer wrote nothing or the pooler held clients waiting. A pause
+that lasts until the run's end is an outage too, not recovered by the end of the run."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ BACK_SHARE = 0.9  # back to the rate: a whole second at 90% of it or more
 HABIT = 3  # pauses in the seconds before a fault that make a habit of pausing
 HABIT_MARGIN = 1.25  # a pause up to this much longer than the habit's median is the habit
 NEAR_S = 1.0  # a pause in completions that began this soon after a fault's end is the fault's
+MET_MIN_S = 1.0  # a pause without a lost connection is met as an outage from this long
 
 
 def fault_effects(
@@ -25,9 +29,11 @@ def fault_effects(
     gaps: Sequence[tuple[float, float]],
     losses: Sequence[float],
     samples: Sequence[SecondSample],
+    end_s: float | None = None,
 ) -> list[Fault]:
-    """The faults with their effects, in time order, the met outages among them."""
-    processed = [s.processed for s in samples]
+    """The faults with their effects, in time order, the met outages among them. `gaps` may end with
+    the pause from the last completion to the run's end (`end_s`): it counts only while work waited."""
+    gaps = [(a, b) for a, b in gaps if not _open(b, end_s) or _waiting(samples, a, b)]
     out: list[Fault] = []
     explained: list[tuple[float, float]] = []
     for index, fault in enumerate(faults):
@@ -50,13 +56,53 @@ def fault_effects(
             pause = None
         back = pause[1] if pause else until
         explained.append((began - NEAR_S, max(back, until) + NEAR_S))
-        out.append(_measured(fault, began, back, until, losses, processed, pause is not None))
+        out.append(_measured(fault, began, back, until, losses, samples, pause is not None, end_s))
     for a, b in gaps:
+        if any(lo <= a <= hi or lo <= b <= hi for lo, hi in explained):
+            continue
         lost = [t for t in losses if a <= t <= b]
-        if lost and not any(lo <= a <= hi or lo <= b <= hi for lo, hi in explained):
-            met = Fault(a, MET, f"not injected: {len(lost)} worker connection(s) lost")
-            out.append(_measured(met, a, b, b, losses, processed, True))
+        said = [f"{len(lost)} worker connection(s) lost"] if lost else []
+        if b - a >= MET_MIN_S and _waiting(samples, a, b):
+            stalled = _stalled_s(samples, a, b)
+            said += [f"the producer wrote nothing for {stalled} s while messages were due"] if stalled else []
+            waiting = _pooler(samples, a, b)[0]
+            said += [f"the pooler held up to {waiting} client(s) waiting for a server connection"] * bool(
+                waiting
+            )
+        if said:
+            met = Fault(a, MET, "not injected: " + "; ".join(said))
+            out.append(_measured(met, a, b, b, losses, samples, True, end_s))
     return sorted(out, key=lambda f: f.at_s)
+
+
+def _open(b: float, end_s: float | None) -> bool:
+    """A pause that lasted until the run ended."""
+    return end_s is not None and b >= end_s - 1e-6
+
+
+def _within(samples: Sequence[SecondSample], a: float, b: float) -> list[SecondSample]:
+    """The seconds a pause overlaps."""
+    return [s for s in samples if s.second + 1 > a and s.second < b]
+
+
+def _waiting(samples: Sequence[SecondSample], a: float, b: float) -> bool:
+    """Work waited through the pause: a backlog, or messages due that the producer had not written."""
+    return any(s.backlog > 0 or (s.offered or 0) > s.arrived for s in _within(samples, a, b))
+
+
+def _stalled_s(samples: Sequence[SecondSample], a: float, b: float) -> int:
+    """Whole seconds inside the pause in which messages were due and none was written."""
+    return sum(
+        1 for s in samples if a <= s.second and s.second + 1 <= b and (s.offered or 0) > 0 == s.arrived
+    )
+
+
+def _pooler(samples: Sequence[SecondSample], a: float, b: float) -> tuple[int | None, float | None]:
+    """The most clients the pooler's console showed waiting in these seconds, and the longest wait."""
+    seen = [s for s in _within(samples, a, b) if s.pooler_waiting is not None]
+    if not seen:
+        return None, None
+    return max(s.pooler_waiting or 0 for s in seen), max(s.pooler_wait_ms or 0.0 for s in seen)
 
 
 def _measured(
@@ -65,22 +111,29 @@ def _measured(
     back: float,
     until: float,
     losses: Sequence[float],
-    processed: list[int],
+    samples: Sequence[SecondSample],
     paused: bool,
+    end_s: float | None,
 ) -> Fault:
+    processed = [s.processed for s in samples]
     lost = sum(1 for t in losses if began - 0.1 <= t <= max(back, until) + 1)
     before = processed[max(1, int(began) - BEFORE_S) : int(began)]
     rate = statistics.median(before) if before else None
+    open_at_end = paused and _open(back, end_s)
     recovery = None
-    if rate:
+    if rate and not open_at_end:
         for second in range(int(back), len(processed) - 1):  # the last second may be partial
             if processed[second] >= BACK_SHARE * rate:
                 recovery = max(0.0, second + 1 - back)
                 break
+    waiting, wait_ms = _pooler(samples, began, max(back, until))
     return dataclasses.replace(
         fault,
         outage_s=round(back - max(began, 0.0), 3) if paused else 0.0,
         recovery_s=None if recovery is None else round(recovery, 1),
         rate_before=rate,
         connections_lost=lost,
+        open_at_end=open_at_end,
+        pooler_waiting=waiting,
+        pooler_wait_ms=wait_ms,
     )

@@ -1,0 +1,23 @@
+-- $1: the run's sessions just seen waiting on a lock. Who blocks each (pg_blocking_pids), whether it
+-- is one of the tool's sessions in this database, the object waited on and the modes the blocker
+-- holds on it (none when it only waits ahead in the lock's queue). A session of another role shows
+-- no state to a role without pg_read_all_stats.
+select b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''),
+       coalesce(b.application_name, '') like 'pgmq-sim%' and b.datname is not distinct from current_database(),
+       w.locktype,
+       case when w.relation is not null then w.relation::regclass::text else w.locktype end,
+       coalesce((select string_agg(distinct h.mode, ', ')
+                 from pg_locks h
+                 where h.pid = b.pid and h.granted and h.locktype = w.locktype
+                   and h.database is not distinct from w.database
+                   and h.relation is not distinct from w.relation
+                   and h.page is not distinct from w.page
+                   and h.tuple is not distinct from w.tuple
+                   and h.transactionid is not distinct from w.transactionid
+                   and h.classid is not distinct from w.classid
+                   and h.objid is not distinct from w.objid
+                   and h.objsubid is not distinct from w.objsubid), '')
+from pg_locks w
+cross join lateral unnest(pg_blocking_pids(w.pid)) as blocker(pid)
+join pg_stat_activity b on b.pid = blocker.pid
+where w.pid = any($1) and not w.granted
