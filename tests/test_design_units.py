@@ -161,3 +161,19 @@ def test_a_passing_audit_has_no_cause_and_redeliveries_are_named_not_failed() ->
     )
     assert verdict.passed and verdict.causes == () and verdict.fix is None
     assert "2 redelivered after their lease passed" in "; ".join(verdict.problems)
+
+
+def test_the_workers_claim_has_its_batch_written_in_so_its_plan_sees_the_limit() -> None:
+    """A PREPAREd claim's generic plan cannot see LIMIT $2: the batch, fixed for the run, is in
+    the statement's text (the argument stays in the call, as the signature has it)."""
+    from pgmq_sim.db.statements import CLAIM, prepare, worker_statements
+    from pgmq_sim.db.values import SessionPlan
+
+    design = load_design("indexed")
+    for batch in (1, 10):
+        plan = SessionPlan(
+            design.wrapped_claim_sql, False, True, complete_sql=design.complete.text, batch=batch
+        )
+        claim = next(s for s in worker_statements(plan) if s.name == CLAIM)
+        assert "$2" not in claim.text and f"limit {batch}  -- the batch" in claim.text, claim.text
+        assert prepare(claim).startswith(f"prepare {CLAIM}(text, integer, bigint, text, float8) as ")

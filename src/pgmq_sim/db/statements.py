@@ -14,6 +14,7 @@ use) and, as a function, runs them inside one that returns the rows they changed
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -101,11 +102,23 @@ def design_statement(
     return WorkerStatement(name, text, arguments, wrapper)
 
 
+BATCH_PARAMETER = re.compile(r"\$2(?!\d)")
+
+
+def with_batch(claim_sql: str, batch: int) -> str:
+    """The claim with its batch ($2, fixed for the run) written in as a number: a PREPAREd
+    statement's generic plan, which PostgreSQL uses from the sixth execution on, cannot see a
+    LIMIT $2 and plans the whole walk over the groups' heads (measured twice the server time per
+    claim of LIMIT 1, which an application's own claim would say). The argument stays in every
+    call, as the signature has it."""
+    return BATCH_PARAMETER.sub(str(int(batch)), claim_sql)
+
+
 def worker_statements(plan: SessionPlan) -> list[WorkerStatement]:
     """The claim (wrapped, see QueueDesign.wrapped_claim_sql), the completion, with attempts the
     take and the failure, and with the audit the journal's row."""
     mode = plan.mode
-    found = [WorkerStatement(CLAIM, plan.claim_sql, CLAIM_SIGNATURE)]
+    found = [WorkerStatement(CLAIM, with_batch(plan.claim_sql, plan.batch), CLAIM_SIGNATURE)]
     if plan.seed_table:
         if mode == SessionMode.SPLIT:
             found.append(packaged("complete_split_" + ("delete" if plan.delmsg else "mark"), COMPLETE))
