@@ -516,7 +516,7 @@ def workload_args(
     """The flags of a closed-loop run per claim strategy (--fill-db, --workers, --orders, --work-ms,
     --claims, --no-audit; see workload_cli_args), then common_args' --repeat and --dsn."""
     parser.add_argument("--fill-db", type=int, default=fill_db, help=f"messages per run (default {fill_db})")
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--orders", type=int, default=2, help="order_ids per type; groups = 3x (default 2)")
     parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
     parser.add_argument("--claims", default=claims, help=f"{claims_help} (default {claims})")

@@ -1,6 +1,7 @@
-"""Runners and placement: client CPU per message and msg/s of the threads runner, of Locust worker
-processes (greenlets, `--processes 1` and `2`) and of pgbench, with client and server sharing the
-cores and pinned apart.
+"""Runners and placement: client CPU per message and msg/s of the single-process runner, of Locust
+worker processes (`--processes 1` and `2`: each a gevent process supervising a child that runs its
+workers on an event loop) and of pgbench, with client and server sharing the cores and pinned
+apart.
 
 One embedded server (pgmq_sim.embedded.LocalPostgres) for every run. Per round, interleaved (order
 rotating), every side in both placements:
@@ -11,8 +12,9 @@ rotating), every side in both placements:
 
 Sides, all at zero work with C clients/workers, claim `indexed`, -orders 100, audit and log on:
 
-* threads:    pgmq-sim -fill-db N -workers C -work-ms 0 -orders 100 -claim indexed
-* greenlets-pK: the same with --processes K (K Locust worker processes, greenlets, master apart)
+* loop:       pgmq-sim -fill-db N -workers C -work-ms 0 -orders 100 -claim indexed
+* processes-pK: the same with --processes K (K Locust worker processes and their children, the
+              master apart)
 * pgbench:    pgbench -n -M prepared -c C -j 2 -t N/C with bench/_common.py's audited script (BEGIN;
               the wrapped claim, \\gset; the audited completion; COMMIT) on a table prefilled by SQL.
 
@@ -66,9 +68,9 @@ def main() -> None:
     base = ["-fill-db", str(args.messages), "-workers", str(args.clients), "-work-ms", "0"]
     base += ["-orders", str(args.orders), "-claim", "indexed"]
     sides = {
-        "threads": base,
-        "greenlets-p1": [*base, "--processes", "1"],
-        "greenlets-p2": [*base, "--processes", "2"],
+        "loop": base,
+        "processes-p1": [*base, "--processes", "1"],
+        "processes-p2": [*base, "--processes", "2"],
     }
     per_client = math.ceil(args.messages / args.clients)
     print("tool: " + c.cli_command_text(base) + "  [--processes 1|2]")

@@ -259,7 +259,7 @@ def main() -> None:
     )
     parser.add_argument("--fill-db", type=int, default=100000, help="messages per run (default 100000)")
     parser.add_argument("--rate", type=float, help="-rate, messages/s (default 1000; --pooler: 300)")
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--orders", type=int, default=2, help="order_ids per type (default 2)")
     parser.add_argument("--work-ms", default="0-2", help="simulated work MIN-MAX ms (default 0-2)")
     parser.add_argument("--claim", default="indexed", help="claim strategy (default indexed)")

@@ -142,7 +142,7 @@ def sweep_args(args: argparse.Namespace, ladder: Sequence[float]) -> list[str]:
 
 def sweep_flags(parser: argparse.ArgumentParser, step: float, settle: float) -> None:
     """The flags of a sweep per cell (both knee.py and skew.py)."""
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
     parser.add_argument("--step", type=float, default=step, help=f"seconds per rate step (default {step:g})")
     parser.add_argument(

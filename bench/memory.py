@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument(
         "--sizes", default="100000,1000000", help="comma list of -fill-db (default 100000,1000000)"
     )
-    parser.add_argument("--workers", type=int, default=6, help="worker threads (default 6)")
+    parser.add_argument("--workers", type=int, default=6, help="workers (default 6)")
     parser.add_argument("--claim", default="indexed", help="claim strategy (default indexed)")
     parser.add_argument("--sample-s", type=float, default=0.5, help="VmRSS sampling period (default 0.5)")
     c.common_args(parser, repeat=1)

@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--fill-db", type=int, default=6000, help="messages per drain run (default 6000)")
     parser.add_argument("--rate", type=float, default=200, help="arrival rate of rate runs (default 200/s)")
     parser.add_argument("--rate-fill", type=int, default=1200, help="messages per rate run (default 1200)")
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--orders", type=int, default=100, help="order_ids per type (default 100)")
     parser.add_argument("--works", default="1-10,0", help="comma list of -work-ms values (default 1-10,0)")
     parser.add_argument("--loads", default=",".join(LOADS), help="drain,rate (default both)")

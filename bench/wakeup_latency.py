@@ -34,7 +34,7 @@ def main() -> None:
     )
     parser.add_argument("--fill-db", type=int, default=1000, help="messages per run (default 1000)")
     parser.add_argument("--rate", type=float, default=100, help="insert rate per s (default 100)")
-    parser.add_argument("--workers", type=int, default=12, help="worker threads (default 12)")
+    parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--orders", type=int, default=2, help="order_ids per type (default 2)")
     parser.add_argument("--work-ms", default="1-10", help="simulated work MIN-MAX ms (default 1-10)")
     parser.add_argument("--poll-interval", type=float, default=1.0, help="seconds (default 1)")

@@ -67,7 +67,7 @@ QUICK: dict[str, Quick] = {
     ),
     "distributed.py": Quick(
         "--messages 2000 --repeat 1 --placements shared",
-        ("client        shared: us/msg workers", "greenlets-p2", "pinned = server on core 1"),
+        ("client        shared: us/msg workers", "processes-p2", "pinned = server on core 1"),
     ),
     # a TCP server of their own with a password, for PgBouncer (direct only without pgbouncer)
     "pooler.py": Quick(

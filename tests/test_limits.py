@@ -120,3 +120,76 @@ def test_a_foreign_table_lock_is_a_locks_limit_naming_its_holder_and_no_claim_fi
     fix = next(line for line in report["advice"] if line.startswith("limit locks:"))
     assert "a session outside the run holds ExclusiveLock on msg_queue" in fix and "report job" in fix, fix
     assert not any("-claim indexed" in line for line in report["advice"]), report["advice"]
+
+
+# (state, wait_event_type, wait_event) as pg_stat_activity shows them: every class and its edges
+ACTIVITY = [
+    ("active", None, None),
+    ("active", "Lock", "relation"),
+    ("active", "Lock", "tuple"),
+    ("active", "Lock", "tuple"),
+    ("active", "Lock", "transactionid"),
+    ("active", "Lock", "advisory"),
+    ("active", "LWLock", "WALWrite"),
+    ("active", "IO", "WALSync"),
+    ("active", "IO", "WALWrite"),
+    ("active", "IO", "WALInitSync"),
+    ("active", "IO", "DataFileRead"),
+    ("active", "LWLock", "BufferContent"),
+    ("active", "LWLock", "LockManager"),
+    ("active", "Client", "ClientRead"),
+    ("idle in transaction", "Client", "ClientRead"),
+    ("idle in transaction (aborted)", "Client", "ClientRead"),
+    ("active", "IPC", "SyncRep"),
+    ("active", "Timeout", "PgSleep"),
+    ("idle", "Client", "ClientRead"),
+    ("fastpath function call", None, None),
+    (None, None, None),  # another role's session, its state hidden
+]
+
+
+def test_the_samplers_query_classifies_as_classify_does(db: psycopg.Connection) -> None:
+    """sql/wait_counts.sql counts on the server what result/waits.classify says of each row, and
+    keeps the Lock waits' events and who waits: the same wait profile from one row per sample.
+    Rows that are not the run's (another application, another database, a background worker, the
+    sampler's own session) count nowhere."""
+    from pgmq_sim.result.waits import WAIT_CLASSES, classify
+    from pgmq_sim.sqlfiles import statement
+
+    db.execute(
+        "create temp table fixture_activity (state text, wait_event_type text, wait_event text, pid int,"
+        " application_name text, backend_type text, datname name)"
+    )
+    ours = ("pgmq-sim w1", "client backend", None)
+    rows = [(*row, 1000 + i, *ours) for i, row in enumerate(ACTIVITY)]
+    rows += [
+        ("active", "Lock", "relation", 1, "psql", "client backend", None),
+        ("active", "Lock", "relation", 2, "pgmq-sim w2", "client backend", "postgres"),
+        ("active", None, None, 3, "pgmq-sim w3", "autovacuum worker", None),
+    ]
+    with db.cursor() as cur:
+        cur.executemany(
+            "insert into fixture_activity values (%s, %s, %s, %s, %s, %s, coalesce(%s, current_database()))",
+            rows,
+        )
+    db.execute(
+        "insert into fixture_activity select 'active', 'Lock', 'relation', pg_backend_pid(),"
+        " 'pgmq-sim sampler', 'client backend', current_database()"
+    )
+    text = statement("wait_counts").replace("from pg_stat_activity", "from fixture_activity")
+    row = db.execute(text).fetchone()
+    assert row is not None
+    expected = {name: 0 for name in WAIT_CLASSES}
+    events: dict[str, int] = {}
+    for state, wait_type, wait_event in ACTIVITY:
+        name = classify(state, wait_type or "", wait_event or "")
+        if name is not None:
+            expected[name] += 1
+        if name == "locks":
+            events[wait_event or ""] = events.get(wait_event or "", 0) + 1
+    assert dict(zip(WAIT_CLASSES, row[:7], strict=True)) == expected
+    assert all(expected.values())  # the fixtures reach every class
+    counted = dict(item.rsplit(":", 1) for item in row[7].split(","))
+    assert {event: int(n) for event, n in counted.items()} == events
+    waiting = [1000 + i for i, r in enumerate(ACTIVITY) if r[1] == "Lock"]
+    assert sorted(int(pid) for pid in row[8].split(",")) == waiting

@@ -9,7 +9,9 @@ import psycopg
 import pytest
 from conftest import REPO, Cli, assert_one_line_error
 
+from pgmq_sim.actors.waits import new_loop
 from pgmq_sim.db.claims import ClaimSession
+from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.designs.design import load_design
 
@@ -52,18 +54,26 @@ def test_affinity_claims_the_next_message_of_the_group_just_completed(
             "insert into msg_queue values (%s, 'type1', 'N', %s, clock_timestamp(), null)", (msg_id, order_id)
         )
     plan = SessionPlan(design.wrapped_claim_sql, False, False, complete_sql=design.complete.text)
-    b = ClaimSession(psycopg.connect(dsn), plan, "type1", "b", "b")
-    a = ClaimSession(psycopg.connect(dsn), plan, "type1", "a", "a")
+
+    async def sessions() -> None:
+        b = await ClaimSession.open(await connect_async(dsn), plan, "type1", "b", "b")
+        a = await ClaimSession.open(await connect_async(dsn), plan, "type1", "a", "a")
+        try:
+            (first_b,), (first_a,) = await b.claim(), await a.claim()
+            assert (first_b.msg_id, first_a.msg_id) == (1, 3)
+            await b.complete([first_b], claim_next=False)
+            done = await a.complete([first_a], claim_next=True)
+            assert done.chained and len(done.next) == 1
+            assert (done.next[0].order_id, done.next[0].msg_id) == ((2, 4) if keeps_group else (1, 2))
+        finally:
+            a.close()
+            b.close()
+
+    loop = new_loop()
     try:
-        (first_b,), (first_a,) = b.claim(), a.claim()
-        assert (first_b.msg_id, first_a.msg_id) == (1, 3)
-        b.complete([first_b], claim_next=False)
-        done = a.complete([first_a], claim_next=True)
-        assert done.chained and len(done.next) == 1
-        assert (done.next[0].order_id, done.next[0].msg_id) == ((2, 4) if keeps_group else (1, 2))
+        loop.run_until_complete(sessions())
     finally:
-        a.close()
-        b.close()
+        loop.close()
 
 
 def test_fifo_is_flagged_unordered_not_failed(cli: Cli) -> None:

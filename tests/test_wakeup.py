@@ -1,60 +1,66 @@
 """Wake-ups: one claim per message that arrived, none for a herd, and none lost.
 
-The unit tests drive a type's credits from real threads; the integration tests use a real
-server: its trigger, its notifications, a listening connection, and claims that find nothing."""
+The unit tests drive a type's credits from real tasks on the run's kind of event loop; the
+integration tests use a real server: its trigger, its notifications, a listening connection, and
+claims that find nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from conftest import Cli
 
+from pgmq_sim.actors.waits import Halt, new_loop
 from pgmq_sim.actors.wakeup import NotifySlot, NotifyWakeup, TypeCredits
+from pgmq_sim.db.connection import connect_async
 from pgmq_sim.sqlfiles import statement
 
 FALLBACK_S = 5.0  # long enough that a wake-up at the fallback cannot pass for a prompt one
 
 
-def eventually(condition: Callable[[], bool], within_s: float = 3.0) -> bool:
+def on_loop(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    loop = new_loop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(body(), 30))
+    finally:
+        loop.close()
+
+
+async def eventually(condition: Callable[[], bool], within_s: float = 3.0) -> bool:
     deadline = time.monotonic() + within_s
     while not condition():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.005)
+        await asyncio.sleep(0.005)
     return True
 
 
 class Waiters:
-    """Threads that each wait on a slot once and record when they woke."""
+    """Tasks that each wait on a slot once and record when they woke."""
 
     def __init__(self, slots: list[NotifySlot]) -> None:
         self.woken: list[int] = []
-        self._lock = threading.Lock()
-        self.threads = [
-            threading.Thread(target=self._wait, args=(i, s), daemon=True) for i, s in enumerate(slots)
-        ]
-        for t in self.threads:
-            t.start()
+        self.tasks = [asyncio.get_running_loop().create_task(self._wait(i, s)) for i, s in enumerate(slots)]
 
-    def _wait(self, index: int, slot: NotifySlot) -> None:
-        slot.wait(after_completion=False)
-        with self._lock:
-            self.woken.append(index)
+    async def _wait(self, index: int, slot: NotifySlot) -> None:
+        await slot.wait(after_completion=False)
+        self.woken.append(index)
 
     def count(self) -> int:
-        with self._lock:
-            return len(self.woken)
+        return len(self.woken)
 
 
-def idle_slots(credits: TypeCredits, count: int) -> list[NotifySlot]:
+def idle_slots(credits: TypeCredits, halt: Halt, count: int) -> list[NotifySlot]:
     """Slots whose claims found nothing while no one else claimed: the type is known empty."""
-    slots = [NotifySlot(credits) for _ in range(count)]
+    slots = [NotifySlot(credits, halt.bell()) for _ in range(count)]
     for slot in slots:
         slot.claiming()
         slot.claimed(False)
@@ -64,55 +70,65 @@ def idle_slots(credits: TypeCredits, count: int) -> list[NotifySlot]:
 
 @pytest.mark.unit
 def test_each_message_wakes_one_waiting_worker_not_the_herd() -> None:
-    stop = threading.Event()
-    credits = TypeCredits(stop, FALLBACK_S)
-    waiters = Waiters(idle_slots(credits, 4))
-    assert eventually(lambda: credits.waiting == 4)
-    credits.arrived(1)
-    assert eventually(lambda: waiters.count() == 1)
-    time.sleep(0.2)
-    assert waiters.count() == 1  # the other three sleep on
-    credits.arrived(2)
-    assert eventually(lambda: waiters.count() == 3)
-    time.sleep(0.2)
-    assert waiters.count() == 3
-    stop.set()
-    credits.release_all()
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        waiters = Waiters(idle_slots(credits, halt, 4))
+        assert await eventually(lambda: credits.waiting == 4)
+        credits.arrived(1)
+        assert await eventually(lambda: waiters.count() == 1)
+        await asyncio.sleep(0.2)
+        assert waiters.count() == 1  # the other three sleep on
+        credits.arrived(2)
+        assert await eventually(lambda: waiters.count() == 3)
+        await asyncio.sleep(0.2)
+        assert waiters.count() == 3
+        halt.set()
+        await asyncio.wait(waiters.tasks, timeout=1)
+
+    on_loop(body)
 
 
 @pytest.mark.unit
 def test_a_woken_worker_that_finds_nothing_waits_again_and_wakes_no_one() -> None:
-    stop = threading.Event()
-    credits = TypeCredits(stop, FALLBACK_S)
-    woken, *others = idle_slots(credits, 3)
-    credits.arrived(1)
-    woken.wait(after_completion=False)  # takes the credit at once
-    woken.claiming()
-    woken.claimed(False)  # someone else took it
-    waiters = Waiters([woken, *others])
-    time.sleep(0.3)
-    assert waiters.count() == 0 and credits.credits == 0
-    stop.set()
-    credits.release_all()
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        woken, *others = idle_slots(credits, halt, 3)
+        credits.arrived(1)
+        await woken.wait(after_completion=False)  # takes the credit at once
+        woken.claiming()
+        woken.claimed(False)  # someone else took it
+        waiters = Waiters([woken, *others])
+        await asyncio.sleep(0.3)
+        assert waiters.count() == 0 and credits.credits == 0
+        halt.set()
+        await asyncio.wait(waiters.tasks, timeout=1)
+
+    on_loop(body)
 
 
 @pytest.mark.unit
 def test_a_message_arriving_between_an_empty_claim_and_its_wait_is_not_lost() -> None:
-    stop = threading.Event()
-    credits = TypeCredits(stop, FALLBACK_S)
-    slot = idle_slots(credits, 1)[0]
-    slot.claiming()
-    credits.arrived(1)  # notified while the claim runs: the claim's snapshot may not see it
-    slot.claimed(False)
-    started = time.monotonic()
-    slot.wait(after_completion=False)
-    assert time.monotonic() - started < 0.5  # at once, not at the fallback
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        slot = idle_slots(credits, halt, 1)[0]
+        slot.claiming()
+        credits.arrived(1)  # notified while the claim runs: the claim's snapshot may not see it
+        slot.claimed(False)
+        started = time.monotonic()
+        await slot.wait(after_completion=False)
+        assert time.monotonic() - started < 0.5  # at once, not at the fallback
+
+    on_loop(body)
 
 
 @pytest.mark.unit
 def test_a_completion_claims_again_only_while_a_message_is_known() -> None:
-    credits = TypeCredits(threading.Event(), FALLBACK_S)
-    slot = NotifySlot(credits)
+    halt = Halt()
+    credits = TypeCredits(halt, FALLBACK_S)
+    slot = NotifySlot(credits, halt.bell())
     slot.claiming()
     slot.claimed(True)
     assert slot.claim_due()  # at the start nothing is known: a prefill may wait
@@ -121,7 +137,7 @@ def test_a_completion_claims_again_only_while_a_message_is_known() -> None:
     slot.claiming()
     slot.claimed(True)  # woken at the fallback, say
     assert not slot.claim_due()  # a steady rate's usual case: complete alone, then wait
-    other = NotifySlot(credits)
+    other = NotifySlot(credits, halt.bell())
     other.claiming()
     other.claimed(True)
     credits.arrived(1)
@@ -132,27 +148,35 @@ def test_a_completion_claims_again_only_while_a_message_is_known() -> None:
 def test_an_empty_claim_beside_a_held_message_keeps_its_group_known() -> None:
     """Ordered groups: a message behind one in flight is invisible to a claim until that one
     commits. The empty claim must not make the completing worker forget it."""
-    credits = TypeCredits(threading.Event(), FALLBACK_S)
-    holder, idle = idle_slots(credits, 2)
-    holder.claiming()
-    holder.claimed(True)  # holds message k of group g
-    credits.arrived(1)  # k+1 of group g
-    idle.wait(after_completion=False)
-    idle.claiming()
-    idle.claimed(False)  # g is in flight: nothing claimable
-    assert credits.known == 1
-    assert holder.claim_due()  # completing k frees k+1: claim it in the same round trip
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, idle = idle_slots(credits, halt, 2)
+        holder.claiming()
+        holder.claimed(True)  # holds message k of group g
+        credits.arrived(1)  # k+1 of group g
+        await idle.wait(after_completion=False)
+        idle.claiming()
+        idle.claimed(False)  # g is in flight: nothing claimable
+        assert credits.known == 1
+        assert holder.claim_due()  # completing k frees k+1: claim it in the same round trip
+
+    on_loop(body)
 
 
 @pytest.mark.unit
 def test_a_lost_listener_wakes_every_waiter_once() -> None:
-    stop = threading.Event()
-    credits = TypeCredits(stop, FALLBACK_S)
-    waiters = Waiters(idle_slots(credits, 3))
-    assert eventually(lambda: credits.waiting == 3)
-    credits.unknown()
-    assert eventually(lambda: waiters.count() == 3)
-    assert credits.credits == 0
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        waiters = Waiters(idle_slots(credits, halt, 3))
+        assert await eventually(lambda: credits.waiting == 3)
+        credits.unknown()
+        assert await eventually(lambda: waiters.count() == 3)
+        assert credits.credits == 0
+
+    on_loop(body)
 
 
 def make_queue(db: psycopg.Connection) -> None:
@@ -177,35 +201,38 @@ def test_a_message_notified_while_every_worker_is_between_its_empty_claim_and_it
     arrives (trigger, NOTIFY, the listener's connection) before any worker waits; one worker
     wakes at once and claims it, the others sleep on."""
     make_queue(db)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    wakeup = NotifyWakeup(
-        lambda: psycopg.connect(dsn), FALLBACK_S, 5.0, stop, errors.append, ("type1", "type2")
-    )
     conns = [psycopg.connect(dsn, autocommit=True) for _ in range(3)]
-    try:
-        slots = [wakeup.slot("type1") for _ in conns]
+
+    async def body() -> None:
+        halt = Halt()
+        wakeup = NotifyWakeup(lambda: connect_async(dsn), FALLBACK_S, 5.0, halt, ("type1", "type2"))
+        await wakeup.start()
+        listening = asyncio.get_running_loop().create_task(wakeup.run())
+        slots = [wakeup.slot("type1", halt.bell()) for _ in conns]
         for slot, conn in zip(slots, conns, strict=True):
             slot.claiming()
             assert claim_one(conn) is None
             slot.claimed(False)
         db.execute("insert into msg_queue values (1, 'type1', 'N', 7, clock_timestamp())")
         credits = wakeup._types["type1"]
-        assert eventually(lambda: credits.notified == 1), "the notification never reached the listener"
+        assert await eventually(lambda: credits.notified == 1), "the notification never reached the listener"
         started = time.monotonic()
         waiters = Waiters(slots)  # type: ignore[arg-type]
-        assert eventually(lambda: waiters.count() == 1, within_s=1.0)
+        assert await eventually(lambda: waiters.count() == 1, within_s=1.0)
         woke_s = time.monotonic() - started
         assert woke_s < 0.5, f"woken after {woke_s:.2f} s: at the fallback, the wake-up was lost"
         assert claim_one(conns[waiters.woken[0]]) == 1
-        time.sleep(0.3)
+        await asyncio.sleep(0.3)
         assert waiters.count() == 1  # one message, one wake-up
+        halt.set()
+        await asyncio.wait([listening, *waiters.tasks], timeout=5)
+        assert listening.done() and listening.exception() is None
+
+    try:
+        on_loop(body)
     finally:
-        stop.set()
-        wakeup.close()
         for conn in conns:
             conn.close()
-    assert not errors
 
 
 @pytest.mark.integration
@@ -215,35 +242,48 @@ def test_the_listener_never_shows_a_transaction_as_old_as_its_listen(dsn: str) -
     server answers, the listener is seen in those transactions, none dated a second and a half back
     or more (without its statement each second, they date from the LISTEN)."""
     stop = threading.Event()
-    errors: list[BaseException] = []
-    wakeup = NotifyWakeup(lambda: psycopg.connect(dsn), FALLBACK_S, 5.0, stop, errors.append, ("type1",))
-    pid = wakeup._conn.info.backend_pid
+    seen: list[float] = []
+    delivered: list[int] = []
 
     def notify() -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
             while not stop.is_set():
                 conn.execute("select pg_notify('pgmq_sim', 'type1:1')")
 
-    seen: list[float] = []
-    notifier = threading.Thread(target=notify, daemon=True)
-    try:
-        time.sleep(2.5)
-        notifier.start()
-        with psycopg.connect(dsn, autocommit=True) as watch:
+    def watch(pid: int) -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline:
-                row = watch.execute(
+                row = conn.execute(
                     "select extract(epoch from clock_timestamp() - xact_start)::float8 from pg_stat_activity"
                     " where pid = %s and xact_start is not null",
                     (pid,),
                 ).fetchone()
                 if row is not None:
                     seen.append(row[0])
-    finally:
-        stop.set()
-        notifier.join(timeout=5)
-        wakeup.close()
-    assert not errors and wakeup.delivered > 100
+
+    async def body() -> None:
+        halt = Halt()
+        wakeup = NotifyWakeup(lambda: connect_async(dsn), FALLBACK_S, 5.0, halt, ("type1",))
+        await wakeup.start()
+        assert wakeup._wire is not None
+        pid = wakeup._wire.backend_pid
+        listening = asyncio.get_running_loop().create_task(wakeup.run())
+        await asyncio.sleep(2.5)
+        notifier = threading.Thread(target=notify, daemon=True)
+        notifier.start()
+        try:
+            await asyncio.to_thread(watch, pid)
+        finally:
+            stop.set()
+            notifier.join(timeout=5)
+        halt.set()
+        await asyncio.wait([listening], timeout=5)
+        assert listening.done() and listening.exception() is None
+        delivered.append(wakeup.delivered)
+
+    on_loop(body)
+    assert delivered[0] > 100
     assert seen, "no sample caught the listener reading its notifications"
     assert max(seen) < 1.5, (max(seen), len(seen))
 
@@ -251,30 +291,28 @@ def test_the_listener_never_shows_a_transaction_as_old_as_its_listen(dsn: str) -
 @pytest.mark.unit
 def test_idle_workers_of_a_type_share_one_fallback_claim_per_interval() -> None:
     """Hundreds of idle workers must not each poll at the fallback: the type polls once per interval."""
-    stop = threading.Event()
-    credits = TypeCredits(stop, 0.1)
-    slots = idle_slots(credits, 8)
-    fallbacks = 0
-    lock = threading.Lock()
 
-    def idle(slot: NotifySlot) -> None:
-        nonlocal fallbacks
-        while not stop.is_set():
-            slot.wait(after_completion=False)
-            if not stop.is_set():
-                with lock:
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, 0.1)
+        slots = idle_slots(credits, halt, 8)
+        fallbacks = 0
+
+        async def idle(slot: NotifySlot) -> None:
+            nonlocal fallbacks
+            while not halt.is_set():
+                await slot.wait(after_completion=False)
+                if not halt.is_set():
                     fallbacks += 1
 
-    threads = [threading.Thread(target=idle, args=(s,), daemon=True) for s in slots]
-    for t in threads:
-        t.start()
-    time.sleep(0.75)
-    stop.set()
-    credits.release_all()
-    for t in threads:
-        t.join(2)
-    assert not any(t.is_alive() for t in threads)
-    assert 4 <= fallbacks <= 9, fallbacks  # one per 0.1 s for the type; 8 workers alone would make ~56
+        tasks = [asyncio.get_running_loop().create_task(idle(s)) for s in slots]
+        await asyncio.sleep(0.75)
+        halt.set()
+        _, pending = await asyncio.wait(tasks, timeout=2)
+        assert not pending
+        assert 4 <= fallbacks <= 9, fallbacks  # one per 0.1 s for the type; 8 workers alone would make ~56
+
+    on_loop(body)
 
 
 @pytest.mark.integration

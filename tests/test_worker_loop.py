@@ -1,11 +1,10 @@
 """The one worker code path (`WorkerLoop`) against a fake claim session: what it counts, when it
 waits, how it settles a commit whose answer was lost, and what a crash leaves. No server: the
-session is scripted."""
+session is scripted, and each step runs on an event loop of the run's kind."""
 
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -16,7 +15,9 @@ import psycopg
 import pytest
 
 from pgmq_sim.actors import worker
-from pgmq_sim.actors.worker import ProcessedCounter, WorkerLoop, WorkerPlan
+from pgmq_sim.actors.books import ProcessedCounter
+from pgmq_sim.actors.waits import Bell, Halt, new_loop
+from pgmq_sim.actors.worker import WorkerLoop, WorkerPlan
 from pgmq_sim.db.claims import Completion
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.model.kinds import SessionMode
@@ -56,13 +57,13 @@ class FakeSession:
     def backend_pid(self) -> int:
         return self.pid
 
-    def claim(self) -> tuple[Claimed, ...]:
+    async def claim(self) -> tuple[Claimed, ...]:
         self.calls.append("claim")
         self.on_claim()
         claimed = self.claims.popleft() if self.claims else None
         return () if claimed is None else (claimed,)
 
-    def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
+    async def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
         """Arrived at T0+5 ms, committed at T0+7 ms (2 ms on the server); then the next claim."""
         ids = ",".join(str(c.msg_id) for c in claimed)
         self.calls.append(f"complete {ids}" + (" +claim" if claim_next else ""))
@@ -80,18 +81,18 @@ class FakeSession:
         after = () if following is None else (following,)
         return Completion((True,) * count, added, server_text(7), 0.002, after, claim_next)
 
-    def fail(self, claimed: Claimed, error: str) -> bool | None:
+    async def fail(self, claimed: Claimed, error: str) -> bool | None:
         self.calls.append(f"fail {claimed.msg_id}")
         return self.dead
 
-    def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
+    async def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
         self.calls.append(f"was_completed {msg_id} {worker}")
         return self.landed
 
-    def abandon(self) -> None:
+    async def abandon(self) -> None:
         self.calls.append("abandon")
 
-    def cancel(self) -> None:
+    async def cancel(self) -> None:
         self.calls.append("cancel")
 
     def close(self) -> None:
@@ -106,7 +107,7 @@ class RecordingWakeup:
         self.waits: list[bool] = []  # after_completion, per wait
         self.due = True
 
-    def slot(self, queue_type: str) -> RecordingWakeup:
+    def slot(self, queue_type: str, bell: Bell) -> RecordingWakeup:
         return self
 
     def claiming(self) -> None:
@@ -121,11 +122,8 @@ class RecordingWakeup:
     def released(self) -> None:
         pass
 
-    def wait(self, after_completion: bool) -> None:
+    async def wait(self, after_completion: bool) -> None:
         self.waits.append(after_completion)
-
-    def close(self) -> None:
-        pass
 
 
 class Harness:
@@ -143,11 +141,11 @@ class Harness:
         self.opened: list[FakeSession] = []
         self.owners_seen: list[str] = []
         self.stats = WorkerStats(name="w1", queue_type="type1")
-        self.done = threading.Event()
-        self.counter = ProcessedCounter(1000, self.done)
+        self.counter = ProcessedCounter(1000)
         self.timeline = Timeline()
         self.wakeup = RecordingWakeup()
-        self.stop = threading.Event()
+        self.halt = Halt()
+        self.event_loop = new_loop()
         self.log = RunLog(str(tmp_path / "run.log"))
         self.log.open()
         self.log_path = tmp_path / "run.log"
@@ -162,11 +160,15 @@ class Harness:
             self.log,
             self.counter,
             self.timeline,
-            self.stop,
+            self.halt,
             random.Random(1),
         )
 
-    def open(self, worker: str, queue_type: str, owner: str) -> FakeSession:
+    def step(self) -> None:
+        """One step of the worker, on the loop."""
+        self.event_loop.run_until_complete(self.loop.step())
+
+    async def open(self, worker: str, queue_type: str, owner: str) -> FakeSession:
         session = self.sessions.popleft()
         self.opened.append(session)
         self.owners_seen.append(owner)
@@ -174,6 +176,7 @@ class Harness:
 
     def logged(self) -> str:
         self.log.close()
+        self.event_loop.close()
         return self.log_path.read_text()
 
 
@@ -184,7 +187,7 @@ def claimed(msg_id: int, attempt: int = 1) -> Claimed:
 def test_a_claimed_message_is_completed_counted_timed_and_logged(tmp_path: Path) -> None:
     session = FakeSession([claimed(1)])
     h = Harness(tmp_path, [session])
-    h.loop.step()
+    h.step()
     assert session.calls == ["claim", "complete 1 +claim"]
     assert h.stats.processed == 1 and h.counter.count == 1
     assert h.stats.e2e.percentiles_ms()["p50"] == pytest.approx(7, rel=0.05)  # the server's clock
@@ -196,7 +199,7 @@ def test_an_empty_claim_right_after_a_hand_off_waits_as_after_a_completion(tmp_p
     session = FakeSession([claimed(1), None, None])
     h = Harness(tmp_path, [session])
     for _ in range(4):
-        h.loop.step()
+        h.step()
     # the completion's round trip claimed nothing: the wait says so (polling claims again at once),
     # then a plain empty claim waits as any other
     assert session.calls == ["claim", "complete 1 +claim", "claim"]
@@ -209,10 +212,10 @@ def test_a_completion_with_nothing_due_neither_chains_nor_claims_before_waiting(
     h = Harness(tmp_path, [session])
     h.wakeup.due = False  # no message known to wait: a steady rate's usual case
     for _ in range(2):
-        h.loop.step()
+        h.step()
     assert session.calls == ["claim", "complete 1"]  # no chained claim, no claim before the wait
     assert h.wakeup.waits == [False]
-    h.loop.step()
+    h.step()
     assert session.calls == ["claim", "complete 1", "claim", "complete 2"]
     assert h.stats.empty_claims == 0
 
@@ -221,7 +224,7 @@ def test_each_completion_claims_the_next_message_in_the_same_round_trip(tmp_path
     session = FakeSession([claimed(1), claimed(2), claimed(3)])
     h = Harness(tmp_path, [session])
     for _ in range(3):
-        h.loop.step()
+        h.step()
     assert session.calls == ["claim", "complete 1 +claim", "complete 2 +claim", "complete 3 +claim"]
     assert h.stats.processed == 3
     # completion latency is the server's time from the message's arrival to its commit
@@ -233,10 +236,10 @@ def test_a_closed_gate_completes_without_claiming_and_then_parks(tmp_path: Path)
     session = FakeSession([claimed(1), claimed(2)])
     h = Harness(tmp_path, [session])
     session.on_claim = lambda: h.plan.gate.allow(0)  # a timed run's deadline, reached mid-message
-    h.loop.step()
+    h.step()
     assert session.calls == ["claim", "complete 1"] and h.stats.processed == 1
     assert h.plan.gate.busy == 0
-    h.loop.step()
+    h.step()
     assert session.calls == ["claim", "complete 1"]  # parked: nothing more claimed
 
 
@@ -245,9 +248,9 @@ def test_a_lost_commit_answer_is_settled_from_the_journal_once(tmp_path: Path) -
     first.complete_raises = LOST
     second = FakeSession([], pid=101)
     h = Harness(tmp_path, [first, second])
-    h.loop.step()  # the commit's answer is lost: the connection is gone
+    h.step()  # the commit's answer is lost: the connection is gone
     assert h.stats.connections_lost == 1 and h.counter.count == 0
-    h.loop.step()  # a new session asks whether it landed, before anything else
+    h.step()  # a new session asks whether it landed, before anything else
     assert second.calls[0] == "was_completed 5 w1"
     assert h.owners_seen[0] == h.owners_seen[1]  # a reconnect keeps the token: it still owns its work
     assert h.counter.count == 1 and h.stats.processed == 1 and h.stats.reconnects == 1
@@ -260,8 +263,8 @@ def test_a_lost_commit_that_did_not_land_is_not_counted(tmp_path: Path) -> None:
     second = FakeSession([])
     second.landed = False
     h = Harness(tmp_path, [first, second])
-    h.loop.step()
-    h.loop.step()
+    h.step()
+    h.step()
     assert h.counter.count == 0 and h.stats.processed == 0 and h.counter.in_doubt == 0
 
 
@@ -271,8 +274,8 @@ def test_without_a_journal_an_unknown_outcome_is_counted_in_doubt(tmp_path: Path
     second = FakeSession([])
     second.landed = None
     h = Harness(tmp_path, [first, second], audited=False)
-    h.loop.step()
-    h.loop.step()
+    h.step()
+    h.step()
     assert second.calls[0] == "was_completed 5 None"
     assert h.counter.count == 0 and h.counter.in_doubt == 1
 
@@ -282,7 +285,7 @@ def test_a_statement_error_is_not_taken_for_a_lost_connection(tmp_path: Path) ->
     session.complete_raises = psycopg.errors.UndefinedColumn("column nope does not exist")
     h = Harness(tmp_path, [session])
     with pytest.raises(psycopg.errors.UndefinedColumn):
-        h.loop.step()
+        h.step()
 
 
 def test_a_connection_lost_during_the_chained_claim_counts_the_completion_without_doubt(
@@ -294,9 +297,9 @@ def test_a_connection_lost_during_the_chained_claim_counts_the_completion_withou
     first.claim_error = LOST
     second = FakeSession([], pid=101)
     h = Harness(tmp_path, [first, second])
-    h.loop.step()
+    h.step()
     assert h.counter.count == 1 and h.stats.processed == 1 and h.stats.connections_lost == 1
-    h.loop.step()
+    h.step()
     assert second.calls[0] == "claim" and h.stats.reconnects == 1
 
 
@@ -305,7 +308,7 @@ def test_a_statement_error_in_the_chained_claim_fails_the_run_after_counting(tmp
     session.claim_error = psycopg.errors.DivisionByZero("division by zero")
     h = Harness(tmp_path, [session])
     with pytest.raises(psycopg.errors.DivisionByZero):
-        h.loop.step()
+        h.step()
     assert h.counter.count == 1 and h.stats.processed == 1
     assert "msg_id=5" in h.logged()
 
@@ -314,7 +317,7 @@ def test_split_mode_counts_a_message_taken_back_as_lost_ownership(tmp_path: Path
     session = FakeSession([claimed(9)])
     session.owned = False
     h = Harness(tmp_path, [session], mode=SessionMode.SPLIT)
-    h.loop.step()
+    h.step()
     assert h.stats.lost_ownership == 1 and h.stats.processed == 0 and h.counter.count == 0
 
 
@@ -322,10 +325,10 @@ def test_a_crash_closes_the_session_without_rolling_back(tmp_path: Path) -> None
     session = FakeSession([claimed(2)])
     h = Harness(tmp_path, [session, FakeSession([])])
     h.loop.crash()
-    h.loop.step()
+    h.step()
     assert session.calls == ["claim", "close"]  # no abandon, no completion
     assert h.stats.crashes == 1 and h.stats.processed == 0
-    h.loop.step()
+    h.step()
     assert len(h.opened) == 2  # a new worker took its place, owning under a new token
     first, second = h.owners_seen
     assert first.startswith("w1:") and second.startswith("w1:") and first != second
@@ -336,7 +339,7 @@ def test_failing_work_records_the_attempt_and_a_dead_letter_finishes_it(tmp_path
     session = FakeSession([claimed(4, attempt=3)])
     session.dead = True
     h = Harness(tmp_path, [session], mode=SessionMode.SINGLE, max_attempts=3, fail_rate=1.0)
-    h.loop.step()
+    h.step()
     assert session.calls == ["claim", "fail 4"]
     assert h.stats.failed_attempts == 1 and h.stats.dead_lettered == 1 and h.counter.count == 1
     assert "attempt=3 dead-letter" in h.logged()
@@ -348,8 +351,8 @@ def test_once_a_second_a_completion_goes_alone_so_the_server_flushes_statistics(
     monkeypatch.setattr(worker, "STATS_FLUSH_S", 0.0)  # every completion is due to go alone
     session = FakeSession([claimed(1), claimed(2)])
     h = Harness(tmp_path, [session])
-    h.loop.step()
-    h.loop.step()
+    h.step()
+    h.step()
     assert session.calls == ["claim", "complete 1", "claim", "complete 2"]
 
 
@@ -359,8 +362,8 @@ def test_split_mode_takes_a_new_token_when_its_connection_is_lost(tmp_path: Path
     first = FakeSession([claimed(5)])
     first.complete_raises = LOST
     h = Harness(tmp_path, [first, FakeSession([])], mode=SessionMode.SPLIT)
-    h.loop.step()
-    h.loop.step()
+    h.step()
+    h.step()
     old, new = h.owners_seen
     assert old != new and h.plan.owners.alive() == [new]
 
@@ -377,12 +380,12 @@ def test_a_path_that_refuses_after_each_reconnect_is_one_outage_waited_out_on_on
         session.on_claim = lambda: (_ for _ in ()).throw(LOST)
     back = FakeSession([claimed(6)], pid=300)
     h = Harness(tmp_path, [first, *refusing, back])
-    h.loop.step()  # the loss
+    h.step()  # the loss
     started = time.monotonic()
     for _ in range(3):  # reconnect, claim refused: three times
-        h.loop.step()
+        h.step()
     waited = time.monotonic() - started
-    h.loop.step()
+    h.step()
     assert h.stats.connections_lost == 1 and h.stats.reconnects == 1, (
         h.stats.connections_lost,
         h.stats.reconnects,

@@ -1,12 +1,13 @@
-"""The run's housekeeper: once a second it samples the table's dead tuples and the oldest
-snapshot on the server; many times a second, what the run's backends wait on (the wait profile,
--wait-sample-hz); in split mode it also recovers messages whose owner is gone, every
-heartbeat or quarter lease, whichever is sooner. With -pooler-admin, the pooler's watch reads the
-pool through its console each second.
+"""The run's housekeeper, a task on the run's event loop with a connection of its own: once a
+second it samples the table's dead tuples and the oldest snapshot on the server; many times a
+second, what the run's backends wait on (the wait profile, -wait-sample-hz); in split mode it also
+recovers messages whose owner is gone, every heartbeat or quarter lease, whichever is sooner. With
+-pooler-admin, the pooler's watch reads the pool through its console each second, on a thread of
+its own (below).
 
-Recovery runs here, on one thread, rather than in every claim: the claim stays the hot
-path it was, and a message whose worker died comes back about a second after its owner's
-heartbeat stopped, or when its lease expires (a worker alive but stuck).
+Recovery runs here, in one task, rather than in every claim: the claim stays the hot path it was,
+and a message whose worker died comes back about a second after its owner's heartbeat stopped, or
+when its lease expires (a worker alive but stuck).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import psycopg
 
 from pgmq_sim.actors.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.actors.threads import RunThread
+from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.pooler import PoolerConsole
-from pgmq_sim.db.queue import QueueDatabase
-from pgmq_sim.db.views import ActivitySampler, ServerViews
+from pgmq_sim.db.samples import SampleSession
+from pgmq_sim.db.values import QueueShape
 from pgmq_sim.model.events import PoolerView, SnapshotHold
 from pgmq_sim.model.facts import PoolerPulse
 from pgmq_sim.result.snapshots import SnapshotWatch
@@ -33,73 +35,73 @@ from pgmq_sim.runlog import RunLog
 PULSE_EVERY_S = 1.0
 
 
-class Housekeeper(RunThread):
+class Housekeeper:
     def __init__(
         self,
-        db: QueueDatabase,
-        views: ServerViews,
+        session: SampleSession,
+        shape: QueueShape,
         timeline: Timeline,
         clock: Callable[[], float],
-        stop: threading.Event,
-        on_error: Callable[[BaseException], None],
+        halt: Halt,
         log: RunLog,
         recover_every_s: float | None,
-        waits: tuple[ActivitySampler, WaitTally, float] | None = None,  # and the sampling interval
+        waits: tuple[WaitTally, float] | None = None,  # the tally, and the sampling interval
     ) -> None:
-        super().__init__("housekeeper", stop, on_error)
-        self._db = db
-        self._views = views
+        self._session = session
+        self._shape = shape
         self._timeline = timeline
         self._clock = clock
+        self._halt = halt
         self._log = log
         self._recover_every_s = recover_every_s
         self.recovered = 0
-        self.transactions = 0  # the tool's, on the server: pulses and recovery rounds
+        self.transactions = 0  # the tool's, on the server: pulses, recovery rounds, samples
         self.worker_backends_max = 0  # server connections seen serving workers at once
         self._snapshots = SnapshotWatch()
         self._waits = waits
 
-    def body(self) -> None:
+    async def run(self) -> None:
+        bell = self._halt.bell()
         next_pulse = next_recovery = next_sample = time.monotonic()
         try:
             while not self._halt.is_set():
                 now = time.monotonic()
                 if now >= next_pulse:
                     next_pulse = now + PULSE_EVERY_S
-                    self._pulse()
+                    await self._pulse()
                 if self._recover_every_s is not None and now >= next_recovery:
                     next_recovery = now + self._recover_every_s
-                    self._recover()
+                    await self._recover()
                 wake = min(next_pulse, next_recovery if self._recover_every_s is not None else next_pulse)
                 if self._waits is not None:
                     if now >= next_sample:
-                        next_sample = max(next_sample + self._waits[2], now)
-                        self._sample()
+                        next_sample = max(next_sample + self._waits[1], now)
+                        await self._sample()
                     wake = min(wake, next_sample)
-                self._halt.wait(max(0.001, wake - time.monotonic()))
+                await self._halt.sleep(wake - time.monotonic(), bell)
         finally:
-            if self._waits is not None:
-                self._waits[0].close()
+            self._halt.forget(bell)
+            self._session.close()
 
-    def _sample(self) -> None:
+    async def _sample(self) -> None:
         """Best effort, as the pulse: a sample missed is not counted (its tick neither)."""
         assert self._waits is not None
-        sampler, tally, _ = self._waits
+        tally = self._waits[0]
         self.transactions += 1
         try:
-            rows, blockers = sampler.sample()
-        except psycopg.Error:
+            sample = await self._session.waits()
+        except (psycopg.Error, TimeoutError):
             return
-        tally.add(rows)
-        if blockers:
-            tally.blocked(blockers)
+        tally.add_counts(sample.counts, sample.lock_events)
+        if sample.blockers:
+            tally.blocked(sample.blockers)
 
-    def _pulse(self) -> None:
+    async def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
         self.transactions += 1
         try:
-            pulse = self._views.pulse(self._db.shape.tables)
-        except psycopg.Error:
+            pulse = await self._session.pulse(self._shape.tables)
+        except (psycopg.Error, TimeoutError):
             return
         at = self._clock()
         held_s = self._snapshots.see(at, pulse)  # the same backend_xmin as a second ago: held
@@ -108,13 +110,13 @@ class Housekeeper(RunThread):
         self._timeline.pulse(at, sample)
         self.worker_backends_max = max(self.worker_backends_max, pulse.worker_backends)
 
-    def _recover(self) -> None:
+    async def _recover(self) -> None:
         """A round that cannot run (the queue locked elsewhere, the server away) is tried again
         at the next tick; recovery only needs to happen eventually."""
         self.transactions += 1
         try:
-            recovered = self._db.recover(OWNER_TIMEOUT_S)
-        except psycopg.Error as exc:
+            recovered = await self._session.recover(self._shape, OWNER_TIMEOUT_S)
+        except (psycopg.Error, TimeoutError) as exc:
             self._log.event(f"recovery round skipped: {type(exc).__name__}")
             return
         for msg_id, owner, expired in recovered:

@@ -5,74 +5,79 @@ to recovery within about a second."""
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import psycopg
 
-from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.db.connection import connect
+from pgmq_sim.actors.waits import Halt
+from pgmq_sim.db.wire import Wire
 from pgmq_sim.sqlfiles import statement
 
 BEAT_S = 0.25
 OWNER_TIMEOUT_S = 1.0  # recovery takes back a message whose owner has not beaten for this long
+BEAT_TIMEOUT_S = 2.0  # a beat not answered by then is given up (cancelled); the next one connects again
 
 
 class Owners:
-    """The owner tokens of this process's live workers."""
+    """The owner tokens of this process's live workers (changed on the run's loop)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._alive: set[str] = set()
 
     def new_token(self, worker: str) -> str:
         token = f"{worker}:{uuid.uuid4().hex[:8]}"
-        with self._lock:
-            self._alive.add(token)
+        self._alive.add(token)
         return token
 
     def drop(self, token: str) -> None:
-        with self._lock:
-            self._alive.discard(token)
+        self._alive.discard(token)
 
     def alive(self) -> list[str]:
-        with self._lock:
-            return sorted(self._alive)
+        return sorted(self._alive)
 
 
-class Heartbeat(RunThread):
+def text_array(values: list[str]) -> bytes:
+    """A text[] parameter in its text form ('{"w1:ab12cd34","w2:..."}')."""
+    quoted = ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
+    return ("{" + quoted + "}").encode()
+
+
+class Heartbeat:
     """Beats for this process's live owners every BEAT_S, on a connection of its own; a beat missed
-    (a restart, a lost connection) is retried at the next one."""
+    (a restart, a lost connection, a server slow to answer) is retried at the next one."""
 
     def __init__(
-        self, dsn: str, owners: Owners, stop: threading.Event, on_error: Callable[[BaseException], None]
+        self, connect: Callable[[], Awaitable[psycopg.AsyncConnection[Any]]], owners: Owners, halt: Halt
     ) -> None:
-        super().__init__("heartbeat", stop, on_error)
-        self._dsn = dsn
+        self._connect = connect
         self._owners = owners
-        self._conn: psycopg.Connection | None = None
+        self._halt = halt
+        self._wire: Wire | None = None
+        self.beats = 0
 
-    def connection(self) -> psycopg.Connection | None:
-        return self._conn
-
-    def body(self) -> None:
+    async def run(self) -> None:
+        bell = self._halt.bell()
         try:
-            while not self._halt.wait(BEAT_S):
-                self.beat()
+            while not await self._halt.sleep(BEAT_S, bell):
+                await self.beat()
         finally:
-            if self._conn is not None:
-                self._conn.close()
+            self._halt.forget(bell)
+            if self._wire is not None:
+                self._wire.close()
 
-    def beat(self) -> None:
+    async def beat(self) -> None:
         tokens = self._owners.alive()
         if not tokens:
             return
         try:
-            if self._conn is None or self._conn.closed:
-                self._conn = connect(self._dsn, "heartbeat", autocommit=True)
-            self._conn.execute(statement("owner_beat"), (tokens,))
-        except psycopg.Error:
-            if self._conn is not None:
-                self._conn.close()
-            self._conn = None
+            if self._wire is None or self._wire.closed:
+                self._wire = None
+                self._wire = Wire(await self._connect())
+            await self._wire.within(BEAT_TIMEOUT_S, statement("owner_beat").encode(), [text_array(tokens)])
+            self.beats += 1
+        except (psycopg.Error, TimeoutError):
+            if self._wire is not None:
+                self._wire.close()
+            self._wire = None

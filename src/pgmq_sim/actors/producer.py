@@ -8,23 +8,22 @@ so end-to-end latency is measured on one clock wherever the workers run.
 
 Each write is shaped as an application's enqueue: one statement in a transaction of its own (see
 db/batches). A message counts as produced once its write has committed; a write whose commit
-answer was lost is looked for in the queue before it is written again, so it lands once.
+answer was lost is looked for in the queue before it is written again, so it lands once. The
+producer is a task on the run's event loop, paced by the loop's timers.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import psycopg
 
-from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.db.batches import Evidence, landed, record_produced, write_batch, write_logged
-from pgmq_sim.db.connection import connect_worker, is_connection_lost, reconnecting
-from pgmq_sim.db.statements import prepare, producer_statements
+from pgmq_sim.actors.waits import Bell, Halt
+from pgmq_sim.db.batches import Evidence, landed, open_writer, record_produced, write_batch, write_logged
+from pgmq_sim.db.connection import is_connection_lost, reconnecting_async
 from pgmq_sim.db.values import Message
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.dsn import reason
@@ -104,13 +103,14 @@ RECORD_EVERY_S = 1.0  # how often the run record learns the producer's count (fo
 
 
 class BatchWriter:
-    """The producer's connection, kept across writes and replaced when it is lost."""
+    """The producer's connection, kept across writes and replaced when it is lost (on the run's
+    loop; its halt is the run's)."""
 
     def __init__(
         self,
         dsn: str,
         reconnect_timeout: float,
-        stop: threading.Event,
+        halt: Halt,
         log: Callable[[str], None],
         evidence: Evidence,
         enqueue: str,
@@ -118,62 +118,75 @@ class BatchWriter:
         self._dsn = dsn
         self._enqueue = enqueue  # the design's enqueue.sql
         self._reconnect_timeout = reconnect_timeout
-        self._halt = stop
+        self._halt = halt
+        self._bell: Bell | None = None
         self._log = log
         self._evidence = evidence
-        self._conn: psycopg.Connection | None = None
-        self._cursor: psycopg.Cursor | None = None  # kept: a cursor per insert costs a third of it
-        self._wire: Wire | None = None  # a folder design's: its enqueue and the tool's log, as text
+        self._wire: Wire | None = None
         self._recorded_at = time.monotonic()
-        self.prepared = True  # a named statement for the one-message insert (not behind a tx pooler)
+        self.prepared = True  # named statements for the one-message insert (not behind a tx pooler)
         self.committed = 0
         self.connections_lost = 0
         self.writes = 0  # the producer's transactions
         self.records = 0  # the tool's: the run record raised
 
-    @property
-    def connection(self) -> psycopg.Connection | None:
-        return self._conn
+    async def _sleep(self, seconds: float) -> bool:
+        if self._bell is None:
+            self._bell = self._halt.bell()
+        return await self._halt.sleep(seconds, self._bell)
 
-    def write(self, rows: list[Message]) -> None:
+    async def write(self, rows: list[Message]) -> None:
         """Write the batch once, whatever the connection does, or raise past the deadline."""
-        target = rows[-1].msg_id
-        in_doubt = False
+        wire = self._wire
+        if wire is not None:  # the usual case: one round trip, nothing in doubt
+            try:
+                await self._write(wire, rows)
+                return
+            except psycopg.Error as exc:
+                if not self._lost(exc):
+                    raise
+                self._on_lost(exc, False)
+        await self._write_again(rows, in_doubt=wire is not None)
 
-        def attempt() -> None:
-            if self._conn is None or self._cursor is None:
-                self._conn = connect_worker(self._dsn)
-                self._conn.autocommit = True
-                self._cursor = self._conn.cursor()
-                if self._evidence == Evidence.LOG:
-                    self._wire = Wire(self._conn)
-                    if self.prepared:
-                        for s in producer_statements(self._enqueue):
-                            self._conn.execute(prepare(s).encode())
-            if in_doubt and landed(self._conn, target, self._evidence):
+    async def _write(self, wire: Wire, rows: list[Message]) -> None:
+        if self._evidence == Evidence.LOG:
+            await write_logged(wire, rows, functions=not self.prepared)
+        else:
+            await write_batch(wire, rows, self._evidence, self.prepared, self._enqueue)
+        self.writes += 1
+        self.committed = target = rows[-1].msg_id
+        if self._evidence != Evidence.RECORD and time.monotonic() - self._recorded_at >= RECORD_EVERY_S:
+            self._recorded_at = time.monotonic()
+            await record_produced(wire, target)
+            self.records += 1
+
+    def _lost(self, exc: BaseException) -> bool:
+        closed = self._wire is not None and self._wire.closed
+        return not self._halt.is_set() and is_connection_lost(exc, closed)
+
+    def _on_lost(self, exc: BaseException, in_doubt: bool) -> None:
+        self.close()
+        if not in_doubt:
+            self.connections_lost += 1
+            self._log(f"producer lost its connection: {reason(exc, self._dsn)}; reconnecting")
+
+    async def _write_again(self, rows: list[Message], in_doubt: bool) -> None:
+        """Connect (again), and write the batch, unless it was sent and its lost commit answer had
+        landed (it is looked for before it is written again)."""
+        target = rows[-1].msg_id
+
+        async def attempt() -> None:
+            if self._wire is None:
+                self._wire = await open_writer(self._dsn, self._evidence, self.prepared, self._enqueue)
+            wire = self._wire
+            if in_doubt and await landed(wire, target, self._evidence):
                 self.committed = target  # the lost commit went through
                 return
-            if self._wire is not None:
-                write_logged(self._wire, rows, functions=not self.prepared)
-            else:
-                write_batch(self._cursor, rows, self._evidence, self.prepared, self._enqueue)
-            self.writes += 1
-            self.committed = target
-            if self._evidence != Evidence.RECORD and time.monotonic() - self._recorded_at >= RECORD_EVERY_S:
-                self._recorded_at = time.monotonic()
-                record_produced(self._conn, target)
-                self.records += 1
-
-        def lost(exc: BaseException) -> bool:
-            closed = self._conn is not None and self._conn.closed
-            return not self._halt.is_set() and is_connection_lost(exc, closed)
+            await self._write(wire, rows)
 
         def on_lost(exc: BaseException) -> None:
             nonlocal in_doubt
-            self.close()
-            if not in_doubt:
-                self.connections_lost += 1
-                self._log(f"producer lost its connection: {reason(exc, self._dsn)}; reconnecting")
+            self._on_lost(exc, in_doubt)
             in_doubt = True
 
         def give_up(exc: BaseException) -> BaseException:
@@ -182,28 +195,45 @@ class BatchWriter:
                 f" (-reconnect-timeout): {reason(exc, self._dsn)}"
             )
 
-        reconnecting(
-            attempt, Backoff(self._reconnect_timeout, self._halt), lost=lost, on_lost=on_lost, give_up=give_up
+        await reconnecting_async(
+            attempt,
+            Backoff(self._reconnect_timeout, self._halt),
+            self._sleep,
+            lost=self._lost,
+            on_lost=on_lost,
+            give_up=give_up,
         )
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = self._cursor = self._wire = None
+        """On the loop: close the connection (a write in flight rolls back)."""
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+        if self._bell is not None:
+            self._halt.forget(self._bell)
+            self._bell = None
 
 
-def prefill(writer: BatchWriter, source: MessageSource, count: int, stop: threading.Event) -> None:
+async def prefill(writer: BatchWriter, source: MessageSource, count: int, halt: Halt) -> None:
     """COPY the backlog in chunks, each its own transaction, checking for a stop between them."""
-    while source.generated < count and not stop.is_set():
-        writer.write(source.take(min(PREFILL_CHUNK, count - source.generated)))
+    try:
+        while source.generated < count and not halt.is_set():
+            await writer.write(source.take(min(PREFILL_CHUNK, count - source.generated)))
+    finally:
+        writer.close()
 
 
-class RateProducer(RunThread):
+CATCH_UP = 5  # messages due at once that go as one batch (a COPY); fewer go one INSERT each
+
+
+class RateProducer:
     """Inserts up to `total` messages while the workers run, as many as the rate profile has due.
 
     The profile says how many messages are due by each moment (the integral of its rate), so pacing
-    never drifts: after a slow insert the producer catches up with one batch of everything now due.
-    What was due each second (offered) and what was written (arrived) go to the timeline.
+    never drifts: after a slow insert the producer catches up, a few messages one INSERT each (the
+    loop's timers count whole milliseconds: at a few thousand a second a tick has several due), and
+    a backlog with one batch of everything now due. What was due each second (offered) and what was
+    written (arrived) go to the timeline.
     """
 
     def __init__(
@@ -212,26 +242,22 @@ class RateProducer(RunThread):
         source: MessageSource,
         total: int,
         profile: RateProfile,
-        stop: threading.Event,
+        halt: Halt,
         clock: Callable[[], float],
         timeline: Timeline,
-        on_error: Callable[[BaseException], None],
         until_s: float | None = None,
     ) -> None:
-        super().__init__("producer", stop, on_error)
         ends = [s for s in (until_s, profile.end_s) if s is not None]
         self._until_s = min(ends) if ends else None  # nothing is due after it
         self._writer = writer
         self._source = source
         self._total = total
         self._profile = profile
+        self._halt = halt
         self._clock = clock
         self._timeline = timeline
         self._offered = 0
         self._noted_s = 0  # the second of the last look at what is due
-
-    def connection(self) -> psycopg.Connection | None:
-        return self._writer.connection
 
     def _offer(self, at: float, due: int) -> None:
         """What fell due is counted in the second it fell due in, however late the producer woke."""
@@ -246,21 +272,30 @@ class RateProducer(RunThread):
             self._offered = due
         self._noted_s = max(self._noted_s, int(at))
 
-    def body(self) -> None:
-        source = self._source
+    async def run(self) -> None:
+        source, halt, writer = self._source, self._halt, self._writer
+        bell = halt.bell()
         try:
-            while source.generated < self._total and not self._halt.is_set():
+            while source.generated < self._total and not halt.is_set():
                 at = self._clock()
                 if self._until_s is not None and at >= self._until_s:
                     return
                 due = min(self._total, self._profile.due(at))
                 self._offer(at, due)
-                if due > source.generated:
+                if due - source.generated >= CATCH_UP:
                     rows = source.take(due - source.generated)
-                    self._writer.write(rows)
+                    await writer.write(rows)
                     self._timeline.arrived(self._clock(), len(rows))
+                elif due > source.generated:
+                    for _ in range(due - source.generated):
+                        await writer.write(source.take(1))
+                        self._timeline.arrived(self._clock(), 1)
+                        if halt.is_set():
+                            break
                 else:
-                    self._halt.wait(self._profile.next_due_in(at, source.generated))
+                    await halt.sleep(self._profile.next_due_in(at, source.generated), bell)
         finally:  # what fell due while a write waited (a path down until the end) was offered too
+            halt.forget(bell)
+            writer.close()
             at = self._clock() if self._until_s is None else min(self._clock(), self._until_s - 1e-6)
             self._offer(at, min(self._total, self._profile.due(at)))

@@ -1,4 +1,5 @@
-"""The run's threads (workers, producer): one way to stop, cancel and report a failure."""
+"""The few threads a run keeps beside its event loop (the bystander, the pooler's console watch, a
+Locust master's monitor): one way to stop, cancel and report a failure."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ class RunThread(threading.Thread):
         super().__init__(name=name, daemon=True)
         self._halt = stop
         self._on_error = on_error
-        self.cpu_s: float | None = None  # this thread's CPU, once it ended (its /proc entry goes with it)
 
     def body(self) -> None:
         raise NotImplementedError
@@ -34,8 +34,6 @@ class RunThread(threading.Thread):
         except BaseException as exc:
             if not self._halt.is_set():
                 self._on_error(exc)
-        finally:
-            self.cpu_s = time.thread_time()
 
     def cancel(self) -> None:
         """Cancel the query this thread waits on, from another thread (psycopg allows it)."""

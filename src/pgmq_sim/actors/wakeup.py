@@ -10,18 +10,25 @@ its round trip). A woken worker that finds nothing goes back to waiting and wake
 steady arrival rate costs about one claim per message, not a herd of empty ones. Credits are
 counted whether or not anyone waits: a message that arrives between a worker's empty claim and
 its wait leaves a credit that the wait takes at once, so no wake-up is lost in that window.
+
+Everything here runs on the run's event loop: a waiting worker is its bell (actors/waits), rung by
+a credit, by its type's fallback or by the halt; the listener is a connection whose reader hands
+each notification over as it arrives.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import psycopg
+from psycopg import pq
 
-from pgmq_sim.db.connection import reconnecting
+from pgmq_sim.actors.waits import Bell, Halt, Why
+from pgmq_sim.db.connection import reconnecting_async
+from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
 
 CHANNEL = "pgmq_sim"
@@ -43,14 +50,12 @@ class WakeupSlot(Protocol):
     def released(self) -> None:
         """The worker dropped its message without completing it (lost connection, crash, stop)."""
 
-    def wait(self, after_completion: bool) -> None:
+    async def wait(self, after_completion: bool) -> None:
         """Until a claim is worth trying (or the fallback, or the run's stop)."""
 
 
 class Wakeup(Protocol):
-    def slot(self, queue_type: str) -> WakeupSlot: ...
-
-    def close(self) -> None: ...
+    def slot(self, queue_type: str, bell: Bell) -> WakeupSlot: ...
 
 
 class PollSlot:
@@ -58,9 +63,10 @@ class PollSlot:
     empty claim. Right after a completion an empty claim is often a race over the group this
     worker just freed, so the first one claims again before sleeping."""
 
-    def __init__(self, interval: float, stop: threading.Event) -> None:
+    def __init__(self, interval: float, halt: Halt, bell: Bell) -> None:
         self._interval = interval
-        self._stop = stop
+        self._halt = halt
+        self._bell = bell
 
     def claiming(self) -> None:
         pass
@@ -74,25 +80,22 @@ class PollSlot:
     def released(self) -> None:
         pass
 
-    def wait(self, after_completion: bool) -> None:
+    async def wait(self, after_completion: bool) -> None:
         if not after_completion:
-            self._stop.wait(self._interval)
+            await self._halt.sleep(self._interval, self._bell)
 
 
 class PollWakeup:
-    def __init__(self, interval: float, stop: threading.Event) -> None:
+    def __init__(self, interval: float, halt: Halt) -> None:
         self._interval = interval
-        self._stop = stop
+        self._halt = halt
 
-    def slot(self, queue_type: str) -> WakeupSlot:
-        return PollSlot(self._interval, self._stop)
-
-    def close(self) -> None:
-        pass
+    def slot(self, queue_type: str, bell: Bell) -> WakeupSlot:
+        return PollSlot(self._interval, self._halt, bell)
 
 
 class TypeCredits:
-    """A type's wake-ups in this process, under one condition.
+    """A type's wake-ups in this process.
 
     `known`: messages notified (or, at the start and after a lost listener, possibly present)
     that no claim of this process has taken yet; a completion claims again at once while it is
@@ -100,95 +103,123 @@ class TypeCredits:
     whose claim has not been tried, at most `known`; each wakes one claim. An empty claim, while
     no other worker of the type here claims or holds a message, proves that nothing notified
     before it started is claimable: `known` drops to what was notified since.
+
+    The fallback is one claim per interval for the whole type, by the worker that has waited
+    longest (at least an interval): it bounds the cost of a wake-up missed for good, and 500 idle
+    workers do not poll 500 times a second. One timer for the type, not one per waiting worker.
     """
 
-    def __init__(self, stop: threading.Event, fallback: float) -> None:
-        self._changed = threading.Condition()
-        self._stop = stop
+    def __init__(self, halt: Halt, fallback: float) -> None:
+        self._halt = halt
         self._fallback = fallback
         self.known = UNKNOWN
         self.credits = 0
         self.notified = 0  # ever, for what an empty claim can vouch for
         self.active = 0  # workers claiming or holding a message
-        self.waiting = 0
+        self._waiting: dict[Bell, float] = {}  # waiting workers, longest first, and since when
         self._fallback_at = time.monotonic()  # the type's last claim at the fallback
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def _wake(self, count: int, why: Why) -> None:
+        """Ring the `count` longest waiting (one already rung counts for nothing)."""
+        waiting = self._waiting
+        while count > 0 and waiting:
+            bell = next(iter(waiting))
+            del waiting[bell]
+            if bell.ring(why):
+                count -= 1
 
     def arrived(self, count: int) -> None:
-        with self._changed:
-            self.notified += count
-            self.known = min(UNKNOWN, self.known + count)
-            self.credits += count
-            self._changed.notify(count)
+        self.notified += count
+        self.known = min(UNKNOWN, self.known + count)
+        self.credits += count
+        self._wake(count, Why.CREDIT)
 
     def unknown(self) -> None:
         """Notifications may have been lost: claim once more everywhere, chain until proven empty."""
-        with self._changed:
-            self.known = UNKNOWN
-            self.credits = max(self.credits, self.waiting)
-            self._changed.notify_all()
-
-    def release_all(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
+        self.known = UNKNOWN
+        self.credits = max(self.credits, len(self._waiting))
+        self._wake(len(self._waiting), Why.CREDIT)
 
     def start(self) -> int:
-        with self._changed:
-            self.active += 1
-            return self.notified
+        self.active += 1
+        return self.notified
 
     def found(self, hit: int, notified_at_start: int) -> None:
         """A claim took `hit` messages (a batch spends the credits of the messages it took)."""
-        with self._changed:
-            if hit:
-                self.known = max(0, self.known - hit)
-                self.credits = max(0, min(self.credits - (hit - 1), self.known))
-                return
-            if self.active == 1:
-                self.known = self.notified - notified_at_start
-                self.credits = min(self.credits, self.known)
-            self.active -= 1
+        if hit:
+            self.known = max(0, self.known - hit)
+            self.credits = max(0, min(self.credits - (hit - 1), self.known))
+            return
+        if self.active == 1:
+            self.known = self.notified - notified_at_start
+            self.credits = min(self.credits, self.known)
+        self.active -= 1
 
     def due(self) -> int | None:
         """After a completion: the notified count a claim now starts from, or None (released)."""
-        with self._changed:
-            if self.credits > 0:
-                self.credits -= 1
-                return self.notified
-            if self.known > 0:
-                return self.notified
-            self.active -= 1
-            return None
+        if self.credits > 0:
+            self.credits -= 1
+            return self.notified
+        if self.known > 0:
+            return self.notified
+        self.active -= 1
+        return None
 
     def release(self) -> None:
-        with self._changed:
-            self.active -= 1
+        self.active -= 1
 
-    def wait(self) -> None:
-        """Until a credit, the stop, or the type's fallback: one claim per fallback interval for
-        the whole type, which bounds the cost of a wake-up missed for good. Not one per idle
-        worker: 500 of them would poll 500 times a second."""
-        with self._changed:
-            self.waiting += 1
-            try:
-                while not self._changed.wait_for(
-                    lambda: self.credits > 0 or self._stop.is_set(), self._fallback
-                ):
-                    now = time.monotonic()
-                    if now - self._fallback_at >= self._fallback:
-                        self._fallback_at = now
-                        return
-            finally:
-                self.waiting -= 1
-            if self.credits > 0:
-                self.credits -= 1
+    async def wait(self, bell: Bell) -> None:
+        """Until a credit, the stop, or the type's fallback falls to this worker."""
+        if self.credits > 0:
+            self.credits -= 1
+            return
+        since = time.monotonic()
+        try:
+            while not self._halt.is_set():
+                self._waiting[bell] = since
+                self._arm()
+                why = await bell.wait(None)
+                if why is Why.FALLBACK or self._halt.is_set():
+                    return
+                if self.credits > 0:
+                    self.credits -= 1
+                    return
+                # a credit another claim took first (or a ring for something else): wait on
+        finally:
+            self._waiting.pop(bell, None)
+
+    def _arm(self) -> None:
+        """The fallback's timer, for when the longest-waiting worker will have waited an interval."""
+        if self._timer is not None or not self._waiting:
+            return
+        since = next(iter(self._waiting.values()))
+        due_in = max(self._fallback_at, since) + self._fallback - time.monotonic()
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, due_in), self._fallback_due)
+
+    def _fallback_due(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        if self._waiting:
+            bell, since = next(iter(self._waiting.items()))
+            if now - max(self._fallback_at, since) >= self._fallback * 0.999:
+                del self._waiting[bell]
+                if bell.ring(Why.FALLBACK):
+                    self._fallback_at = now
+        self._arm()
 
 
 class NotifySlot:
     """A worker's side of its type's credits: whether it is counted as active (claiming or
     holding a message), and from which notification its current claim vouches."""
 
-    def __init__(self, credits: TypeCredits) -> None:
+    def __init__(self, credits: TypeCredits, bell: Bell) -> None:
         self._credits = credits
+        self._bell = bell
         self._active = False
         self._notified_at_start = 0
 
@@ -214,8 +245,8 @@ class NotifySlot:
             self._active = False
             self._credits.release()
 
-    def wait(self, after_completion: bool) -> None:
-        self._credits.wait()
+    async def wait(self, after_completion: bool) -> None:
+        await self._credits.wait(self._bell)
 
 
 # The server reads notifications for an idle LISTEN session in transactions it dates from that
@@ -223,6 +254,7 @@ class NotifySlot:
 # in a transaction as old as the run (and for a moment holding a snapshot). A statement this often
 # keeps that date within a second of now, for anyone watching for long transactions.
 RESTATE_S = 1.0
+ANSWER_TIMEOUT_S = 10.0  # the listener's own statements: past this, the connection is given up
 
 
 class NotifyWakeup:
@@ -236,89 +268,93 @@ class NotifyWakeup:
 
     def __init__(
         self,
-        connect: Callable[[], psycopg.Connection],
+        connect: Callable[[], Awaitable[psycopg.AsyncConnection[Any]]],
         fallback: float,
         reconnect_timeout: float,
-        stop: threading.Event,
-        on_error: Callable[[BaseException], None],
+        halt: Halt,
         types: tuple[str, ...],
     ) -> None:
         self._connect = connect
         self._reconnect_timeout = reconnect_timeout
-        self._stop = stop
-        self._on_error = on_error
-        self._types = {t: TypeCredits(stop, fallback) for t in types}
-        self.delivered = 0  # the listener's transactions: one to read each batch of notifications
-        self._stated = time.monotonic()  # the listener's last statement
-        self._conn = self._listening()
-        self._thread = threading.Thread(target=self._listen, name="listener", daemon=True)
-        self._thread.start()
+        self._halt = halt
+        self._bell = halt.bell()  # rung by the halt and by the listener's loss
+        self._types = {t: TypeCredits(halt, fallback) for t in types}
+        self.delivered = 0  # the listener's transactions: one to read each notification
+        self._wire: Wire | None = None
 
-    def slot(self, queue_type: str) -> WakeupSlot:
-        return NotifySlot(self._types[queue_type])
+    def slot(self, queue_type: str, bell: Bell) -> WakeupSlot:
+        return NotifySlot(self._types[queue_type], bell)
 
-    def _listening(self) -> psycopg.Connection:
-        conn = self._connect()
-        conn.autocommit = True
-        conn.execute(f"listen {CHANNEL}")
-        return conn
+    async def start(self) -> None:
+        """The first connection: a failure here is the run's (a bad -listen-dsn)."""
+        self._wire = await self._listening()
 
-    def _listen(self) -> None:
+    async def _listening(self) -> Wire:
+        conn = await self._connect()
         try:
-            while not self._stop.is_set():
-                try:
-                    self._deliver()
-                except psycopg.OperationalError:
-                    if self._stop.is_set():
-                        return
-                    self._conn.close()
-                    for credits in self._types.values():
-                        credits.unknown()
-                    self._reconnect()
-        except BaseException as exc:
-            if not self._stop.is_set():
-                self._on_error(exc)
+            await conn.execute(f"listen {CHANNEL}")
+        except BaseException:
+            await conn.close()
+            raise
+        return Wire(conn, self._notified, self._lost)
+
+    def _lost(self, exc: psycopg.OperationalError) -> None:
+        self._bell.ring(Why.CREDIT)  # the task reconnects
+
+    def _notified(self, note: pq.PGnotify) -> None:
+        self.delivered += 1
+        queue_type, _, count = note.extra.decode().partition(":")
+        credits = self._types.get(queue_type)
+        if credits is not None:  # else a type no worker serves
+            credits.arrived(int(count) if count.isdigit() else 1)
+
+    async def run(self) -> None:
+        """Until the run stops: a statement each second (see RESTATE_S); a lost listener is
+        reconnected, and every type claims again (what arrived meanwhile was not told)."""
+        try:
+            while not self._halt.is_set():
+                await self._bell.wait(RESTATE_S)
+                if self._halt.is_set():
+                    return
+                wire = self._wire
+                if wire is not None and not wire.closed:
+                    try:
+                        await wire.within(ANSWER_TIMEOUT_S, b"select")
+                        self.delivered += 1
+                        continue
+                    except (psycopg.OperationalError, TimeoutError):
+                        pass
+                await self._reconnect()
         finally:
-            self._conn.close()
+            if self._wire is not None:
+                self._wire.close()
+            self._halt.forget(self._bell)
 
-    def _deliver(self) -> None:
-        for note in self._conn.notifies(timeout=0.2):
-            self.delivered += 1
-            queue_type, _, count = note.payload.partition(":")
-            credits = self._types.get(queue_type)
-            if credits is not None:  # else a type no worker serves
-                credits.arrived(int(count) if count.isdigit() else 1)
-        if time.monotonic() - self._stated >= RESTATE_S:  # see RESTATE_S
-            self._conn.execute("select")
-            self._stated = time.monotonic()
-            self.delivered += 1
-
-    def _reconnect(self) -> None:
-        self._conn = reconnecting(
+    async def _reconnect(self) -> None:
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+        for credits in self._types.values():
+            credits.unknown()
+        self._wire = await reconnecting_async(
             self._listening,
-            Backoff(self._reconnect_timeout, self._stop),
+            Backoff(self._reconnect_timeout, self._halt),
+            lambda seconds: self._halt.sleep(seconds, self._bell),
             lost=lambda exc: isinstance(exc, psycopg.OperationalError),
         )
         for credits in self._types.values():  # what arrived while the listener was away
             credits.unknown()
 
-    def close(self) -> None:
-        """Called once the run's stop event is set: release every waiting worker."""
-        for credits in self._types.values():
-            credits.release_all()
-        self._thread.join(timeout=2)
-
 
 def wakeup_for(
     notify: bool,
-    connect: Callable[[], psycopg.Connection],
+    connect: Callable[[], Awaitable[psycopg.AsyncConnection[Any]]],
     poll_interval: float,
     reconnect_timeout: float,
-    stop: threading.Event,
-    on_error: Callable[[BaseException], None],
+    halt: Halt,
     types: tuple[str, ...],
-) -> Wakeup:
-    """The wake-up -wakeup asks for, however the workers are carried (threads or processes)."""
+) -> PollWakeup | NotifyWakeup:
+    """The wake-up -wakeup asks for, in every process that runs workers."""
     if notify:
-        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, stop, on_error, types)
-    return PollWakeup(poll_interval, stop)
+        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, halt, types)
+    return PollWakeup(poll_interval, halt)

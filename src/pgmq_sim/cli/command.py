@@ -22,9 +22,9 @@ from pgmq_sim.cli.options import run_flags
 from pgmq_sim.cli.plan import plan_run
 from pgmq_sim.dsn import first_line
 from pgmq_sim.engine.bounded import Signals
+from pgmq_sim.engine.looped import LoopCarrier
 from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
-from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
 from pgmq_sim.render.files import STDOUT, result_document, write_json
@@ -86,7 +86,7 @@ def execute(options: dict[str, Any]) -> int:
 
         return run_worker(options)
     settings, inputs, log = plan.settings, plan.inputs, plan.log
-    carrier: CarrierFactory = ThreadCarrier
+    carrier: CarrierFactory = LoopCarrier
     if plan.fleet is not None:
         from pgmq_sim.distributed.master import LocustCarrier
 

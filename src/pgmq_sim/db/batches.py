@@ -1,5 +1,5 @@
 """The producer's writes, shaped as an application's: each message (or, catching up, each batch)
-is one statement in a transaction of its own, in one round trip.
+is one statement in a transaction of its own, in one round trip, on the run's event loop.
 
 On the seed's table, what committed is known without a second statement in those transactions: the
 messages vouch for themselves (their rows, or their journal rows once processed and deleted). Only
@@ -12,16 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from pgmq_sim.db.statements import ENQUEUE, LOGGED, call
+from pgmq_sim.db.connection import connect_async
+from pgmq_sim.db.statements import (
+    ENQUEUE,
+    ENQUEUE_ARGUMENTS,
+    LOGGED,
+    call,
+    design_statement,
+    prepare,
+    producer_statements,
+)
 from pgmq_sim.db.values import Message
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.sqlfiles import statement
 
 LOGGED_CHUNK = 500  # messages per transaction when a folder design's producer catches up
+# ENQUEUE_ARGUMENTS' types (bigint, text, bigint, integer, timestamptz, bytea), for the unnamed form
+ENQUEUE_TYPES = (20, 25, 20, 23, 1184, 17)
 
 
 class Evidence(StrEnum):
@@ -41,28 +53,63 @@ def evidence_for(delmsg: bool, audited: bool, seed_table: bool = True) -> Eviden
     return Evidence.RECORD if delmsg else Evidence.ROWS
 
 
-def write_batch(
-    cur: psycopg.Cursor, messages: Sequence[Message], evidence: Evidence, prepared: bool, enqueue: str
+async def open_writer(dsn: str, evidence: Evidence, prepared: bool, enqueue: str) -> Wire:
+    """The producer's connection, its statements PREPAREd where a session keeps them."""
+    conn = await connect_async(dsn)
+    try:
+        if prepared:
+            statements = (
+                producer_statements(enqueue)
+                if evidence == Evidence.LOG
+                else [design_statement(ENQUEUE, enqueue, ENQUEUE_ARGUMENTS)]
+            )
+            for s in statements:
+                await conn.execute(prepare(s))
+    except BaseException:
+        await conn.close()
+        raise
+    return Wire(conn)
+
+
+def enqueue_params(m: Message) -> list[bytes | None]:
+    """One message as the enqueue's text parameters."""
+    payload = None if m.payload is None else b"\\x" + m.payload.hex().encode()
+    return [
+        str(m.msg_id).encode(),
+        m.queue_type.encode(),
+        str(m.order_id).encode(),
+        str(m.priority).encode(),
+        m.not_before.isoformat().encode(),
+        payload,
+    ]
+
+
+async def write_batch(
+    wire: Wire, messages: Sequence[Message], evidence: Evidence, prepared: bool, enqueue: str
 ) -> None:
     """Write the seed table's messages, all or none: one INSERT (the design's enqueue.sql) for one
-    message, else one COPY. The cursor's connection is in autocommit, so the statement is its
-    transaction, unless the record must count it too."""
+    message, else one COPY. The connection is in autocommit, so the statement is its transaction,
+    unless the record must count it too."""
     if evidence == Evidence.RECORD:
-        with cur.connection.transaction():
-            copy_rows(cur, messages)
-            cur.execute(statement("run_produced"), (messages[-1].msg_id,))
+        with wire.aside() as conn:
+            async with conn.transaction():
+                await copy_rows(conn, messages)
+                await conn.execute(statement("run_produced"), (messages[-1].msg_id,))
     elif len(messages) == 1:
-        m = messages[0]
-        cur.execute(
-            enqueue,
-            (m.msg_id, m.queue_type, m.order_id, m.priority, m.not_before, m.payload),
-            prepare=prepared,
-        )
+        params = enqueue_params(messages[0])
+        if prepared:
+            answer = await wire.prepared(ENQUEUE.encode(), params)
+        else:
+            answer = await wire.params(enqueue.encode(), params, ENQUEUE_TYPES)
+        failure = answer.failure()
+        if failure is not None:
+            raise failure
     else:
-        copy_rows(cur, messages)
+        with wire.aside() as conn:
+            await copy_rows(conn, messages)
 
 
-def write_logged(wire: Wire, messages: Sequence[Message], functions: bool) -> None:
+async def write_logged(wire: Wire, messages: Sequence[Message], functions: bool) -> None:
     """A folder design's enqueues, each with the tool's log row, all or none: one transaction and
     one round trip per chunk (the first chunk's commit is the only one a single message needs)."""
     conn = wire.connection
@@ -75,41 +122,44 @@ def write_logged(wire: Wire, messages: Sequence[Message], functions: bool) -> No
             payload = sql.Literal(m.payload).as_string(conn) + "::bytea"
             calls.append(call(ENQUEUE, f"{common}, {due}::timestamptz, {payload}", functions))
             calls.append(call(LOGGED, f"{common}, {added}::timestamptz, {due}::timestamptz", functions))
-        answer = wire.roundtrip(f"begin; {'; '.join(calls)}; commit".encode(wire.encoding))
+        answer = await wire.roundtrip(f"begin; {'; '.join(calls)}; commit".encode(wire.encoding))
         failure = answer.failure()
         if failure is not None:
-            if not answer.lost and not conn.closed:
-                conn.execute("rollback")
+            if not answer.lost and not wire.closed:
+                await wire.roundtrip(b"rollback")
             raise failure
 
 
-def copy_rows(cur: psycopg.Cursor, messages: Sequence[Message]) -> None:
+async def copy_rows(conn: psycopg.AsyncConnection[Any], messages: Sequence[Message]) -> None:
     payload = messages[0].payload is not None
+    cur = conn.cursor()
     try:
-        with cur.copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:
+        async with cur.copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:
             for m in messages:
-                copy.write_row(m.row())
+                await copy.write_row(m.row())
     except ValueError as exc:
         # a server connection killed behind a pooler mid-COPY can answer its end twice, and psycopg
         # unpacks one result: the session is out of step, which is a lost connection
-        cur.connection.close()
+        await conn.close()
         raise psycopg.OperationalError(f"the connection broke during COPY ({exc})") from exc
 
 
-def landed(conn: psycopg.Connection, msg_id: int, evidence: Evidence) -> bool:
+async def landed(wire: Wire, msg_id: int, evidence: Evidence) -> bool:
     """After a lost commit answer: did the write that ended with msg_id land?"""
     if evidence == Evidence.RECORD:
-        return produced_count(conn, journal=False) >= msg_id
+        answer = await wire.checked(statement("run_produced_count").encode())
+        value = answer.results[0].get_value(0, 0)
+        return value is not None and int(value) >= msg_id
     name = {Evidence.JOURNAL: "message_landed_journal", Evidence.LOG: "message_landed_log"}.get(
         evidence, "message_landed"
     )
-    row = conn.execute(statement(name), (msg_id,)).fetchone()
-    return bool(row and row[0])
+    answer = await wire.checked(statement(name).encode(), [str(msg_id).encode()])
+    return answer.results[0].get_value(0, 0) == b"t"
 
 
-def record_produced(conn: psycopg.Connection, produced: int) -> None:
+async def record_produced(wire: Wire, produced: int) -> None:
     """Raise the run record's count (autocommit: a transaction of the tool's own)."""
-    conn.execute(statement("run_produced"), (produced,))
+    await wire.checked(statement("run_produced").encode(), [str(produced).encode()])
 
 
 def produced_count(conn: psycopg.Connection, journal: bool, logged: bool = False) -> int:

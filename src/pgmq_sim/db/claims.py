@@ -1,20 +1,21 @@
-"""A worker's side of the queue: claim, complete, fail, abandon, on one connection.
+"""A worker's side of the queue: claim, complete, fail, abandon, on one connection driven by the
+run's event loop.
 
 `ClaimPort` is what the worker loop needs from it, so the loop can be tested with a fake.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import psycopg
 from psycopg import sql
 from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGresult
 
-from pgmq_sim.db.connection import cancel_query, connect_worker
+from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.statements import (
     CLAIM,
     COMPLETE,
@@ -71,7 +72,7 @@ def server_time(text: str) -> datetime:
 
 
 class ClaimPort(Protocol):
-    """A worker's connected session, as the worker loop uses it."""
+    """A worker's connected session, as the worker loop uses it (on the run's loop)."""
 
     @property
     def backend_pid(self) -> int: ...
@@ -79,41 +80,42 @@ class ClaimPort(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def claim(self) -> tuple[Claimed, ...]:
+    async def claim(self) -> tuple[Claimed, ...]:
         """Claim up to the batch's messages; none if nothing is free."""
 
-    def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
+    async def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
         """Complete the claim's messages and commit, and claim the next in the same round trip when
         asked and the session's mode allows it."""
 
-    def fail(self, claimed: Claimed, error: str) -> bool | None:
+    async def fail(self, claimed: Claimed, error: str) -> bool | None:
         """Record a failed attempt and commit: True if it made a dead letter, None if not owned."""
 
-    def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
+    async def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
         """After a lost commit answer: did it land? None: cannot tell."""
 
-    def abandon(self) -> None:
+    async def abandon(self) -> None:
         """Roll back whatever is open."""
 
-    def cancel(self) -> None:
-        """Cancel the running statement (from another thread)."""
+    async def cancel(self) -> None:
+        """Cancel the statement on the server and drain its answer (a round trip given up on)."""
 
     def close(self) -> None:
         """Close the connection as it is (the server rolls back what is open)."""
 
 
-SessionOpener = Callable[[str, str, str], ClaimPort]  # (worker, queue type, owner token) -> a session
+# (worker, queue type, owner token) -> a connected session
+SessionOpener = Callable[[str, str, str], Awaitable[ClaimPort]]
 
 
 def claim_sessions(dsn: str, plan: SessionPlan) -> SessionOpener:
     """How workers open their sessions on this server."""
 
-    def open_session(worker: str, queue_type: str, owner: str) -> ClaimPort:
-        conn = connect_worker(dsn, worker)
+    async def open_session(worker: str, queue_type: str, owner: str) -> ClaimPort:
+        conn = await connect_async(dsn, worker)
         try:
-            return ClaimSession(conn, plan, queue_type, worker, owner)
+            return await ClaimSession.open(conn, plan, queue_type, worker, owner)
         except BaseException:
-            conn.close()
+            await conn.close()
             raise
 
     return open_session
@@ -161,27 +163,34 @@ class ClaimSession:
     go together ("... complete; commit; select clocks; begin; ... claim"); the server runs them in
     order, so ordering and the audit are as with separate trips. With attempts (single mode) and
     leases (split mode) the bookkeeping takes its own trips. Round trips go through `Wire`: raw
-    results, each statement's error in its place.
+    results, each statement's error in its place. The set-up (DateStyle, the PREPAREs, a split
+    design's first beat) goes through psycopg before the wire takes the connection.
     """
 
-    def __init__(
-        self, conn: psycopg.Connection, plan: SessionPlan, queue_type: str, worker: str, owner: str
-    ) -> None:
-        conn.autocommit = True
-        self._conn = conn
-        self._plan = plan
+    @classmethod
+    async def open(
+        cls, conn: psycopg.AsyncConnection[Any], plan: SessionPlan, queue_type: str, worker: str, owner: str
+    ) -> ClaimSession:
         if not (conn.info.parameter_status("DateStyle") or "").startswith("ISO"):
-            conn.execute("set datestyle = 'ISO'")  # the server's text is read as ISO 8601
+            await conn.execute("set datestyle = 'ISO'")  # the server's text is read as ISO 8601
+        called = called_statements(plan)
+        if not plan.functions:
+            await conn.execute("deallocate all")
+            for s in statements_of(plan):
+                if s.name not in called:
+                    await conn.execute(prepare(s))
+        if plan.mode == SessionMode.SPLIT and plan.seed_table:  # alive before its first claim
+            await conn.execute(statement("owner_beat"), ([owner],))
+        return cls(Wire(conn), plan, queue_type, worker, owner)
+
+    def __init__(self, wire: Wire, plan: SessionPlan, queue_type: str, worker: str, owner: str) -> None:
+        self._wire = wire
+        self._conn = wire.connection
+        self._plan = plan
         statements = statements_of(plan)
-        self._called = {s.name for s in statements if plan.functions or s.function_only}
+        self._called = called_statements(plan)
         # a wrapped statement called as a function answers with the rows it changed
         self._counts = {s.name for s in statements if s.name in self._called and s.wrapper != Wrapper.SQL}
-        if not plan.functions:
-            conn.execute("deallocate all")
-            for s in statements:
-                if s.name not in self._called:
-                    conn.execute(prepare(s))
-        self._wire = Wire(conn)
         # Quoting is the costliest Python step per message: quote fixed values once.
         self._type = self._literal(queue_type)
         self._worker = self._literal(worker)
@@ -193,25 +202,36 @@ class ClaimSession:
         )
         self._claim_call = self._call(CLAIM, self._type + self._claim_tail.format(group="null"))
         self._quoted_types: dict[str, str] = {}
-        if self._split and plan.seed_table:  # alive before its first claim, beaten from now on
-            conn.execute(statement("owner_beat"), ([owner],))
 
     @property
     def backend_pid(self) -> int:
-        return self._conn.info.backend_pid
+        return self._wire.backend_pid
 
     @property
     def closed(self) -> bool:
-        return self._conn.closed
+        return self._wire.closed
 
-    def cancel(self) -> None:
-        cancel_query(self._conn)
+    async def cancel(self) -> None:
+        await self._wire.settle()
 
     def close(self) -> None:
-        self._conn.close()
+        self._wire.close()
 
-    def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
-        return was_completed(self._conn, msg_id, worker, self._plan.seed_table)
+    async def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
+        """Did this worker's completion of msg_id commit? Asked after a commit's answer was lost.
+
+        With the journal the answer is exact (its row names the worker). Without it, a message
+        still pending did not complete; a completed one may have been completed by another
+        worker after ours rolled back, so the answer is None: unknown."""
+        if worker is not None:
+            answer = await self._wire.checked(
+                statement("journaled_by").encode(), [str(msg_id).encode(), worker.encode()]
+            )
+            return answer.results[0].get_value(0, 0) == b"t"
+        if not self._plan.seed_table:  # a folder design's table is its own: without the journal, no telling
+            return None
+        answer = await self._wire.checked(statement("completed_message").encode(), [str(msg_id).encode()])
+        return None if answer.results[0].get_value(0, 0) == b"t" else False
 
     def _literal(self, value: object) -> str:
         return sql.Literal(value).as_string(self._conn)
@@ -225,13 +245,9 @@ class ClaimSession:
     def _call(self, name: str, args: str) -> str:
         return call(name, args, name in self._called)
 
-    def _run(self, text: str) -> Answer:
+    async def _run(self, text: str) -> Answer:
         """One round trip that must succeed as a whole."""
-        answer = self._wire.roundtrip(text.encode(self._wire.encoding))
-        failure = answer.failure()
-        if failure is not None:
-            raise failure
-        return answer
+        return await self._wire.checked(text.encode(self._wire.encoding))
 
     def _changed(self, name: str, result: PGresult) -> int:
         """Rows a statement finished: its rows, its command's count, or a wrapper's answer."""
@@ -241,18 +257,18 @@ class ClaimSession:
             return result.ntuples
         return int(result.command_tuples or 0)
 
-    def claim(self) -> tuple[Claimed, ...]:
+    async def claim(self) -> tuple[Claimed, ...]:
         """Claim up to a batch; none (transaction ended) if nothing is free. Basic and single modes
         leave the transaction open; split mode has committed the claim."""
         plan = self._plan
         if plan.seed_table or not self._split:
             after = "; savepoint work" if plan.mode == SessionMode.SINGLE and not plan.seed_table else ""
-            answer = self._run(f"begin; {self._claim_call}{after}")
+            answer = await self._run(f"begin; {self._claim_call}{after}")
         else:  # a folder design's split claim commits at once: its messages are leased, not locked
-            answer = self._run(f"begin; {self._claim_call}; commit")
-        return self._claimed(answer.results[1])
+            answer = await self._run(f"begin; {self._claim_call}; commit")
+        return await self._claimed(answer.results[1])
 
-    def _claimed(self, result: PGresult) -> tuple[Claimed, ...]:
+    async def _claimed(self, result: PGresult) -> tuple[Claimed, ...]:
         plan = self._plan
         if result.ntuples > plan.batch:  # the rest would be marked taken and never processed
             raise SimError(
@@ -261,7 +277,7 @@ class ClaimSession:
             )
         if result.ntuples == 0:
             if plan.seed_table or not self._split:
-                self._run("commit")
+                await self._run("commit")
             return ()
         value, encoding = result.get_value, self._wire.encoding
         claimed = [
@@ -279,10 +295,10 @@ class ClaimSession:
         # commits it, with the owner and the lease)
         if plan.mode == SessionMode.SINGLE:
             takes = [self._call(TAKE, str(c.msg_id)) for c in claimed]
-            taken = self._run(f"{'; '.join(takes)}; savepoint work")
+            taken = await self._run(f"{'; '.join(takes)}; savepoint work")
         else:
             takes = [self._call(TAKE, f"{c.msg_id}, {self._owner}, {plan.lease_s!r}") for c in claimed]
-            taken = self._run(f"{'; '.join(takes)}; commit")
+            taken = await self._run(f"{'; '.join(takes)}; commit")
         return tuple(
             c._replace(attempt=int(r.get_value(0, 0) or 0))
             for c, r in zip(claimed, taken.results, strict=False)
@@ -297,12 +313,12 @@ class ClaimSession:
         )
         return self._call(JOURNAL, args)
 
-    def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
+    async def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
         """Complete the claim's messages and commit; with claim_next (basic mode), claim the next in
         the same round trip. A folder design's split completions go one by one: each must finish its
         own row, or roll back alone."""
         if self._split and not self._plan.seed_table:
-            return self._complete_each(claimed)
+            return await self._complete_each(claimed)
         plan = self._plan
         owner = f", {self._owner}" if self._split else ""
         journal_first = plan.audited  # its row's answer precedes the completion's
@@ -316,7 +332,7 @@ class ClaimSession:
         if chained:  # the group just completed is named: a design with affinity tries it first
             last = claimed[-1]
             parts += ["begin", self._call(CLAIM, self._type + self._claim_tail.format(group=last.order_id))]
-        answer = self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
+        answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
         results = answer.results
         first = 1 if self._split else 0
         per = 2 if journal_first else 1
@@ -343,10 +359,10 @@ class ClaimSession:
         following: tuple[Claimed, ...] = ()
         failure = answer.failure()
         if chained and failure is None:
-            following = self._claimed(results[done_at + 3])
+            following = await self._claimed(results[done_at + 3])
         return Completion(tuple(finished), tuple(added), committed_at, server_s, following, chained, failure)
 
-    def _complete_each(self, claimed: Sequence[Claimed]) -> Completion:
+    async def _complete_each(self, claimed: Sequence[Claimed]) -> Completion:
         """Split, a folder design: each message in its own transaction; exactly once, a completion
         that finds its lease gone finishes nothing and rolls back (the wrapper raises P0002)."""
         finished: list[bool] = []
@@ -358,14 +374,14 @@ class ClaimSession:
             if self._plan.audited:
                 parts.append(self._journal(c))
             parts += ["commit", CLOCKS]
-            answer = self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
+            answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
             if answer.lost is not None:
                 raise answer.lost
             if answer.error is not None:
+                await self._run("rollback")
                 if answer.error.sqlstate != "P0002":
-                    self._conn.execute("rollback")
                     raise answer.error
-                self._conn.execute("rollback")  # the lease passed: another worker has it
+                # the lease passed: another worker has it
                 finished.append(False)
                 added.append(None)
                 continue
@@ -378,23 +394,23 @@ class ClaimSession:
             server_s = float(results[-1].get_value(0, 1) or 0)
         return Completion(tuple(finished), tuple(added), committed_at, server_s)
 
-    def fail(self, claimed: Claimed, error: str) -> bool | None:
+    async def fail(self, claimed: Claimed, error: str) -> bool | None:
         """Record a failed attempt and commit: True if it made the message a dead letter,
         None if this worker no longer owned it (split). In single mode the work's changes
         roll back to the savepoint taken after the claim; the bookkeeping commits."""
         plan = self._plan
         if not plan.seed_table:
-            return self._fail_design(claimed, error)
+            return await self._fail_design(claimed, error)
         owner = self._owner if plan.mode == SessionMode.SPLIT else "null"
         args = (
             f"{claimed.msg_id}, {self._worker}, '{claimed.claimed_at}'::timestamptz,"
             f" {self._literal(error)}, {int(plan.max_attempts)}, {plan.backoff_ms!r}, {owner}"
         )
         before = "rollback to savepoint work; " if plan.mode == SessionMode.SINGLE else "begin; "
-        failed = self._run(f"{before}{self._call(FAIL, args)}; commit").results[1]
+        failed = (await self._run(f"{before}{self._call(FAIL, args)}; commit")).results[1]
         return failed.get_value(0, 0) == b"t" if failed.ntuples else None
 
-    def _fail_design(self, claimed: Claimed, error: str) -> bool:
+    async def _fail_design(self, claimed: Claimed, error: str) -> bool:
         """A folder design: the tool records the attempt (and decides a dead letter and the next
         try's time), then the design's fail.sql records it in its table, in one transaction."""
         plan = self._plan
@@ -404,32 +420,24 @@ class ClaimSession:
             f" {plan.backoff_ms!r}"
         )
         before = "rollback to savepoint work" if plan.mode == SessionMode.SINGLE else "begin"
-        recorded = self._run(f"{before}; {self._call(FAILURE, args)}").results[1]
+        recorded = (await self._run(f"{before}; {self._call(FAILURE, args)}")).results[1]
         attempt, dead = int(recorded.get_value(0, 0) or 1), recorded.get_value(0, 1) == b"t"
         retry_at = recorded.get_value(0, 2)
         at = "null" if retry_at is None else f"'{retry_at.decode()}'::timestamptz"
-        self._run(f"{self._call(FAIL, f'{claimed.msg_id}, {attempt}, {self._literal(error)}, {at}')}; commit")
+        await self._run(
+            f"{self._call(FAIL, f'{claimed.msg_id}, {attempt}, {self._literal(error)}, {at}')}; commit"
+        )
         return dead
 
-    def abandon(self) -> None:
-        """Roll back whatever is open: the message goes back to the queue."""
-        if not self._conn.closed and self._conn.info.transaction_status != TransactionStatus.IDLE:
-            self._conn.execute("rollback")
+    async def abandon(self) -> None:
+        """Roll back whatever is open: the message goes back to the queue. A statement still running
+        (a round trip given up on: the run's halt) is cancelled on the server first, its answer
+        drained, so it does not keep its locks."""
+        await self._wire.settle()
+        if not self.closed and self._conn.pgconn.transaction_status != TransactionStatus.IDLE:
+            await self._run("rollback")
 
 
-def was_completed(
-    conn: psycopg.Connection, msg_id: int, worker: str | None, seed_table: bool = True
-) -> bool | None:
-    """Did this worker's completion of msg_id commit? Asked after a commit's answer was lost.
-
-    With the journal the answer is exact (its row names the worker). Without it, a message
-    still pending did not complete; a completed one may have been completed by another
-    worker after ours rolled back, so the answer is None: unknown."""
-    cur = psycopg.RawCursor(conn)
-    if worker is not None:
-        row = cur.execute(statement("journaled_by"), (msg_id, worker)).fetchone()
-        return bool(row and row[0])
-    if not seed_table:  # a folder design's table is its own: without the journal, no telling
-        return None
-    row = cur.execute(statement("completed_message"), (msg_id,)).fetchone()
-    return None if row and row[0] else False
+def called_statements(plan: SessionPlan) -> set[str]:
+    """The statements called as functions (all of them behind a transaction pooler)."""
+    return {s.name for s in statements_of(plan) if plan.functions or s.function_only}

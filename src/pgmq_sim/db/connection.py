@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -48,28 +48,33 @@ def is_connection_lost(exc: BaseException, closed: bool = False) -> bool:
     return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in LOST_SQLSTATES
 
 
+def policy(name: str | None) -> dict[str, Any]:
+    """Every connection of the tool: bounded connect, keepalives so a dead peer is noticed, no
+    protocol-level prepared statements (a transaction pooler before PgBouncer 1.21 cannot keep
+    them); the application_name carries a worker's name, so faults and diagnoses find it on any
+    host."""
+    return {
+        "application_name": APPLICATION_NAME + (f" {name}" if name else ""),
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        "prepare_threshold": None,
+        "keepalives": 1,
+        "keepalives_idle": 5,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
+    }
+
+
 def connect(dsn: str, name: str | None = None, autocommit: bool = False) -> psycopg.Connection:
-    """Every connection of the tool: bounded connect, keepalives so a dead peer is noticed, $1
-    placeholders, no protocol-level prepared statements (a transaction pooler before PgBouncer 1.21
-    cannot keep them); the application_name carries a worker's name, so faults and diagnoses find
-    it on any host."""
-    return psycopg.connect(
-        dsn,
-        application_name=APPLICATION_NAME + (f" {name}" if name else ""),
-        connect_timeout=CONNECT_TIMEOUT_S,
-        cursor_factory=psycopg.RawCursor,
-        prepare_threshold=None,
-        autocommit=autocommit,
-        keepalives=1,
-        keepalives_idle=5,
-        keepalives_interval=2,
-        keepalives_count=3,
+    """A connection of the tool's own phases (blocking, $1 placeholders)."""
+    return psycopg.connect(dsn, cursor_factory=psycopg.RawCursor, autocommit=autocommit, **policy(name))
+
+
+async def connect_async(dsn: str, name: str | None = None) -> psycopg.AsyncConnection[Any]:
+    """A connection of the run's loop (a worker's, the producer's, the listener's, the
+    housekeeper's): the same policy, in autocommit mode; its bound is the connect timeout."""
+    return await psycopg.AsyncConnection.connect(
+        dsn, cursor_factory=psycopg.AsyncRawCursor, autocommit=True, **policy(name)
     )
-
-
-def connect_worker(dsn: str, name: str | None = None) -> psycopg.Connection:
-    """A worker's own connection."""
-    return connect(dsn, name)
 
 
 def cancel_query(conn: psycopg.Connection) -> None:
@@ -117,6 +122,31 @@ def reconnecting(
             if on_lost is not None:
                 on_lost(exc)
             if not backoff.wait():
+                if give_up is None or backoff.stopped:
+                    raise
+                raise give_up(exc) from None
+
+
+async def reconnecting_async(
+    attempt: Callable[[], Awaitable[T]],
+    backoff: Backoff,
+    sleep: Callable[[float], Awaitable[bool]],
+    *,
+    lost: Callable[[BaseException], bool] = is_connection_lost,
+    on_lost: Callable[[BaseException], None] | None = None,
+    give_up: Callable[[BaseException], BaseException] | None = None,
+) -> T:
+    """`reconnecting` on the run's loop: `sleep` waits a backoff step (True: the run stopped)."""
+    while True:
+        try:
+            return await attempt()
+        except psycopg.Error as exc:
+            if not lost(exc):
+                raise
+            if on_lost is not None:
+                on_lost(exc)
+            delay = backoff.next_delay()
+            if delay is None or await sleep(delay):
                 if give_up is None or backoff.stopped:
                     raise
                 raise give_up(exc) from None

@@ -1,22 +1,35 @@
-"""One round trip at libpq's level: send a simple-query message, wait on the socket, read every
-result raw. A worker's hot path: it holds the GIL for the least work (no cursor, no row adaptation,
-one poll per answer), and it sees each statement's own result, so an error is placed exactly (the
-completion, its commit or the next claim), even when the connection is lost halfway through.
+"""A connection's round trips at libpq's level, on the run's event loop: a message is sent without
+waiting, and a reader registered once on the connection's socket reads what arrives, result by
+result, raw (no cursor, no row adaptation), and hands the whole answer over when the message's last
+result is in. One wake-up per answer, and each statement's own result, so an error is placed
+exactly (the completion, its commit or the next claim), even when the connection is lost halfway.
 
-Values are the server's text (the session keeps DateStyle ISO); callers convert what they need.
+The reader stays registered while the connection idles, so a server that ends the session (a
+restart, a kill, a pooler dropping its clients) is seen at once, and a notification (LISTEN) is
+handed to its callback as it arrives. psycopg's own API (a COPY, a cursor) may use the connection
+only while the wire stands aside: it registers readers of its own.
+
+Values are the server's text (a worker's session keeps DateStyle ISO); callers convert what they
+need. A round trip waits as long as the server makes it (a lock held elsewhere is what the run
+measures); its bound is the caller's (`within`), and the run's halt, which cancels the task: the
+statement is then cancelled on the server and its answer drained before the wire serves again.
 """
 
 from __future__ import annotations
 
-import select
-from typing import NamedTuple
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
+from pgmq_sim.db.connection import CANCEL_TIMEOUT_S
+
 FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
-WAIT_MS = 100  # the socket is polled in slices: a connection closed under it is noticed
+BAD = pq.ConnStatus.BAD
 
 
 class Answer(NamedTuple):
@@ -32,40 +45,198 @@ class Answer(NamedTuple):
 
 
 class Wire:
-    """A connection's raw round trips (the connection stays psycopg's, in autocommit mode, and
-    stays usable through psycopg between them)."""
+    """One connection's raw round trips on the running loop. The connection stays psycopg's (in
+    autocommit mode); `aside()` lends it back to psycopg's API between round trips."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        on_notify: Callable[[pq.PGnotify], None] | None = None,
+        on_lost: Callable[[psycopg.OperationalError], None] | None = None,
+    ) -> None:
         self.connection = conn
         self._pg = conn.pgconn
+        self._fd = self._pg.socket
         self._encoding = conn.info.encoding
-        self._poller = select.poll()
-        self._poller.register(self._pg.socket, select.POLLIN)
+        self._loop = asyncio.get_running_loop()
+        self._answer: asyncio.Future[Answer] | None = None  # in flight, or being drained
+        self._results: list[pq.abc.PGresult] = []
+        self._error: psycopg.Error | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self._on_notify = on_notify
+        self._on_lost = on_lost
+        self._reading = False
+        self.lost: psycopg.OperationalError | None = None
+        self._read()
 
     @property
     def encoding(self) -> str:
         return self._encoding
 
-    def roundtrip(self, query: bytes) -> Answer:
-        pg, poll = self._pg, self._poller.poll
-        results: list[pq.abc.PGresult] = []
-        error: psycopg.Error | None = None
+    @property
+    def backend_pid(self) -> int:
+        return self._pg.backend_pid
+
+    @property
+    def closed(self) -> bool:
+        return self.lost is not None or self._pg.status == BAD
+
+    @property
+    def busy(self) -> bool:
+        """A round trip is in flight, or its answer, given up on, is still being drained."""
+        return self._answer is not None
+
+    def _read(self) -> None:
+        self._loop.add_reader(self._fd, self._readable)
+        self._reading = True
+
+    def _unread(self) -> None:
+        if self._reading:
+            self._reading = False
+            with contextlib.suppress(OSError, ValueError):
+                self._loop.remove_reader(self._fd)
+            with contextlib.suppress(OSError, ValueError):
+                self._loop.remove_writer(self._fd)
+
+    def _readable(self) -> None:
+        pg = self._pg
         try:
-            pg.send_query(query)
-            while pg.flush():
-                select.select([], [pg.socket], [], WAIT_MS / 1000)
-            while True:
-                while pg.is_busy():
-                    if poll(WAIT_MS):
-                        pg.consume_input()
+            pg.consume_input()
+            if self._on_notify is not None:
+                while (note := pg.notifies()) is not None:
+                    self._on_notify(note)
+            answer = self._answer
+            if answer is None:  # nothing asked: a notice, a notification, or the session's end
+                if pg.status == BAD:
+                    raise psycopg.OperationalError("the server closed the connection")
+                return
+            while not pg.is_busy():
                 result = pg.get_result()
                 if result is None:
-                    return Answer(results, error)
+                    self._done(answer, Answer(self._results, self._error))
+                    return
                 if result.status == FATAL_ERROR:
-                    error = error_from_result(result, encoding=self._encoding)
-                elif error is None:
-                    results.append(result)
+                    if self._error is None:
+                        self._error = error_from_result(result, encoding=self._encoding)
+                elif self._error is None:
+                    self._results.append(result)
         except psycopg.OperationalError as exc:
-            return Answer(results, error, exc)
-        except OSError as exc:  # the socket itself failed
-            return Answer(results, error, psycopg.OperationalError(f"connection lost: {exc}"))
+            self._fail(exc)
+
+    def _done(self, answer: asyncio.Future[Answer], value: Answer) -> None:
+        self._answer, self._results, self._error = None, [], None
+        if not answer.done():  # else its caller gave up (a timeout, a halt): drained now
+            answer.set_result(value)
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _fail(self, exc: psycopg.OperationalError) -> None:
+        if self.lost is None:
+            self.lost = exc
+        self._unread()
+        answer = self._answer
+        if answer is not None:
+            self._done(answer, Answer(self._results, self._error, exc))
+        if self._on_lost is not None:
+            self._on_lost(exc)
+
+    def _flush(self) -> None:
+        try:
+            if self._pg.flush() == 0:
+                self._loop.remove_writer(self._fd)
+        except psycopg.OperationalError as exc:
+            self._fail(exc)
+
+    def _send(self, send: Callable[..., None], *args: Any) -> asyncio.Future[Answer]:
+        answer: asyncio.Future[Answer] = self._loop.create_future()
+        if self.lost is None and not self._reading:
+            raise psycopg.InterfaceError("the connection is lent to psycopg (aside) or closed")
+        if self._answer is not None:
+            raise psycopg.InterfaceError("the connection is still reading the previous answer")
+        if self.lost is None:
+            try:
+                send(*args)
+                if self._pg.flush():  # a long message the socket did not take at once
+                    self._loop.add_writer(self._fd, self._flush)
+            except psycopg.OperationalError as exc:
+                self._fail(exc)
+        if self.lost is not None:
+            answer.set_result(Answer([], None, self.lost))
+        else:
+            self._answer = answer
+        return answer
+
+    def roundtrip(self, query: bytes) -> asyncio.Future[Answer]:
+        """One simple-query message: every statement's result (a future: no coroutine per call)."""
+        return self._send(self._pg.send_query, query)
+
+    def prepared(self, name: bytes, params: Sequence[bytes | None]) -> asyncio.Future[Answer]:
+        """A PREPAREd statement with text parameters."""
+        return self._send(self._pg.send_query_prepared, name, params)
+
+    def params(
+        self, query: bytes, params: Sequence[bytes | None], types: Sequence[int] | None = None
+    ) -> asyncio.Future[Answer]:
+        """One statement ($1, ...) with text parameters, their types given or inferred (an unnamed
+        statement: any pooler)."""
+        return self._send(self._pg.send_query_params, query, params, types)
+
+    async def checked(self, query: bytes, params: Sequence[bytes | None] | None = None) -> Answer:
+        """A round trip that must succeed as a whole: its failure raises."""
+        answer = await (self.roundtrip(query) if params is None else self.params(query, params))
+        failure = answer.failure()
+        if failure is not None:
+            raise failure
+        return answer
+
+    async def within(
+        self, timeout: float, query: bytes, params: Sequence[bytes | None] | None = None
+    ) -> Answer:
+        """`checked`, bounded: past `timeout` the statement is cancelled and its answer drained
+        (the wire serves again; a connection that does not drain is closed), and TimeoutError
+        raises."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.checked(query, params)
+        except TimeoutError:
+            await self.settle()
+            raise
+
+    async def settle(self) -> None:
+        """After a round trip given up on: cancel its statement on the server and drain its answer,
+        or close the connection if it does not come within the cancel's bound."""
+        if not self.busy or self.closed:
+            return
+        with contextlib.suppress(psycopg.Error, TimeoutError):
+            async with asyncio.timeout(CANCEL_TIMEOUT_S):
+                await self.connection.cancel_safe(timeout=CANCEL_TIMEOUT_S)
+                if self._answer is not None:
+                    drained: asyncio.Future[None] = self._loop.create_future()
+                    self._drained = drained
+                    await drained
+        if self.busy:
+            self.close()
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[psycopg.AsyncConnection[Any]]:
+        """Lend the connection to psycopg's API (a COPY, a cursor) between round trips."""
+        if self._answer is not None:
+            raise psycopg.InterfaceError("the connection is still reading the previous answer")
+        self._unread()
+        try:
+            yield self.connection
+        finally:
+            if self.lost is None and not self.connection.closed:
+                self._read()
+
+    def close(self) -> None:
+        """Close the connection as it is (the server rolls back what is open)."""
+        self._unread()
+        closed = psycopg.OperationalError("the connection was closed")
+        if self.lost is None:
+            self.lost = closed
+        answer = self._answer
+        if answer is not None:
+            self._done(answer, Answer(self._results, self._error, closed))
+        self._pg.finish()

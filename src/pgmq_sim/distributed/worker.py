@@ -1,83 +1,55 @@
-"""A worker process: joins a master, takes its plan, runs each queue worker as a greenlet.
+"""A Locust worker process: joins a master, takes its plan, and runs its share of the queue workers
+in a child process (distributed/child) that it supervises.
+
+This process is gevent's (Locust patches it; see pgmq_sim.launch), and the run's event loop cannot be
+a greenlet of gevent's hub without paying for both: the child is a plain process running the same
+crew as a single-process run. This one speaks to the master for it: hello, ready, the reports (the
+child's, with this process's CPU added), failures; and passes the master's start, crash, allow and
+stop down. A child that dies is a failure of this worker process; this process's end (even killed)
+closes the child's stdin, which stops it. The child writes the worker process's run log.
 
 Every setting and SQL text comes from the master; only the DSN may be the worker's own
-(PGMQ_SIM_DSN), so a password need not cross the network. Each greenlet runs the one worker code
-path, `WorkerLoop.step()`; gevent's monkey-patching (done by pgmq_sim.launch before anything else
-was imported) makes psycopg's waits and `threading.Event` cooperative. The process writes its own
-run log (handled lines and its lifecycle) and reports counters and histograms to the master.
+(PGMQ_SIM_DSN), so a password need not cross the network (it reaches the child through a pipe, not
+its command line).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
-import time
 from typing import Any
 
 import click
 import gevent
-import psycopg
 from click.core import ParameterSource
+from gevent.fileobject import FileObject
 from locust import events
 from locust import runners as locust_runners
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from pgmq_sim.actors.ownership import Heartbeat, Owners
-from pgmq_sim.actors.wakeup import Wakeup, wakeup_for
-from pgmq_sim.actors.worker import ClaimGate, ProcessedCounter, WorkerLoop, WorkerPlan, crew, worker_index
-from pgmq_sim.db.claims import claim_sessions
-from pgmq_sim.db.connection import connect_worker
-from pgmq_sim.db.values import SessionPlan
+from pgmq_sim.actors.worker import worker_index
 from pgmq_sim.distributed import messages as m
-from pgmq_sim.dsn import DSN_ENV, reason, redact
-from pgmq_sim.errors import ServerLostError, SimError
-from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.dsn import DSN_ENV, redact
+from pgmq_sim.errors import SimError
 from pgmq_sim.result.costs import CpuReading
-from pgmq_sim.result.stats import LatencyHistogram, Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.settings import MAX_WORKERS, WorkTime, queue_types
+from pgmq_sim.settings import MAX_WORKERS
 
 STOP_GRACE_S = 2.0
+FINAL_WAIT_S = 2 * STOP_GRACE_S + 3.0  # the child stops its workers within two graces
+EXIT_WAIT_S = 2.0  # then SIGTERM, then SIGKILL, each after this
 MASTER_GONE_S = 5
 QUIT_WAIT_S = 10.0  # after the final report, how long to wait for the master's quit
-NO_TARGET = 2**62  # the master decides when the run is done
-
-
-class LastHistogram(LatencyHistogram):
-    """A histogram that remembers its last value, for Locust's request events."""
-
-    last_ms = 0.0
-
-    def record_ms(self, ms: float) -> None:
-        self.last_ms = ms
-        super().record_ms(ms)
-
-
-class DeltaTimeline(Timeline):
-    """Completions since the last report and their e2e histogram; the master places them in time."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-        self.e2e = LatencyHistogram(2)
-
-    def processed(self, at_s: float, e2e_ms: float | None) -> None:
-        self.count += 1
-        if e2e_ms is not None:
-            self.e2e.record_ms(e2e_ms)
-
-    def take(self) -> tuple[int, str | None]:
-        count, encoded = self.count, self.e2e.encode() if self.e2e.count else None
-        self.count = 0
-        self.e2e.reset()
-        return count, encoded
 
 
 class WorkerProcess:
-    """One process's share of the run, driven by the master's messages."""
+    """One process's share of the run, driven by the master's messages, carried by its child."""
 
     def __init__(self, runner: WorkerRunner, logfile: str | None, say: Any) -> None:
         self.runner = runner
@@ -86,22 +58,16 @@ class WorkerProcess:
         self.own_dsn = os.environ.get(DSN_ENV) or None
         process = os.environ.get(m.PROCESS_ENV)
         self.process = int(process) if process and process.isdigit() else None
-        self.stop = threading.Event()
         self.finished = threading.Event()
+        self.final = threading.Event()  # the child's final report was relayed
         self.plan: m.Plan | None = None
-        self.dsn = ""
-        self.log: RunLog | None = None
-        self.wakeup: Wakeup | None = None
-        self.loops: list[WorkerLoop] = []
-        self.greenlets: list[gevent.Greenlet] = []
-        self.counter = ProcessedCounter(NO_TARGET, threading.Event())
-        self.timeline = DeltaTimeline()
-        self.gate = ClaimGate(MAX_WORKERS)
-        self.owners = Owners()
-        self.started = 0.0
+        self.child: subprocess.Popen[bytes] | None = None
+        self.allowed = MAX_WORKERS
+        self.started = False
+        self.stopping = False
         self.cpu_at_start: CpuReading | None = None
+        self.last_report: dict[str, Any] | None = None
         self.failure: str | None = None
-        self._reports = 0
         for kind, handler in (
             (m.PLAN, self.on_plan),
             (m.START, self.on_start),
@@ -120,8 +86,6 @@ class WorkerProcess:
     def fail(self, text: str, lost: bool = False) -> None:
         if self.failure is None:
             self.failure = text
-            if self.log is not None:
-                self.log.event(f"error: {text}")
             self.runner.send_message(m.FAILED, {"error": text, "lost": lost})
 
     # -- the master's messages ------------------------------------------------------------------
@@ -131,145 +95,63 @@ class WorkerProcess:
             self._take(m.Plan.from_data(msg.data))
         except SimError as exc:
             self.fail(str(exc))
-        except psycopg.Error as exc:
-            self.fail(
-                f"worker process on {socket.gethostname()} cannot use the database: {reason(exc, self.dsn)}"
-            )
-        except Exception as exc:  # a plan this version cannot read, a log it cannot write
+        except Exception as exc:  # a plan this version cannot read, a child that cannot start
             self.fail(f"worker process on {socket.gethostname()}: {type(exc).__name__}: {exc}")
 
     def _take(self, plan: m.Plan) -> None:
         self.plan = plan
-        settings = plan.settings
         source = "its own PGMQ_SIM_DSN" if self.own_dsn else "the master"
         dsn = self.own_dsn or plan.dsn
         if not dsn:
             raise SimError("the master sent no DSN and this worker has no PGMQ_SIM_DSN; set one")
-        self.dsn = dsn
-        self.log = RunLog(self.logfile or plan.logfile)
-        self.log.open()
+        logfile = self.logfile or plan.logfile
         names = ", ".join(a.name for a in plan.workers)
         self.say(
             f"pgmq-sim worker {plan.runner}: database {redact(dsn)} (from {source}); workers {names};"
-            f" log {self.logfile or plan.logfile}"
+            f" log {logfile}"
         )
-        self.log.event(
-            f"worker process {plan.runner} (pid {os.getpid()}): database {redact(dsn)} from {source};"
-            f" workers {names}"
-        )
-        connect_worker(dsn).close()  # a bad DSN or login is reported before the run starts
-        listen = plan.listen_dsn or dsn
-        self.wakeup = wakeup_for(
-            settings["wakeup"] == WakeupMode.NOTIFY,
-            lambda: connect_worker(listen),
-            settings["poll_interval"],
-            settings["reconnect_timeout"],
-            self.stop,
-            lambda exc: self.fail(f"notify listener of {plan.runner}: {reason(exc, listen)}"),
-            queue_types(int(settings["types"])),
-        )
-        work = WorkTime.parse(settings["work_ms"])
-        session = SessionPlan(**plan.session)
-        shared = WorkerPlan(
-            dsn,
-            session,
-            claim_sessions(dsn, session),
-            work,
-            float(settings["reconnect_timeout"]),
-            self.clock,
-            float(settings["fail_rate"]),
-            self.gate,
-            self.owners,
-        )
-        stats = [
-            WorkerStats(
-                name=a.name,
-                queue_type=a.queue_type,
-                claim=LastHistogram(),
-                complete=LastHistogram(),
-                e2e=LastHistogram(),
-            )
-            for a in plan.workers
-        ]
-        seeds = [a.seed for a in plan.workers]
-        self.loops = crew(stats, seeds, shared, self.wakeup, self.log, self.counter, self.timeline, self.stop)
-        self.runner.send_message(m.READY, {"runner": plan.runner})
+        reports, theirs = os.pipe()
+        command = [sys.executable, "-m", "pgmq_sim.distributed.child", "--reports", str(theirs)]
+        self.child = subprocess.Popen(command, stdin=subprocess.PIPE, pass_fds=(theirs,))
+        os.close(theirs)
+        first = {"plan": plan.as_data(), "dsn": dsn, "source": source, "logfile": logfile}
+        self._send(first | {"supervisor": os.getpid()})
+        gevent.spawn(self._read, reports)
 
-    def clock(self) -> float:
-        return time.perf_counter() - self.started if self.started else 0.0
-
-    def on_start(self, environment: Environment, msg: Any, **_: Any) -> None:
-        if self.started or not self.loops:
+    def _send(self, line: dict[str, Any]) -> None:
+        child = self.child
+        if child is None or child.stdin is None or child.poll() is not None:
             return
-        self.started = time.perf_counter()
-        self.cpu_at_start = CpuReading.now()
-        fire = self.plan is not None and self.plan.fire_requests
-        self.greenlets = [gevent.spawn(self._work, loop, fire) for loop in self.loops]
-        if self.plan is not None and self.plan.settings["tx"] == TxMode.SPLIT:
-            dsn = self.dsn
-            heartbeat = Heartbeat(
-                dsn, self.owners, self.stop, lambda exc: self.fail(f"heartbeat: {reason(exc, dsn)}")
-            )
-            heartbeat.start()
-        gevent.spawn(self._report_loop)
-
-    def on_crash(self, environment: Environment, msg: Any, **_: Any) -> None:
-        names = set(msg.data["names"])
-        for loop in self.loops:
-            if loop.stats.name in names:
-                loop.crash()
-
-    def on_allow(self, environment: Environment, msg: Any, **_: Any) -> None:
-        self.gate.allow(int(msg.data["count"]))
-
-    @property
-    def active_workers(self) -> int:
-        if not self.started or self.stop.is_set():
-            return 0
-        return sum(1 for loop in self.loops if self.gate.allows(worker_index(loop.stats.name)))
-
-    def on_stop(self, environment: Environment, msg: Any, **_: Any) -> None:
-        if self.stop.is_set():
-            return
-        self.stop.set()
-        if self.wakeup is not None:
-            self.wakeup.close()
-        gevent.joinall(self.greenlets, timeout=STOP_GRACE_S)
-        for loop, greenlet in zip(self.loops, self.greenlets, strict=False):
-            if not greenlet.dead:
-                loop.cancel()
-        gevent.joinall(self.greenlets, timeout=STOP_GRACE_S)
-        gevent.killall([g for g in self.greenlets if not g.dead], timeout=STOP_GRACE_S)
-        self.report(final=True)
-        if self.log is not None:
-            runner = self.plan.runner if self.plan else "?"
-            self.log.event(f"worker process {runner} stopped: {self.counter.count} processed")
-            self.log.close()
-        self.finished.set()
-
-    # -- the queue workers --------------------------------------------------------------------
-
-    def _work(self, loop: WorkerLoop, fire: bool) -> None:
-        stats = loop.stats
-        seen = (0, 0)
         try:
-            while not self.stop.is_set():
-                loop.step()
-                if fire:
-                    seen = self._fire(stats, seen)
-        except BaseException as exc:
-            if not self.stop.is_set() and not isinstance(exc, gevent.GreenletExit):
-                self.fail(f"worker {stats.name}: {reason(exc, self.dsn)}", isinstance(exc, ServerLostError))
-        finally:
-            loop.close()
+            child.stdin.write(json.dumps(line).encode() + b"\n")
+            child.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the child is gone: its reader says so
 
-    @staticmethod
-    def _fire(stats: WorkerStats, seen: tuple[int, int]) -> tuple[int, int]:
-        """One request entry per claim (empty or not) and completion, for Locust's statistics."""
-        assert isinstance(stats.claim, LastHistogram) and isinstance(stats.complete, LastHistogram)
-        assert isinstance(stats.e2e, LastHistogram)
+    def _read(self, fd: int) -> None:
+        """The child's lines, until it closes its end (it ended)."""
+        with FileObject(fd, "rb") as lines:
+            for raw in lines:
+                line = json.loads(raw)
+                if "ready" in line:
+                    assert self.plan is not None
+                    self.runner.send_message(m.READY, {"runner": self.plan.runner})
+                elif "failed" in line:
+                    self.fail(str(line["failed"]["error"]), bool(line["failed"].get("lost")))
+                elif "report" in line:
+                    self._relay(line["report"])
+        child = self.child
+        code = child.wait() if child is not None else None
+        if not self.final.is_set() and not self.stopping:
+            self.fail(f"the workers' process of {self.plan.runner if self.plan else '?'} exited ({code})")
 
-        def request(name: str, response_ms: float, length: int) -> None:
+    def _relay(self, data: dict[str, Any]) -> None:
+        """A report of the child's to the master, with this process's own CPU in its cost."""
+        if data.get("cpu") and self.cpu_at_start is not None:
+            mine = self.cpu_at_start.until(CpuReading.now(), "", 0)
+            data["cpu"]["cpu_s"] += mine.cpu_s
+        requests = data.pop("requests", [])
+        for name, response_ms, length in requests:
             events.request.fire(
                 request_type="SQL",
                 name=name,
@@ -278,41 +160,61 @@ class WorkerProcess:
                 exception=None,
                 context={},
             )
-
-        if stats.processed > seen[0]:
-            request("claim", stats.claim.last_ms, 1)
-            request("complete", stats.complete.last_ms, 1)
-            request("end to end", stats.e2e.last_ms, 1)  # time_added to commit, on the server's clock
-        elif stats.empty_claims > seen[1]:
-            request("claim (empty)", stats.claim.last_ms, 0)
-        return stats.processed, stats.empty_claims
-
-    def _report_loop(self) -> None:
-        while not self.stop.wait(m.REPORT_S):
-            self.report(final=False)
-
-    def report(self, final: bool) -> None:
-        self._reports += 1
-        full = final or self._reports % m.FULL_EVERY == 0
-        count, e2e = self.timeline.take()
-        data: dict[str, Any] = {
-            "final": final,
-            "workers": [m.counters(loop.stats) for loop in self.loops],
-            "histograms": {loop.stats.name: m.histograms(loop.stats) for loop in self.loops}
-            if full
-            else None,
-            "count": count,
-            "e2e": e2e,
-            "in_doubt": self.counter.in_doubt,
-            "busy": self.gate.busy,
-        }
-        if self.cpu_at_start is not None:  # this process's own cost, since its workers started
-            data["cpu"] = self.cpu_at_start.until(CpuReading.now(), "", self.counter.count).as_json()
+        self.last_report = data
         try:
             self.runner.send_message(m.REPORT, data)
         except Exception as exc:  # the master is gone: its heartbeat check ends this process
-            if final:
+            if data.get("final"):
                 self.say(f"pgmq-sim worker: final report not sent: {exc}")
+        if data.get("final"):
+            self.final.set()
+
+    def on_start(self, environment: Environment, msg: Any, **_: Any) -> None:
+        if self.started or self.child is None:
+            return
+        self.started = True
+        self.cpu_at_start = CpuReading.now()
+        self._send({"start": True})
+
+    def on_crash(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self._send({"crash": list(msg.data["names"])})
+
+    def on_allow(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self.allowed = int(msg.data["count"])
+        self._send({"allow": self.allowed})
+
+    @property
+    def active_workers(self) -> int:
+        if not self.started or self.stopping or self.plan is None:
+            return 0
+        return sum(1 for a in self.plan.workers if worker_index(a.name) < self.allowed)
+
+    def on_stop(self, environment: Environment, msg: Any, **_: Any) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        child = self.child
+        if child is not None:
+            self._send({"stop": True})
+            self.final.wait(FINAL_WAIT_S)
+            if child.stdin is not None:
+                child.stdin.close()  # its end of file: whatever it still does, it stops
+            self._end(child)
+        if not self.final.is_set() and self.last_report is not None:  # the child died first
+            self._relay(self.last_report | {"final": True})
+        self.finished.set()
+
+    @staticmethod
+    def _end(child: subprocess.Popen[bytes]) -> None:
+        """Bounded: the child's own exit, else SIGTERM, else SIGKILL."""
+        for kill in (None, child.terminate, child.kill):
+            if kill is not None:
+                kill()
+            try:
+                child.wait(timeout=EXIT_WAIT_S)
+                return
+            except subprocess.TimeoutExpired:
+                continue
 
 
 def run_worker(options: dict[str, Any]) -> int:

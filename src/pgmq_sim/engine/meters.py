@@ -1,9 +1,8 @@
 """Readings taken around the worker phase: the server's cumulative counters and CPU, and this
-process's CPU. Their differences are what the messages cost."""
+process's CPU (at the start, once every worker has its session, at the end). Their differences are
+what the messages cost; the workers' logins are counted apart from the run."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import psycopg
 
@@ -12,7 +11,7 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import Signals, call_bounded
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.facts import ServerCounters
-from pgmq_sim.result.costs import CpuReading, ProcessCpu, ServerCost
+from pgmq_sim.result.costs import CpuReading, Logins, ProcessCpu, ServerCost
 from pgmq_sim.result.roles import RoleTransactions
 from pgmq_sim.server import Server
 
@@ -26,6 +25,7 @@ class Meters:
         self.server_before: ServerCounters | None = None
         self.server_cpu_before: float | None = None
         self.client_before: CpuReading | None = None
+        self._connected: tuple[CpuReading, int, int] | None = None  # and the logins, the messages then
         self.client: ProcessCpu | None = None
 
     def start(self) -> None:
@@ -34,11 +34,21 @@ class Meters:
         self.server_cpu_before = self.server_cpu()
         self.client_before = CpuReading.now()
 
-    def stop(self, messages: int, ended: Iterable[tuple[str, float]] = ()) -> None:
-        """When the watch ends, with the workers still alive (their threads' waits are counted);
-        `ended`: the CPU of the run's threads that finished before (a producer that wrote all)."""
-        if self.client_before is not None and self.client is None:
-            self.client = self.client_before.until(CpuReading.now(ended), "local", messages)
+    def connected(self, logins: int, messages: int) -> None:
+        """Every worker of this process has had its first session (called on the run's loop)."""
+        if self.client_before is not None and self._connected is None:
+            self._connected = (CpuReading.now(), logins, messages)
+
+    def stop(self, messages: int) -> None:
+        """When the watch ends, with the workers still alive."""
+        before = self.client_before
+        if before is None or self.client is not None:
+            return
+        logins = None
+        if self._connected is not None:
+            reading, count, finished = self._connected
+            logins = Logins(count, reading.cpu_s - before.cpu_s, reading.at - before.at, finished)
+        self.client = before.until(CpuReading.now(), "local", messages, logins)
 
     def server_cost(self, messages: int, transactions: RoleTransactions | None = None) -> ServerCost | None:
         """After the workers stopped and before the audit reads the tables."""

@@ -1,6 +1,6 @@
-"""The parts a kind of run is composed of: who carries the workers (threads here, Locust's processes
-and hosts), how messages arrive (a prefill, a paced producer), and when the run has reached its end.
-A new kind of run picks other parts; the phases stay the same."""
+"""The parts a kind of run is composed of: who carries the workers (tasks on this process's loop,
+Locust's processes and hosts), how messages arrive (a prefill, a paced producer), and when the run
+has reached its end. A new kind of run picks other parts; the phases stay the same."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ class WorkerCarrier(Protocol):
         """Everything the workers need before they start (a listener, the worker processes' plans)."""
 
     def go(self, state: RunState) -> list[RunThread]:
-        """The workers; threads for the run to start and join."""
+        """Start the workers (tasks on the run's loop); threads of the carrier's own, for the run to
+        join (a Locust master's monitor)."""
 
     def connected(self, state: RunState) -> None:
         """After the workers started, before the producer starts: until they have their sessions
@@ -52,13 +53,17 @@ class WorkerCarrier(Protocol):
 
 
 class Feed(Protocol):
+    @property
+    def paced(self) -> bool:
+        """Messages arrive while the workers run: the run's clock waits for their sessions."""
+
     def connections(self, state: RunState) -> int: ...
 
     def produce(self, state: RunState) -> None:
         """Before the workers start (a prefill)."""
 
-    def threads(self, state: RunState) -> list[RunThread]:
-        """While the workers run (a paced producer)."""
+    def start(self, state: RunState) -> None:
+        """Once the workers have their sessions: a paced producer, on the run's loop."""
 
     def describe(self) -> str:
         """What the log says of it beside the workers ("" or " and a producer at 100/s")."""

@@ -22,10 +22,10 @@ from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.samples import SampleSession
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
-from pgmq_sim.db.views import ActivitySampler
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
@@ -267,42 +267,39 @@ def start(state: RunState, parts: RunParts) -> None:
         bystander.start()
     parts.carrier.ready(state)
     state.meters.start()
-    feed = parts.feed.threads(state)
-    if not feed:  # a backlog: its clock runs from the first worker's start
+    paced = parts.feed.paced
+    if not paced:  # a backlog: its clock runs from the first worker's start
         state.begin_clock()
-    workers = parts.carrier.go(state)
-    state.threads += workers + feed
+    threads = parts.carrier.go(state)
+    state.threads += threads
     state.log.event(f"starting {parts.carrier.describe(state)}{parts.feed.describe()}")
-    for thread in workers:
+    for thread in threads:
         thread.start()
-    if feed:  # a rate: its second 0 is when the workers can claim, not while they connect
+    if paced:  # a rate: its second 0 is when the workers can claim, not while they connect
         parts.carrier.connected(state)
         state.begin_clock()
-        for thread in feed:
-            thread.start()
+        parts.feed.start(state)
     start_housekeeping(state, parts)
 
 
 def start_housekeeping(state: RunState, parts: RunParts) -> None:
-    """Recovery, sampling and the fault schedule: the run's own threads, wherever its workers run."""
+    """Recovery and sampling (a task on the run's loop), the pooler's watch and the fault schedule
+    (threads of their own), wherever the workers run."""
     settings = state.settings
-    state.housekeeper = Housekeeper(
-        state.db,
-        state.views,
+    assert state.path is not None
+    housekeeper = state.housekeeper = Housekeeper(
+        SampleSession(state.server.dsn, prepared=not state.path.transaction_pooled),
+        state.db.shape,
         state.timeline,
         state.clock,
-        state.stop,
-        state.errors.reporter("housekeeping"),
+        state.halt,
         state.log,
         recover_every_s=min(BEAT_S, settings.lease / 4)
         if settings.tx == TxMode.SPLIT and (state.design.seed_table or state.design.recover is not None)
         else None,
-        waits=(ActivitySampler(state.server.dsn), state.waits, 1 / settings.wait_sample_hz)
-        if settings.wait_sample_hz
-        else None,
+        waits=(state.waits, 1 / settings.wait_sample_hz) if settings.wait_sample_hz else None,
     )
-    state.threads.append(state.housekeeper)
-    state.housekeeper.start()
+    state.on_loop().start("housekeeping", housekeeper.run)
     if state.pooler is not None:
         state.pooler_watch = PoolerWatch(
             state.pooler, state.timeline, state.clock, state.stop, state.errors.reporter("pooler watch")
@@ -380,17 +377,26 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
 
 
 def halt(state: RunState, parts: RunParts) -> None:
-    """Stop every thread, within bounds; in-flight messages roll back."""
+    """Stop every task and thread, within bounds; in-flight messages roll back."""
     if not state.elapsed:
         state.elapsed = state.clock()
     state.stop.set()
+    loop = state.loop
+    if loop is not None:
+        loop.halt_now()
     parts.carrier.stop(state)
     if state.schedule is not None:
         state.schedule.join_helpers(STOP_GRACE_S)
-    stuck = join_all(state.threads, 0.2 if state.signals.hurry.is_set() else STOP_GRACE_S)
-    if stuck:
-        state.notes.append(f"{len(stuck)} thread(s) still waiting on the server were left behind")
-    state.writer.close()
+    grace = 0.2 if state.signals.hurry.is_set() else STOP_GRACE_S
+    left = loop.stop(grace) if loop is not None else []
+    stuck = [t.name for t in join_all(state.threads, grace)]
+    if loop is not None:
+        loop.close()
+    if left or stuck:
+        state.notes.append(
+            f"{len(left) + len(stuck)} task(s) still waiting on the server were left behind:"
+            f" {', '.join(left + stuck)}"
+        )
     parts.carrier.close(state)
     if state.pooler is not None:
         state.pooler.close()

@@ -13,10 +13,10 @@ from pgmq_sim.engine import phases
 from pgmq_sim.engine.bounded import Signals, outcome_of
 from pgmq_sim.engine.feeds import Paced, Prefill
 from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
+from pgmq_sim.engine.looped import LoopCarrier
 from pgmq_sim.engine.parts import Goal, RunParts, WorkerCarrier
 from pgmq_sim.engine.state import RunInput, RunState
 from pgmq_sim.engine.sweeping import TOP_UP_MIN, SteppedRate, SweepGoal, TopUp
-from pgmq_sim.engine.threaded import ThreadCarrier
 from pgmq_sim.engine.watching import watch
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import Outcome
@@ -111,7 +111,7 @@ def run_once(
     observer: RunObserver,
     log: RunLog,
     signals: Signals,
-    carrier: CarrierFactory = ThreadCarrier,
+    carrier: CarrierFactory = LoopCarrier,
 ) -> RunResult:
     state = RunState(given, server, observer, log, signals)
     return execute(state, parts_for(state, carrier()))

@@ -8,12 +8,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.bystander import Bystander
 from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.producer import BatchWriter, MessageSource
 from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.actors.worker import ProcessedCounter
+from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.pooler import PoolerConsole
@@ -23,6 +24,7 @@ from pgmq_sim.db.values import QueueShape, SessionPlan
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.bounded import FirstError, Signals
+from pgmq_sim.engine.loop import RunLoop
 from pgmq_sim.engine.meters import Meters
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import Outcome
@@ -51,8 +53,8 @@ class RunInput:
 
 @dataclass
 class RunState:
-    """Shared by the phases and by the run's threads (which only append to lists, set events and
-    write their own counters)."""
+    """Shared by the phases (on the main thread), the run's loop and its few threads (which only
+    append to lists, set events and write their own counters)."""
 
     given: RunInput
     server: Server
@@ -62,7 +64,9 @@ class RunState:
     stop: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     timeline: Timeline = field(default_factory=Timeline)
-    threads: list[RunThread] = field(default_factory=list)
+    halt: Halt = field(default_factory=Halt)  # the stop, as the loop's tasks see it (set on the loop)
+    loop: RunLoop | None = None  # the run's event loop, once something runs on it
+    threads: list[RunThread] = field(default_factory=list)  # the bystander, the pooler's watch
     source: MessageSource | None = None
     started: float = 0.0  # perf_counter when the workers started
     elapsed: float = 0.0
@@ -112,7 +116,7 @@ class RunState:
         self.writer = BatchWriter(
             self.server.dsn,
             settings.reconnect_timeout,
-            self.stop,
+            self.halt,
             self.log.event,
             evidence_for(settings.delmsg, settings.audit, self.design.seed_table),
             self.design.enqueue.text,
@@ -134,6 +138,12 @@ class RunState:
         """Every DSN the run was given, to hide from whatever it prints: the server's, -listen-dsn,
         -pooler-admin."""
         return self.server.dsn, self.settings.listen_dsn, self.settings.pooler_admin
+
+    def on_loop(self) -> RunLoop:
+        """The run's event loop, started on first use."""
+        if self.loop is None:
+            self.loop = RunLoop(self.halt, self.errors.report)
+        return self.loop
 
     def clock(self) -> float:
         """Seconds since the workers started (0 before)."""

@@ -67,8 +67,7 @@ def watch(state: RunState, parts: RunParts) -> None:
                 return
     finally:
         state.elapsed = state.clock()
-        ended = [(t.name, t.cpu_s) for t in state.threads if t.cpu_s is not None]
-        state.meters.stop(WorkerCounters.total(state.stats).finished, ended)
+        state.meters.stop(WorkerCounters.total(state.stats).finished)
         observer.stopped_watching()
 
 

@@ -331,12 +331,12 @@ def client_text(result: RunResult) -> str:
     shares = ", ".join(f"{p.runner} {p.core_share:.2f}" for p in client.processes)
     per_msg = client.cpu_us_per_msg
     text = f"CPU {per_msg:.0f} us per message" if per_msg is not None else "CPU -"
-    local = next((p for p in client.processes if p.runner == "local" and p.parts and p.messages), None)
-    if local is not None:
-        by_part = ", ".join(
-            f"{part} {cpu * 1e6 / local.messages:.0f}" for part, cpu in local.parts if cpu > 0
+    logins = client.logins
+    if logins is not None and logins.count:
+        text += (
+            f" once every worker had its session; {logins.count} logins took {logins.elapsed_s:.2f} s"
+            f" and {logins.cpu_s * 1000 / logins.count:.1f} ms of CPU each"
         )
-        text += f" (this process: {by_part})"
     return text + f"; share of a core: {shares}"
 
 

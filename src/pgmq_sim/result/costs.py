@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
-import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,23 +133,59 @@ class ServerCost:
 
 
 @dataclass(frozen=True)
+class Logins:
+    """The window in which a process's workers opened their first sessions, apart from the run that
+    follows: a SCRAM login costs the client about 2 ms of CPU, which a thousand workers pay once
+    and a run of a few seconds would otherwise spread over every message."""
+
+    count: int  # the workers' first sessions
+    cpu_s: float
+    elapsed_s: float
+    messages: int  # finished meanwhile (by workers already connected)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "cpu_s": round(self.cpu_s, 3),
+            "cpu_ms_each": round(self.cpu_s * 1000 / self.count, 3) if self.count else None,
+            "seconds": round(self.elapsed_s, 3),
+            "messages": self.messages,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Logins:
+        return cls(int(data["count"]), float(data["cpu_s"]), float(data["seconds"]), int(data["messages"]))
+
+
+@dataclass(frozen=True)
 class ProcessCpu:
-    """One client process's CPU over the worker phase."""
+    """One client process's CPU over the worker phase (its workers' logins included), and apart:
+    the logins' window, and the run after it."""
 
     runner: str  # "local", or a worker process (p1@host)
     cpu_s: float
     elapsed_s: float
     messages: int
     run_delay_s: float | None = None  # runnable but waiting for a CPU (the server had it)
-    parts: tuple[tuple[str, float], ...] = ()  # CPU seconds by thread part (THREAD_PARTS)
+    logins: Logins | None = None  # None: nothing connected here, or not all workers did
 
     @property
     def core_share(self) -> float:
         return self.cpu_s / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     @property
+    def run_cpu_s(self) -> float:
+        """CPU once every worker had its session."""
+        return self.cpu_s - (self.logins.cpu_s if self.logins else 0.0)
+
+    @property
+    def run_messages(self) -> int:
+        return self.messages - (self.logins.messages if self.logins else 0)
+
+    @property
     def cpu_us_per_msg(self) -> float | None:
-        return per_message(self.cpu_s, self.messages, 1e6)
+        """The run's CPU per message, once every worker had its session (the logins apart)."""
+        return per_message(self.run_cpu_s, self.run_messages, 1e6)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -162,28 +196,28 @@ class ProcessCpu:
             "messages": self.messages,
             "run_delay_s": None if self.run_delay_s is None else round(self.run_delay_s, 3),
             "elapsed_s": round(self.elapsed_s, 3),
-            "cpu_us_per_msg_by_part": {
-                part: per_message(cpu, self.messages, 1e6) for part, cpu in self.parts
-            },
+            "logins": self.logins.as_json() if self.logins else None,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any], runner: str) -> ProcessCpu:
         """A worker process's report of itself, named by the master."""
-        delay = data.get("run_delay_s")
+        delay, logins = data.get("run_delay_s"), data.get("logins")
         return cls(
             runner,
             float(data["cpu_s"]),
             float(data["elapsed_s"]),
             int(data["messages"]),
             None if delay is None else float(delay),
+            None if logins is None else Logins.from_json(logins),
         )
 
 
 @dataclass(frozen=True)
 class ClientCost:
     """The tool's own CPU over the worker phase: the main process (producer, housekeeping, and the
-    workers when they are threads) and, distributed, each worker process."""
+    workers when they run in it) and, distributed, each worker process. Per message: the run once
+    every worker had its session; the logins are counted apart."""
 
     processes: tuple[ProcessCpu, ...] = field(default_factory=tuple)
 
@@ -197,11 +231,25 @@ class ClientCost:
 
     @property
     def cpu_us_per_msg(self) -> float | None:
-        return per_message(self.cpu_s, self.messages, 1e6)
+        run_messages = max((p.run_messages for p in self.processes), default=0)
+        return per_message(sum(p.run_cpu_s for p in self.processes), run_messages, 1e6)
+
+    @property
+    def logins(self) -> Logins | None:
+        """Every process's logins, summed (the longest window)."""
+        found = [p.logins for p in self.processes if p.logins is not None]
+        if not found:
+            return None
+        return Logins(
+            sum(x.count for x in found),
+            sum(x.cpu_s for x in found),
+            max(x.elapsed_s for x in found),
+            sum(x.messages for x in found),
+        )
 
     @property
     def local(self) -> ProcessCpu | None:
-        """This process, the one that ran the run (and its workers when they are threads)."""
+        """This process, the one that ran the run (and its workers when they run in it)."""
         return next((p for p in self.processes if p.runner == "local"), None)
 
     @property
@@ -215,72 +263,37 @@ class ClientCost:
         return busiest is not None and busiest.core_share >= CLIENT_LIMIT_SHARE
 
     def as_json(self) -> dict[str, Any]:
-        busiest = self.busiest
+        busiest, logins = self.busiest, self.logins
         return {
             "cpu_s": round(self.cpu_s, 3),
             "cpu_us_per_msg": self.cpu_us_per_msg,
+            "logins": logins.as_json() if logins else None,
             "core_share_max": round(busiest.core_share, 3) if busiest else None,
             "limited": self.limited,
             "processes": [p.as_json() for p in self.processes],
         }
 
 
-THREAD_PARTS = ("workers", "producer", "listener", "housekeeper", "other")
-
-
-def thread_part(name: str) -> str:
-    """Which part of the tool a thread is, by its name (workers are w1, w2, ...)."""
-    if name[:1] == "w" and name[1:].isdigit():
-        return "workers"
-    return name if name in THREAD_PARTS else "other"
-
-
 @dataclass(frozen=True)
 class CpuReading:
-    """This process's CPU, by thread part, and its threads' run-queue wait at one moment."""
+    """This process's CPU, and its threads' run-queue wait, at one moment."""
 
     at: float
     cpu_s: float
     run_delay_s: float | None
-    parts: dict[str, float] = field(default_factory=dict)  # empty where /proc cannot say
 
     @classmethod
-    def now(cls, ended: Iterable[tuple[str, float]] = ()) -> CpuReading:
-        """`ended`: (name, CPU seconds) of threads that finished since the earlier reading."""
+    def now(cls) -> CpuReading:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s(), cpu_by_part(ended))
+        return cls(time.monotonic(), usage.ru_utime + usage.ru_stime, run_delay_s())
 
-    def until(self, later: CpuReading, runner: str, messages: int) -> ProcessCpu:
+    def until(
+        self, later: CpuReading, runner: str, messages: int, logins: Logins | None = None
+    ) -> ProcessCpu:
         delay = None
         if self.run_delay_s is not None and later.run_delay_s is not None:
             delay = max(0.0, later.run_delay_s - self.run_delay_s)  # a thread that ended took its own
-        parts: tuple[tuple[str, float], ...] = ()
-        if later.parts:  # a thread started since counts from zero; one that ended took its CPU along
-            parts = tuple(
-                (part, max(0.0, later.parts.get(part, 0.0) - self.parts.get(part, 0.0)))
-                for part in THREAD_PARTS
-            )
-        return ProcessCpu(runner, later.cpu_s - self.cpu_s, later.at - self.at, messages, delay, parts)
-
-
-def cpu_by_part(ended: Iterable[tuple[str, float]] = ()) -> dict[str, float]:
-    """CPU seconds of this process's live threads and of `ended` ones, summed by part: what the
-    workers, the producer and the listener each cost, so the tool's own cost is read where it arises.
-    From schedstat's time on a CPU, in ns: the clock ticks of stat would round 500 workers' few ms
-    each to nothing."""
-    names = {t.native_id: t.name for t in threading.enumerate()}
-    parts: dict[str, float] = {}
-    for name, cpu in ended:
-        part = thread_part(name)
-        parts[part] = parts.get(part, 0.0) + cpu
-    try:
-        for task in os.scandir("/proc/self/task"):
-            on_cpu_ns = int(Path(task.path, "schedstat").read_text().split()[0])
-            part = thread_part(names.get(int(task.name), ""))
-            parts[part] = parts.get(part, 0.0) + on_cpu_ns / 1e9
-    except (OSError, ValueError, IndexError):
-        return {}
-    return parts
+        return ProcessCpu(runner, later.cpu_s - self.cpu_s, later.at - self.at, messages, delay, logins)
 
 
 def run_delay_s() -> float | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,12 @@ CLASSES = {
     "other": "other waits",
 }
 WAL_WAITS = {("LWLock", "WALWrite"), ("IO", "WALSync"), ("IO", "WALWrite"), ("IO", "WALInitSync")}
+WAIT_CLASSES = ("cpu", "locks", "wal-flush", "io", "lwlock", "client", "other")  # a sample's columns
 
 
 def classify(state: str | None, wait_type: str, wait_event: str) -> str | None:
-    """A backend's class in one sample; None when it is outside any transaction (idle)."""
+    """A backend's class in one sample; None when it is outside any transaction (idle). The
+    reference the sampler's query (sql/wait_counts.sql) mirrors on the server."""
     if state == "active":
         if not wait_type:
             return "cpu"
@@ -165,7 +167,8 @@ def _positive(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
 
 
 class WaitTally:
-    """The run's samples so far, shared by the housekeeper that adds and the phases that read."""
+    """The run's samples so far, shared by the housekeeper that adds (on the run's loop) and the
+    phases that read."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -174,15 +177,15 @@ class WaitTally:
         self._events: dict[str, int] = {}
         self._blockers: dict[tuple[int, str, bool, str, str, str], BlockerSeen] = {}
 
-    def add(self, rows: Iterable[tuple[str | None, str, str]]) -> None:
+    def add_counts(self, counts: Iterable[int], lock_events: Mapping[str, int]) -> None:
+        """One sample: backends per class (in WAIT_CLASSES' order), Lock waits per event."""
         with self._lock:
             self._ticks += 1
-            for state, wait_type, wait_event in rows:
-                name = classify(state, wait_type, wait_event)
-                if name is not None:
-                    self._counts[name] = self._counts.get(name, 0) + 1
-                if name == "locks":
-                    self._events[wait_event] = self._events.get(wait_event, 0) + 1
+            for name, n in zip(WAIT_CLASSES, counts, strict=True):
+                if n:
+                    self._counts[name] = self._counts.get(name, 0) + n
+            for event, n in lock_events.items():
+                self._events[event] = self._events.get(event, 0) + n
 
     def blocked(self, blockers: Iterable[LockBlocker]) -> None:
         """One sample of the sessions blocking the run's: each blocker once per object and mode."""

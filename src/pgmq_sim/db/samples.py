@@ -1,0 +1,159 @@
+"""The housekeeper's connection, on the run's event loop: the queue's pulse each second, split mode's
+recovery, and the wait profile's samples (many a second, classified on the server). Each statement
+has a bound: one that does not answer in time is cancelled and its answer drained (a gap in the
+samples, not a stop), and a lost connection is opened again at the next tick."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+from psycopg.pq.abc import PGresult
+
+from pgmq_sim.db.connection import connect_async
+from pgmq_sim.db.values import QueueShape
+from pgmq_sim.db.wire import Answer, Wire
+from pgmq_sim.model.facts import LockBlocker, TablePulse
+from pgmq_sim.sqlfiles import statement
+
+PULSE_TIMEOUT_S = 5.0
+SAMPLE_TIMEOUT_S = 2.0
+RECOVER_TIMEOUT_S = 5.0  # a round the queue's locks hold up is tried again at the next tick
+BLOCKERS_EVERY_S = 0.25  # while the run's sessions wait on locks, who blocks them, this often at most
+WAIT_COUNTS = "pgmq_sim_wait_counts"
+CLASS_COLUMNS = 7  # wait_counts.sql's counts, in result/waits.WAIT_CLASSES' order
+
+
+def text_of(result: PGresult, row: int, column: int) -> str:
+    return (result.get_value(row, column) or b"").decode()
+
+
+def int_array(values: list[int]) -> bytes:
+    return ("{" + ",".join(map(str, values)) + "}").encode()
+
+
+class WaitSample:
+    """One sample of the run's sessions: backends per wait class, Lock waits per event, and the
+    sessions blocking them when they were read in this sample."""
+
+    __slots__ = ("blockers", "counts", "lock_events")
+
+    def __init__(self, counts: tuple[int, ...], lock_events: dict[str, int], blockers: list[LockBlocker]):
+        self.counts = counts
+        self.lock_events = lock_events
+        self.blockers = blockers
+
+
+class SampleSession:
+    """One connection held for the housekeeper (a connection per sample would cost the server more
+    than the sample). Behind a transaction pooler each statement is a transaction of its own, sent
+    as text (nothing PREPAREd)."""
+
+    def __init__(self, dsn: str, prepared: bool) -> None:
+        self._dsn = dsn
+        self._prepared = prepared
+        self._wire: Wire | None = None
+        self._next_blockers = 0.0
+
+    async def _open(self) -> Wire:
+        if self._wire is not None and not self._wire.closed:
+            return self._wire
+        self._wire = None
+        conn = await connect_async(self._dsn, "housekeeper")
+        try:
+            if self._prepared:
+                await conn.execute(f"prepare {WAIT_COUNTS} as {statement('wait_counts')}")
+        except BaseException:
+            await conn.close()
+            raise
+        self._wire = Wire(conn)
+        return self._wire
+
+    async def _ask(self, timeout: float, query: str, params: list[bytes | None] | None = None) -> Answer:
+        """A bounded statement; a failure (or a timeout) closes the connection unless it drained."""
+        wire = await self._open()
+        try:
+            return await wire.within(timeout, query.encode(), params)
+        except psycopg.OperationalError:
+            self.close()
+            raise
+
+    async def pulse(self, tables: tuple[str, ...]) -> TablePulse:
+        """The second's sample of the queue's tables and the server's sessions."""
+        tables_text = ("{" + ",".join(f'"{t}"' for t in tables) + "}").encode()
+        r = (await self._ask(PULSE_TIMEOUT_S, statement("table_pulse"), [tables_text])).results[0]
+        value = r.get_value
+        pid, xmin, age = value(0, 1), value(0, 3), value(0, 4)
+        return TablePulse(
+            int(value(0, 0) or 0),
+            None if pid is None else int(pid),
+            text_of(r, 0, 2),
+            None if xmin is None else xmin.decode(),
+            None if age is None else int(age),
+            int(value(0, 5) or 0),
+            int(value(0, 6) or 0),
+            int(value(0, 7) or 0),
+        )
+
+    async def recover(self, shape: QueueShape, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
+        """Return to pending the messages whose owner stopped its heartbeat or whose lease expired
+        (a folder design: what its recover.sql returns, each a lease that passed)."""
+        if not shape.seed_table:
+            if shape.recover_sql is None:
+                return []
+            r = (await self._ask(RECOVER_TIMEOUT_S, shape.recover_sql)).results[-1]
+            return [(int(r.get_value(i, 0) or 0), "", True) for i in range(r.ntuples)]
+        answer = await self._ask(
+            RECOVER_TIMEOUT_S, statement("recover_split"), [repr(owner_timeout_s).encode()]
+        )
+        r = answer.results[0]
+        return [
+            (int(r.get_value(i, 0) or 0), text_of(r, i, 1), r.get_value(i, 2) == b"t")
+            for i in range(r.ntuples)
+        ]
+
+    async def waits(self) -> WaitSample:
+        """What each of the run's sessions waits on now, counted by class on the server; while some
+        wait on a lock, a few times a second, who blocks them (pg_blocking_pids takes the lock
+        manager's partition locks: not at every sample)."""
+        wire = await self._open()
+        try:
+            if self._prepared:
+                answer = await wire.within(SAMPLE_TIMEOUT_S, f"execute {WAIT_COUNTS}".encode())
+            else:
+                answer = await wire.within(SAMPLE_TIMEOUT_S, statement("wait_counts").encode())
+        except psycopg.OperationalError:
+            self.close()
+            raise
+        r = answer.results[0]
+        counts = tuple(int(r.get_value(0, i) or 0) for i in range(CLASS_COLUMNS))
+        events: dict[str, int] = {}
+        for item in filter(None, text_of(r, 0, CLASS_COLUMNS).split(",")):
+            event, _, count = item.rpartition(":")
+            events[event] = int(count)
+        waiting = [int(pid) for pid in text_of(r, 0, CLASS_COLUMNS + 1).split(",") if pid]
+        blockers: list[LockBlocker] = []
+        now = time.monotonic()
+        if waiting and now >= self._next_blockers:
+            self._next_blockers = now + BLOCKERS_EVERY_S
+            found = (
+                await self._ask(SAMPLE_TIMEOUT_S, statement("lock_blockers"), [int_array(waiting)])
+            ).results[0]
+            blockers = [
+                LockBlocker(
+                    int(found.get_value(i, 0) or 0),
+                    text_of(found, i, 1),
+                    text_of(found, i, 2),
+                    found.get_value(i, 3) == b"t",
+                    text_of(found, i, 4),
+                    text_of(found, i, 5),
+                    text_of(found, i, 6),
+                )
+                for i in range(found.ntuples)
+            ]
+        return WaitSample(counts, events, blockers)
+
+    def close(self) -> None:
+        wire, self._wire = self._wire, None
+        if wire is not None:
+            wire.close()
