@@ -19,6 +19,7 @@ FILES = ("schema.sql", "enqueue.sql", "claim.sql", "complete.sql")
 
 
 def make(tmp_path: Path, toml: str | None = None, **extra: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for name in FILES:
         (tmp_path / name).write_text("select 1")
     for name, text in extra.items():
@@ -161,3 +162,16 @@ def test_a_passing_audit_has_no_cause_and_redeliveries_are_named_not_failed() ->
     )
     assert verdict.passed and verdict.causes == () and verdict.fix is None
     assert "2 redelivered after their lease passed" in "; ".join(verdict.problems)
+
+
+def test_a_folder_missing_its_enqueue_is_refused_not_taken_for_a_strategy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = make(tmp_path / "mine")
+    (folder / "enqueue.sql").unlink()
+    with pytest.raises(UsageError, match=r"has no enqueue\.sql"):
+        load_design(str(folder))
+    monkeypatch.chdir(tmp_path)  # as before designs, ./strategies/NAME with only a claim is a strategy
+    (tmp_path / "strategies" / "old").mkdir(parents=True)
+    (tmp_path / "strategies" / "old" / "claim.sql").write_text("select 1")
+    assert load_design("old").seed_table
