@@ -23,6 +23,7 @@ from pgmq_sim.model.sweep import (
     parse_duration,
     slope_per_s,
 )
+from pgmq_sim.render.files import sweep_json
 
 
 def drive(
@@ -152,7 +153,7 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
         "max sustainable 215 msg/s (225 fails, within 5%; held 30 s at p99 98 ms, 39% of the SLO; a step"
         " passed at p99 <= 138 ms, half the SLO's headroom over the unloaded 26 ms kept)"
     )
-    doc = sweep.as_json()
+    doc = sweep_json(sweep)
     assert doc["confirmed"]["slo_share"] == 0.392 and doc["adaptive"]["pass_p99_ms"] == 138
     # confirmed by three holds: the worst of them is how close it came
     search = dataclasses.replace(search, confirmations=3)
@@ -161,7 +162,7 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
     )
     three = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, holds, search)
     assert "held 3 x 30 s at p99 up to 131 ms, 52% of the SLO" in three.headline(), three.headline()
-    confirmed = three.as_json()["confirmed"]
+    confirmed = sweep_json(three)["confirmed"]
     assert (confirmed["holds"], confirmed["e2e_p99_ms"], confirmed["verdict"]) == (3, 131.0, "pass")
     below = dataclasses.replace(hold_at(200, 90.0), purpose="bisect")
     cut = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, (below, *holds[:2]), search)  # by a budget

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
@@ -135,13 +136,65 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "worker_backends_max": r.worker_backends_max,
         "pooler": r.pooler.as_json() if r.pooler else None,
         "waits": r.waits.as_json() if r.waits else None,
-        "sweep": r.sweep.as_json() if r.sweep else None,
+        "sweep": sweep_json(r.sweep) if r.sweep else None,
         "bystander": r.bystander.as_json() if r.bystander else None,
         "drift": r.drift.as_json() if r.drift else None,
         "checks": [c.as_json() for c in r.checks],
         "stall_causes": list(r.stall_causes),
         "notes": list(r.notes),
         "settings": r.settings.as_json(),
+    }
+
+
+def sweep_json(s: SweepResult) -> dict[str, Any]:
+    """A sweep's steps, its knee and how the search went, as the JSON's `sweep`."""
+    return {
+        "spec": str(s.spec),
+        "kind": s.spec.kind,
+        "step_s": s.step_s,
+        "settle_s": s.settle_s,
+        "slo": {"e2e_p99_ms": s.slo_p99_ms},
+        "max_sustainable_per_s": s.max_sustainable_per_s,
+        "first_failing_per_s": s.first_failing_per_s,
+        "knee_step": None if s.knee is None else s.knee.index + 1,
+        "headline": s.headline(),
+        "limit": s.limit_line(),
+        "confirmed": _confirmed_json(s),
+        "adaptive": _search_json(s),
+        "steps": [s.as_json() for s in s.steps],
+    }
+
+
+def _confirmed_json(s: SweepResult) -> dict[str, Any] | None:
+    hold = s.hold
+    if hold is None:
+        return None
+    share = s.hold_slo_share
+    return {
+        "rate": hold.setting,
+        "seconds": round(hold.seconds, 3),
+        "holds": s.confirmed_holds,
+        "e2e_p99_ms": s.hold_p99_ms,
+        "slo_share": None if share is None else round(share, 3),
+        "verdict": "pass" if s.knee is hold else "fail",
+    }
+
+
+def _search_json(s: SweepResult) -> dict[str, Any] | None:
+    search = s.search
+    if search is None:
+        return None
+    reached = s.resolution_reached
+    return {
+        "resolution": search.resolution,
+        "resolution_reached": None if reached is None else round(reached, 4),
+        "repeat": search.repeat,
+        "budget_s": search.budget_s,
+        "cut_by_budget": search.cut_by_budget,
+        "unloaded_p99_ms": search.unloaded_ms,
+        "pass_p99_ms": None if search.pass_ms is None else round(search.pass_ms, 1),
+        "holds": [{"rate": rate, "passed": ok} for rate, ok in search.holds],
+        "noise": s.noise(),
     }
 
 
