@@ -101,7 +101,7 @@ QUICK: dict[str, Quick] = {
     ),
     "batch.py": Quick(
         "--fill-db 2000 --repeat 1",
-        ("design                     msg/s  commits/msg", "indexed -batch 10", "examples/jobs -batch 10"),
+        ("commits/msg  client us/msg", "indexed -batch 10", "examples/jobs -batch 10", "x PASS"),
     ),
     "seeds.py": Quick(
         "--messages 1000 --course-messages 300 --repeat 1",
