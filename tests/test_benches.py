@@ -101,7 +101,7 @@ QUICK: dict[str, Quick] = {
     ),
     "batch.py": Quick(
         "--fill-db 2000 --repeat 1",
-        ("commits/msg  client us/msg", "indexed -batch 10", "examples/jobs -batch 10", "x PASS"),
+        ("commits/msg  client us/msg", "indexed -batch 10", "examples/jobs -batch 10"),
     ),
     "seeds.py": Quick(
         "--messages 1000 --course-messages 300 --repeat 1",
