@@ -364,7 +364,8 @@ def print_knees(
         "knee = max_sustainable_per_s: the highest rate that passed with every lower rate passing (median of"
         " the rounds; the step figures are the last round's).\n1st fail = the lowest failing rate (its"
         " achieved/s); max ach/s = the largest achieved rate of any step (a capacity figure that does not"
-        " depend on the verdict rules).\norder bound = groups (or the hottest group's cap) / mean work time;"
+        " depend on the verdict rules).\norder bound = groups (or the hottest group's cap) / a group's cycle"
+        " (work, claim and completion, p50);"
         " worker bound = the same with each type's groups limited to its workers; knee/bound against the"
         " lower of the two."
     )

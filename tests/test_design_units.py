@@ -19,6 +19,7 @@ FILES = ("schema.sql", "enqueue.sql", "claim.sql", "complete.sql")
 
 
 def make(tmp_path: Path, toml: str | None = None, **extra: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for name in FILES:
         (tmp_path / name).write_text("select 1")
     for name, text in extra.items():
@@ -177,3 +178,16 @@ def test_the_workers_claim_has_its_batch_written_in_so_its_plan_sees_the_limit()
         claim = next(s for s in worker_statements(plan) if s.name == CLAIM)
         assert "$2" not in claim.text and f"limit {batch}  -- the batch" in claim.text, claim.text
         assert prepare(claim).startswith(f"prepare {CLAIM}(text, integer, bigint, text, float8) as ")
+
+
+def test_a_folder_missing_its_enqueue_is_refused_not_taken_for_a_strategy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = make(tmp_path / "mine")
+    (folder / "enqueue.sql").unlink()
+    with pytest.raises(UsageError, match=r"has no enqueue\.sql"):
+        load_design(str(folder))
+    monkeypatch.chdir(tmp_path)  # as before designs, ./strategies/NAME with only a claim is a strategy
+    (tmp_path / "strategies" / "old").mkdir(parents=True)
+    (tmp_path / "strategies" / "old" / "claim.sql").write_text("select 1")
+    assert load_design("old").seed_table

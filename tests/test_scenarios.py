@@ -162,7 +162,7 @@ def test_a_claim_without_its_split_form_is_caught(cli: Cli) -> None:
 def test_held_snapshot_grows_dead_tuples_and_is_named(cli: Cli) -> None:
     result = cli.run(
         "-fill-db 12000 -rate 1500 -workers 6 -orders 20 -claim indexed -delmsg -work-ms 0 -json out.json",
-        "-poll-interval 0.05 -chaos hold-xmin@0.5s+6s",
+        "-poll-interval 0.05 -chaos hold-xmin@0.5s+7s",  # timed from the first sample that sees it
     )
     assert result.returncode == 0, result.stdout + result.stderr
     doc = doc_of(cli)

@@ -240,8 +240,13 @@ def load_design(
     folder, origin = find_design(name, flag)
     files = _Files(folder, origin)
     toml = files.settings
-    # a folder with a claim and no enqueue.sql is a claim strategy on the seed's table, as before designs
-    legacy = "table" not in toml and files.find("enqueue.sql") is None and files.find("claim.sql") is not None
+    # ./strategies/NAME with a claim and no enqueue.sql: a claim strategy on the seed's table, as before
+    legacy = (
+        folder.parent == Path.cwd() / "strategies"
+        and "table" not in toml
+        and files.find("enqueue.sql") is None
+        and files.find("claim.sql") is not None
+    )
     seed_table = toml.get("table") == SEED_TABLE or legacy
     if "table" in toml and toml["table"] != SEED_TABLE:
         raise UsageError(

@@ -12,29 +12,26 @@ journal, per worker name, for that process's true totals.
 from __future__ import annotations
 
 import os
-import random
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 
-import psycopg
 from locust import events
 from locust.env import Environment
 from locust.runners import STATE_RUNNING, STATE_STOPPED, MasterRunner
 
 from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.actors.worker import Assignment
 from pgmq_sim.distributed import messages as m
+from pgmq_sim.distributed.dealing import deal_workers
 from pgmq_sim.distributed.members import Member, Members
+from pgmq_sim.distributed.monitor import Monitor
 from pgmq_sim.distributed.options import DistributedOptions
 from pgmq_sim.distributed.web import show_queue
-from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
+from pgmq_sim.engine.bounded import TICK_S
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.engine.watching import PING_TIMEOUT_S
-from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
 
 JOIN_WAIT_LOCAL_S = 60.0  # worker processes this master started: they start in about a second
@@ -42,8 +39,6 @@ JOIN_WAIT_REMOTE_S = 600.0  # --master: someone has to start the workers on the 
 READY_WAIT_S = 60.0
 FINAL_WAIT_S = 8.0
 CHILD_EXIT_S = 5.0
-CHECK_S = 0.5
-QUIET_S = 1.0  # no report raised the count this long below the target: ask the server
 
 
 class LocustCarrier:
@@ -114,7 +109,8 @@ class LocustCarrier:
 
     def ready(self, state: RunState) -> None:
         members = self._await_members(state)
-        self._deal(state, members)
+        assert self.master is not None
+        deal_workers(state, self.master, members, self.options.web)
         self._wait(
             state,
             lambda: all(member.ready for member in members),
@@ -131,7 +127,7 @@ class LocustCarrier:
         self.master.send_message(m.START, {})
         if self.options.web:
             self.master.update_state(STATE_RUNNING)
-        return [Monitor(self, state)]
+        return [Monitor(self.members, state)]
 
     def describe(self, state: RunState) -> str:
         return f"{state.settings.workers} workers in {len(self.members)} processes"
@@ -179,87 +175,6 @@ class LocustCarrier:
         )
         return self.members.joined()
 
-    def _deal(self, state: RunState, members: list[Member]) -> None:
-        """Contiguous blocks of w1..wN: each process gets every type when it has 3 workers or more,
-        so losing one process rarely leaves a type without a worker."""
-        settings, count = state.settings, len(members)
-        if settings.workers < count:
-            raise UsageError(
-                f"-workers {settings.workers} is fewer than the {count} worker processes; give more"
-            )
-        assert self.master is not None and state.runners is not None
-        seeds = random.Random(state.rng.random())
-        assert state.session is not None
-        session = asdict(state.session)
-        for r, member in enumerate(members):
-            member.runner = f"p{r + 1}@{member.hello.host}"
-            first, last = r * settings.workers // count, (r + 1) * settings.workers // count
-            assignments = [Assignment(s.name, s.queue_type, seeds.random()) for s in state.stats[first:last]]
-            member.names = [a.name for a in assignments]
-            state.runners[first:last] = [member.runner] * (last - first)
-            own = member.hello.own_dsn is not None
-            plan = m.Plan(
-                runner=member.runner,
-                settings=settings.as_json(),
-                session=session,
-                dsn=None if own else state.server.dsn,
-                listen_dsn=settings.listen_dsn,
-                workers=assignments,
-                logfile=_numbered(settings.logfile, r + 1),
-                fire_requests=self.options.web,
-            )
-            source = f"its own PGMQ_SIM_DSN {member.hello.own_dsn}" if own else "sent by the master"
-            state.log.event(
-                f"worker process {member.runner} (pid {member.hello.pid}): {', '.join(member.names)};"
-                f" database {source}"
-            )
-            self.master.send_message(m.PLAN, plan.as_data(), client_id=member.client_id)
-
-    # -- during the run -------------------------------------------------------------------------
-
-    def check_members(self, state: RunState) -> None:
-        """Called by the monitor: notice lost processes; end the run when the server says it is done."""
-        members = self.members
-        for member in members:
-            if member.lost is None and not member.final:
-                why = members.gone(member)
-                if why is not None:
-                    member.lost = why
-                    state.note(
-                        f"worker process {member.runner} lost ({why}); the run goes on with the others"
-                    )
-        lost = any(member.lost for member in members)
-        quiet = time.monotonic() - members.last_count_change >= QUIET_S
-        target = state.settings.fill_db
-        if state.done.is_set() or not (lost or quiet) or target is None or state.writer.committed < target:
-            return
-        try:
-            remaining = call_bounded(state.db.remaining, PING_TIMEOUT_S, state.signals, "remaining count")
-        except (NotAnswering, psycopg.Error):
-            return
-        if remaining == 0:
-            state.log.event("the server has no message left: done (some completions were not reported)")
-            members.reconcile()
-            state.done.set()
-            return
-        if lost:
-            self._check_types_served(state, remaining)
-        members.last_count_change = time.monotonic()
-
-    def _check_types_served(self, state: RunState, remaining: int) -> None:
-        by_name = state.stats_by_name
-        alive = {by_name[n].queue_type for member in self.members if not member.lost for n in member.names}
-        orphaned = sorted({s.queue_type for s in state.stats} - alive)
-        if orphaned:
-            gone = ", ".join(member.runner for member in self.members if member.lost)
-            state.errors.report(
-                "workers",
-                SimError(
-                    f"{', '.join(orphaned)} has no worker left after {gone} was lost and"
-                    f" {remaining} messages remain; stopping"
-                ),
-            )
-
     # -- the end ----------------------------------------------------------------------------------
 
     def stop(self, state: RunState) -> None:
@@ -299,26 +214,3 @@ class LocustCarrier:
         web_ui = self.environment.web_ui if self.environment is not None else None
         if web_ui is not None and web_ui.server is not None:
             web_ui.stop()
-
-
-class Monitor(RunThread):
-    """Watches the worker processes while the run's own watch waits for its goal."""
-
-    def __init__(self, carrier: LocustCarrier, state: RunState) -> None:
-        super().__init__("monitor", state.stop, state.errors.reporter("monitor"))
-        self.carrier = carrier
-        self.state = state
-
-    def body(self) -> None:
-        while not self._halt.wait(CHECK_S):
-            self.carrier.check_members(self.state)
-
-
-def _numbered(name: str, number: int) -> str:
-    """msg_queue.log -> msg_queue.p1.log: one log per worker process, beside the master's."""
-    if name == "-":
-        return name
-    stem, dot, suffix = name.rpartition(".")
-    if not dot or "/" in suffix:
-        return f"{name}.p{number}"
-    return f"{stem}.p{number}.{suffix}"

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.limits import run_limit, time_split
 
 STDOUT = Path("-")
+
+JSON_VERSION = 3  # 3: claim and completion latencies split on the server's clock; costs, path, keys, sweep
 
 
 def check_output_path(path: Path, flag: str) -> None:
@@ -74,8 +77,126 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 def result_document(result: RunResult) -> dict[str, Any]:
     """A result's JSON document: the result, its limit, and the advice its figures call for."""
     limit = run_limit(result)
-    return result.as_json() | {
+    return run_json(result) | {
         "limit": limit.as_json(),
         "time_split": time_split(result),
         "advice": advice(result, limit),
     }
+
+
+def run_json(r: RunResult) -> dict[str, Any]:
+    """A run's result as its JSON document's body (the limit and the advice are added beside it)."""
+    return {
+        "version": JSON_VERSION,
+        "outcome": r.outcome,
+        "error": r.error,
+        "server": r.server,
+        "strategy": r.strategy,
+        "queue": r.queue,
+        "ordered": r.ordered,
+        "files": r.files,
+        "target": r.target,
+        "produced": r.produced,
+        "processed": r.processed,
+        "elapsed_s": round(r.elapsed_s, 4),
+        "throughput_per_s": round(r.throughput_per_s, 2),
+        "throughput_per_type_per_s": {
+            t: round(n / r.elapsed_s, 2) if r.elapsed_s else 0.0 for t, n in r.per_type.items()
+        },
+        "processed_per_type": r.per_type,
+        "latency_ms": {
+            "e2e": r.e2e_ms,
+            "claim": r.claim_ms,
+            "complete": r.complete_ms,
+            "e2e_by_priority": r.e2e_by_priority,
+        },
+        "empty_claims": r.empty_claims,
+        "connections_lost": r.connections_lost,
+        "reconnects": r.reconnects,
+        "groups": r.groups,
+        "groups_per_type": r.groups_per_type,
+        "keys": r.keys.as_json() if r.keys else None,
+        "work_mean_ms": round(r.work_mean_ms, 3),
+        "ordering_bound_per_s": _round(r.ordering_bound_per_s),
+        "ordering_bound_share": _round(r.bound_share, 3),
+        "work_bound_per_s": _round(r.work_bound_per_s),
+        "work_bound_share": _round(r.work_bound_share, 3),
+        "worker_bound_per_s": _round(r.worker_bound_per_s),
+        "workers": [w.as_json() for w in r.workers],
+        "audit": r.audit.as_json() if r.audit else None,
+        "table": r.health.as_json() if r.health else None,
+        "timeline": [s.as_json() for s in r.timeline],
+        "faults": [f.as_json() for f in r.faults],
+        "producer": r.producer.as_json() if r.producer else None,
+        "retries": r.retries.as_json() if r.retries else None,
+        "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,
+        "server_cost": r.server_cost.as_json() if r.server_cost else None,
+        "client": r.client.as_json(),
+        "path": r.path.as_json() if r.path else None,
+        "worker_backends_max": r.worker_backends_max,
+        "pooler": r.pooler.as_json() if r.pooler else None,
+        "waits": r.waits.as_json() if r.waits else None,
+        "sweep": sweep_json(r.sweep) if r.sweep else None,
+        "bystander": r.bystander.as_json() if r.bystander else None,
+        "drift": r.drift.as_json() if r.drift else None,
+        "checks": [c.as_json() for c in r.checks],
+        "stall_causes": list(r.stall_causes),
+        "notes": list(r.notes),
+        "settings": r.settings.as_json(),
+    }
+
+
+def sweep_json(s: SweepResult) -> dict[str, Any]:
+    """A sweep's steps, its knee and how the search went, as the JSON's `sweep`."""
+    return {
+        "spec": str(s.spec),
+        "kind": s.spec.kind,
+        "step_s": s.step_s,
+        "settle_s": s.settle_s,
+        "slo": {"e2e_p99_ms": s.slo_p99_ms},
+        "max_sustainable_per_s": s.max_sustainable_per_s,
+        "first_failing_per_s": s.first_failing_per_s,
+        "knee_step": None if s.knee is None else s.knee.index + 1,
+        "headline": s.headline(),
+        "limit": s.limit_line(),
+        "confirmed": _confirmed_json(s),
+        "adaptive": _search_json(s),
+        "steps": [s.as_json() for s in s.steps],
+    }
+
+
+def _confirmed_json(s: SweepResult) -> dict[str, Any] | None:
+    hold = s.hold
+    if hold is None:
+        return None
+    share = s.hold_slo_share
+    return {
+        "rate": hold.setting,
+        "seconds": round(hold.seconds, 3),
+        "holds": s.confirmed_holds,
+        "e2e_p99_ms": s.hold_p99_ms,
+        "slo_share": None if share is None else round(share, 3),
+        "verdict": "pass" if s.knee is hold else "fail",
+    }
+
+
+def _search_json(s: SweepResult) -> dict[str, Any] | None:
+    search = s.search
+    if search is None:
+        return None
+    reached = s.resolution_reached
+    return {
+        "resolution": search.resolution,
+        "resolution_reached": None if reached is None else round(reached, 4),
+        "repeat": search.repeat,
+        "budget_s": search.budget_s,
+        "cut_by_budget": search.cut_by_budget,
+        "unloaded_p99_ms": search.unloaded_ms,
+        "pass_p99_ms": None if search.pass_ms is None else round(search.pass_ms, 1),
+        "holds": [{"rate": rate, "passed": ok} for rate, ok in search.holds],
+        "noise": s.noise(),
+    }
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)

@@ -21,8 +21,6 @@ from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.settings import Settings
 
-JSON_VERSION = 3  # 3: claim and completion latencies split on the server's clock; costs, path, keys, sweep
-
 
 @dataclass(frozen=True)
 class WorkerResult:
@@ -358,66 +356,6 @@ class RunResult:
     @property
     def breached(self) -> tuple[CheckResult, ...]:
         return tuple(c for c in self.checks if not c.passed)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "version": JSON_VERSION,
-            "outcome": self.outcome,
-            "error": self.error,
-            "server": self.server,
-            "strategy": self.strategy,
-            "queue": self.queue,
-            "ordered": self.ordered,
-            "files": self.files,
-            "target": self.target,
-            "produced": self.produced,
-            "processed": self.processed,
-            "elapsed_s": round(self.elapsed_s, 4),
-            "throughput_per_s": round(self.throughput_per_s, 2),
-            "throughput_per_type_per_s": {
-                t: round(n / self.elapsed_s, 2) if self.elapsed_s else 0.0 for t, n in self.per_type.items()
-            },
-            "processed_per_type": self.per_type,
-            "latency_ms": {
-                "e2e": self.e2e_ms,
-                "claim": self.claim_ms,
-                "complete": self.complete_ms,
-                "e2e_by_priority": self.e2e_by_priority,
-            },
-            "empty_claims": self.empty_claims,
-            "connections_lost": self.connections_lost,
-            "reconnects": self.reconnects,
-            "groups": self.groups,
-            "groups_per_type": self.groups_per_type,
-            "keys": self.keys.as_json() if self.keys else None,
-            "work_mean_ms": round(self.work_mean_ms, 3),
-            "ordering_bound_per_s": _round(self.ordering_bound_per_s),
-            "ordering_bound_share": _round(self.bound_share, 3),
-            "work_bound_per_s": _round(self.work_bound_per_s),
-            "work_bound_share": _round(self.work_bound_share, 3),
-            "worker_bound_per_s": _round(self.worker_bound_per_s),
-            "workers": [w.as_json() for w in self.workers],
-            "audit": self.audit.as_json() if self.audit else None,
-            "table": self.health.as_json() if self.health else None,
-            "timeline": [s.as_json() for s in self.timeline],
-            "faults": [f.as_json() for f in self.faults],
-            "producer": self.producer.as_json() if self.producer else None,
-            "retries": self.retries.as_json() if self.retries else None,
-            "oldest_snapshot": self.snapshot.as_json() if self.snapshot else None,
-            "server_cost": self.server_cost.as_json() if self.server_cost else None,
-            "client": self.client.as_json(),
-            "path": self.path.as_json() if self.path else None,
-            "worker_backends_max": self.worker_backends_max,
-            "pooler": self.pooler.as_json() if self.pooler else None,
-            "waits": self.waits.as_json() if self.waits else None,
-            "sweep": self.sweep.as_json() if self.sweep else None,
-            "bystander": self.bystander.as_json() if self.bystander else None,
-            "drift": self.drift.as_json() if self.drift else None,
-            "checks": [c.as_json() for c in self.checks],
-            "stall_causes": list(self.stall_causes),
-            "notes": list(self.notes),
-            "settings": self.settings.as_json(),
-        }
 
 
 def ordering_bound(groups: float, cycle_ms: float) -> float:
