@@ -1,5 +1,6 @@
-"""The named phases of a run: check, prepare, produce, start, (watch), halt, collect. Each takes the
-run's state and its parts; none knows which carrier, feed or goal it was given."""
+"""The named phases of a run: check, prepare, produce, start, (watch), halt; collect is
+engine/collecting. Each takes the run's state and its parts; none knows which carrier, feed or goal
+it was given."""
 
 from __future__ import annotations
 
@@ -21,9 +22,7 @@ from pgmq_sim.actors.worker import session_plan
 from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
-from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.samples import SampleSession
-from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
@@ -31,24 +30,12 @@ from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.engine.watching import PING_TIMEOUT_S
-from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.model.facts import TableHealth
+from pgmq_sim.errors import UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.skew import hottest_share, key_sampler
-from pgmq_sim.result.audit import AuditVerdict
-from pgmq_sim.result.costs import ClientCost, ServerCost
-from pgmq_sim.result.roles import RoleTransactions
-from pgmq_sim.result.run import RetryFigures, RunResult
-from pgmq_sim.result.stats import WorkerCounters
-from pgmq_sim.verdicts.audit import SHOW, judge_audit
-from pgmq_sim.verdicts.drift import judge_drift
-from pgmq_sim.verdicts.outages import fault_effects
 
 STOP_GRACE_S = 2.0
-FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
-COLLECT_TIMEOUT_S = 600.0
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
 
 
@@ -411,135 +398,3 @@ def halt(state: RunState, parts: RunParts) -> None:
         state.log.event(f"error: {state.error}")
     for cause in state.causes:
         state.log.event(f"stall: {cause}")
-
-
-def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
-    """Each role's transactions over the worker phase, as the tool counted them."""
-    totals = WorkerCounters.total(state.stats)
-    housekeeping = state.housekeeper.transactions if state.housekeeper else 0
-    return RoleTransactions(
-        producer=state.writer.writes,
-        consumers=totals.processed + totals.failed_attempts + totals.lost_ownership + totals.claim_commits,
-        empty_claims=totals.empty_claims,
-        tool=state.writer.records + totals.clock_reads + housekeeping + 1,  # + the meters' reading
-        wakeups=parts.carrier.wakeups(state),
-    )
-
-
-def collect(state: RunState, parts: RunParts) -> RunResult:
-    """Table health and the audit, when the server answers; then the result."""
-    health: TableHealth | None = None
-    blocking: list[tuple[str, int, int, float]] | None = None
-    verdict: AuditVerdict | None = None
-    by_priority: dict[int, dict[str, float]] | None = None
-    settings, signals = state.settings, state.signals
-    produced = state.writer.committed
-    finished = WorkerCounters.total(state.stats).finished
-    server_cost: ServerCost | None = None
-    # the run's stop is set by now: this session keeps reconnecting until a second signal
-    db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
-    gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
-    if not signals.hurry.is_set() and state.changed:
-        try:
-            try:  # no answer at all (frozen) is final; a refusal (restarting) is waited out
-                call_bounded(state.views.ping, FIRST_ANSWER_S, signals, "server ping")
-            except psycopg.Error:
-                if gone:
-                    raise
-                call_bounded(db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, signals, "server")
-            server_cost = state.meters.server_cost(finished, role_transactions(state, parts))
-            if state.bystander is not None and not signals.interrupt.is_set() and not gone:
-                bystander = state.bystander  # alone again, its statements past the server's counters
-                call_bounded(
-                    lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander"
-                )
-            produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
-            call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
-            if settings.tx == TxMode.SPLIT and state.design.seed_table:  # held by stopped workers: back
-                back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
-                if back:
-                    state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
-            health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
-            if settings.retrying:
-                blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
-            if settings.audit:
-                verdict = call_bounded(
-                    lambda: judge_audit(
-                        db.audit_counts(produced, SHOW, settings.retrying),
-                        expected=produced,
-                        ordered=state.design.ordered,
-                        claim_sql=state.design.claim.text,
-                        at_least_once=state.design.at_least_once,
-                        complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
-                        retrying=settings.retrying,
-                    ),
-                    COLLECT_TIMEOUT_S,
-                    signals,
-                    "audit",
-                )
-                state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems) or "clean"))
-                for cause in verdict.causes:
-                    state.log.event(f"audit cause: {cause}")
-                if settings.priority is not None:
-                    by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
-        except (SimError, psycopg.Error, InterruptedError) as exc:
-            why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
-            state.notes.append(f"table health and audit skipped: {why}")
-            state.log.event(f"audit skipped: {why}")
-    source = state.source
-    totals = WorkerCounters.total(state.stats)
-    timeline = state.timeline.samples(state.elapsed)
-    faults = fault_effects(
-        sorted(state.faults, key=lambda f: f.at_s),
-        *state.timeline.pauses(state.elapsed),
-        timeline,
-        state.elapsed,
-    )
-    return RunResult.from_stats(
-        settings=settings,
-        server=state.server.label,
-        strategy=state.design.label,
-        ordered=state.design.ordered,
-        queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
-        e2e_by_priority=by_priority,
-        claim_skips_locked=state.design.skips_locked,
-        files=state.given.files,
-        produced=produced,
-        elapsed_s=state.elapsed,
-        outcome=state.outcome,
-        stats=state.stats,
-        runners=state.runners,
-        keys=source.tally.distribution() if source else None,
-        timeline=timeline,
-        health=health,
-        audit=verdict,
-        stall_causes=state.causes,
-        error=state.error,
-        notes=state.notes,
-        faults=faults,
-        retries=(
-            RetryFigures(
-                failed_attempts=totals.failed_attempts,
-                dead_lettered=totals.dead_lettered,
-                recovered=state.housekeeper.recovered if state.housekeeper else 0,
-                lost_ownership=totals.lost_ownership,
-                crashes=totals.crashes,
-                blocked_groups=tuple(blocking or ()),
-            )
-            if settings.retrying
-            else None
-        ),
-        snapshot=state.housekeeper.longest_hold() if state.housekeeper else None,
-        server_cost=server_cost,
-        client=ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu)),
-        path=state.path,
-        sweep=parts.goal.report(),
-        bystander=state.bystander.result() if state.bystander else None,
-        worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
-        pooler=state.pooler_watch.view() if state.pooler_watch else None,
-        waits=state.waits.profile() if settings.wait_sample_hz else None,
-        spare_connections=state.spare_connections,
-        drift=None
-        if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
-        else judge_drift(timeline, state.elapsed, settings.drift),
-    )

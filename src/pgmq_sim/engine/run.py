@@ -11,6 +11,7 @@ import psycopg
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine import phases
 from pgmq_sim.engine.bounded import Signals, outcome_of
+from pgmq_sim.engine.collecting import collect
 from pgmq_sim.engine.feeds import Paced, Prefill
 from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
 from pgmq_sim.engine.looped import LoopCarrier
@@ -102,7 +103,7 @@ def execute(state: RunState, parts: RunParts) -> RunResult:
     finally:
         phases.halt(state, parts)
         state.log.on_failure(None)
-    return phases.collect(state, parts)
+    return collect(state, parts)
 
 
 def run_once(
