@@ -55,7 +55,6 @@ class Heartbeat:
         self._owners = owners
         self._halt = halt
         self._wire: Wire | None = None
-        self.beats = 0
 
     async def run(self) -> None:
         bell = self._halt.bell()
@@ -76,7 +75,6 @@ class Heartbeat:
                 self._wire = None
                 self._wire = Wire(await self._connect())
             await self._wire.within(BEAT_TIMEOUT_S, statement("owner_beat").encode(), [text_array(tokens)])
-            self.beats += 1
         except (psycopg.Error, TimeoutError):
             if self._wire is not None:
                 self._wire.close()

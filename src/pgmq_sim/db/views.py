@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.connection import connect
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
-from pgmq_sim.model.facts import LockBlocker, ServerCounters, StallFacts, StatementCounters, TablePulse
+from pgmq_sim.model.facts import ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.sqlfiles import statement
 
 
@@ -79,49 +77,6 @@ class ServerViews:
             return StallFacts(blocked, pending, heads, unlocked, holders, bool(facts and facts[2]))
 
         return self.sessions.retrying(read)
-
-
-BLOCKERS_EVERY_S = 0.25  # while the run's sessions wait on locks, who blocks them, this often at most
-
-
-class ActivitySampler:
-    """pg_stat_activity for the run's sessions, many times a second, on a connection held for it
-    (a connection per sample would cost the server more than the sample). Behind a transaction
-    pooler each sample is a transaction of its own, as every other statement of the tool. While
-    some of them wait on a lock, the sessions blocking them are read too (pg_blocking_pids, a few
-    times a second: it takes the lock manager's partition locks)."""
-
-    def __init__(self, dsn: str) -> None:
-        self._dsn = dsn
-        self._conn: psycopg.Connection | None = None
-        self._next_blockers = 0.0
-
-    def sample(self) -> tuple[list[tuple[str | None, str, str]], list[LockBlocker]]:
-        """(state, wait_event_type, wait_event) per session, and the blockers read in this sample;
-        raises when the server is away (the next sample connects again)."""
-        try:
-            if self._conn is None or self._conn.closed:
-                self._conn = connect(self._dsn, "sampler", autocommit=True)
-            rows = self._conn.execute(statement("wait_sample")).fetchall()
-            waiting = [int(r[3]) for r in rows if r[1] == "Lock"]
-            blockers: list[LockBlocker] = []
-            now = time.monotonic()
-            if waiting and now >= self._next_blockers:
-                self._next_blockers = now + BLOCKERS_EVERY_S
-                found = self._conn.execute(statement("lock_blockers"), (waiting,)).fetchall()
-                blockers = [
-                    LockBlocker(int(pid), str(app), str(state), bool(ours), str(lock), str(target), str(mode))
-                    for pid, app, state, ours, lock, target, mode in found
-                ]
-            return [(r[0], r[1], r[2]) for r in rows], blockers
-        except psycopg.Error:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
 
 
 DATABASE_COUNTERS = (
