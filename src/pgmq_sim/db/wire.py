@@ -6,8 +6,11 @@ exactly (the completion, its commit or the next claim), even when the connection
 
 The reader stays registered while the connection idles, so a server that ends the session (a
 restart, a kill, a pooler dropping its clients) is seen at once, and a notification (LISTEN) is
-handed to its callback as it arrives. psycopg's own API (a COPY, a cursor) may use the connection
-only while the wire stands aside: it registers readers of its own.
+handed to its callback as it arrives. While a round trip is in flight the socket is also read every
+`CHECK_S`: a backend that dies before reading a message resets the socket (ECONNRESET, POLLERR), and
+libuv then stops the reader without calling it, so no answer, not even the loss, would ever come.
+psycopg's own API (a COPY, a cursor) may use the connection only while the wire stands aside: it
+registers readers of its own.
 
 Values are the server's text (a worker's session keeps DateStyle ISO); callers convert what they
 need. A round trip waits as long as the server makes it (a lock held elsewhere is what the run
@@ -30,6 +33,7 @@ from pgmq_sim.db.connection import CANCEL_TIMEOUT_S
 
 FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 BAD = pq.ConnStatus.BAD
+CHECK_S = 0.1  # a round trip in flight reads its socket this often, whatever the reader does
 
 
 class Answer(NamedTuple):
@@ -66,6 +70,7 @@ class Wire:
         self._on_notify = on_notify
         self._on_lost = on_lost
         self._reading = False
+        self._check: asyncio.TimerHandle | None = None  # armed while round trips are in flight
         self.lost: psycopg.OperationalError | None = None
         self._read()
 
@@ -91,6 +96,9 @@ class Wire:
         self._reading = True
 
     def _unread(self) -> None:
+        if self._check is not None:
+            self._check.cancel()
+            self._check = None
         if self._reading:
             self._reading = False
             with contextlib.suppress(OSError, ValueError):
@@ -122,6 +130,16 @@ class Wire:
                     self._results.append(result)
         except psycopg.OperationalError as exc:
             self._fail(exc)
+
+    def _checkup(self) -> None:
+        """Read the socket of a round trip still in flight, as its reader would (a lost connection
+        raises there), and look again later while one is."""
+        self._check = None
+        if self._answer is None or not self._reading:
+            return
+        self._readable()
+        if self._answer is not None and self._reading:
+            self._check = self._loop.call_later(CHECK_S, self._checkup)
 
     def _done(self, answer: asyncio.Future[Answer], value: Answer) -> None:
         self._answer, self._results, self._error = None, [], None
@@ -165,6 +183,8 @@ class Wire:
             answer.set_result(Answer([], None, self.lost))
         else:
             self._answer = answer
+            if self._check is None:  # one timer for many round trips: it lapses when none is in flight
+                self._check = self._loop.call_later(CHECK_S, self._checkup)
         return answer
 
     def roundtrip(self, query: bytes) -> asyncio.Future[Answer]:
