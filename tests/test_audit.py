@@ -274,15 +274,16 @@ def test_stall_names_a_group_whose_head_cannot_be_claimed(cli: Cli) -> None:
     assert "group (type1, order_id 1)" in out and "shares its time_added" in out
 
 
+PACED = "-fill-db 4000 -rate 400 -workers 3 -orders 1 -work-ms 2-4 -stall-timeout 1.5 -poll-interval 0.05"
+
+
 def run_while_another_session_locks(
-    cli: Cli, dsn: str, app: str, lock_sql: str
+    cli: Cli, dsn: str, app: str, lock_sql: str, args: str = PACED
 ) -> tuple[int, subprocess.CompletedProcess[str]]:
     """Start a rate-fed run, take a lock from another session once this run's workers are
     handling messages, and wait for the run to end; returns the locker's pid and the run."""
     # paced over 10 s: the lock is taken long before the producer is done, however slow the machine
-    proc = cli.start(
-        "-fill-db 4000 -rate 400 -workers 3 -orders 1 -work-ms 2-4 -stall-timeout 1.5 -poll-interval 0.05"
-    )
+    proc = cli.start(args)
     holder = psycopg.connect(dsn, application_name=app)
     try:
         wait_for_handled(cli.workdir / "msg_queue.log", 20)
@@ -322,6 +323,25 @@ def test_stall_names_the_session_holding_a_table_lock_and_stops(cli: Cli, dsn: s
     out = " ".join(result.stdout.split())
     assert f"wait on a lock held by pid {pid} (table-lock-test" in out
     assert "Traceback" not in result.stderr
+
+
+def test_a_producer_held_by_a_lock_is_a_stall_naming_the_holder(cli: Cli, dsn: str) -> None:
+    """The workers keep up and wait; the producer, blocked on a lock of the tool's log table, writes
+    nothing more. Nothing is pending, yet the run must end (it would wait for its count forever)
+    and say whose lock holds the producer."""
+    pid, result = run_while_another_session_locks(
+        cli,
+        dsn,
+        "log-lock-test",
+        "lock table pgmq_sim_enqueued in exclusive mode",
+        "-queue next-attempt " + PACED.replace("-orders 1 -work-ms 2-4", "-orders 100 -work-ms 0"),
+    )
+    assert result.returncode == 3, result.stdout + result.stderr
+    out = " ".join(result.stdout.split())
+    assert "the producer wrote nothing for 1.5 s while" in out, out
+    assert (
+        "the producer's session pid" in out and f"waits on a lock held by pid {pid} (log-lock-test" in out
+    ), out
 
 
 def test_slow_producer_is_not_a_stall(cli: Cli) -> None:

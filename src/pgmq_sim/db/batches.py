@@ -55,7 +55,7 @@ def evidence_for(delmsg: bool, audited: bool, seed_table: bool = True) -> Eviden
 
 async def open_writer(dsn: str, evidence: Evidence, prepared: bool, enqueue: str) -> Wire:
     """The producer's connection, its statements PREPAREd where a session keeps them."""
-    conn = await connect_async(dsn)
+    conn = await connect_async(dsn, "producer")
     try:
         if prepared:
             statements = (

@@ -45,6 +45,10 @@ class ServerViews:
         """The backends of this run's workers, whichever process or host opened them."""
         return [int(r[0]) for r in self.sessions.all("worker_backends")]
 
+    def producer_backends(self) -> list[int]:
+        """The producer's backend, to inspect beside the workers' when it wrote nothing."""
+        return [int(r[0]) for r in self.sessions.all("producer_backends")]
+
     def may_run_programs(self) -> bool:
         row = self.sessions.one("server_programs")
         return bool(row and row[0])

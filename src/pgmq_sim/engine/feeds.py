@@ -59,6 +59,9 @@ class Prefill:
     def start(self, state: RunState) -> None:
         pass
 
+    def behind(self, state: RunState) -> int:
+        return 0
+
     def describe(self) -> str:
         return ""
 
@@ -91,6 +94,10 @@ class Paced:
             state.settings.duration,
         )
         state.on_loop().start("producer", producer.run)
+
+    def behind(self, state: RunState) -> int:
+        due = min(self.profile.due(state.clock()), state.settings.message_cap)
+        return max(0, due - state.writer.committed)
 
     def describe(self) -> str:
         return f" and a producer at {self.profile.describe()}"

@@ -65,6 +65,9 @@ class Feed(Protocol):
     def start(self, state: RunState) -> None:
         """Once the workers have their sessions: a paced producer, on the run's loop."""
 
+    def behind(self, state: RunState) -> int:
+        """Messages due by now that are not written yet (a prefill has none once it is done)."""
+
     def describe(self) -> str:
         """What the log says of it beside the workers ("" or " and a producer at 100/s")."""
 

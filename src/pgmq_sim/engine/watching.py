@@ -12,6 +12,7 @@ from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.sweeping import SweepGoal
+from pgmq_sim.model.facts import StallFacts
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
@@ -56,14 +57,16 @@ def watch(state: RunState, parts: RunParts) -> None:
                         f"-check-abort: {breach} breached at {state.clock():.1f} s; the run stops"
                     )
                     return
-            # progress is any finished message or recorded failure, not only completions
-            count = state.counter.count + WorkerCounters.total(state.stats).failed_attempts
+            # progress is any message written or finished, or a recorded failure
+            totals = WorkerCounters.total(state.stats)
+            count = state.counter.count + totals.failed_attempts + state.writer.committed
             now = time.monotonic()
             if count != last_count:
                 last_count, last_change = count, now
-            waiting = state.writer.committed > state.counter.count
+            behind = parts.feed.behind(state)
+            waiting = state.writer.committed > state.counter.count or behind > 0
             if now - last_change >= settings.stall_timeout and waiting:
-                diagnose_stall(state)
+                diagnose_stall(state, behind)
                 return
     finally:
         state.elapsed = state.clock()
@@ -81,7 +84,8 @@ def nothing_remains(state: RunState) -> bool:
     return remaining == 0 and target is not None and state.writer.committed >= target
 
 
-def diagnose_stall(state: RunState) -> None:
+def diagnose_stall(state: RunState, behind: int = 0) -> None:
+    """`behind`: messages due that the producer has not written (it wrote nothing either)."""
     state.elapsed = state.clock()
     try:
         check_answering(state, "the run")
@@ -91,19 +95,23 @@ def diagnose_stall(state: RunState) -> None:
     state.outcome = Outcome.STALLED
     served = {s.queue_type for s in state.stats}
     pooled = state.path is not None and state.path.pooled
-    try:  # the workers' backends, found on the server, from any host
-        facts = call_bounded(
-            lambda: state.views.stall_facts(state.views.worker_backends(), state.design.seed_table),
-            30,
-            state.signals,
-            "stall diagnosis",
-        )
+    views = state.views
+
+    def inspect() -> tuple[frozenset[int], StallFacts]:
+        """The workers' backends, found on the server, from any host; the producer's when behind."""
+        producers = frozenset(views.producer_backends() if behind else ())
+        return producers, views.stall_facts([*views.worker_backends(), *producers], state.design.seed_table)
+
+    try:
+        producers, facts = call_bounded(inspect, 30, state.signals, "stall diagnosis")
     except psycopg.Error as exc:
         state.causes = [f"could not inspect the queue: {reason(exc, *state.dsns)}"]
         return
-    state.causes = explain_stall(facts, served, pooled) or [
-        "no cause found in the queue or the server's lock views"
-    ]
+    causes = explain_stall(facts, served, pooled, producers)
+    if behind:
+        stalled_s = state.settings.stall_timeout
+        causes.insert(0, f"the producer wrote nothing for {stalled_s:g} s while {behind} messages were due")
+    state.causes = causes or ["no cause found in the queue or the server's lock views"]
 
 
 def check_answering(state: RunState, what: str) -> None:

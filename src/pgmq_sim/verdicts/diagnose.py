@@ -24,8 +24,14 @@ def _session(pid: int, app: str, state: str, age: float, query: str, pooler: str
     )
 
 
-def explain_stall(facts: StallFacts, served_types: set[str], pooled: bool = False) -> list[str]:
-    """Name what keeps the pending messages from being claimed, most specific first."""
+def explain_stall(
+    facts: StallFacts,
+    served_types: set[str],
+    pooled: bool = False,
+    producer_pids: frozenset[int] = frozenset(),
+) -> list[str]:
+    """Name what keeps the pending messages from being claimed (or, `producer_pids` among the
+    sessions inspected, from being written), most specific first."""
     causes: list[str] = []
     # behind a pooler, every server connection comes from the pooler's address, as ours do
     poolers = {h[7] for h in facts.lock_holders if h[6] and h[7]} if pooled else set()
@@ -36,11 +42,14 @@ def explain_stall(facts: StallFacts, served_types: set[str], pooled: bool = Fals
     waiting: dict[tuple, list[str]] = {}
     for worker_pid, *blocker in facts.blocked:
         waiting.setdefault(tuple(blocker), []).append(str(worker_pid))
-    for (pid, app, state, age, query, address), worker_pids in waiting.items():
-        causes.append(
-            f"worker session(s) pid {', '.join(worker_pids)} wait on a lock held by"
-            f" {_session(pid, app, state, age, query, pooler(address))}"
-        )
+    for (pid, app, state, age, query, address), waiting_pids in waiting.items():
+        held = f"a lock held by {_session(pid, app, state, age, query, pooler(address))}"
+        producers = [p for p in waiting_pids if int(p) in producer_pids]
+        workers = [p for p in waiting_pids if int(p) not in producer_pids]
+        if producers:
+            causes.append(f"the producer's session pid {', '.join(producers)} waits on {held}")
+        if workers:
+            causes.append(f"worker session(s) pid {', '.join(workers)} wait on {held}")
     for queue_type, count in facts.pending_by_type:
         if queue_type not in served_types:
             causes.append(f"{count} pending message(s) of type '{queue_type}' but no worker serves that type")
