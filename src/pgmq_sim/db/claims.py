@@ -16,13 +16,10 @@ from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGresult
 
 from pgmq_sim.db.connection import connect_async
+from pgmq_sim.db.session_text import SessionText
 from pgmq_sim.db.statements import (
     CLAIM,
     COMPLETE,
-    FAIL,
-    FAILURE,
-    JOURNAL,
-    TAKE,
     WorkerStatement,
     Wrapper,
     call,
@@ -187,21 +184,11 @@ class ClaimSession:
         self._wire = wire
         self._conn = wire.connection
         self._plan = plan
-        statements = statements_of(plan)
-        self._called = called_statements(plan)
+        called = called_statements(plan)
         # a wrapped statement called as a function answers with the rows it changed
-        self._counts = {s.name for s in statements if s.name in self._called and s.wrapper != Wrapper.SQL}
-        # Quoting is the costliest Python step per message: quote fixed values once.
-        self._type = self._literal(queue_type)
-        self._worker = self._literal(worker)
-        self._owner = self._literal(owner)
-        self._split = plan.mode == SessionMode.SPLIT
-        lease = f"{plan.lease_s!r}" if self._split else "null"
-        self._claim_tail = (
-            f", {int(plan.batch)}, {{group}}, {self._owner if self._split else 'null'}, {lease}"
-        )
-        self._claim_call = self._call(CLAIM, self._type + self._claim_tail.format(group="null"))
-        self._quoted_types: dict[str, str] = {}
+        self._counts = {s.name for s in statements_of(plan) if s.name in called and s.wrapper != Wrapper.SQL}
+        self._text = SessionText(self._conn, plan, called, queue_type, worker, owner)
+        self._split = self._text.split
 
     @property
     def backend_pid(self) -> int:
@@ -233,18 +220,6 @@ class ClaimSession:
         answer = await self._wire.checked(statement("completed_message").encode(), [str(msg_id).encode()])
         return None if answer.results[0].get_value(0, 0) == b"t" else False
 
-    def _literal(self, value: object) -> str:
-        return sql.Literal(value).as_string(self._conn)
-
-    def _quoted_type(self, queue_type: str) -> str:
-        quoted = self._quoted_types.get(queue_type)
-        if quoted is None:
-            quoted = self._quoted_types[queue_type] = self._literal(queue_type)
-        return quoted
-
-    def _call(self, name: str, args: str) -> str:
-        return call(name, args, name in self._called)
-
     async def _run(self, text: str) -> Answer:
         """One round trip that must succeed as a whole."""
         return await self._wire.checked(text.encode(self._wire.encoding))
@@ -263,9 +238,9 @@ class ClaimSession:
         plan = self._plan
         if plan.seed_table or not self._split:
             after = "; savepoint work" if plan.mode == SessionMode.SINGLE and not plan.seed_table else ""
-            answer = await self._run(f"begin; {self._claim_call}{after}")
+            answer = await self._run(f"begin; {self._text.claim()}{after}")
         else:  # a folder design's split claim commits at once: its messages are leased, not locked
-            answer = await self._run(f"begin; {self._claim_call}; commit")
+            answer = await self._run(f"begin; {self._text.claim()}; commit")
         return await self._claimed(answer.results[1])
 
     async def _claimed(self, result: PGresult) -> tuple[Claimed, ...]:
@@ -293,25 +268,13 @@ class ClaimSession:
             return tuple(claimed)
         # the seed's table counts each attempt on its row, in the claim's transaction (split: and
         # commits it, with the owner and the lease)
-        if plan.mode == SessionMode.SINGLE:
-            takes = [self._call(TAKE, str(c.msg_id)) for c in claimed]
-            taken = await self._run(f"{'; '.join(takes)}; savepoint work")
-        else:
-            takes = [self._call(TAKE, f"{c.msg_id}, {self._owner}, {plan.lease_s!r}") for c in claimed]
-            taken = await self._run(f"{'; '.join(takes)}; commit")
+        takes = "; ".join(self._text.take(c) for c in claimed)
+        after = "savepoint work" if plan.mode == SessionMode.SINGLE else "commit"
+        taken = await self._run(f"{takes}; {after}")
         return tuple(
             c._replace(attempt=int(r.get_value(0, 0) or 0))
             for c, r in zip(claimed, taken.results, strict=False)
         )
-
-    def _journal(self, claimed: Claimed) -> str:
-        """The audit's row (claimed_at is the server's own text for its timestamptz, offset included)."""
-        owner = f", {self._owner}" if self._split and self._plan.seed_table else ""
-        args = (
-            f"{claimed.msg_id}, {self._quoted_type(claimed.queue_type)}, {claimed.order_id},"
-            f" {self._worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}"
-        )
-        return self._call(JOURNAL, args)
 
     async def complete(self, claimed: Sequence[Claimed], claim_next: bool) -> Completion:
         """Complete the claim's messages and commit; with claim_next (basic mode), claim the next in
@@ -319,19 +282,17 @@ class ClaimSession:
         own row, or roll back alone."""
         if self._split and not self._plan.seed_table:
             return await self._complete_each(claimed)
-        plan = self._plan
-        owner = f", {self._owner}" if self._split else ""
+        plan, text = self._plan, self._text
         journal_first = plan.audited  # its row's answer precedes the completion's
         parts = ["begin"] if self._split else []
         for c in claimed:
             if plan.audited:
-                parts.append(self._journal(c))
-            parts.append(self._call(COMPLETE, f"{c.msg_id}{owner}"))
+                parts.append(text.journal(c))
+            parts.append(text.complete(c, owned=self._split))
         parts += ["commit", CLOCKS]
         chained = claim_next and plan.chains
         if chained:  # the group just completed is named: a design with affinity tries it first
-            last = claimed[-1]
-            parts += ["begin", self._call(CLAIM, self._type + self._claim_tail.format(group=last.order_id))]
+            parts += ["begin", text.claim(group=claimed[-1].order_id)]
         answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
         results = answer.results
         first = 1 if self._split else 0
@@ -370,9 +331,9 @@ class ClaimSession:
         committed_at = None
         server_s = 0.0
         for c in claimed:
-            parts = ["begin", self._call(COMPLETE, f"{c.msg_id}, {self._owner}")]
+            parts = ["begin", self._text.complete(c, owned=True)]
             if self._plan.audited:
-                parts.append(self._journal(c))
+                parts.append(self._text.journal(c))
             parts += ["commit", CLOCKS]
             answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
             if answer.lost is not None:
@@ -401,32 +362,18 @@ class ClaimSession:
         plan = self._plan
         if not plan.seed_table:
             return await self._fail_design(claimed, error)
-        owner = self._owner if plan.mode == SessionMode.SPLIT else "null"
-        args = (
-            f"{claimed.msg_id}, {self._worker}, '{claimed.claimed_at}'::timestamptz,"
-            f" {self._literal(error)}, {int(plan.max_attempts)}, {plan.backoff_ms!r}, {owner}"
-        )
         before = "rollback to savepoint work; " if plan.mode == SessionMode.SINGLE else "begin; "
-        failed = (await self._run(f"{before}{self._call(FAIL, args)}; commit")).results[1]
+        failed = (await self._run(f"{before}{self._text.fail_seed(claimed, error)}; commit")).results[1]
         return failed.get_value(0, 0) == b"t" if failed.ntuples else None
 
     async def _fail_design(self, claimed: Claimed, error: str) -> bool:
         """A folder design: the tool records the attempt (and decides a dead letter and the next
         try's time), then the design's fail.sql records it in its table, in one transaction."""
-        plan = self._plan
-        args = (
-            f"{claimed.msg_id}, {self._quoted_type(claimed.queue_type)}, {claimed.order_id}, {self._worker},"
-            f" '{claimed.claimed_at}'::timestamptz, {self._literal(error)}, {int(plan.max_attempts)},"
-            f" {plan.backoff_ms!r}"
-        )
-        before = "rollback to savepoint work" if plan.mode == SessionMode.SINGLE else "begin"
-        recorded = (await self._run(f"{before}; {self._call(FAILURE, args)}")).results[1]
+        text = self._text
+        before = "rollback to savepoint work" if self._plan.mode == SessionMode.SINGLE else "begin"
+        recorded = (await self._run(f"{before}; {text.failure(claimed, error)}")).results[1]
         attempt, dead = int(recorded.get_value(0, 0) or 1), recorded.get_value(0, 1) == b"t"
-        retry_at = recorded.get_value(0, 2)
-        at = "null" if retry_at is None else f"'{retry_at.decode()}'::timestamptz"
-        await self._run(
-            f"{self._call(FAIL, f'{claimed.msg_id}, {attempt}, {self._literal(error)}, {at}')}; commit"
-        )
+        await self._run(f"{text.fail_design(claimed, attempt, error, recorded.get_value(0, 2))}; commit")
         return dead
 
     async def abandon(self) -> None:
