@@ -4,6 +4,7 @@ session is scripted, and each step runs on an event loop of the run's kind."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections import deque
@@ -409,3 +410,46 @@ def test_a_poolers_refusal_and_a_server_going_away_are_lost_connections_a_bad_st
     )
     assert not is_connection_lost(psycopg.errors.UndefinedColumn("column nope does not exist"))
     assert not is_connection_lost(psycopg.errors.QueryCanceled("canceling statement due to user request"))
+
+
+@pytest.mark.unit
+def test_simulated_work_is_never_shorter_than_asked_and_a_ring_cuts_it_short() -> None:
+    """The loop's own timers end a wait up to a millisecond early; the work a worker simulates
+    (Halt.work, on a timerfd) must take at least its time, with other tasks busy on the loop."""
+    from pgmq_sim.actors.waits import Halt, Why, new_loop
+
+    async def busy() -> None:
+        while True:
+            await asyncio.sleep(random.uniform(0.0005, 0.003))
+            sum(range(2000))
+
+    async def works(halt: Halt, short: list[float]) -> None:
+        bell = halt.bell()
+        for _ in range(40):
+            seconds = random.uniform(0.001, 0.006)
+            began = time.monotonic()
+            await halt.work(seconds, bell)
+            short.append(seconds - (time.monotonic() - began))
+
+    async def main() -> tuple[list[float], float]:
+        halt, short = Halt(), []
+        background = [asyncio.ensure_future(busy()) for _ in range(4)]
+        try:
+            await asyncio.gather(*(works(halt, short) for _ in range(8)))
+            bell = halt.bell()  # a crash's ring ends a long work at once
+            began = time.monotonic()
+            asyncio.get_running_loop().call_later(0.01, bell.ring, Why.CRASH)
+            await halt.work(5.0, bell)
+            return short, time.monotonic() - began
+        finally:
+            for task in background:
+                task.cancel()
+            halt.close()
+
+    loop = new_loop()
+    try:
+        short, cut = loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert len(short) == 320 and max(short) <= 0, f"{sum(s > 0 for s in short)} waits ended early"
+    assert cut < 1.0

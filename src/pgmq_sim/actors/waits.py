@@ -5,20 +5,22 @@ asyncio.sleep costs, with an end that others can bring forward; no task is creat
 
 The loop is uvloop's (libuv's poll loop: measured a quarter cheaper per message than asyncio's
 own). Its timers count whole milliseconds: a delay is rounded to the nearest one and counted from
-the clock's last whole millisecond, and the poll that waits for it rounds once more. A wait here is
-the delay as given, which ends on average within 0.2 ms of its time (a 5 ms wait: 5.1-5.2 ms, as a
-thread's sleep), sometimes up to a millisecond early or late. Forcing it never early costs a
-millisecond every time (6.2 ms for 5 ms of work, measured): the work a worker simulates would take
-a fifth longer than asked, and a hot group's cycle with it. A loop that paces itself sleeps at least
-`MIN_SLEEP_S`: a shorter sleep returns at once and spins.
+the clock's last whole millisecond, and the poll that waits for it rounds once more, so a wait ends
+on average within 0.2 ms of its time but sometimes up to a millisecond early or late: good enough
+for a fallback or a poll interval. The work a worker simulates must take its time, never less, and
+not a millisecond more: `Halt.work` waits on actors/precise's timerfd. A loop that paces itself
+sleeps at least `MIN_SLEEP_S`: a shorter sleep returns at once and spins.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from enum import Enum
 
 import uvloop
+
+from pgmq_sim.actors.precise import PreciseTimers
 
 MIN_SLEEP_S = 0.001
 
@@ -64,7 +66,8 @@ class Bell:
         return True
 
     async def wait(self, timeout: float | None) -> Why | None:
-        """Until rung (what rang it) or `timeout` seconds have passed (None)."""
+        """Until rung (what rang it) or `timeout` seconds have passed (None), give or take the
+        loop's millisecond."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Why | None] = loop.create_future()
         self._future = future
@@ -76,6 +79,16 @@ class Bell:
             if timer is not None:
                 timer.cancel()
 
+    async def wait_exactly(self, seconds: float, timers: PreciseTimers) -> Why | None:
+        """Until rung, or `seconds` have passed to the microsecond, never fewer (None)."""
+        future: asyncio.Future[Why | None] = asyncio.get_running_loop().create_future()
+        self._future = future
+        timers.at(time.monotonic() + seconds, future)
+        try:
+            return await future
+        finally:
+            self._future = None
+
 
 class Halt:
     """The run's stop as its tasks see it: a flag read at every step, and the bells of the tasks
@@ -85,6 +98,7 @@ class Halt:
     def __init__(self) -> None:
         self._set = False
         self._bells: set[Bell] = set()
+        self._timers: PreciseTimers | None = None  # made on the loop, at the first exact wait
 
     def is_set(self) -> bool:
         return self._set
@@ -102,6 +116,18 @@ class Halt:
 
     def forget(self, bell: Bell) -> None:
         self._bells.discard(bell)
+
+    async def work(self, seconds: float, bell: Bell) -> None:
+        """The work a worker simulates: exactly `seconds` (a crash or the halt may cut it short)."""
+        if self._timers is None:
+            self._timers = PreciseTimers()
+        await bell.wait_exactly(seconds, self._timers)
+
+    def close(self) -> None:
+        """On the loop, once its tasks are done: the exact timers' descriptor goes."""
+        if self._timers is not None:
+            self._timers.close()
+            self._timers = None
 
     async def sleep(self, seconds: float, bell: Bell) -> bool:
         """Sleep on this (registered) bell, at least MIN_SLEEP_S; True if the run stopped first."""

@@ -299,7 +299,7 @@ class WorkerLoop:
         for message in claimed:
             work_s = self._rng.uniform(plan.work.min_ms, plan.work.max_ms) / 1000
             if work_s > 0 and not self._crash_requested and not self._halt.is_set():
-                await self._bell.wait(work_s)  # rung only to cut it short: a crash, the halt
+                await self._halt.work(work_s, self._bell)  # rung only to cut it short: a crash, the halt
             if self._crash_requested:
                 self._crash()
                 return

@@ -277,6 +277,7 @@ class Child:
 
     async def _stop(self) -> None:
         await self.tasks.stop(STOP_GRACE_S)
+        self.halt.close()
         self.report(final=True)
         if self.log is not None:
             self.log.event(f"worker process {self.runner} stopped: {self.counter.count} processed")

@@ -78,6 +78,7 @@ class RunLoop:
             if left:
                 loop.run_until_complete(asyncio.wait(left, timeout=CLOSE_WAIT_S))
         finally:
+            self.halt.close()
             loop.close()
             self._ended = True
 
