@@ -19,7 +19,7 @@ measures the claim the tool runs, at a fixed backlog, with pgbench:
    first comes);
 4. time one claim alone (rolled back), then run `pgbench -n -M prepared -c C -j 2 -t M/C` with the
    tool's transaction (BEGIN; claim for a random type, msg_id captured with \\gset; complete_mark;
-   COMMIT; the script is shown by bench/overhead_vs_pgbench.py and built by _common.pgbench_script);
+   COMMIT; the script is shown by bench/overhead_vs_pgbench.py and built by _pgbench.pgbench_script);
 5. msg/s = messages completed (counted in the table) / pgbench's run time.
 
 Every backlog processes the same M messages with the same C clients from a fresh table, so the only
@@ -40,6 +40,7 @@ import math
 import time
 
 import _common as c
+import _pgbench as pgb
 import psycopg
 
 TARGET = 0.8
@@ -48,13 +49,13 @@ TARGET = 0.8
 def single_claim_ms(dsn: str, strategy: c.QueueDesign, times: int = 3) -> float:
     """Median time of one claim for type1 with nothing else running, each rolled back, after one
     warm-up on the same connection."""
-    sql = c.strip_sql(strategy.claim.text)
+    sql = pgb.strip_sql(strategy.claim.text)
     samples = []
     with psycopg.connect(dsn) as conn:
         cursor = psycopg.RawCursor(conn)
         for _ in range(times + 1):
             began = time.perf_counter()
-            cursor.execute(sql, c.claim_params(sql))
+            cursor.execute(sql, pgb.claim_params(sql))
             cursor.fetchall()
             samples.append((time.perf_counter() - began) * 1000)
             conn.rollback()
@@ -83,7 +84,7 @@ def main() -> None:
     backlogs = sorted(int(x) for x in args.backlogs.split(",") if x.strip())
     claims = c.comma_list(args.claims)
     strategies = {name: c.load_design(name) for name in claims}
-    scripts = {name: c.pgbench_script(s) for name, s in strategies.items()}
+    scripts = {name: pgb.pgbench_script(s) for name, s in strategies.items()}
 
     def messages_for(claim: str) -> int:
         wanted = args.seed_messages if claim == "seed" else args.messages
@@ -98,12 +99,12 @@ def main() -> None:
     )
 
     with c.server_from_args(args.dsn) as server:
-        dsn = c.bench_database(server.dsn)  # its own database: the queue is built by SQL
+        dsn = pgb.bench_database(server.dsn)  # its own database: the queue is built by SQL
 
         def measure(cell: str, _r: int) -> dict[str, float]:
             claim, backlog = cell.split("@")
             began = time.monotonic()
-            c.prepare_queue(
+            pgb.prepare_queue(
                 dsn,
                 strategies[claim],
                 int(backlog),
@@ -115,7 +116,7 @@ def main() -> None:
             prefill_s = time.monotonic() - began
             alone = single_claim_ms(dsn, strategies[claim])
             per_client = math.ceil(messages_for(claim) / args.clients)
-            res = c.run_pgbench(server, dsn, scripts[claim], args.clients, per_client, args.protocol)
+            res = pgb.run_pgbench(server, dsn, scripts[claim], args.clients, per_client, args.protocol)
             return {
                 "msg_s": res.msg_per_s,
                 "claim_ms": alone,

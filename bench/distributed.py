@@ -15,7 +15,7 @@ Sides, all at zero work with C clients/workers, claim `indexed`, -orders 100, au
 * loop:       pgmq-sim -fill-db N -workers C -work-ms 0 -orders 100 -claim indexed
 * processes-pK: the same with --processes K (K Locust worker processes and their children, the
               master apart)
-* pgbench:    pgbench -n -M prepared -c C -j 2 -t N/C with bench/_common.py's audited script (BEGIN;
+* pgbench:    pgbench -n -M prepared -c C -j 2 -t N/C with bench/_pgbench.py's audited script (BEGIN;
               the wrapped claim, \\gset; the audited completion; COMMIT) on a table prefilled by SQL.
 
 Figures: `workers` = the tool's CPU over its worker phase per message, every process of the run (its
@@ -36,6 +36,7 @@ import subprocess
 import time
 
 import _common as c
+import _pgbench as pgb
 
 TARGET = 0.9
 PLACEMENTS = ("shared", "pinned")
@@ -64,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     placements = [p for p in c.comma_list(args.placements) if p in PLACEMENTS]
     strategy = c.load_design("indexed")
-    script = c.pgbench_script(strategy, audited=True)
+    script = pgb.pgbench_script(strategy, audited=True)
     base = ["-fill-db", str(args.messages), "-workers", str(args.clients), "-work-ms", "0"]
     base += ["-orders", str(args.orders), "-claim", "indexed"]
     sides = {
@@ -76,7 +77,7 @@ def main() -> None:
     print("tool: " + c.cli_command_text(base) + "  [--processes 1|2]")
     print(f"pgbench: pgbench -n -M prepared -c {args.clients} -j 2 -t {per_client} (audited script)")
     with c.server_from_args(args.dsn) as server:
-        bench_dsn = c.bench_database(server.dsn)
+        bench_dsn = pgb.bench_database(server.dsn)
         margin = max(2000, args.messages // 10)
 
         def measure(cell: str, _round: int) -> dict[str, float]:
@@ -85,10 +86,10 @@ def main() -> None:
             time.sleep(0.2)
             prefix = client_prefix(placement)
             if side == "pgbench":
-                c.prepare_queue(
+                pgb.prepare_queue(
                     bench_dsn, strategy, args.messages + margin, args.orders, analyze=True, journal=True
                 )
-                res = c.run_pgbench(server, bench_dsn, script, args.clients, per_client, prefix=prefix)
+                res = pgb.run_pgbench(server, bench_dsn, script, args.clients, per_client, prefix=prefix)
                 per_msg = res.cpu_s * 1e6 / max(1, res.processed)
                 return {"msg_s": res.msg_per_s, "workers_us": per_msg, "process_us": per_msg}
             data = c.run_cli(sides[side], server.dsn, prefix=prefix)

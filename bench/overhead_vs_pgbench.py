@@ -48,6 +48,7 @@ import threading
 import time
 
 import _common as c
+import _pgbench as pgb
 import psycopg
 
 TARGET = 1.0
@@ -60,7 +61,7 @@ def psycopg_loop(dsn: str, strategy: c.QueueDesign, clients: int, messages: int)
     round-robin, the tool's wrapped claim and complete_mark.sql issued one by one (BEGIN, claim,
     completion, COMMIT: four round trips, psycopg auto-preparing), msg/s until N are done."""
     claim = strategy.wrapped_claim_sql
-    complete = c.seed_completion()
+    complete = pgb.seed_completion()
     lock = threading.Lock()
     done = threading.Event()
     count = [0]
@@ -71,7 +72,7 @@ def psycopg_loop(dsn: str, strategy: c.QueueDesign, clients: int, messages: int)
         cursor = psycopg.RawCursor(conn)
         start.wait()
         while not done.is_set():
-            cursor.execute(claim, c.claim_params(claim, queue_type))
+            cursor.execute(claim, pgb.claim_params(claim, queue_type))
             row = cursor.fetchone()
             if row is None:
                 conn.rollback()
@@ -138,7 +139,7 @@ def main() -> None:
     audited = not args.no_audit
 
     strategy = c.load_design(args.claim)
-    script = c.pgbench_script(strategy, audited)
+    script = pgb.pgbench_script(strategy, audited)
     client_counts = [int(x) for x in args.clients.split(",") if x.strip()]
     margin = max(2000, args.messages // 10)
 
@@ -170,7 +171,7 @@ def main() -> None:
     print("    " + script.strip().replace("\n", "\n    "))
 
     with c.server_from_args(args.dsn) as server:
-        bench_dsn = c.bench_database(server.dsn)  # pgbench's and psycopg's hand-built queue
+        bench_dsn = pgb.bench_database(server.dsn)  # pgbench's and psycopg's hand-built queue
         if args.dsn is None and args.naptime > 0:
             before = set_naptime(server.dsn, args.naptime)
             print(f"autovacuum_naptime: {before} -> {args.naptime}s")
@@ -190,12 +191,14 @@ def main() -> None:
                         "cpu_ms_per_msg": data["_bench"]["cpu_s"] * 1000 / max(1, data["processed"]),
                         "empty": float(data["empty_claims"]),
                     }
-                c.prepare_queue(
+                pgb.prepare_queue(
                     bench_dsn, strategy, args.messages + margin, args.orders, analyze=True, journal=audited
                 )
                 if side == "psycopg":
                     return {"msg_s": psycopg_loop(bench_dsn, strategy, clients, args.messages)}
-                res = c.run_pgbench(server, bench_dsn, script, clients, per_txn, args.protocol, args.threads)
+                res = pgb.run_pgbench(
+                    server, bench_dsn, script, clients, per_txn, args.protocol, args.threads
+                )
                 return {
                     "msg_s": res.msg_per_s,
                     "tps": res.tps,

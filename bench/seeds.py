@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import _common as c
+import _pgbench as pgb
 
 TASKS_SCHEMA = """
 drop table if exists tasks;
@@ -71,12 +72,12 @@ def main() -> None:
     c.common_args(parser)
     args = parser.parse_args()
     advisory = c.load_design("advisory")
-    script = c.pgbench_script(advisory)
+    script = pgb.pgbench_script(advisory)
     per_txn = math.ceil(args.messages / args.clients)
 
     with tempfile.TemporaryDirectory(prefix="pgmq-seeds-") as tmp, c.server_from_args(args.dsn) as server:
         folders = course_folders(Path(tmp))
-        bench_dsn = c.bench_database(server.dsn)
+        bench_dsn = pgb.bench_database(server.dsn)
         zero = ["-work-ms", "0", "-orders", "100"]
         cells = {
             "002 -batch 1": ["-queue", "next-attempt", "-batch", "1", "-fill-db", str(args.messages), *zero],
@@ -126,8 +127,8 @@ def main() -> None:
                     "ids": float(audit.get("processed", 0)),
                     "commits": float((data.get("server_cost") or {}).get("commits_per_msg") or float("nan")),
                 }
-            c.prepare_queue(bench_dsn, advisory, args.messages + 2000, 100, analyze=True, journal=False)
-            res = c.run_pgbench(server, bench_dsn, script, args.clients, per_txn, "prepared", 2)
+            pgb.prepare_queue(bench_dsn, advisory, args.messages + 2000, 100, analyze=True, journal=False)
+            res = pgb.run_pgbench(server, bench_dsn, script, args.clients, per_txn, "prepared", 2)
             return {
                 "msg_s": res.msg_per_s,
                 "journal_rows": float("nan"),

@@ -6,7 +6,7 @@ A bare loop, not the tool: N threads (default 12, types dealt round-robin), one 
 autocommit mode, each running the `indexed` strategy's cycle in one transaction per message: BEGIN;
 the claim (pgmq_sim.designs.design.load_design("indexed").wrapped_claim_sql); the completion
 (the seed design's complete.sql); COMMIT, until --messages are done, on a table prefilled by SQL
-(bench/_common.py's prepare_queue: --messages + 2000, -orders 100, ANALYZEd) and recreated for every
+(bench/_pgbench.py's prepare_queue: --messages + 2000, -orders 100, ANALYZEd) and recreated for every
 run. The PREPARE texts, the functions and their calls are the tool's own (pgmq_sim.db.statements:
 prepare, create_function, call). The tool's clocks select after the commit is left out of every
 form, so all run the same statements.
@@ -84,6 +84,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import _common as c
+import _pgbench as pgb
 import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
@@ -254,7 +255,7 @@ def texts_of(strategy: c.QueueDesign) -> Texts:
     assert [s.name for s in found] == [CLAIM, COMPLETE]
     return Texts(
         strategy.wrapped_claim_sql.encode(),
-        c.seed_completion().encode(),
+        pgb.seed_completion().encode(),
         [prepare(s) for s in found],
         [ddl for s in found for ddl in create_function(s)],
     )
@@ -539,11 +540,11 @@ def main() -> None:
     texts = texts_of(strategy)
     shown = strategy.wrapped_claim_sql.strip().replace("\n", "\n    ")
     print(f"claim: indexed, wrapped:\n    {shown}")
-    print(f"completion: {c.seed_completion().strip().splitlines()[-2]} ...")
+    print(f"completion: {pgb.seed_completion().strip().splitlines()[-2]} ...")
 
     with c.tcp_server(args.dsn) as (dsn, label, pg), contextlib.ExitStack() as stack:
         print(f"server: {label}, one for all runs", flush=True)
-        bench_dsn = c.bench_database(dsn)
+        bench_dsn = pgb.bench_database(dsn)
         dsns = {"direct": bench_dsn}
         bouncer_pids: dict[str, int] = {}
         versions: dict[str, tuple[int, int]] = {}
@@ -575,7 +576,7 @@ def main() -> None:
 
         def measure(cell: str, _round: int) -> dict[str, Any]:
             path, form = cell.split("|")
-            c.prepare_queue(bench_dsn, strategy, args.messages + MARGIN, ORDERS, analyze=True)
+            pgb.prepare_queue(bench_dsn, strategy, args.messages + MARGIN, ORDERS, analyze=True)
             if not installed[0]:  # the functions survive the table's re-creation (SQL bodies)
                 with psycopg.connect(bench_dsn, autocommit=True) as conn:
                     for ddl in texts.functions_ddl:
