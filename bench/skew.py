@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import _common as c
+import _sweep_report as sr
 import knee as k
 
 LADDER = "400,700,900,1100,1300,1500"
@@ -163,14 +164,14 @@ def main() -> None:
     shape = f"-claim {args.claim} -orders {args.orders} -workers {args.workers} -work-ms {args.work_ms}"
     for cell in cells:
         run = runs[cell][-1]
-        k.print_steps(
+        sr.print_steps(
             run,
             f"{cell}: {shape}; -sweep {run['sweep']['spec']} -step {args.step:g} -settle {args.settle:g}{slo}"
             + (f"; round {len(runs[cell])} of {len(runs[cell])}" if len(runs[cell]) > 1 else ""),
         )
 
     # rate by rate, every cell side by side (the last round's runs)
-    rates = sorted({s["setting"] for cell in cells for s in k.steps(runs[cell][-1])})
+    rates = sorted({s["setting"] for cell in cells for s in sr.steps(runs[cell][-1])})
     headers = ["rate/s"]
     for cell in cells:
         headers += [f"{cell} ach/s", "p99 ms", "verdict"]
@@ -181,19 +182,19 @@ def main() -> None:
         row = [c.fmt(rate, 0)]
         for cell in cells:
             run = runs[cell][-1]
-            found = [(i, s) for i, s in enumerate(k.steps(run)) if s["setting"] == rate]
+            found = [(i, s) for i, s in enumerate(sr.steps(run)) if s["setting"] == rate]
             if not found:
                 row += ["-", "-", "-"] + (["-"] * 4 if cell != "uniform" else [])
                 continue
             i, s = found[0]
-            row += [c.fmt(s["achieved_per_s"], 0), k.ms(s["e2e_ms"]["p99"]), s["verdict"]]
+            row += [c.fmt(s["achieved_per_s"], 0), sr.ms(s["e2e_ms"]["p99"]), s["verdict"]]
             if cell != "uniform":
                 hot = run["_hot"][i] if i < len(run["_hot"]) else {}
                 row += [
                     c.fmt(hot.get("hot_share"), 3),
-                    k.ms(hot.get("hot_p50_ms")),
-                    k.ms(hot.get("hot_p99_ms")),
-                    k.ms(hot.get("rest_p99_ms")),
+                    sr.ms(hot.get("hot_p50_ms")),
+                    sr.ms(hot.get("hot_p99_ms")),
+                    sr.ms(hot.get("rest_p99_ms")),
                 ]
         rows.append(row)
     c.print_table(
@@ -203,7 +204,7 @@ def main() -> None:
         " type, rest = the other groups (e2e from the run log, messages produced in the step)",
     )
 
-    k.print_knees(
+    sr.print_knees(
         cells,
         runs,
         label,
@@ -217,11 +218,11 @@ def main() -> None:
         "keys (JSON `keys`, last round): hot cap = 1 / (expected hot share x mean work time)",
     )
     base = cells[0]
-    base_knee = c.median([k.knee(run) for run in runs[base]])
-    base_max = c.median([k.max_achieved(run) for run in runs[base]])
+    base_knee = c.median([sr.knee(run) for run in runs[base]])
+    base_max = c.median([sr.max_achieved(run) for run in runs[base]])
     for cell in cells[1:]:
-        knee = c.median([k.knee(run) for run in runs[cell]])
-        best = c.median([k.max_achieved(run) for run in runs[cell]])
+        knee = c.median([sr.knee(run) for run in runs[cell]])
+        best = c.median([sr.max_achieved(run) for run in runs[cell]])
         print(
             f"{cell} / {base}: knee {c.fmt(knee, 0)} / {c.fmt(base_knee, 0)} = {c.fmt(knee / base_knee, 2)};"
             f" max achieved {c.fmt(best, 0)} / {c.fmt(base_max, 0)} = {c.fmt(best / base_max, 2)}"
