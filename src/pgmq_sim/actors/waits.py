@@ -65,29 +65,23 @@ class Bell:
         future.set_result(why)
         return True
 
-    async def wait(self, timeout: float | None) -> Why | None:
-        """Until rung (what rang it) or `timeout` seconds have passed (None), give or take the
-        loop's millisecond."""
+    async def wait(self, timeout: float | None, exact: PreciseTimers | None = None) -> Why | None:
+        """Until rung (what rang it) or `timeout` seconds have passed (None): give or take the
+        loop's millisecond, or, on `exact` timers, to the microsecond and never fewer."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Why | None] = loop.create_future()
         self._future = future
-        timer = None if timeout is None else loop.call_later(timeout, _expire, future)
+        timer = None
+        if timeout is not None and exact is not None:
+            exact.at(time.monotonic() + timeout, future)
+        elif timeout is not None:
+            timer = loop.call_later(timeout, _expire, future)
         try:
             return await future
         finally:
             self._future = None
             if timer is not None:
                 timer.cancel()
-
-    async def wait_exactly(self, seconds: float, timers: PreciseTimers) -> Why | None:
-        """Until rung, or `seconds` have passed to the microsecond, never fewer (None)."""
-        future: asyncio.Future[Why | None] = asyncio.get_running_loop().create_future()
-        self._future = future
-        timers.at(time.monotonic() + seconds, future)
-        try:
-            return await future
-        finally:
-            self._future = None
 
 
 class Halt:
@@ -121,7 +115,7 @@ class Halt:
         """The work a worker simulates: exactly `seconds` (a crash or the halt may cut it short)."""
         if self._timers is None:
             self._timers = PreciseTimers()
-        await bell.wait_exactly(seconds, self._timers)
+        await bell.wait(seconds, self._timers)
 
     def close(self) -> None:
         """On the loop, once its tasks are done: the exact timers' descriptor goes."""
