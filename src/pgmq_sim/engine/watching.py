@@ -49,8 +49,9 @@ def watch(state: RunState, parts: RunParts) -> None:
                 return
             if parts.goal.reached(state, parts):
                 return
+            totals = WorkerCounters.total(state.stats)
             if settings.check_abort:
-                breach = live_breach(settings.checks, WorkerCounters.total(state.stats))
+                breach = live_breach(settings.checks, totals)
                 if breach is not None:  # by request, as a signal: the audit counts what is left as pending
                     state.outcome = Outcome.INTERRUPTED
                     state.notes.append(
@@ -58,7 +59,6 @@ def watch(state: RunState, parts: RunParts) -> None:
                     )
                     return
             # progress is any message written or finished, or a recorded failure
-            totals = WorkerCounters.total(state.stats)
             count = state.counter.count + totals.failed_attempts + state.writer.committed
             now = time.monotonic()
             if count != last_count:
