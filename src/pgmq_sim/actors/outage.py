@@ -1,7 +1,12 @@
 """A worker's lost connection, from the loss until a statement answers again: one outage, counted
 once and said once, its reconnects waited out on one backoff. A pooler accepts the login and then
 refuses the first statement while its own login to the server is failing: such a refusal, soon
-after a reconnect and before any answer, is the same outage, not a new one."""
+after a reconnect and before any answer, is the same outage, not a new one.
+
+Each loss is named by what the server said (model/reasons): a session its own policy ended (an
+idle-in-transaction or idle-session timeout) is counted, but is no outage. A termination is the
+server's shutdown when it then refuses the reconnects, an administrator's command when it does
+not: named once the reconnect tells which."""
 
 from __future__ import annotations
 
@@ -10,10 +15,11 @@ import time
 from collections.abc import Awaitable, Callable
 
 from pgmq_sim.db.claims import ClaimPort
-from pgmq_sim.db.connection import is_connection_lost, reconnecting_async
+from pgmq_sim.db.connection import is_connection_lost, reconnecting_async, server_reason
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff, Stopped
+from pgmq_sim.model.reasons import Cause, ServerReason
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 
@@ -54,6 +60,8 @@ class Outage:
         self._refusals = 0  # failures after a reconnect, within the outage
         self._reconnected = False
         self._reconnected_at = 0.0
+        self._pending: tuple[float, ServerReason, int | None] | None = None  # a termination not yet named
+        self._refused = False  # the server refused a reconnect within the outage
 
     @property
     def going_on(self) -> bool:
@@ -67,6 +75,8 @@ class Outage:
         return Backoff(self._reconnect_timeout, self._stop, RECONNECT_FIRST_S, RECONNECT_MAX_S, self._rng)
 
     def gave_up(self, exc: BaseException) -> ServerLostError:
+        self._refused = True
+        self.settle()
         return ServerLostError(
             f"worker {self._stats.name} could not reconnect within {self._reconnect_timeout:g} s"
             f" (-reconnect-timeout): {reason(exc, self._dsn)}"
@@ -79,15 +89,37 @@ class Outage:
             attempt,
             self.backoff(),
             self._sleep,
-            lost=lambda exc: not first and is_connection_lost(exc),
+            lost=lambda exc: not first and (is_connection_lost(exc) or self._passing(exc)),
+            on_lost=self._refusal,
             give_up=self.gave_up,
         )
         self._connected(first, session.backend_pid)
         return session
 
+    def _passing(self, exc: BaseException) -> bool:
+        """A reconnect refused for want of a free connection: waited out like the server's absence."""
+        return server_reason(exc, self._dsn).cause == Cause.TOO_MANY_CONNECTIONS
+
+    def _refusal(self, exc: BaseException) -> None:
+        """A reconnect the server refused: a termination before it was its shutdown; too many
+        connections is a reason of its own."""
+        self._refused = True
+        said = server_reason(exc, self._dsn)
+        if said.cause == Cause.TOO_MANY_CONNECTIONS:
+            self._timeline.reasons.met(self._clock(), said, self._stats.name, None, lost=False)
+        self.settle()
+
+    def settle(self) -> None:
+        """Name a termination still waiting for its reconnect to tell a command from a shutdown."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            at_s, said, pid = pending
+            self._timeline.reasons.met(at_s, said.resolved(self._refused), self._stats.name, pid, lost=True)
+
     def _connected(self, first: bool, backend_pid: int) -> None:
         """A session is open: after a loss, that is the outage's reconnect (counted once)."""
         self._reconnected_at = time.monotonic()
+        self.settle()
         if first or self._reconnected:
             return
         self._reconnected = True
@@ -111,14 +143,16 @@ class Outage:
             )
         self._backoff, self._refusals, self._reconnected = None, 0, False
 
-    def lost(self, exc: BaseException) -> float | None:
-        """The connection is gone. A new outage is counted and said (None: reconnect at once); a
-        refusal within the one going on is said once, and returns the backoff's next wait (raises
-        past -reconnect-timeout). The caller closes the session either way."""
+    def lost(self, exc: BaseException, pid: int | None = None) -> float | None:
+        """The connection (of backend `pid`) is gone. A new outage is counted and said (None:
+        reconnect at once); a refusal within the one going on is said once, and returns the
+        backoff's next wait (raises past -reconnect-timeout). The caller closes the session either
+        way."""
         now = time.monotonic()
         backoff = self._backoff
         if backoff is not None and now - self._reconnected_at < SAME_OUTAGE_S:
             self._refusals += 1
+            self._refused = True
             if self._refusals == 1:
                 self._log.event(
                     f"worker {self._stats.name} reconnected, but the path still fails:"
@@ -131,10 +165,16 @@ class Outage:
             return delay or 0.0
         # a first loss, or one long after a reconnect that no statement has used since (an idle
         # worker): a new outage
+        self.settle()
         self._backoff, self._since, self._refusals, self._reconnected = self._new_backoff(), now, 0, False
+        self._refused = False
+        said = server_reason(exc, self._dsn)
+        at_s = self._clock()
         self._stats.connections_lost += 1
-        self._timeline.lost(self._clock())
-        self._log.event(
-            f"worker {self._stats.name} lost its connection: {reason(exc, self._dsn)}; reconnecting"
-        )
+        self._timeline.lost(at_s, outage=not said.policy)
+        if said.cause == Cause.TERMINATED:  # a command or a shutdown: the reconnect tells
+            self._pending = (at_s, said, pid)
+        else:
+            self._timeline.reasons.met(at_s, said, self._stats.name, pid, lost=True)
+        self._log.event(f"worker {self._stats.name} lost its connection: {said.text()}; reconnecting")
         return None

@@ -8,8 +8,10 @@ so end-to-end latency is measured on one clock wherever the workers run.
 
 Each write is shaped as an application's enqueue: one statement in a transaction of its own (see
 db/batches). A message counts as produced once its write has committed; a write whose commit
-answer was lost is looked for in the queue before it is written again, so it lands once. The
-producer is a task on the run's event loop, paced by the loop's timers.
+answer was lost is looked for in the queue before it is written again, so it lands once. A
+write the server ended without ending the session (a statement or lock timeout, a deadlock) rolled
+back: it is counted by its reason and written again. The producer is a task on the run's event
+loop, paced by the loop's timers.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import psycopg
 
 from pgmq_sim.actors.waits import Bell, Halt
 from pgmq_sim.db.batches import Evidence, landed, open_writer, record_produced, write_batch, write_logged
-from pgmq_sim.db.connection import is_connection_lost, reconnecting_async
+from pgmq_sim.db.connection import is_connection_lost, reconnecting_async, server_reason
 from pgmq_sim.db.values import Message
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.dsn import reason
@@ -33,6 +35,7 @@ from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.profiles import RateProfile
 from pgmq_sim.model.skew import KeySampler
+from pgmq_sim.result.reasons import ReasonTally
 from pgmq_sim.result.stats import Timeline
 from pgmq_sim.settings import Payload
 
@@ -114,8 +117,12 @@ class BatchWriter:
         log: Callable[[str], None],
         evidence: Evidence,
         enqueue: str,
+        reasons: ReasonTally | None = None,  # the server's reasons met, counted
+        clock: Callable[[], float] = lambda: 0.0,  # the run's
     ):
         self._dsn = dsn
+        self._reasons = reasons
+        self._clock = clock
         self._enqueue = enqueue  # the design's enqueue.sql
         self._reconnect_timeout = reconnect_timeout
         self._halt = halt
@@ -138,15 +145,32 @@ class BatchWriter:
     async def write(self, rows: list[Message]) -> None:
         """Write the batch once, whatever the connection does, or raise past the deadline."""
         wire = self._wire
-        if wire is not None:  # the usual case: one round trip, nothing in doubt
+        ended = 0
+        while wire is not None:  # the usual case: one round trip, nothing in doubt
             try:
                 await self._write(wire, rows)
                 return
             except psycopg.Error as exc:
-                if not self._lost(exc):
+                if self._lost(exc):
+                    self._on_lost(exc, False)
+                    break
+                said = server_reason(exc, self._dsn)
+                if not said.retried or self._halt.is_set():
                     raise
-                self._on_lost(exc, False)
+                self._met(exc, lost=False)
+                if self.committed >= rows[-1].msg_id:  # it landed; the run record's count after it did not
+                    return
+                ended += 1
+                if ended > 1 and await self._sleep(min(1.0, 0.01 * 2 ** (ended - 2))):
+                    raise
         await self._write_again(rows, in_doubt=wire is not None)
+
+    def _met(self, exc: BaseException, lost: bool) -> None:
+        said = server_reason(exc, self._dsn)
+        if self._reasons is not None:
+            self._reasons.met(self._clock(), said, "producer", None, lost)
+        if not lost:
+            self._log(f"producer: the server ended a write: {said.text()}; writing it again")
 
     async def _write(self, wire: Wire, rows: list[Message]) -> None:
         if self._evidence == Evidence.LOG:
@@ -168,7 +192,8 @@ class BatchWriter:
         self.close()
         if not in_doubt:
             self.connections_lost += 1
-            self._log(f"producer lost its connection: {reason(exc, self._dsn)}; reconnecting")
+            self._met(exc, lost=True)
+            self._log(f"producer lost its connection: {server_reason(exc, self._dsn).text()}; reconnecting")
 
     async def _write_again(self, rows: list[Message], in_doubt: bool) -> None:
         """Connect (again), and write the batch, unless it was sent and its lost commit answer had

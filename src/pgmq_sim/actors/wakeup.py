@@ -298,7 +298,7 @@ class NotifyWakeup:
             raise
         return Wire(conn, self._notified, self._lost)
 
-    def _lost(self, exc: psycopg.OperationalError) -> None:
+    def _lost(self, exc: psycopg.Error) -> None:
         self._bell.ring(Why.CREDIT)  # the task reconnects
 
     def _notified(self, note: pq.PGnotify) -> None:
@@ -322,7 +322,7 @@ class NotifyWakeup:
                         await wire.within(ANSWER_TIMEOUT_S, b"select")
                         self.delivered += 1
                         continue
-                    except (psycopg.OperationalError, TimeoutError):
+                    except (psycopg.Error, TimeoutError):  # lost, or ended by the server: listen again
                         pass
                 await self._reconnect()
         finally:

@@ -9,6 +9,13 @@ A worker whose connection dies gets a new one, with backoff, until the reconnect
 deadline (actors/outage); the server rolled back its message, which whoever claims
 it next processes. A commit whose answer never came is in doubt: the journal says
 whether it landed before the message is counted.
+
+A statement the server ends without ending the session (its statement or lock timeout, a
+cancel, a deadlock, a serialization failure, a full disk: model/reasons) ends the
+message's transaction: the worker rolls it back, counts the reason, and claims again (after a
+short backoff when it repeats). The message goes back to the queue as it was, so exactly
+once and order hold as for a lost connection; in split mode the worker takes a new owner
+token, as after a loss, and recovery returns what the old one held.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from pgmq_sim.actors.ownership import Owners
 from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.actors.wakeup import Wakeup
 from pgmq_sim.db.claims import ClaimPort, SessionOpener
-from pgmq_sim.db.connection import is_connection_lost
+from pgmq_sim.db.connection import is_connection_lost, server_reason
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.model.kinds import SessionMode
@@ -36,6 +43,7 @@ from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, Settings, WorkTime
 
 STATS_FLUSH_S = 1.0
+ERROR_BACKOFF_S = (0.01, 1.0)  # after a statement the server ended, again and again: first, cap
 
 
 class ClaimGate:
@@ -153,6 +161,7 @@ class WorkerLoop:
         self._wakeup = wakeup.slot(stats.queue_type, self._bell)
         self._log = log
         self._books = WorkerBooks(stats, timeline, counter, log, plan.clock)
+        self._timeline = timeline
         self._rng = rng
         self._session: ClaimPort | None = None
         self._claim_now = True  # at the start, nothing says whether messages wait: claim
@@ -164,6 +173,7 @@ class WorkerLoop:
         self._claim_s = 0.0  # the current message's claim, as measured when it was claimed
         self._next: tuple[Claimed, ...] = ()  # claimed by the last completion's round trip
         self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
+        self._ended_in_a_row = 0  # statements the server ended since one last answered
         self.backend_pid: int | None = None
         timeout = plan.reconnect_timeout
         self._outage = Outage(
@@ -184,6 +194,7 @@ class WorkerLoop:
                 if after_step is not None:
                     after_step(self.stats)
         finally:
+            self._outage.settle()  # a termination the run's end left unnamed
             await self.close()
             self._halt.forget(self._bell)
 
@@ -196,9 +207,15 @@ class WorkerLoop:
             await self._handle_one(self._session)
         except psycopg.Error as exc:
             closed = self._session is not None and self._session.closed
-            if self._halt.is_set() or not is_connection_lost(exc, closed):
+            if self._halt.is_set():
                 raise
-            await self._lost(exc)
+            if is_connection_lost(exc, closed):
+                await self._lost(exc)
+                return
+            said = server_reason(exc, self._plan.dsn)
+            if not said.retried or self._session is None:
+                raise
+            await self._ended(self._session, exc)
 
     async def close(self) -> None:
         """Roll back what is open (a statement still running is cancelled first) and close."""
@@ -228,17 +245,46 @@ class WorkerLoop:
                 self._plan.opened()
         self._session, self.backend_pid = session, session.backend_pid
         if self._in_doubt is not None:  # a commit whose answer was lost: asked until answered
-            kind, claimed = self._in_doubt
-            landed = None
-            if kind == "complete":
-                worker = stats.name if self._plan.session.audited else None
-                landed = await session.was_completed(claimed.msg_id, worker)
-                self._outage.answered()
-            self._in_doubt = None
-            self._books.settled(kind, claimed, landed)
+            await self._settle(session)
+
+    async def _settle(self, session: ClaimPort) -> None:
+        """A completion or failure sent without its answer: counted if it landed."""
+        assert self._in_doubt is not None
+        kind, claimed = self._in_doubt
+        landed = None
+        if kind == "complete":
+            worker = self.stats.name if self._plan.session.audited else None
+            landed = await session.was_completed(claimed.msg_id, worker)
+            self._outage.answered()
+        self._in_doubt = None
+        self._books.settled(kind, claimed, landed)
+
+    async def _ended(self, session: ClaimPort, exc: psycopg.Error) -> None:
+        """The server ended a statement and its transaction, not the session: roll back (the
+        message goes back to the queue), settle a completion it may have cut, count the reason and
+        claim again, waiting a little longer each time it repeats."""
+        said = server_reason(exc, self._plan.dsn)
+        self._timeline.reasons.met(self._plan.clock(), said, self.stats.name, self.backend_pid, lost=False)
+        self._log.event(
+            f"worker {self.stats.name}: the server ended a statement: {said.text()}; rolled back,"
+            " claiming again"
+        )
+        self._wakeup.released()
+        self._next = ()
+        await session.abandon()
+        if self._in_doubt is not None and self._in_doubt[0] == "complete":
+            await self._settle(session)  # answered with an error: the journal says what committed
+        self._in_doubt = None  # a failure's bookkeeping answered with an error: rolled back
+        if self._plan.session.mode == SessionMode.SPLIT:
+            self._renew_owner()  # what it held comes back through recovery, as after a loss
+        self._claim_now = True
+        self._ended_in_a_row += 1
+        first, cap = ERROR_BACKOFF_S
+        if self._ended_in_a_row > 1:
+            await self._sleep(min(cap, first * 2 ** (self._ended_in_a_row - 2)) * self._rng.uniform(0.5, 1.0))
 
     async def _lost(self, exc: BaseException) -> None:
-        delay = self._outage.lost(exc)
+        delay = self._outage.lost(exc, self.backend_pid)
         if delay is None and self._plan.session.mode == SessionMode.SPLIT:
             # what this worker took on the lost connection may have committed unseen: a new token,
             # and the old one's messages come back through recovery within about a second
@@ -274,6 +320,7 @@ class WorkerLoop:
         self._wakeup.claiming()
         started = time.perf_counter()
         claimed = await session.claim()
+        self._ended_in_a_row = 0
         if self._outage.going_on:
             self._outage.answered()
         self._claim_s = time.perf_counter() - started
@@ -334,6 +381,7 @@ class WorkerLoop:
             self._idle_at = sent
         self._in_doubt = ("complete", claimed[-1])
         done = await session.complete(claimed, claim_next)
+        self._ended_in_a_row = 0
         if self._outage.going_on:
             self._outage.answered()
         round_trip = time.perf_counter() - sent

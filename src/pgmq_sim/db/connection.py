@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pgmq_sim.dsn import check_dsn, redact, scrub
+from pgmq_sim.dsn import check_dsn, first_line, redact, scrub
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.model.reasons import ServerReason, classify
 
 T = TypeVar("T")
 APPLICATION_NAME = "pgmq-sim"
@@ -46,6 +47,15 @@ def is_connection_lost(exc: BaseException, closed: bool = False) -> bool:
     if closed:  # the connection the statement ran on is gone: whatever the error says
         return isinstance(exc, psycopg.Error)
     return isinstance(exc, LOST) and getattr(exc, "sqlstate", None) in LOST_SQLSTATES
+
+
+def server_reason(exc: BaseException, dsn: str, *others: str | None) -> ServerReason:
+    """What the server said of an error (its SQLSTATE and primary message), classified; a
+    connection that closed without a word is that, in the driver's words. Scrubbed of every DSN
+    given: a driver's message may quote one."""
+    diag = getattr(exc, "diag", None)
+    said = getattr(diag, "message_primary", None) or first_line(exc)
+    return classify(getattr(exc, "sqlstate", None), scrub(said, dsn, *others))
 
 
 def policy(name: str | None) -> dict[str, Any]:

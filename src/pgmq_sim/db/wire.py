@@ -12,6 +12,10 @@ libuv then stops the reader without calling it, so no answer, not even the loss,
 psycopg's own API (a COPY, a cursor) may use the connection only while the wire stands aside: it
 registers readers of its own.
 
+A session the server ends says why before it closes (a FATAL error, or a warning of class 57 from
+a crash or an immediate shutdown; while the connection idles, libpq hands such a message to the
+notice handler): the loss is that error, with its SQLSTATE, not the socket's end.
+
 Values are the server's text (a worker's session keeps DateStyle ISO); callers convert what they
 need. A round trip waits as long as the server makes it (a lock held elsewhere is what the run
 measures); its bound is the caller's (`within`), and the run's halt, which cancels the task: the
@@ -30,6 +34,7 @@ from psycopg import pq
 from psycopg.errors import error_from_result
 
 from pgmq_sim.db.connection import CANCEL_TIMEOUT_S
+from pgmq_sim.model.reasons import ends_session
 
 FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 BAD = pq.ConnStatus.BAD
@@ -42,7 +47,7 @@ class Answer(NamedTuple):
 
     results: list[pq.abc.PGresult]
     error: psycopg.Error | None = None
-    lost: psycopg.OperationalError | None = None
+    lost: psycopg.Error | None = None
 
     def failure(self) -> psycopg.Error | None:
         return self.lost or self.error
@@ -56,7 +61,7 @@ class Wire:
         self,
         conn: psycopg.AsyncConnection[Any],
         on_notify: Callable[[pq.PGnotify], None] | None = None,
-        on_lost: Callable[[psycopg.OperationalError], None] | None = None,
+        on_lost: Callable[[psycopg.Error], None] | None = None,
     ) -> None:
         self.connection = conn
         self._pg = conn.pgconn
@@ -71,7 +76,9 @@ class Wire:
         self._on_lost = on_lost
         self._reading = False
         self._check: asyncio.TimerHandle | None = None  # armed while round trips are in flight
-        self.lost: psycopg.OperationalError | None = None
+        self.lost: psycopg.Error | None = None
+        self._ending: tuple[str | None, str] | None = None  # what the server said before it ended the session
+        conn.add_notice_handler(self._noticed)
         self._read()
 
     @property
@@ -115,6 +122,7 @@ class Wire:
                     self._on_notify(note)
             answer = self._answer
             if answer is None:  # nothing asked: a notice, a notification, or the session's end
+                pg.is_busy()  # parsed now: a FATAL error sent while idle reaches the notice handler
                 if pg.status == BAD:
                     raise psycopg.OperationalError("the server closed the connection")
                 return
@@ -149,15 +157,33 @@ class Wire:
         if drained is not None and not drained.done():
             drained.set_result(None)
 
+    def _noticed(self, diag: psycopg.errors.Diagnostic) -> None:
+        if ends_session(diag.sqlstate, diag.severity_nonlocalized):
+            self._ending = (diag.sqlstate, diag.message_primary or "")
+
+    def _ended_by(self, exc: psycopg.OperationalError) -> psycopg.Error:
+        """The error that ended the session: what the server said before it closed, or else the
+        socket's end."""
+        with contextlib.suppress(psycopg.Error):
+            self._pg.is_busy()  # what arrived before the end, parsed: a notice reaches _noticed
+        error = self._error
+        if error is not None and ends_session(error.sqlstate, error.diag.severity_nonlocalized):
+            return error
+        if self._ending is not None:
+            sqlstate, message = self._ending
+            return said_error(sqlstate, message)
+        return exc
+
     def _fail(self, exc: psycopg.OperationalError) -> None:
+        cause = self._ended_by(exc)
         if self.lost is None:
-            self.lost = exc
+            self.lost = cause
         self._unread()
         answer = self._answer
         if answer is not None:
-            self._done(answer, Answer(self._results, self._error, exc))
+            self._done(answer, Answer(self._results, self._error, cause))
         if self._on_lost is not None:
-            self._on_lost(exc)
+            self._on_lost(cause)
 
     def _flush(self) -> None:
         try:
@@ -260,3 +286,12 @@ class Wire:
         if answer is not None:
             self._done(answer, Answer(self._results, self._error, closed))
         self._pg.finish()
+
+
+def said_error(sqlstate: str | None, message: str) -> psycopg.Error:
+    """The driver's error for what the server said (its class by SQLSTATE)."""
+    try:
+        kind: type[psycopg.Error] = psycopg.errors.lookup(sqlstate) if sqlstate else psycopg.OperationalError
+    except KeyError:
+        kind = psycopg.OperationalError
+    return kind(message)

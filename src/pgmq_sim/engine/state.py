@@ -120,6 +120,8 @@ class RunState:
             self.log.event,
             evidence_for(settings.delmsg, settings.audit, self.design.seed_table),
             self.design.enqueue.text,
+            self.timeline.reasons,
+            self.clock,
         )
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.notes.extend(self.given.notes)

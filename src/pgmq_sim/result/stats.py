@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from hdrh.histogram import HdrHistogram
 
 from pgmq_sim.model.facts import PoolerPulse
+from pgmq_sim.result.reasons import ReasonTally
 
 HOUR_US = 3_600_000_000
 OPEN_SECONDS = 3  # commits reach the timeline a little out of order; later ones count, unranked
@@ -306,6 +307,7 @@ class Timeline:
         self._last_done: float | None = None
         self._gaps: deque[tuple[float, float]] = deque(maxlen=MAX_GAPS)
         self._losses: deque[float] = deque(maxlen=MAX_GAPS)
+        self.reasons = ReasonTally()  # the server's reasons for the errors and losses met
 
     def _at(self, second: int) -> _Second:
         while len(self._seconds) <= second:
@@ -330,11 +332,13 @@ class Timeline:
         with self._lock:
             self._at(max(0, int(at_s))).pooler = sample
 
-    def lost(self, at_s: float) -> None:
-        """A worker lost its connection: the first loss of an outage."""
+    def lost(self, at_s: float, outage: bool = True) -> None:
+        """A worker lost its connection: the first loss of an outage (outage=False: a loss the
+        server's own policy caused, counted in its second but no sign of an outage)."""
         with self._lock:
             self._at(max(0, int(at_s))).lost += 1
-            self._losses.append(at_s)
+            if outage:
+                self._losses.append(at_s)
 
     def pauses(self, end_s: float | None = None) -> tuple[list[tuple[float, float]], list[float]]:
         """The pauses in completions of GAP_S or more (from the last completion to the next, and to
