@@ -97,8 +97,14 @@ def cancel_query(conn: psycopg.Connection) -> None:
 
 def limit_lock_waits(conn: psycopg.Connection) -> None:
     """Open the tool's transaction with a bound on lock waits: a lock held elsewhere must not hang
-    the schema, the diagnosis or the audit. SET LOCAL ends with the transaction."""
-    conn.execute(f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
+    the schema, the diagnosis or the audit. The role's own timeouts are the queue's policy, not the
+    tool's: its install, audit and diagnosis are not ended by them (their waits are bounded by the
+    tool). SET LOCAL ends with the transaction."""
+    conn.execute(
+        f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}; set local statement_timeout = 0;"
+        " set local idle_in_transaction_session_timeout = 0"
+        + ("; set local transaction_timeout = 0" if conn.info.server_version >= 170000 else "")
+    )
 
 
 @contextlib.contextmanager

@@ -6,9 +6,11 @@ from typing import Any
 
 import psycopg
 
+from pgmq_sim.db.connection import connect
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
 from pgmq_sim.model.facts import ServerCounters, StallFacts, StatementCounters, TablePulse
+from pgmq_sim.model.timeouts import TIMEOUTS, ServerSetting, ServerTimeouts
 from pgmq_sim.sqlfiles import statement
 
 
@@ -48,6 +50,16 @@ class ServerViews:
     def producer_backends(self) -> list[int]:
         """The producer's backend, to inspect beside the workers' when it wrote nothing."""
         return [int(r[0]) for r in self.sessions.all("producer_backends")]
+
+    def timeouts(self) -> ServerTimeouts:
+        """The timeouts this role's sessions get in this database, and where each is set: read on a
+        session of its own (the tool's own transactions set theirs locally)."""
+        with connect(self.dsn) as conn:
+            rows = conn.execute(statement("server_timeouts"), (list(TIMEOUTS),)).fetchall()
+        role, database = (str(rows[0][7]), str(rows[0][8])) if rows else ("", "")
+        read = {str(r[0]): ServerSetting.read(str(r[0]), int(r[1]), r[2], str(r[3]), str(r[4]), r[5], r[6])
+                for r in rows}  # fmt: skip
+        return ServerTimeouts(role, database, tuple(read[n] for n in TIMEOUTS if n in read))
 
     def may_run_programs(self) -> bool:
         row = self.sessions.one("server_programs")

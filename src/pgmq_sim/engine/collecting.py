@@ -23,7 +23,7 @@ from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
 from pgmq_sim.verdicts.drift import judge_drift
-from pgmq_sim.verdicts.outages import fault_effects
+from pgmq_sim.verdicts.outages import fault_effects, reason_faults
 
 FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
 COLLECT_TIMEOUT_S = 600.0
@@ -105,12 +105,16 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
+    reasons = state.timeline.reasons
     faults = fault_effects(
         sorted(state.faults, key=lambda f: f.at_s),
         *state.timeline.pauses(state.elapsed),
         timeline,
         state.elapsed,
+        reasons.loss_causes(),
     )
+    server_reasons = reasons.counts()
+    faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
     return RunResult.from_stats(
         settings=settings,
         server=state.server.label,
@@ -119,6 +123,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,
+        server_reasons=server_reasons,
+        timeouts=state.timeouts,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,

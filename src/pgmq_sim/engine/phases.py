@@ -34,6 +34,7 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.skew import hottest_share, key_sampler
+from pgmq_sim.verdicts.policies import conflicts, run_shape
 
 STOP_GRACE_S = 2.0
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
@@ -64,6 +65,7 @@ def check(state: RunState, parts: RunParts) -> None:
                 f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now;"
                 " use fewer workers or raise max_connections"
             )
+    check_timeouts(state)
     if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
         if not settings.chaos_allow_restart:
             raise UsageError(
@@ -105,6 +107,17 @@ def check(state: RunState, parts: RunParts) -> None:
             " `pgmq-sim audit` checks such a queue before a new run replaces it"
         )
     parts.carrier.open(state)
+
+
+def check_timeouts(state: RunState) -> None:
+    """The server's timeouts as the run's role has them, and where each is set: one that would end
+    every message's session refuses the run; one that would end some is said, and the run goes on."""
+    timeouts = call_bounded(state.views.timeouts, 30, state.signals, "timeouts check", True)
+    state.timeouts = timeouts
+    for conflict in conflicts(timeouts, run_shape(state.settings, state.design.skips_locked)):
+        if conflict.refuse:
+            raise UsageError(conflict.line)
+        state.note(conflict.line)
 
 
 def try_folder_design(state: RunState) -> list[str]:

@@ -28,6 +28,7 @@ from pgmq_sim.engine.loop import RunLoop
 from pgmq_sim.engine.meters import Meters
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.costs import ProcessCpu
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.serverpath import RunPath
@@ -83,6 +84,7 @@ class RunState:
     runners: list[str] | None = None  # per worker, the process or host that ran it
     process_cpu: list[ProcessCpu] = field(default_factory=list)  # worker processes elsewhere
     path: RunPath | None = None  # decided by the check
+    timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read by the check
     spare_connections: int | None = None  # what the server and the role allow beyond the run's own
     pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare

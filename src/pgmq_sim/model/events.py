@@ -22,6 +22,10 @@ class Fault:
     open_at_end: bool = False  # the outage lasted until the run ended: not recovered
     pooler_waiting: int | None = None  # the most clients the pooler's console showed waiting meanwhile
     pooler_wait_ms: float | None = None  # and the longest wait it showed
+    # one row for a repeated cause: how many times, the last one's time, the sessions it met
+    count: int | None = None
+    last_s: float | None = None
+    sessions: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         measured = {
@@ -34,13 +38,28 @@ class Fault:
             "pooler_longest_wait_ms": self.pooler_wait_ms,
         }
         head = {"at_s": round(self.at_s, 3), "kind": self.kind, "detail": self.detail}
+        if self.count is not None:
+            last = round(self.last_s or self.at_s, 3)
+            head |= {"count": self.count, "last_s": last, "sessions": self.sessions}
         return head | (measured if self.connections_lost is not None else {})
+
+    def when(self) -> str:
+        """'at 3.0 s', or for a repeated cause 'x199 from 0.3 s to 199.0 s'."""
+        if self.count is None or self.count == 1:
+            return f"at {self.at_s:.1f} s"
+        return f"x{self.count} from {self.at_s:.1f} s to {self.last_s or self.at_s:.1f} s"
 
     def effect(self) -> str:
         """The fault's measured effect, in words ('' before it is measured)."""
         if self.connections_lost is None:
-            return ""
+            if self.count is None:  # not measured yet
+                return ""
+            span = "" if self.count == 1 else f" from {self.at_s:.1f} s to {self.last_s or self.at_s:.1f} s"
+            sessions = f" in {self.sessions} session(s)" if self.sessions is not None else ""
+            return f"{self.count} time(s){span}{sessions}"
         out = f"out {self.outage_s:.2f} s" if self.outage_s else "no pause in completions"
+        if self.count is not None and self.count > 1:
+            out = f"{self.when()}, out {self.outage_s or 0:.2f} s in all"
         if self.open_at_end:
             back = "not recovered by the end of the run"
         elif self.rate_before is None:

@@ -177,18 +177,21 @@ class ReasonCount:
     def reason(self) -> ServerReason:
         return ServerReason(self.cause, self.sqlstate, self.message)
 
-    def text(self) -> str:
-        """'24130 times from 0.2 s to 199.8 s, 24130 sessions of 8 workers'."""
-        who = f"{len(self.workers)} {'worker' if len(self.workers) == 1 else 'workers'}"
-        if any(not w.startswith("w") for w in self.workers):
-            who = ", ".join(self.workers)
-        times = f"{self.count} time{'s' if self.count != 1 else ''}"
-        span = (
+    def who(self) -> str:
+        """'4 workers (w1, w2, w3, w4)', 'producer', or both."""
+        queue = [w for w in self.workers if w.startswith("w") and w[1:].isdigit()]
+        others = [w for w in self.workers if w not in queue]
+        names = ", ".join(queue[:4]) + (", ..." if len(queue) > 4 else "")
+        said = [f"{len(queue)} worker{'s' if len(queue) != 1 else ''} ({names})"] if queue else []
+        return ", ".join(said + others)
+
+    def when(self) -> str:
+        """'at 0.2 s', or 'from 0.2 s to 199.8 s'."""
+        return (
             f"at {self.first_s:.1f} s"
             if self.count == 1
             else f"from {self.first_s:.1f} s to {self.last_s:.1f} s"
         )
-        return f"{times} {span}, {self.sessions} session{'s' if self.sessions != 1 else ''} of {who}"
 
     def as_json(self) -> dict[str, Any]:
         reason = self.reason

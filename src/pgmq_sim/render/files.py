@@ -127,6 +127,8 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "table": r.health.as_json() if r.health else None,
         "timeline": [s.as_json() for s in r.timeline],
         "faults": [f.as_json() for f in r.faults],
+        "server_reasons": [c.as_json() for c in r.server_reasons],
+        "server_timeouts": r.timeouts.as_json() if r.timeouts else None,
         "producer": r.producer.as_json() if r.producer else None,
         "retries": r.retries.as_json() if r.retries else None,
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,

@@ -86,7 +86,15 @@ def print_summary(console: Console, result: RunResult) -> None:
         table.add_row("end-to-end ms by priority", escape(levels))
     table.add_row("empty claims", str(result.empty_claims))
     if result.connections_lost or result.reconnects:
-        table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
+        lost = [
+            f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{c.lost}"
+            for c in result.server_reasons
+            if c.lost
+        ]
+        causes = f"; lost to {', '.join(lost)}" if lost else ""
+        table.add_row(
+            "connections", escape(f"{result.connections_lost} lost, {result.reconnects} reconnects{causes}")
+        )
     bound, worker_bound = result.ordering_bound_per_s, result.worker_bound_per_s
     if bound and worker_bound:
         groups = result.bound_groups
@@ -106,6 +114,8 @@ def print_summary(console: Console, result: RunResult) -> None:
             share = result.throughput_per_s / worker_bound
             text += f"; {len(result.workers)} workers allow at most {worker_bound:.0f}/s ({share:.0%})"
         table.add_row("ordering bound", text)
+    if result.timeouts is not None and any(t.on for t in result.timeouts.settings):
+        table.add_row("server timeouts", escape(result.timeouts.text()))
     if result.health:
         h = result.health
         table.add_row(

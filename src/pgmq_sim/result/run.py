@@ -11,7 +11,9 @@ from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
+from pgmq_sim.model.reasons import ReasonCount
 from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
@@ -160,6 +162,8 @@ class RunResult:
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
     e2e_by_priority: dict[int, dict[str, float]] | None = None  # -priority: each level's percentiles
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
+    server_reasons: tuple[ReasonCount, ...] = ()  # why the server ended statements and sessions, by cause
+    timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read before it
 
     @classmethod
     def from_stats(
@@ -198,6 +202,8 @@ class RunResult:
         queue: dict[str, Any] | None = None,
         e2e_by_priority: dict[int, dict[str, float]] | None = None,
         claim_skips_locked: bool = False,
+        server_reasons: Sequence[ReasonCount] = (),
+        timeouts: ServerTimeouts | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -258,6 +264,8 @@ class RunResult:
             queue=queue,
             e2e_by_priority=e2e_by_priority,
             claim_skips_locked=claim_skips_locked,
+            server_reasons=tuple(server_reasons),
+            timeouts=timeouts,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )

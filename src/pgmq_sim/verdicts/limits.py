@@ -17,10 +17,12 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts.outages import MET
+from pgmq_sim.verdicts.policies import PolicyMet, policies_met, run_shape
 
 RESOURCES = (
     "client-cpu",
     "locks",
+    "server-policy",
     "outage",
     "pool",
     "claim-plan",
@@ -42,6 +44,7 @@ CLAIM_BLOCKS = 200  # buffers read per message: a claim that scans, not one that
 KEPT_UP = 0.95  # of the offered rate
 CLIENT_CORE_SHARE = 0.9  # of a core, the busiest client process's (one GIL per process)
 OUTAGE_SHARE = 0.05  # of the run's time, the path down: the outage, not the queue, set the pace
+POLICY_SHARE = 0.05  # of the messages' attempts, ended by a server policy: the policy set the pace
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class Figures:
     claim_skips_locked: bool = False  # the claim passes over locked rows instead of waiting for them
     faults: tuple[Fault, ...] = ()  # injected or met, with their outages measured (a whole run's)
     elapsed_s: float | None = None
+    policies: tuple[PolicyMet, ...] = ()  # the server's policies met, most often first (a whole run's)
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class Limit:
 
 def judge(f: Figures) -> Limit:
     profile = f.waits.shares() if f.waits is not None and f.waits.busy else None
-    checks = (_client, _locks, _outage, _pool, _claim_plan, _wal, _server_cpu, _ordering, _workers, _producer)
+    checks = (_client, _locks, _policy, _outage, _pool, _claim_plan, _wal, _server_cpu, _ordering, _workers,
+              _producer)  # fmt: skip
     for check in checks:
         found = check(f)
         if found is not None:
@@ -137,14 +142,31 @@ def _client(f: Figures) -> Found:
     )
 
 
+def _policy(f: Figures) -> Found:
+    """A server policy (a timeout of the role, the database or the server) that ended 5% or more of
+    the messages' attempts: the run's pace is the policy's, and it is no outage."""
+    if not f.policies or not f.elapsed_s:
+        return None
+    processed = f.achieved_per_s * f.elapsed_s
+    top = f.policies[0]
+    ended = sum(p.count for p in f.policies)
+    share = top.count / (processed + ended)
+    if share < POLICY_SHARE:
+        return None
+    evidence = "; ".join(p.evidence() for p in f.policies)
+    evidence += f"; {processed:.0f} message(s) processed: {share:.0%} of the attempts ended by {top.setting}"
+    return "server-policy", evidence, top.fix
+
+
 def _outage(f: Figures) -> Found:
     """The path down 5% of the run or more, whether the run injected the fault or met it: the
     throughput is then the outage's, not the queue's (an outage makes every later figure a symptom:
     idle workers, a producer behind, clients waiting at the pooler)."""
-    spans = sorted((x.at_s, x.at_s + x.outage_s) for x in f.faults if x.outage_s)
-    if not spans or not f.elapsed_s:
+    spans = sorted((x.at_s, x.at_s + x.outage_s) for x in f.faults if x.outage_s and not x.count)
+    repeated = sum(x.outage_s or 0.0 for x in f.faults if x.count)  # one cause's outages, apart
+    if not (spans or repeated) or not f.elapsed_s:
         return None
-    down, reach = 0.0, 0.0
+    down, reach = repeated, 0.0
     for a, b in spans:  # their union: two faults may share one pause
         down += max(0.0, b - max(a, reach))
         reach = max(reach, b)
@@ -153,7 +175,7 @@ def _outage(f: Figures) -> Found:
         return None
     said = []
     for x in sorted((x for x in f.faults if x.outage_s), key=lambda x: -(x.outage_s or 0))[:3]:
-        what = f"{x.kind} at {x.at_s:.1f} s out {x.outage_s:.1f} s"
+        what = f"{x.kind} {x.when()} out {x.outage_s:.1f} s" + (" in all" if x.count else "")
         what += ", not recovered by the end of the run" if x.open_at_end else ""
         what += f" ({x.detail})" if x.kind == MET else ""
         said.append(what)
@@ -455,6 +477,7 @@ def run_figures(r: RunResult) -> Figures:
         claim_skips_locked=r.claim_skips_locked,
         faults=r.faults,
         elapsed_s=r.elapsed_s,
+        policies=policies_met(r.server_reasons, r.timeouts, run_shape(r.settings, r.claim_skips_locked)),
     )
 
 

@@ -4,18 +4,29 @@ worker connections were lost, and what the pooler's console showed meanwhile. An
 injected fault explains (a server restarted by somebody else, a pooler's own restart) is reported as
 a fault the run met: a pause in completions with a worker connection lost in it, or one of a second
 or more while work waited and the producer wrote nothing or the pooler held clients waiting. A pause
-that lasts until the run's end is an outage too, not recovered by the end of the run."""
+that lasts until the run's end is an outage too, not recovered by the end of the run.
+
+A met outage names what the server said of the connections lost in it (model/reasons), and the
+met outages of one cause are one row: how many, the first and the last, the seconds down in all.
+A session the server's own policy ended (its idle-in-transaction or idle-session timeout) is no
+sign of an outage: the policies met, and the statements the server ended, are rows of their own
+(`reason_faults`), one per cause."""
 
 from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 
 from pgmq_sim.model.events import Fault
+from pgmq_sim.model.reasons import LABELS, Cause, ReasonCount
+from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.stats import SecondSample
 
 MET = "outage"  # the kind of a fault the run met rather than injected
+POLICY = "server-policy"  # a server policy met: one row per cause
+SERVER_ERROR = "server-error"  # statements (or reconnects) the server ended for another reason
 BEFORE_S = 5  # the rate before a fault: the median of the whole seconds before it
 BACK_SHARE = 0.9  # back to the rate: a whole second at 90% of it or more
 HABIT = 3  # pauses in the seconds before a fault that make a habit of pausing
@@ -30,9 +41,11 @@ def fault_effects(
     losses: Sequence[float],
     samples: Sequence[SecondSample],
     end_s: float | None = None,
+    causes: Sequence[tuple[float, Cause]] = (),
 ) -> list[Fault]:
     """The faults with their effects, in time order, the met outages among them. `gaps` may end with
-    the pause from the last completion to the run's end (`end_s`): it counts only while work waited."""
+    the pause from the last completion to the run's end (`end_s`): it counts only while work waited.
+    `causes`: why connections were lost, when (a met outage's cause; the outages of one are one row)."""
     gaps = [(a, b) for a, b in gaps if not _open(b, end_s) or _waiting(samples, a, b)]
     out: list[Fault] = []
     explained: list[tuple[float, float]] = []
@@ -57,22 +70,75 @@ def fault_effects(
         back = pause[1] if pause else until
         explained.append((began - NEAR_S, max(back, until) + NEAR_S))
         out.append(_measured(fault, began, back, until, losses, samples, pause is not None, end_s))
+    met: dict[str, list[Fault]] = {}
     for a, b in gaps:
         if any(lo <= a <= hi or lo <= b <= hi for lo, hi in explained):
             continue
         lost = [t for t in losses if a <= t <= b]
-        said = [f"{len(lost)} worker connection(s) lost"] if lost else []
+        why = Counter(cause for t, cause in causes if a <= t <= b).most_common(1)
+        cause = f" to {LABELS[why[0][0]]}" if why else ""
+        said = [f"{len(lost)} worker connection(s) lost{cause}"] if lost else []
+        key = [f"lost{cause}"] if lost else []  # what the outages of one row share
         if b - a >= MET_MIN_S and _waiting(samples, a, b):
             stalled = _stalled_s(samples, a, b)
-            said += [f"the producer wrote nothing for {stalled} s while messages were due"] if stalled else []
+            if stalled:
+                said.append(f"the producer wrote nothing for {stalled} s while messages were due")
+                key.append("producer")
             waiting = _pooler(samples, a, b)[0]
-            said += [f"the pooler held up to {waiting} client(s) waiting for a server connection"] * bool(
-                waiting
-            )
+            if waiting:
+                said.append(f"the pooler held up to {waiting} client(s) waiting for a server connection")
+                key.append("pooler")
         if said:
-            met = Fault(a, MET, "not injected: " + "; ".join(said))
-            out.append(_measured(met, a, b, b, losses, samples, True, end_s))
+            fault = Fault(a, MET, "not injected: " + "; ".join(said))
+            met.setdefault(" ".join(key), []).append(_measured(fault, a, b, b, losses, samples, True, end_s))
+    out += [_one_row(key, group) for key, group in met.items()]
     return sorted(out, key=lambda f: f.at_s)
+
+
+def _one_row(key: str, group: list[Fault]) -> Fault:
+    """The met outages of one cause as one row: the first's time, how many, the last's, the seconds
+    down and the connections lost in all."""
+    if len(group) == 1:
+        return group[0]
+    first, last = group[0], group[-1]
+    detail = f"not injected: worker connections {key}" if key.startswith("lost") else first.detail
+    return dataclasses.replace(
+        first,
+        detail=detail,
+        outage_s=round(sum(f.outage_s or 0.0 for f in group), 3),
+        recovery_s=last.recovery_s,
+        connections_lost=sum(f.connections_lost or 0 for f in group),
+        open_at_end=last.open_at_end,
+        pooler_waiting=max((f.pooler_waiting or 0 for f in group), default=0) or None,
+        pooler_wait_ms=max((f.pooler_wait_ms or 0.0 for f in group), default=0.0) or None,
+        count=len(group),
+        last_s=last.at_s,
+    )
+
+
+def reason_faults(reasons: Sequence[ReasonCount], timeouts: ServerTimeouts | None) -> list[Fault]:
+    """One row per server policy met (the setting, where it is set, what the server said) and per
+    other reason the server ended statements for; lost connections of other causes are the met
+    outages' (or an injected fault's)."""
+    rows = []
+    for r in reasons:
+        said = r.reason
+        who = r.who()
+        if said.policy:
+            s = timeouts.get(said.setting or "") if timeouts is not None else None
+            setting = timeouts.said(s) if timeouts is not None and s is not None else said.setting
+            ended = "ended sessions" if r.lost else "canceled statements"
+            detail = f"{setting}: the server {ended} of {who}: {said.text()}"
+            rows.append(Fault(r.first_s, POLICY, detail, count=r.count, last_s=r.last_s, sessions=r.sessions))
+        elif r.lost < r.count:
+            detail = (
+                f"{said.label}: the server ended statements (or refused connections) of {who}: {said.text()}"
+            )
+            count = r.count - r.lost
+            rows.append(
+                Fault(r.first_s, SERVER_ERROR, detail, count=count, last_s=r.last_s, sessions=r.sessions)
+            )
+    return rows
 
 
 def _open(b: float, end_s: float | None) -> bool:
