@@ -38,6 +38,7 @@ from pgmq_sim.dsn import reason, redact
 from pgmq_sim.errors import ServerLostError, SimError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
 from pgmq_sim.result.costs import CpuReading, Logins
+from pgmq_sim.result.reasons import ReasonTally
 from pgmq_sim.result.stats import LatencyHistogram, Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime, queue_types
@@ -63,6 +64,7 @@ class DeltaTimeline(Timeline):
         super().__init__()
         self.count = 0
         self.e2e = LatencyHistogram(2)
+        self.reasons = ReasonTally(relay=True)  # the server's reasons met, relayed to the master
 
     def processed(self, at_s: float, e2e_ms: float | None) -> None:
         self.count += 1
@@ -299,6 +301,7 @@ class Child:
             "in_doubt": self.counter.in_doubt,
             "busy": crew.busy,
             "requests": self.requests.take() if self.requests is not None else [],
+            "reasons": self.timeline.reasons.take(),
         }
         before = self.cpu_at_start
         if before is not None:  # this process's own cost, since its workers started

@@ -113,6 +113,10 @@ class Members:
         e2e = LatencyHistogram.decode(data["e2e"]) if data.get("e2e") else None
         if data["count"]:
             state.timeline.processed_batch(state.clock(), int(data["count"]), e2e)
+        for met in data.get("reasons", []):  # the server's reasons its workers met, placed at the report
+            reason = state.timeline.reasons.relayed(state.clock(), tuple(met))
+            if met[5]:
+                state.timeline.lost(state.clock(), outage=not reason.policy)
         member.in_doubt = int(data.get("in_doubt", 0))
         member.busy = int(data.get("busy", 0))
         if data.get("cpu"):

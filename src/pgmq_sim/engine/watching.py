@@ -18,6 +18,7 @@ from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.checks import live_breach
 from pgmq_sim.verdicts.diagnose import explain_stall
+from pgmq_sim.verdicts.policies import reasons_since
 
 PING_TIMEOUT_S = 5.0
 
@@ -108,6 +109,9 @@ def diagnose_stall(state: RunState, behind: int = 0) -> None:
         state.causes = [f"could not inspect the queue: {reason(exc, *state.dsns)}"]
         return
     causes = explain_stall(facts, served, pooled, producers)
+    causes += reasons_since(
+        state.timeline.reasons.counts(), state.timeouts, state.elapsed - state.settings.stall_timeout
+    )
     if behind:
         stalled_s = state.settings.stall_timeout
         causes.insert(0, f"the producer wrote nothing for {stalled_s:g} s while {behind} messages were due")

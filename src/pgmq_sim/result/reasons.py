@@ -27,11 +27,15 @@ class _Tally:
     workers: set[str] = field(default_factory=set)
 
 
+Relayed = tuple[str, str | None, str, str, int | None, bool]  # cause, sqlstate, message, who, pid, lost
+
+
 class ReasonTally:
-    def __init__(self) -> None:
+    def __init__(self, relay: bool = False) -> None:
         self._lock = threading.Lock()
         self._by: dict[tuple[Cause, str | None], _Tally] = {}
         self._losses: deque[tuple[float, Cause]] = deque(maxlen=MAX_LOSSES)
+        self._relayed: list[Relayed] | None = [] if relay else None  # a worker process's, for its report
 
     def met(self, at_s: float, reason: ServerReason, who: str, pid: int | None, lost: bool) -> None:
         """A statement or a session (lost: the session) ended for this reason."""
@@ -51,6 +55,21 @@ class ReasonTally:
                 tally.pids.add(pid)
             if lost and not reason.policy:
                 self._losses.append((at_s, reason.cause))
+            if self._relayed is not None:
+                self._relayed.append((str(reason.cause), reason.sqlstate, reason.message, who, pid, lost))
+
+    def take(self) -> list[Relayed]:
+        """What was met since the last take (a worker process reports it to the master)."""
+        with self._lock:
+            taken, self._relayed = self._relayed or [], [] if self._relayed is not None else None
+        return taken
+
+    def relayed(self, at_s: float, met: Relayed) -> ServerReason:
+        """One reason a worker process met, counted here at the time its report came."""
+        cause, sqlstate, message, who, pid, lost = met
+        reason = ServerReason(Cause(cause), sqlstate, message)
+        self.met(at_s, reason, who, pid, lost)
+        return reason
 
     def counts(self) -> tuple[ReasonCount, ...]:
         """Each cause met, the first met first."""

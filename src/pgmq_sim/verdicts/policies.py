@@ -192,3 +192,21 @@ def _fix(cause: Cause, t: ServerTimeouts | None, s: ServerSetting | None, shape:
         f"statements ran longer than {name} and were canceled, then tried again: find what made them slow"
         f" (a lock wait, a claim that scans), or {raised} for the queue's role"
     )
+
+
+def reasons_since(
+    reasons: tuple[ReasonCount, ...], timeouts: ServerTimeouts | None, since_s: float
+) -> list[str]:
+    """The server's reasons met since a time, one line each (what a stall met meanwhile)."""
+    lines = []
+    for r in reasons:
+        if r.last_s < since_s:
+            continue
+        said = r.reason
+        s = timeouts.get(said.setting) if timeouts is not None and said.setting else None
+        what = timeouts.said(s) if timeouts is not None and s is not None else said.label
+        lines.append(
+            f"the server ended the run's {'sessions' if r.lost else 'statements'} meanwhile, for {what}:"
+            f" {said.text()}, {r.count} time(s) in the run, the last at {r.last_s:.1f} s"
+        )
+    return lines
