@@ -43,14 +43,14 @@ def _evidence(conn: psycopg.Connection, show: int) -> dict[str, Any]:
         DuplicateClaims(int(m), tuple(w), bool(o), float(g))
         for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show,))
     ]
-    pairs = [
-        OrderViolation(str(t), int(o), int(m), int(p), str(w), str(pw), float(s))
-        for t, o, m, p, w, pw, s in conn.execute(statement("audit_violations"), (show,))
-    ]
+    rows = conn.execute(statement("audit_violations"), (show,)).fetchall()
+    pairs = [OrderViolation(str(t), int(o), int(m), int(p), str(w), str(pw), float(s), bool(v))
+             for t, o, m, p, w, pw, s, v, _ in rows]  # fmt: skip
     violations = [r[0] for r in conn.execute(statement("audit_order"))]
     return {
         "order_violation_ids": tuple(violations[:show]),
         "order_violations": len(violations),
+        "overtaking": int(rows[0][8]) if rows else 0,
         "duplicate_claims": tuple(claims),
         "violations": tuple(pairs),
     }

@@ -66,6 +66,7 @@ class OrderViolation:
     worker: str
     prev_worker: str
     early_s: float  # how long before the previous completion it was claimed
+    overtook: bool = False  # claimed before the previous one was: it was pending, not in flight
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class AuditCounts:
     early: int = 0  # completed before their due time
     redelivered_ids: tuple[int, ...] = ()
     early_ids: tuple[int, ...] = ()
+    overtaking: int = 0  # of the order violations, messages claimed before their group's earlier one was
     # the evidence a failed audit's cause is read from: for the first duplicates, each completion
     # (worker, claimed, completed) and whether a second claim came while the first was open; for
     # the first order violations, the group and both messages with their workers

@@ -44,3 +44,65 @@ class ClaimLocks:
             if present
         ]
         return ", ".join(found) if found else "no row lock (no FOR UPDATE, no advisory lock)"
+
+
+ORDER_BY = re.compile(
+    r"\border by (.+?)(?= limit\b| for (?:no key )?(?:update|share)\b| offset\b| fetch\b|\)|;|$)"
+)
+RETURNING = re.compile(r"\breturning (.+?)(?:;|$)")
+
+
+@dataclass(frozen=True)
+class ClaimOrder:
+    """What a claim's ORDER BY puts before a message's id, besides its group's own columns (an
+    urgency, a due time): the ordering by which a later message of a group can overtake an earlier
+    one still pending. Read from the statement, not its comments."""
+
+    written: str  # the ORDER BY as the claim writes it: t.priority desc, t.not_before, t.id
+    ahead: tuple[str, ...]  # its keys before the id, without their tables' aliases: priority desc, not_before
+    id_column: str  # the column the claim returns as msg_id
+
+    @classmethod
+    def read(cls, text: str) -> ClaimOrder | None:
+        words = " ".join(COMMENTS.sub(" ", text).lower().split())
+        returned = RETURNING.search(words)
+        columns = dict(_named(item) for item in _top_level(returned.group(1))) if returned else {}
+        id_column = columns.get("msg_id", "msg_id")
+        group = {columns.get("order_id", "order_id"), columns.get("queue_type", "queue_type")}
+        for clause in ORDER_BY.finditer(words):
+            keys = [_unaliased(key) for key in _top_level(clause.group(1))]
+            firsts = [key.split(" ")[0] for key in keys]
+            before = firsts.index(id_column) if id_column in firsts else len(keys)
+            ahead = tuple(
+                key for key, first in zip(keys[:before], firsts, strict=False) if first not in group
+            )
+            if ahead:
+                return cls(clause.group(1).strip(), ahead, id_column)
+        return None
+
+    def said(self) -> str:
+        """'priority desc, then not_before, before id (order by t.priority desc, t.not_before, t.id)'"""
+        return f"{', then '.join(self.ahead)}, before {self.id_column} (order by {self.written})"
+
+
+def _top_level(text: str) -> list[str]:
+    """A list's items, split at the commas outside parentheses."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(text[start:i].strip())
+            start = i + 1
+    return [*items, text[start:].strip()]
+
+
+def _unaliased(expression: str) -> str:
+    """t.priority desc -> priority desc"""
+    return re.sub(r'^"?\w+"?\.', "", expression.strip()).replace('"', "")
+
+
+def _named(item: str) -> tuple[str, str]:
+    """A returned item as (its name, its column): 'o.customer as order_id' -> (order_id, customer)."""
+    expression, _, alias = item.partition(" as ")
+    column = _unaliased(expression).split(" ")[0]
+    return (alias.strip().replace('"', "") or column), column

@@ -1,5 +1,7 @@
 -- $1: how many to show. The first order violations (as audit_order.sql finds them), with the group,
--- both messages' workers, and how long before the previous message's completion the next was claimed.
+-- both messages' workers, how long before the previous message's completion the next was claimed,
+-- whether the next was claimed before the previous one was (it overtook a message still pending,
+-- rather than one in flight), and how many of all the violations did so.
 with first as (
     select distinct on (msg_id) msg_id, queue_type, order_id, worker, claimed_at, completed_at
     from msg_journal
@@ -13,7 +15,9 @@ ordered as (
     window w as (partition by queue_type, order_id order by msg_id)
 )
 select queue_type, order_id, msg_id, prev_msg_id, worker, prev_worker,
-       extract(epoch from prev_completed_at - claimed_at)::float8
+       extract(epoch from prev_completed_at - claimed_at)::float8,
+       claimed_at < prev_claimed_at,
+       count(*) filter (where claimed_at < prev_claimed_at) over ()
 from ordered
 where prev_msg_id is not null and claimed_at < prev_completed_at
   and not (worker = prev_worker and claimed_at = prev_claimed_at and completed_at >= prev_completed_at)

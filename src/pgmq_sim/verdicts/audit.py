@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from pgmq_sim.model.facts import AuditCounts
-from pgmq_sim.model.locks import ClaimLocks
+from pgmq_sim.model.locks import ClaimLocks, ClaimOrder
 from pgmq_sim.result.audit import AuditVerdict
 
 SHOW = 5  # offending msg_ids listed per kind
@@ -81,7 +81,8 @@ def _causes(
     if counts.duplicates:
         causes.append(_duplicates(counts, locks))
     if ordered and counts.order_violations:
-        causes.append(_violations(counts, locks))
+        order = ClaimOrder.read(claim_sql) if claim_sql is not None else None
+        causes.append(_violations(counts, locks, order))
     if counts.early:
         causes.append(
             (
@@ -145,24 +146,66 @@ def _duplicates(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str
     )
 
 
-def _violations(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str]:
+def _violations(counts: AuditCounts, locks: ClaimLocks | None, order: ClaimOrder | None) -> tuple[str, str]:
+    """Which happened: a later message claimed while its group's earlier one was in flight (claimed,
+    not completed), or one that overtook the earlier message while it was still pending (claimed
+    before it was), and by which ordering of the claim."""
+    total = counts.order_violations
+    overtook = min(counts.overtaking, total)
+    if overtook * 2 > total:
+        return _overtaking(counts, overtook, order)
     told = ""
-    if counts.violations:
-        v = counts.violations[0]
+    shown = [v for v in counts.violations if not v.overtook]
+    if shown:
+        v = shown[0]
         told = (
             f"; e.g. group ({v.queue_type}, order_id {v.order_id}): msg_id {v.msg_id} ({v.worker}) was"
             f" claimed {v.early_s * 1000:.1f} ms before msg_id {v.prev_msg_id} ({v.prev_worker}) committed"
         )
+    also = f" ({overtook} more overtook an earlier one still pending)" if overtook else ""
     skipping = (
         " claim.sql skips locked rows, so a group whose head is in flight shows its next message instead"
         if locks is not None and locks.skip_locked
-        else ""
+        else " the claim does not leave a group alone while its head is in flight"
     )
     return (
-        f"{counts.order_violations} message(s) claimed while an earlier one of their group was in flight"
-        f"{told};{skipping or ' the claim does not leave a group alone while its head is in flight'}",
+        f"{total - overtook} message(s) claimed while an earlier one of their group was in flight (claimed,"
+        f" not yet completed){also}{told};{skipping}",
         "claim only a group's head (the first unfinished message of its group), and skip the group"
         " when that head is locked",
+    )
+
+
+def _overtaking(counts: AuditCounts, overtook: int, order: ClaimOrder | None) -> tuple[str, str]:
+    told = ""
+    shown = [v for v in counts.violations if v.overtook]
+    if shown:
+        v = shown[0]
+        told = (
+            f"; e.g. group ({v.queue_type}, order_id {v.order_id}): msg_id {v.msg_id} ({v.worker}) was"
+            f" claimed while msg_id {v.prev_msg_id} was still pending; {v.prev_worker} claimed that one"
+            " after it"
+        )
+    rest = counts.order_violations - overtook
+    also = f" ({rest} more claimed while an earlier one was in flight)" if rest else ""
+    if order is not None:
+        by = f": claim.sql orders by {order.said()}, so a later message that ranks higher is taken first"
+        first = order.ahead[0].split(" ")[0]  # the column, without its direction
+        fix = (
+            f"take a group's messages in their order: rank the groups by {first} if you must, but claim only"
+            f" a group's earliest unfinished message (no earlier message of the group pending or in flight),"
+            f" never a later one for its {first}"
+        )
+    else:
+        by = ": claim.sql's ORDER BY puts nothing before the id, so what chose them is not in its text"
+        fix = (
+            "claim only a group's earliest unfinished message (no earlier message of the group pending or"
+            " in flight)"
+        )
+    return (
+        f"{overtook} message(s) overtook an earlier message of their group while it was still pending"
+        f" (claimed before it was, not while it was in flight){also}{told}{by}",
+        fix,
     )
 
 
