@@ -17,6 +17,8 @@ from pgmq_sim.model.events import Fault, SnapshotHold
 from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
 from pgmq_sim.model.kinds import Outcome, PoolerMode
+from pgmq_sim.model.reasons import Cause, ReasonCount
+from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.result.run import RetryFigures, RunResult
@@ -180,6 +182,19 @@ POOLED = RunPath(
 )
 SCANNING = ServerCost(1000, 1_000_000, {"blks_hit": 900_000, "xact_commit": 3000}, None, None, None)
 
+
+def policed(**changes: Any) -> RunResult:
+    """A run whose workers' sessions the role's idle-in-transaction timeout (5 ms) ended 3000 times."""
+    ended = ReasonCount(
+        Cause.IDLE_IN_TRANSACTION, "25P03", "terminating connection due to idle-in-transaction timeout",
+        3000, 0.1, 1.9, 3000, ("w1", "w2", "w3", "w4", "w5", "w6"), 3000,
+    )  # fmt: skip
+    idle = ServerSetting("idle_in_transaction_session_timeout", 5, "5ms", "user")
+    return dataclasses.replace(
+        result(**changes), server_reasons=(ended,), timeouts=ServerTimeouts("queue", "q", (idle,))
+    )
+
+
 # each limit, a run whose figures put it there, and words its evidence and its fix must hold
 LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
@@ -271,6 +286,12 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         result(rate=1000.0, offered=4000, backlog_at_end=0),
         ("25% of the offered messages",),
         ("the producer set the pace",),
+    ),
+    (
+        "server-policy",
+        policed(),
+        ("idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3000 session(s)", "75%"),
+        ("use -tx split", "ALTER ROLE queue SET idle_in_transaction_session_timeout = '1s'"),
     ),
 ]
 
@@ -401,6 +422,7 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
     ("workers", result(workers=3, groups=100, busy_ms=6.0, spare_connections=1), ("up to 3", "about 3 ")),
     ("producer", LIMITS[8][1], ()),
     ("outage", LIMITS[7][1], ()),
+    ("server-policy", policed(tx="split"), ("-tx split",)),
     ("server-cpu", result(server_cost=ServerCost(1000, 1e6, {"xact_commit": 3000}, None, None, 2.0 * 8)), ()),
     ("idle_workers", result(workers=12, groups=2, empty=5000), ()),
     ("polling_latency", result(rate=100.0, e2e_ms=500, wakeup="notify"), ("-wakeup notify",)),

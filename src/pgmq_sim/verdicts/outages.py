@@ -70,7 +70,7 @@ def fault_effects(
         back = pause[1] if pause else until
         explained.append((began - NEAR_S, max(back, until) + NEAR_S))
         out.append(_measured(fault, began, back, until, losses, samples, pause is not None, end_s))
-    met: dict[str, list[Fault]] = {}
+    met: dict[str, list[tuple[Fault, int]]] = {}  # by cause: each pause met, and the losses in it
     for a, b in gaps:
         if any(lo <= a <= hi or lo <= b <= hi for lo, hi in explained):
             continue
@@ -90,14 +90,16 @@ def fault_effects(
                 key.append("pooler")
         if said:
             fault = Fault(a, MET, "not injected: " + "; ".join(said))
-            met.setdefault(" ".join(key), []).append(_measured(fault, a, b, b, losses, samples, True, end_s))
+            measured = _measured(fault, a, b, b, losses, samples, True, end_s)
+            met.setdefault(" ".join(key), []).append((measured, len(lost)))
     out += [_one_row(key, group) for key, group in met.items()]
     return sorted(out, key=lambda f: f.at_s)
 
 
-def _one_row(key: str, group: list[Fault]) -> Fault:
+def _one_row(key: str, pauses: list[tuple[Fault, int]]) -> Fault:
     """The met outages of one cause as one row: the first's time, how many, the last's, the seconds
-    down and the connections lost in all."""
+    down and the connections lost in them, in all."""
+    group = [fault for fault, _ in pauses]
     if len(group) == 1:
         return group[0]
     first, last = group[0], group[-1]
@@ -107,7 +109,7 @@ def _one_row(key: str, group: list[Fault]) -> Fault:
         detail=detail,
         outage_s=round(sum(f.outage_s or 0.0 for f in group), 3),
         recovery_s=last.recovery_s,
-        connections_lost=sum(f.connections_lost or 0 for f in group),
+        connections_lost=sum(lost for _, lost in pauses),
         open_at_end=last.open_at_end,
         pooler_waiting=max((f.pooler_waiting or 0 for f in group), default=0) or None,
         pooler_wait_ms=max((f.pooler_wait_ms or 0.0 for f in group), default=0.0) or None,
