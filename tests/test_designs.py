@@ -266,6 +266,57 @@ def test_under_a_backlog_the_top_priority_waits_less_than_half_as_long(cli: Cli)
     assert "end-to-end ms by priority" in result.stdout
 
 
+# Urgency before id: the group's row is locked with the message, so a group never has two messages in
+# flight, but a free group gives its most urgent pending message, not its earliest.
+URGENT = {
+    "schema.sql": """
+        drop table if exists job;
+        drop table if exists job_group;
+        create table job_group (queue_type text, order_id bigint, primary key (queue_type, order_id));
+        create table job (id bigint primary key, queue_type text not null, order_id bigint not null,
+                          priority integer not null, state text not null default 'new', due timestamptz);
+        create index job_new on job (queue_type, priority desc, id) where state = 'new';
+    """,
+    "enqueue.sql": """
+        with g as (insert into job_group values ($2, $3) on conflict do nothing)
+        insert into job (id, queue_type, order_id, priority, due) values ($1, $2, $3, $4, $5)
+    """,
+    "claim.sql": """
+        with picked as (
+            select j.id from job j
+            join job_group g on g.queue_type = j.queue_type and g.order_id = j.order_id
+            where j.queue_type = $1 and j.state = 'new'
+            order by j.priority desc, j.id
+            limit $2
+            for update of j, g skip locked
+        )
+        update job j set state = 'running' from picked where j.id = picked.id
+        returning j.id as msg_id, j.queue_type, j.order_id
+    """,
+    "complete.sql": "update job set state = 'done' where id = $1",
+    "pending.sql": "select id from job where state <> 'done'",
+}
+
+
+def test_a_claim_that_ranks_urgency_before_the_id_overtakes_and_the_cause_says_so(cli: Cli) -> None:
+    """Never two messages of a group in flight, yet messages overtake their group's earlier ones
+    while those are pending: the audit fails, and its cause says overtaking, not in flight, and
+    names the claim's ORDER BY."""
+    folder(cli.workdir, "urgent", **{**{k: None for k in OUTBOX}, **URGENT})
+    result = cli.run(
+        "-queue ./urgent -priority 1-5 -fill-db 300 -workers 4 -orders 10 -work-ms 0-1 -json u.json"
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "u.json").read_text())["audit"]
+    assert audit["duplicates"] == audit["missing"] == 0 and audit["order_violations"] > 20, audit
+    assert audit["overtaking"] == audit["order_violations"], audit  # none while one was in flight
+    (cause,) = audit["causes"]
+    assert cause.startswith(f"{audit['overtaking']} message(s) overtook an earlier message of their group")
+    assert "while it was still pending" in cause and "in flight" not in cause.split("(claimed before")[0]
+    assert "claim.sql orders by priority desc, before id (order by j.priority desc, j.id)" in cause
+    assert "earliest unfinished message" in audit["fix"] and "head is locked" not in audit["fix"]
+
+
 def test_the_seed_table_refuses_what_it_cannot_hold(cli: Cli) -> None:
     assert_one_line_error(cli.run("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
     assert_one_line_error(cli.run("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
