@@ -73,6 +73,10 @@ def test_worker_connections_killed_mid_run(own_cli: Cli, own_pg: LocalPostgres) 
     # a commit whose answer was lost is counted once the journal shows it landed
     assert doc["processed"] == 1500 == sum(w["processed"] for w in doc["workers"])
     assert "lost" in " ".join(result.stdout.split())
+    # named by what the server said, and by the reconnect it took at once: a command, no shutdown
+    met = {m["cause"]: m for m in doc["server_reasons"]}
+    assert met["terminated"]["sqlstate"] == "57P01" and "shutdown" not in met, met
+    assert met["terminated"]["sessions_ended"] >= 6
     with psycopg.connect(own_pg.dsn, autocommit=True) as db:
         assert_exactly_once_in_order(db, 1500, delmsg=False)
 
@@ -82,6 +86,9 @@ def test_server_restart_mid_run(own_cli: Cli, own_pg: LocalPostgres) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert doc["outcome"] == "completed" and doc["audit"]["verdict"] == "pass"
     assert doc["connections_lost"] >= 6 and doc["produced"] == 1500
+    # the same message as a termination, but the server then refused the reconnects: its shutdown
+    met = {m["cause"]: m for m in doc["server_reasons"]}
+    assert met["shutdown"]["sqlstate"] == "57P01" and met["shutdown"]["sessions_ended"] >= 6, met
     with psycopg.connect(own_pg.dsn, autocommit=True) as db:
         assert_exactly_once_in_order(db, 1500, delmsg=True)
         # the producer's retried batches wrote no message twice
@@ -107,6 +114,13 @@ def test_idle_session_timeout_shorter_than_the_run(own_cli: Cli, own_pg: LocalPo
     doc = json.loads((own_cli.workdir / "out.json").read_text())
     assert doc["audit"]["verdict"] == "pass" and doc["processed"] == 400
     assert doc["connections_lost"] > 0  # the workers' idle polls did time out
+    # said before the run, with where it is set; met, it is the server's policy: one row, no outage
+    out = " ".join(result.stdout.split())
+    assert "note: idle_session_timeout = 1s (the server's configuration file (" in out
+    assert "postgresql.auto.conf" in out and "-poll-interval 1.5 s" in out
+    (row,) = doc["faults"]
+    assert row["kind"] == "server-policy" and row["detail"].startswith("idle_session_timeout = 1s"), row
+    assert "terminating connection due to idle-session timeout (57P05)" in row["detail"]
 
 
 def test_frozen_server_is_named_and_ends_with_exit_3(own_cli: Cli, own_pg: LocalPostgres) -> None:
@@ -176,6 +190,8 @@ def test_restart_server_fault_crash_restarts_a_dsn_server(own_cli: Cli) -> None:
     doc = json.loads((own_cli.workdir / "out.json").read_text())
     assert [f["kind"] for f in doc["faults"]] == ["restart-server"]
     assert doc["connections_lost"] >= 6 and doc["audit"]["verdict"] == "pass"
+    # the postmaster's reset after a backend was killed: the others were told of the crash
+    assert "crash" in {m["cause"] for m in doc["server_reasons"]}, doc["server_reasons"]
 
 
 def test_a_server_restart_behind_a_pooler_that_refuses_logins_meanwhile_is_one_outage_per_worker(
