@@ -133,9 +133,8 @@ def reason_faults(reasons: Sequence[ReasonCount], timeouts: ServerTimeouts | Non
             detail = f"{setting}: the server {ended} of {who}: {said.text()}"
             rows.append(Fault(r.first_s, POLICY, detail, count=r.count, last_s=r.last_s, sessions=r.sessions))
         elif r.lost < r.count:
-            detail = (
-                f"{said.label}: the server ended statements (or refused connections) of {who}: {said.text()}"
-            )
+            what = "refused connections" if said.cause == Cause.TOO_MANY_CONNECTIONS else "ended statements"
+            detail = f"{said.label}: the server {what} of {who}: {said.text()}"
             count = r.count - r.lost
             rows.append(
                 Fault(r.first_s, SERVER_ERROR, detail, count=count, last_s=r.last_s, sessions=r.sessions)
