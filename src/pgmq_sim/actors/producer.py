@@ -154,8 +154,7 @@ class BatchWriter:
                 if self._lost(exc):
                     self._on_lost(exc, False)
                     break
-                said = server_reason(exc, self._dsn)
-                if not said.retried or self._halt.is_set():
+                if not server_reason(exc, self._dsn).retried or self._halt.is_set():
                     raise
                 self._met(exc, lost=False)
                 if self.committed >= rows[-1].msg_id:  # it landed; the run record's count after it did not
@@ -166,10 +165,13 @@ class BatchWriter:
         await self._write_again(rows, in_doubt=wire is not None)
 
     def _met(self, exc: BaseException, lost: bool) -> None:
+        """A write the server ended (lost: the session with it), counted by its reason and said."""
         said = server_reason(exc, self._dsn)
         if self._reasons is not None:
             self._reasons.met(self._clock(), said, "producer", None, lost)
-        if not lost:
+        if lost:
+            self._log(f"producer lost its connection: {said.text()}; reconnecting")
+        else:
             self._log(f"producer: the server ended a write: {said.text()}; writing it again")
 
     async def _write(self, wire: Wire, rows: list[Message]) -> None:
@@ -193,7 +195,6 @@ class BatchWriter:
         if not in_doubt:
             self.connections_lost += 1
             self._met(exc, lost=True)
-            self._log(f"producer lost its connection: {server_reason(exc, self._dsn).text()}; reconnecting")
 
     async def _write_again(self, rows: list[Message], in_doubt: bool) -> None:
         """Connect (again), and write the batch, unless it was sent and its lost commit answer had

@@ -38,6 +38,7 @@ from pgmq_sim.db.connection import is_connection_lost, server_reason
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.model.kinds import SessionMode
+from pgmq_sim.model.reasons import ServerReason
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, Settings, WorkTime
@@ -215,7 +216,7 @@ class WorkerLoop:
             said = server_reason(exc, self._plan.dsn)
             if not said.retried or self._session is None:
                 raise
-            await self._ended(self._session, exc)
+            await self._ended(self._session, said)
 
     async def close(self) -> None:
         """Roll back what is open (a statement still running is cancelled first) and close."""
@@ -259,11 +260,10 @@ class WorkerLoop:
         self._in_doubt = None
         self._books.settled(kind, claimed, landed)
 
-    async def _ended(self, session: ClaimPort, exc: psycopg.Error) -> None:
+    async def _ended(self, session: ClaimPort, said: ServerReason) -> None:
         """The server ended a statement and its transaction, not the session: roll back (the
         message goes back to the queue), settle a completion it may have cut, count the reason and
         claim again, waiting a little longer each time it repeats."""
-        said = server_reason(exc, self._plan.dsn)
         self._timeline.reasons.met(self._plan.clock(), said, self.stats.name, self.backend_pid, lost=False)
         self._log.event(
             f"worker {self.stats.name}: the server ended a statement: {said.text()}; rolled back,"
