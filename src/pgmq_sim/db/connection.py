@@ -100,7 +100,13 @@ def limit_lock_waits(conn: psycopg.Connection) -> None:
     the schema, the diagnosis or the audit. The role's own timeouts are the queue's policy, not the
     tool's: its install, audit and diagnosis are not ended by them (their waits are bounded by the
     tool). SET LOCAL ends with the transaction."""
-    conn.execute(
+    conn.execute(own_limits(conn))
+
+
+def own_limits(conn: psycopg.Connection) -> str:
+    """The SET LOCALs of a transaction of the tool's own: its lock bound, and none of the role's
+    timeouts (transaction_timeout from PostgreSQL 17)."""
+    return (
         f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}; set local statement_timeout = 0;"
         " set local idle_in_transaction_session_timeout = 0"
         + ("; set local transaction_timeout = 0" if conn.info.server_version >= 170000 else "")

@@ -8,7 +8,7 @@ import socket
 
 import psycopg
 
-from pgmq_sim.db.connection import connect_checked
+from pgmq_sim.db.connection import connect_checked, own_limits
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.facts import PathFacts
 from pgmq_sim.model.kinds import PoolerMode
@@ -42,9 +42,10 @@ def probe(dsn: str) -> PathFacts:
     with connect_checked(dsn, autocommit=True) as a, connect_checked(dsn, autocommit=True) as b:
         first, second = _pid(a), _pid(b)
         again = _pid(a)
-        try:
-            with a.transaction():
-                a.execute("select 1")
+        try:  # a transaction (begun with its limits in one round trip: never idle before they hold)
+            a.execute(f"begin; {own_limits(a)}")
+            a.execute("select 1")
+            a.execute("commit")
         except psycopg.Error as exc:
             if STATEMENT_POOLING in str(exc):
                 raise UsageError(

@@ -359,7 +359,7 @@ def _server_cpu(f: Figures) -> Found:
 
 def _ordering(f: Figures) -> Found:
     bound = f.ordering_bound_per_s
-    if bound is None or f.achieved_per_s < ORDERING_SHARE * bound:
+    if not bound or f.achieved_per_s < ORDERING_SHARE * bound:  # no bound (none measured, or zero)
         return None
     return (
         "ordering",
