@@ -54,7 +54,7 @@ class ServerViews:
     def timeouts(self) -> ServerTimeouts:
         """The timeouts this role's sessions get in this database, and where each is set: read on a
         session of its own (the tool's own transactions set theirs locally)."""
-        with connect(self.dsn) as conn:
+        with connect(self.dsn, autocommit=True) as conn:  # no transaction for the role's timeouts to end
             rows = conn.execute(statement("server_timeouts"), (list(TIMEOUTS),)).fetchall()
         role, database = (str(rows[0][7]), str(rows[0][8])) if rows else ("", "")
         read = {str(r[0]): ServerSetting.read(str(r[0]), int(r[1]), r[2], str(r[3]), str(r[4]), r[5], r[6])
