@@ -113,12 +113,25 @@ def own_limits(conn: psycopg.Connection) -> str:
     )
 
 
+OPEN_ATTEMPTS = 3
+
+
 @contextlib.contextmanager
 def admin_connection(dsn: str) -> Iterator[psycopg.Connection]:
-    """The tool's own connection for one operation, its first transaction open with a lock bound."""
-    conn = connect(dsn)
+    """The tool's own connection for one operation, its first transaction open with a lock bound.
+    A role's idle-in-transaction timeout of a few milliseconds may end the session between the
+    driver's BEGIN and the bound that lifts it: nothing was done yet, so it is opened again."""
+    for attempt in range(1, OPEN_ATTEMPTS + 1):
+        conn = connect(dsn)
+        try:
+            limit_lock_waits(conn)
+            break
+        except psycopg.Error as exc:
+            lost = is_connection_lost(exc, conn.closed)
+            conn.close()
+            if attempt == OPEN_ATTEMPTS or not lost:
+                raise
     try:
-        limit_lock_waits(conn)
         yield conn
     finally:
         conn.close()
