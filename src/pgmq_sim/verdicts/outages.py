@@ -78,20 +78,20 @@ def fault_effects(
         why = Counter(cause for t, cause in causes if a <= t <= b).most_common(1)
         cause = f" to {LABELS[why[0][0]]}" if why else ""
         said = [f"{len(lost)} worker connection(s) lost{cause}"] if lost else []
-        key = [f"lost{cause}"] if lost else []  # what the outages of one row share
+        key = [f"worker connections lost{cause}"] if lost else []  # what the outages of one row share
         if b - a >= MET_MIN_S and _waiting(samples, a, b):
             stalled = _stalled_s(samples, a, b)
             if stalled:
                 said.append(f"the producer wrote nothing for {stalled} s while messages were due")
-                key.append("producer")
+                key.append("the producer wrote nothing while messages were due")
             waiting = _pooler(samples, a, b)[0]
             if waiting:
                 said.append(f"the pooler held up to {waiting} client(s) waiting for a server connection")
-                key.append("pooler")
+                key.append("the pooler held clients waiting for a server connection")
         if said:
             fault = Fault(a, MET, "not injected: " + "; ".join(said))
             measured = _measured(fault, a, b, b, losses, samples, True, end_s)
-            met.setdefault(" ".join(key), []).append((measured, len(lost)))
+            met.setdefault("; ".join(key), []).append((measured, len(lost)))
     out += [_one_row(key, group) for key, group in met.items()]
     return sorted(out, key=lambda f: f.at_s)
 
@@ -103,10 +103,9 @@ def _one_row(key: str, pauses: list[tuple[Fault, int]]) -> Fault:
     if len(group) == 1:
         return group[0]
     first, last = group[0], group[-1]
-    detail = f"not injected: worker connections {key}" if key.startswith("lost") else first.detail
     return dataclasses.replace(
         first,
-        detail=detail,
+        detail=f"not injected: {key}",
         outage_s=round(sum(f.outage_s or 0.0 for f in group), 3),
         recovery_s=last.recovery_s,
         connections_lost=sum(lost for _, lost in pauses),
