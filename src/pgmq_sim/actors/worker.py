@@ -164,6 +164,10 @@ class WorkerLoop:
         self._claim_s = 0.0  # the current message's claim, as measured when it was claimed
         self._next: tuple[Claimed, ...] = ()  # claimed by the last completion's round trip
         self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
+        # since when this worker has been free (holding no message, not in a claim that will return
+        # one): the latency account's evidence of a free worker, sent with its next claim's journal row
+        self._free_since: float | None = None
+        self._parked = False
         self.backend_pid: int | None = None
         timeout = plan.reconnect_timeout
         self._outage = Outage(
@@ -184,6 +188,7 @@ class WorkerLoop:
                 if after_step is not None:
                     after_step(self.stats)
         finally:
+            self.stats.free_at_end = int(self._free_since is not None)
             await self.close()
             self._halt.forget(self._bell)
 
@@ -227,6 +232,8 @@ class WorkerLoop:
             if first and self._plan.opened is not None:
                 self._plan.opened()
         self._session, self.backend_pid = session, session.backend_pid
+        if first:
+            self._free()
         if self._in_doubt is not None:  # a commit whose answer was lost: asked until answered
             kind, claimed = self._in_doubt
             landed = None
@@ -238,6 +245,7 @@ class WorkerLoop:
             self._books.settled(kind, claimed, landed)
 
     async def _lost(self, exc: BaseException) -> None:
+        self._free()  # what it held rolled back (or, split, waits for recovery)
         delay = self._outage.lost(exc)
         if delay is None and self._plan.session.mode == SessionMode.SPLIT:
             # what this worker took on the lost connection may have committed unseen: a new token,
@@ -254,9 +262,14 @@ class WorkerLoop:
         if not claimed:
             if not plan.gate.allows(self._index):
                 self._wakeup.released()  # a parked worker does not vouch for its type's queue
+                self._free_since, self._parked = None, True  # not free: not one that may take a message
                 await plan.gate.park(self._index, self._bell)
                 return
+            if self._parked:
+                self._parked = False
+                self._free()
             if not self._claim_now:
+                self._free()
                 await self._wakeup.wait(self._after_completion)
                 self._claim_now, self._after_completion = True, False
                 return  # the run may have stopped meanwhile
@@ -276,19 +289,31 @@ class WorkerLoop:
         claimed = await session.claim()
         if self._outage.going_on:
             self._outage.answered()
-        self._claim_s = time.perf_counter() - started
+        answered = time.perf_counter()
+        self._claim_s = answered - started
         stats.claim.record_ms(self._claim_s * 1000)
         self._wakeup.claimed(len(claimed))
         if not claimed:
-            self._empty(after_completion=False)
-        elif self._plan.session.mode == SessionMode.SPLIT:
+            self._empty(after_completion=False, since=started)
+            return claimed
+        if self._plan.session.mode == SessionMode.SPLIT:
             stats.claim_commits += 1
+        if self._free_since is not None:  # its journal row says how long this worker was free
+            claimed = (claimed[0]._replace(free_s=answered - self._free_since), *claimed[1:])
+            self._free_since = None
         return claimed
 
-    def _empty(self, after_completion: bool) -> None:
-        """Nothing claimable: the next step waits for a reason to claim."""
+    def _empty(self, after_completion: bool, since: float) -> None:
+        """Nothing claimable: the next step waits for a reason to claim, and the worker is free
+        from the empty claim's start."""
         self.stats.empty_claims += 1
         self._claim_now, self._after_completion = False, after_completion
+        self._free(since)
+
+    def _free(self, since: float | None = None) -> None:
+        """The worker holds no message from `since` (now) on, unless it was free already."""
+        if self._free_since is None:
+            self._free_since = time.perf_counter() if since is None else since
 
     async def _process(self, session: ClaimPort, claimed: tuple[Claimed, ...]) -> None:
         """Work the claim's messages in the order returned, then complete them in one round trip
@@ -351,7 +376,7 @@ class WorkerLoop:
             self._next = done.next
             self._wakeup.claimed(len(done.next))
             if not done.next:
-                self._empty(after_completion=True)
+                self._empty(after_completion=True, since=time.perf_counter() - self._claim_s)
         self._books.completed(claimed, done, busy_s, work_s)
         if done.claim_error is not None:
             raise done.claim_error  # after the count: the completion it rode behind is durable
@@ -370,6 +395,7 @@ class WorkerLoop:
         self._crash_requested = False
         self.stats.crashes += 1
         self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
+        self._free()
         self._wakeup.released()
         session, self._session = self._session, None
         if session is not None:

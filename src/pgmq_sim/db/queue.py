@@ -10,6 +10,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from pgmq_sim.db.account import read_free_spans, read_journeys
 from pgmq_sim.db.audit import body_of, count_audit
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
@@ -21,6 +22,7 @@ from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
+from pgmq_sim.model.journeys import FreeSpans, Journey
 from pgmq_sim.sqlfiles import statement
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
@@ -86,6 +88,13 @@ class QueueDatabase:
             if audited:
                 _execute(conn, statement("journal"), "journal table", "check the user may create tables")
                 _execute(conn, statement("mark_journal"), "journal table", "check the schema")
+                if design.seed_table and not retrying:  # the latency account reads it (empty here)
+                    _execute(
+                        conn,
+                        statement("failures_table"),
+                        "failures table",
+                        "check the user may create tables",
+                    )
             else:  # a journal left by an earlier run would describe that run, not this one
                 _execute(conn, statement("drop_journal"), "journal table", "check the user may drop it")
             if notify:
@@ -228,6 +237,18 @@ class QueueDatabase:
             row = conn.execute(statement("table_health"), (list(self.shape.tables),)).fetchone()
             assert row is not None
             return TableHealth(live, *(int(v) for v in row))
+
+        return self.sessions.retrying(read)
+
+    def journeys(
+        self, ordered: bool, free_at_end: list[tuple[str, str]]
+    ) -> tuple[float | None, list[Journey], list[FreeSpans]]:
+        """The latency account's facts from the journal: its zero (the server's epoch of the first
+        enqueue), the cohorts' journeys, and when each type's workers were free."""
+
+        def read(conn: psycopg.Connection) -> tuple[float | None, list[Journey], list[FreeSpans]]:
+            origin, journeys = read_journeys(conn, ordered)
+            return origin, journeys, read_free_spans(conn, free_at_end)
 
         return self.sessions.retrying(read)
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 
 import psycopg
+from psycopg import sql
 from psycopg.pq.abc import PGresult
 
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.db.wire import Answer, Wire
-from pgmq_sim.model.facts import LockBlocker, TablePulse
+from pgmq_sim.model.facts import HeldLocks, LockBlocker, LockSample, TablePulse
 from pgmq_sim.sqlfiles import statement
 
 PULSE_TIMEOUT_S = 5.0
@@ -30,6 +31,10 @@ def text_of(result: PGresult, row: int, column: int) -> str:
 
 def int_array(values: list[int]) -> bytes:
     return ("{" + ",".join(map(str, values)) + "}").encode()
+
+
+def text_array(values: tuple[str, ...]) -> bytes:
+    return ("{" + ",".join(f'"{v}"' for v in values) + "}").encode()
 
 
 class WaitSample:
@@ -54,6 +59,7 @@ class SampleSession:
         self._prepared = prepared
         self._wire: Wire | None = None
         self._next_blockers = 0.0
+        self._rows_queries: dict[str, str] = {}  # a queue table's rows census, composed once
 
     async def _open(self) -> Wire:
         if self._wire is not None and not self._wire.closed:
@@ -80,8 +86,7 @@ class SampleSession:
 
     async def pulse(self, tables: tuple[str, ...]) -> TablePulse:
         """The second's sample of the queue's tables and the server's sessions."""
-        tables_text = ("{" + ",".join(f'"{t}"' for t in tables) + "}").encode()
-        r = (await self._ask(PULSE_TIMEOUT_S, statement("table_pulse"), [tables_text])).results[0]
+        r = (await self._ask(PULSE_TIMEOUT_S, statement("table_pulse"), [text_array(tables)])).results[0]
         value = r.get_value
         pid, xmin, age = value(0, 1), value(0, 3), value(0, 4)
         return TablePulse(
@@ -94,6 +99,43 @@ class SampleSession:
             int(value(0, 6) or 0),
             int(value(0, 7) or 0),
         )
+
+    async def census(self, tables: tuple[str, ...], count_rows: bool) -> LockSample:
+        """Who holds locks a claim may skip or wait on (sql/lock_census.sql); with count_rows, the
+        rows of each queue table each transaction holds (a scan of each: only while they are small)."""
+        rows: dict[int, int] = {}
+        if count_rows:
+            for table in tables:
+                query = self._rows_queries.get(table)
+                if query is None:
+                    composed = sql.SQL(statement("lock_census_rows")).format(
+                        table=sql.Identifier(*table.split(".", 1))
+                    )
+                    query = self._rows_queries[table] = composed.as_string((await self._open()).connection)
+                r = (await self._ask(SAMPLE_TIMEOUT_S, query)).results[0]
+                for i in range(r.ntuples):
+                    pid, n = int(r.get_value(i, 0) or 0), int(r.get_value(i, 1) or 0)
+                    rows[pid] = max(rows.get(pid, 0), n)
+        params: list[bytes | None] = [text_array(tables), int_array(sorted(rows))]
+        r = (await self._ask(SAMPLE_TIMEOUT_S, statement("lock_census"), params)).results[0]
+        held = []
+        for i in range(r.ntuples):
+            if r.get_value(i, 1) is None:  # nobody holds anything: the clock's row alone
+                continue
+            pid = int(r.get_value(i, 1) or 0)
+            held.append(
+                HeldLocks(
+                    pid,
+                    text_of(r, i, 2),
+                    r.get_value(i, 3) == b"t",
+                    text_of(r, i, 4),
+                    float(r.get_value(i, 5) or 0),
+                    int(r.get_value(i, 6) or 0),
+                    text_of(r, i, 7),
+                    rows.get(pid, 0) if count_rows else None,
+                )
+            )
+        return LockSample(float(r.get_value(0, 0) or 0), tuple(held), count_rows)
 
     async def recover(self, shape: QueueShape, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
         """Return to pending the messages whose owner stopped its heartbeat or whose lease expired

@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 
 from pgmq_sim.actors.bystander import BASELINE_S
+from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
@@ -16,6 +17,7 @@ from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.kinds import Outcome, TxMode
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.roles import RoleTransactions
@@ -52,6 +54,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     produced = state.writer.committed
     finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
+    account: LatencyAccount | None = None
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
     gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
@@ -98,6 +101,14 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     state.log.event(f"audit cause: {cause}")
                 if settings.priority is not None:
                     by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
+                try:
+                    account = call_bounded(
+                        lambda: latency_account(state, db), COLLECT_TIMEOUT_S, signals, "latency account"
+                    )
+                except psycopg.Error as exc:  # the audit stands without it
+                    if is_connection_lost(exc):
+                        raise
+                    state.notes.append(f"latency account skipped: {reason(exc, *state.dsns)}")
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
@@ -119,6 +130,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,
+        latency=account,
+        locks=state.locks.census() if settings.wait_sample_hz else None,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,
@@ -158,4 +171,17 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
         else judge_drift(timeline, state.elapsed, settings.drift),
+    )
+
+
+def latency_account(state: RunState, db: QueueDatabase) -> LatencyAccount | None:
+    """The cohorts' split, from the journal; placed on the run's clock through the lock census's
+    reading of the server's clock (None where nothing was journaled)."""
+    free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
+    origin, journeys, free = db.journeys(state.design.ordered, free_at_end)
+    if origin is None:
+        return None
+    offset = state.locks.census().server_offset_s
+    return LatencyAccount.of(
+        journeys, free, state.design.ordered, None if offset is None else origin - offset
     )

@@ -12,10 +12,12 @@ from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
 from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.drift import DriftReport
+from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.result.waits import WaitProfile
@@ -160,6 +162,8 @@ class RunResult:
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
     e2e_by_priority: dict[int, dict[str, float]] | None = None  # -priority: each level's percentiles
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
+    latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
+    locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
 
     @classmethod
     def from_stats(
@@ -198,6 +202,8 @@ class RunResult:
         queue: dict[str, Any] | None = None,
         e2e_by_priority: dict[int, dict[str, float]] | None = None,
         claim_skips_locked: bool = False,
+        latency: LatencyAccount | None = None,
+        locks: LockCensus | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -258,6 +264,8 @@ class RunResult:
             queue=queue,
             e2e_by_priority=e2e_by_priority,
             claim_skips_locked=claim_skips_locked,
+            latency=latency,
+            locks=locks,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
