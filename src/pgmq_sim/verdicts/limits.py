@@ -159,6 +159,8 @@ def _hidden(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str |
             None,
         )
     lead = f"{account}; {h.cohort} were hidden from free workers {_ms(h.hidden_ms)} each"
+    if len(h.by_type) > 1:
+        lead += f" ({h.types_text()})"
     top = h.causes[0] if h.causes else None
     if top is None or h.unexplained > top.share:
         said = "; ".join(f"{c.resource} explains {c.share:.0%}: {c.evidence}" for c in h.causes[:2])
