@@ -124,11 +124,15 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
         if found is not None:
             return found[0], f"{account}; {found[1]}", found[2]
         hot = f" ({f.hot_group})" if f.hot_group else ""
+        bound = f.ordering_bound_per_s
+        if bound:
+            share = f.achieved_per_s / bound
+            hot += f"; {f.achieved_per_s:.0f}/s is {share:.0%} of the ordering bound {bound:.0f}/s"
         return (
             "ordering",
             f"{account}: {_ms(p99.ordering_ms)} waiting while an earlier message of their group held it{hot}",
-            "spread the keys (more -orders, or split the hot key), or shorten the work: each group takes"
-            " one message at a time",
+            "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten"
+            " the work: each group takes one message at a time",
         )
     if part == "due":
         return "due", f"{account}: most of it before they were due (as the design or the retries asked)", None
@@ -138,10 +142,15 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
         if found is not None:
             return found[0], f"{account}; {found[1]}", found[2]
     if part == "capacity":
+        waited = f"{_ms(p99.capacity_ms)} while every worker that could take them was busy"
+        if f.offered_per_s is not None and f.kept_up:  # the rate was served: a queue's tail, no limit
+            nearest = _nearest(
+                f, None, f"{account}: {waited} (a queue's tail at workers busy {f.busy:.0%}); "
+            )
+            return nearest.resource, nearest.evidence, nearest.fix
         return (
             "workers",
-            f"{account}: {_ms(p99.capacity_ms)} while every worker that could take them was busy"
-            f" (workers busy {f.busy:.0%})",
+            f"{account}: {waited} (workers busy {f.busy:.0%})",
             "add workers" + (f": each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else ""),
         )
     nearest = _nearest(f, None, f"{account}: mostly service (work, claim and completion); ")
