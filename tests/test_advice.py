@@ -296,7 +296,7 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         (
             "the slowest 1% took 908 ms: hidden 99%, service 1%",
             "a worker holding a message held 97.0 rows of the queue (up to 100) on average in 40 census",
-            "(their claims came back empty 468 times)",
+            "; the workers' claims came back empty 468 times in the run",
         ),
         ("lock only the rows the claim returns",),
     ),

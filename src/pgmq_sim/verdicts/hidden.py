@@ -92,16 +92,17 @@ def hidden_account(r: RunResult) -> HiddenAccount | None:
     by_type = sorted(
         ((t, c["p99"].hidden_ms) for t, c in r.latency.per_type.items() if "p99" in c), key=lambda tc: -tc[1]
     )
-    return dataclasses.replace(_explain(r, scope, cohort), by_type=tuple(by_type))
+    starved = scope or (by_type[0][0] if by_type else None)  # the type whose slowest were hidden most
+    return dataclasses.replace(_explain(r, scope, cohort, starved), by_type=tuple(by_type))
 
 
-def _explain(r: RunResult, scope: str, cohort: CohortSplit) -> HiddenAccount:
+def _explain(r: RunResult, scope: str, cohort: CohortSplit, starved: str | None = None) -> HiddenAccount:
     hidden_s = dict(cohort.hidden_by_second)
     total = sum(hidden_s.values())
     per_msg = cohort.hidden_ms
     causes: list[HiddenCause] = []
     left = 1.0
-    for cause in _seen(r, hidden_s, total) + _pervasive(r, per_msg, scope):
+    for cause in _seen(r, hidden_s, total, starved) + _pervasive(r, per_msg, starved):
         share = min(cause.share, left)
         if share >= 0.005:
             causes.append(HiddenCause(cause.resource, share, cause.evidence, cause.fix))
@@ -121,7 +122,7 @@ def _window(hidden_s: dict[int, float], first_s: float, last_s: float) -> float:
     return sum(v for s, v in hidden_s.items() if lo <= s < hi)
 
 
-def _seen(r: RunResult, hidden_s: dict[int, float], total: float) -> list[HiddenCause]:
+def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str | None) -> list[HiddenCause]:
     """Causes seen at a time: their share is the hidden time that fell while they were seen."""
     if total <= 0:
         return []
@@ -129,7 +130,8 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float) -> list[Hidden
     for holder in r.locks.holders if r.locks else ():
         share = _window(hidden_s, holder.first_s, holder.last_s) / total
         if share > 0:
-            found.append(HiddenCause("locks", share, _holder_evidence(r, holder), _holder_fix(holder)))
+            evidence = f"{holder.text()} (in {holder.samples} census samples){_empty_text(r, starved, '; ')}"
+            found.append(HiddenCause("locks", share, evidence, _holder_fix(holder)))
     for fault in r.faults:
         if not fault.outage_s:
             continue
@@ -147,12 +149,6 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float) -> list[Hidden
     return sorted(found, key=lambda c: -c.share)
 
 
-def _holder_evidence(r: RunResult, holder: HolderSeen) -> str:
-    empty = _empty_claims(r)
-    said = f"{holder.text()} (in {holder.samples} census samples)"
-    return said + (f"; the workers' claims came back empty {empty} times in the run" if empty else "")
-
-
 def _holder_fix(holder: HolderSeen) -> str:
     return (
         f"a session outside the run holds {holder.what}: pid {holder.pid}"
@@ -161,16 +157,19 @@ def _holder_fix(holder: HolderSeen) -> str:
     )
 
 
-def _empty_claims(r: RunResult) -> int:
-    return sum(w.empty_claims for w in r.workers)
+def _empty_text(r: RunResult, queue_type: str | None, lead: str) -> str:
+    """e.g. '; type1's claims came back empty 2480 times in the run' ('' for none)."""
+    empty = sum(w.empty_claims for w in r.workers if queue_type is None or w.queue_type == queue_type)
+    whose = f"{queue_type}'s claims" if queue_type else "the workers' claims"
+    return f"{lead}{whose} came back empty {empty} times in the run" if empty else ""
 
 
-def _pervasive(r: RunResult, per_msg: float, scope: str) -> list[HiddenCause]:
+def _pervasive(r: RunResult, per_msg: float, starved: str | None) -> list[HiddenCause]:
     """Causes of the whole run, each explaining up to what it can cost a message."""
     if per_msg <= 0:
         return []
     found = []
-    own = _own_claims(r)
+    own = _own_claims(r, starved)
     if own is not None:
         found.append(own)
     s = r.settings
@@ -224,7 +223,7 @@ def _pervasive(r: RunResult, per_msg: float, scope: str) -> list[HiddenCause]:
     return found
 
 
-def _own_claims(r: RunResult) -> HiddenCause | None:
+def _own_claims(r: RunResult, starved: str | None) -> HiddenCause | None:
     """The run's own claims holding more than they return: the other workers' claims skip it."""
     census = r.locks
     batch = max(1, r.settings.batch)
@@ -237,12 +236,10 @@ def _own_claims(r: RunResult) -> HiddenCause | None:
         what = f"{advisory:.1f} advisory locks"
     else:
         return None
-    empty = _empty_claims(r)
     evidence = (
         f"a worker holding a message held {what} on average in {census.worker_holdings} census"
         f" samples, for {batch} message(s) a claim may return: each claim locks more than it returns,"
-        " and the other workers' claims skip what it holds"
-        + (f" (their claims came back empty {empty} times)" if empty else "")
+        " and the other workers' claims skip what it holds" + _empty_text(r, starved, "; ")
     )
     fix = (
         "lock only the rows the claim returns: pick them with LIMIT $2 in the query that has FOR UPDATE"
