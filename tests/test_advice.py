@@ -191,6 +191,13 @@ POOLED = RunPath(
     (),
     PathFacts(PoolerMode.TRANSACTION, "shared backends", None, True, True, 180000),
 )
+TRIGGERED = WaitProfile(
+    100,
+    (("client", 54), ("other", 82), ("wal-flush", 62)),
+    (),
+    (),
+    (("Timeout:PgSleep", 74), ("IPC:SyncRep", 8)),
+)
 SELF_LOCKING = LockCensus(40, 40, (), worker_holdings=40, worker_rows=3880, worker_rows_max=100)
 FOREIGN = LockCensus(
     50, 50, (HolderSeen(4242, "blocker", "idle in transaction", 4.0, 29.0, 50, 60, 0, "", 25.0),)
@@ -248,6 +255,12 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         result(waits=WaitProfile(100, (("client", 100), ("wal-flush", 100)))),
         ("LWLock: WALWrite) 50%",),
         ("synchronous_commit = off",),
+    ),
+    (
+        "server-waits",  # a slow trigger on the queue's table, tried on a case no test built: not wal-flush
+        result(waits=TRIGGERED),
+        ("waiting on Timeout:PgSleep 90%, IPC:SyncRep 10%", "41% of their time in a transaction"),
+        ("a trigger or a function on the queue's tables",),
     ),
     (
         "ordering",
@@ -493,7 +506,8 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
         ("-claim advisory",),
     ),
     ("wal-flush", LIMITS[4][1], ()),
-    ("ordering", LIMITS[5][1], ("add workers",)),
+    ("server-waits", LIMITS[5][1], ()),
+    ("ordering", LIMITS[6][1], ("add workers",)),
     ("workers", result(workers=3, spare_connections=0, **BUSY), ("add workers",)),
     (
         "workers",
@@ -501,8 +515,8 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
         ("add workers",),
     ),
     ("workers", result(workers=3, groups=100, busy_ms=6.0, spare_connections=1), ("up to 3", "about 3 ")),
-    ("producer", LIMITS[8][1], ()),
-    ("outage", LIMITS[7][1], ()),
+    ("producer", LIMITS[9][1], ()),
+    ("outage", LIMITS[8][1], ()),
     ("server-cpu", result(server_cost=ServerCost(1000, 1e6, {"xact_commit": 3000}, None, None, 2.0 * 8)), ()),
     ("idle_workers", result(workers=12, groups=2, empty=5000), ()),
     ("polling_latency", result(rate=100.0, e2e_ms=500, wakeup="notify"), ("-wakeup notify",)),

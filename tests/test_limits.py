@@ -198,3 +198,5 @@ def test_the_samplers_query_classifies_as_classify_does(db: psycopg.Connection) 
     assert {event: int(n) for event, n in counted.items()} == events
     waiting = [1000 + i for i, r in enumerate(ACTIVITY) if r[1] == "Lock"]
     assert sorted(int(pid) for pid in row[8].split(",")) == waiting
+    others = {f"{t}:{e}" for state, t, e in ACTIVITY if classify(state, t or "", e or "") == "other"}
+    assert dict(item.rsplit(":", 1) for item in row[9].split(",")) == dict.fromkeys(others, "1"), row[9]

@@ -103,7 +103,7 @@ class Housekeeper:
             sample = await self._session.waits()
         except (psycopg.Error, TimeoutError):
             return
-        tally.add_counts(sample.counts, sample.lock_events)
+        tally.add_counts(sample.counts, sample.lock_events, sample.other_events)
         if sample.blockers:
             tally.blocked(sample.blockers)
 

@@ -168,6 +168,7 @@ class WorkerLoop:
         # one): the latency account's evidence of a free worker, sent with its next claim's journal row
         self._free_since: float | None = None
         self._parked = False
+        self._at_fallback = False  # the next claim is the type's fallback (no notification woke it)
         self.backend_pid: int | None = None
         timeout = plan.reconnect_timeout
         self._outage = Outage(
@@ -270,7 +271,7 @@ class WorkerLoop:
                 self._free()
             if not self._claim_now:
                 self._free()
-                await self._wakeup.wait(self._after_completion)
+                self._at_fallback = await self._wakeup.wait(self._after_completion)
                 self._claim_now, self._after_completion = True, False
                 return  # the run may have stopped meanwhile
             claimed = await self._claim(session)
@@ -295,9 +296,13 @@ class WorkerLoop:
         self._wakeup.claimed(len(claimed))
         if not claimed:
             self._empty(after_completion=False, since=started)
+            self._at_fallback = False
             return claimed
         if self._plan.session.mode == SessionMode.SPLIT:
             stats.claim_commits += 1
+        if self._at_fallback:  # messages that no notification woke a worker for
+            stats.fallback_finds += 1
+            self._at_fallback = False
         if self._free_since is not None:  # its journal row says how long this worker was free
             claimed = (claimed[0]._replace(free_s=answered - self._free_since), *claimed[1:])
             self._free_since = None

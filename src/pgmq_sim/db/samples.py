@@ -41,11 +41,18 @@ class WaitSample:
     """One sample of the run's sessions: backends per wait class, Lock waits per event, and the
     sessions blocking them when they were read in this sample."""
 
-    __slots__ = ("blockers", "counts", "lock_events")
+    __slots__ = ("blockers", "counts", "lock_events", "other_events")
 
-    def __init__(self, counts: tuple[int, ...], lock_events: dict[str, int], blockers: list[LockBlocker]):
+    def __init__(
+        self,
+        counts: tuple[int, ...],
+        lock_events: dict[str, int],
+        blockers: list[LockBlocker],
+        other_events: dict[str, int] | None = None,
+    ):
         self.counts = counts
         self.lock_events = lock_events
+        self.other_events = other_events or {}
         self.blockers = blockers
 
 
@@ -174,6 +181,10 @@ class SampleSession:
             event, _, count = item.rpartition(":")
             events[event] = int(count)
         waiting = [int(pid) for pid in text_of(r, 0, CLASS_COLUMNS + 1).split(",") if pid]
+        others: dict[str, int] = {}
+        for item in filter(None, text_of(r, 0, CLASS_COLUMNS + 2).split(",")):
+            event, _, count = item.rpartition(":")
+            others[event] = int(count)
         blockers: list[LockBlocker] = []
         now = time.monotonic()
         if waiting and now >= self._next_blockers:
@@ -193,7 +204,7 @@ class SampleSession:
                 )
                 for i in range(found.ntuples)
             ]
-        return WaitSample(counts, events, blockers)
+        return WaitSample(counts, events, blockers, others)
 
     def close(self) -> None:
         wire, self._wire = self._wire, None

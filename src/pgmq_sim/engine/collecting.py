@@ -25,7 +25,7 @@ from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
 from pgmq_sim.verdicts.drift import judge_drift
-from pgmq_sim.verdicts.outages import fault_effects
+from pgmq_sim.verdicts.outages import fault_effects, held_pauses
 
 FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
 COLLECT_TIMEOUT_S = 600.0
@@ -116,12 +116,15 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
+    census = state.locks.census() if settings.wait_sample_hz else None
     faults = fault_effects(
         sorted(state.faults, key=lambda f: f.at_s),
         *state.timeline.pauses(state.elapsed),
         timeline,
         state.elapsed,
     )
+    if census is not None:
+        faults = held_pauses(faults, census.holders)
     return RunResult.from_stats(
         settings=settings,
         server=state.server.label,
@@ -131,7 +134,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,
         latency=account,
-        locks=state.locks.census() if settings.wait_sample_hz else None,
+        locks=census,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,

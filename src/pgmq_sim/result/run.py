@@ -34,6 +34,7 @@ class WorkerResult:
     connections_lost: int = 0
     reconnects: int = 0
     runner: str = "local"  # the process or host that ran it
+    fallback_finds: int = 0  # -wakeup notify: its claims at the type's fallback that found messages
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -237,6 +238,7 @@ class RunResult:
                     s.connections_lost,
                     s.reconnects,
                     runner,
+                    s.fallback_finds,
                 )
                 for s, runner in zip(stats, runners, strict=True)
             ),

@@ -198,6 +198,20 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None) -> list[Hidden
                     f"a shorter -poll-interval than {s.poll_interval:g} s, if due messages must start sooner",
                 )
             )
+        finds = sum(w.fallback_finds for w in r.workers if starved is None or w.queue_type == starved)
+        if finds:
+            bound = s.poll_interval * 1000 + claim_p99
+            whose = f"{starved}'s" if starved else "a type's"
+            found.append(
+                HiddenCause(
+                    "wakeup",
+                    min(1.0, bound / per_msg),
+                    f"{whose} fallback claim (once per {s.poll_interval:g} s) found messages {finds} times"
+                    " that no notification had woken a worker for (announced by no insert, or claimable"
+                    " only later: a group freed, a retry or a lease due)",
+                    None,
+                )
+            )
         bound = WAKE_TRIPS * max(claim_p99, complete_p99)
         found.append(
             HiddenCause(

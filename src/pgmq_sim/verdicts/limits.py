@@ -40,6 +40,7 @@ RESOURCES = (
     "pool",
     "claim-plan",
     "wal-flush",
+    "server-waits",
     "server-cpu",
     "ordering",
     "workers",

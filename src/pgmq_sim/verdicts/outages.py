@@ -13,9 +13,11 @@ import statistics
 from collections.abc import Sequence
 
 from pgmq_sim.model.events import Fault
+from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.stats import SecondSample
 
 MET = "outage"  # the kind of a fault the run met rather than injected
+HELD = "lock held"  # a pause the run met while a session outside it held a lock of the queue's
 BEFORE_S = 5  # the rate before a fault: the median of the whole seconds before it
 BACK_SHARE = 0.9  # back to the rate: a whole second at 90% of it or more
 HABIT = 3  # pauses in the seconds before a fault that make a habit of pausing
@@ -137,3 +139,17 @@ def _measured(
         pooler_waiting=waiting,
         pooler_wait_ms=wait_ms,
     )
+
+
+def held_pauses(faults: Sequence[Fault], holders: Sequence[HolderSeen]) -> list[Fault]:
+    """A pause the run met with no connection lost, while the lock census saw a session outside the
+    run holding a lock on the queue (within a second of it): a lock held, not an outage."""
+    out = []
+    for fault in faults:
+        if fault.kind == MET and not fault.connections_lost and fault.outage_s:
+            end = fault.at_s + fault.outage_s
+            holder = next((h for h in holders if h.first_s - 1 <= end and h.last_s + 1 >= fault.at_s), None)
+            if holder is not None:
+                fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder.text()}")
+        out.append(fault)
+    return out

@@ -8,7 +8,7 @@ import math
 
 from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.verdicts.figures import KEPT_UP, Figures
-from pgmq_sim.verdicts.outages import MET
+from pgmq_sim.verdicts.outages import HELD, MET
 
 WORKERS_BUSY = 0.85  # the workers' mean busy share at which more work could not be taken (a run's
 # start and a drained queue's tail lower the mean of workers that were saturated)
@@ -40,7 +40,8 @@ def outage(f: Figures) -> Found:
     """The path down 5% of the run or more, whether the run injected the fault or met it: the
     throughput is then the outage's, not the queue's (an outage makes every later figure a symptom:
     idle workers, a producer behind, clients waiting at the pooler)."""
-    spans = sorted((x.at_s, x.at_s + x.outage_s) for x in f.faults if x.outage_s)
+    faults = [x for x in f.faults if x.outage_s and x.kind != HELD]  # a lock held is read as a lock
+    spans = sorted((x.at_s, x.at_s + (x.outage_s or 0.0)) for x in faults)
     if not spans or not f.elapsed_s:
         return None
     down, reach = 0.0, 0.0
@@ -51,7 +52,7 @@ def outage(f: Figures) -> Found:
     if share < OUTAGE_SHARE:
         return None
     said = []
-    for x in sorted((x for x in f.faults if x.outage_s), key=lambda x: -(x.outage_s or 0))[:3]:
+    for x in sorted(faults, key=lambda x: -(x.outage_s or 0))[:3]:
         what = f"{x.kind} at {x.at_s:.1f} s out {x.outage_s:.1f} s"
         what += ", not recovered by the end of the run" if x.open_at_end else ""
         what += f" ({x.detail})" if x.kind == MET else ""
@@ -59,7 +60,7 @@ def outage(f: Figures) -> Found:
     evidence = f"the path was down {down:.1f} s of {f.elapsed_s:.0f} s ({share:.0%}): " + "; ".join(said)
     if f.arrived_share is not None and f.arrived_share < KEPT_UP:
         evidence += f"; the producer wrote {f.arrived_share:.0%} of the offered messages on time"
-    if any(x.kind == MET for x in f.faults if x.outage_s):
+    if any(x.kind == MET for x in faults):
         fix = (
             "the run met an outage it did not inject: its throughput is the outage's, not the queue's;"
             " find what took the path down at the time named, and measure again once it is steady"
@@ -216,10 +217,28 @@ def _own(blockers: list[BlockerSeen]) -> str:
 
 def _wal(f: Figures) -> Found:
     share = _wait_share(f, "wal-flush")
-    if share is None:
-        return None
+    if share is None or (f.waits is not None and f.waits.share("other") > share):
+        return None  # a larger wait of another kind (server_waits) is what held the commits up
     what, fix = WAL_FLUSH
     return "wal-flush", f"{what} {share:.0%} of the backends' time in a transaction", fix
+
+
+def _server_waits(f: Figures) -> Found:
+    """The statements' server time waiting on something not a lock, the WAL or IO (a trigger's or a
+    function's sleep, IPC, an extension): named by its wait event."""
+    share = _wait_share(f, "other")
+    if share is None or f.waits is None:
+        return None
+    events = f.waits.other_text() or "waits not named"
+    top = events.split(" ", 1)[0]
+    return (
+        "server-waits",
+        f"the backends spent {share:.0%} of their time in a transaction waiting on {events}: not a lock,"
+        " the WAL or the disk",
+        f"find what the queue's statements run that waits on {top}: a trigger or a function on the queue's"
+        " tables, an extension, a synchronous replica (IPC:SyncRep): pg_stat_statements and"
+        " pg_stat_user_functions (track_functions) show where their time goes",
+    )
 
 
 def _server_cpu(f: Figures) -> Found:
@@ -298,5 +317,5 @@ def _producer(f: Figures) -> Found:
     )
 
 
-CAPACITY = (_locks, _pool, _claim_plan, _wal, _server_cpu, ordering, _workers, _producer)
-SERVICE = (_locks, _pool, _claim_plan, _wal, _server_cpu)  # what made the service itself slow
+CAPACITY = (_locks, _pool, _claim_plan, _wal, _server_waits, _server_cpu, ordering, _workers, _producer)
+SERVICE = (_locks, _pool, _claim_plan, _wal, _server_waits, _server_cpu)  # what made the service itself slow
