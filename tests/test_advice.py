@@ -27,6 +27,7 @@ from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
 from pgmq_sim.verdicts.limits import RESOURCES, Limit, run_limit
+from pgmq_sim.verdicts.outages import held_pauses
 
 pytestmark = pytest.mark.unit
 
@@ -403,6 +404,53 @@ def test_the_median_can_wait_for_a_poll_while_the_slowest_wait_for_a_foreign_loc
     assert lines[0].startswith("limit locks: a session outside the run holds 60 advisory locks"), lines
     assert "the median message waited 480 ms of its 505 ms hidden from idle workers that poll" in lines[1]
     assert len(lines) == 2, lines
+
+
+def test_a_pause_while_another_session_held_the_queue_is_a_lock_not_an_outage() -> None:
+    """Tried on a case no test built: LOCK TABLE msg_queue IN EXCLUSIVE MODE for 3 s from another
+    session paused every completion; the run met an 'outage' and the limit said so. The census saw
+    the holder over the pause: the fault is a lock held, and no outage is judged from it."""
+    table = HolderSeen(
+        26678, "other-team", "idle in transaction", 4.0, 6.5, 6, 0, 0, "ExclusiveLock on msg_queue", 3
+    )
+    met = Fault(3.66, "outage", "not injected: the producer wrote nothing for 2 s", 3.0, connections_lost=0)
+    lost = dataclasses.replace(met, at_s=9.0, connections_lost=6)  # connections lost: an outage still
+    faults = held_pauses([met, lost], [table])
+    assert [f.kind for f in faults] == ["lock held", "outage"]
+    assert faults[0].detail == (
+        "not injected: pid 26678 (other-team; idle in transaction) held ExclusiveLock on msg_queue"
+        " from 4.0 s to 6.5 s"
+    )
+    limit = run_limit(result(faults=(faults[0],), locks=LockCensus(20, 20, (table,))))
+    assert limit.resource != "outage", limit
+
+
+def test_a_producer_held_by_another_sessions_lock_is_a_locks_limit() -> None:
+    """Tried on a case no test built: the queue's order_id a foreign key to orders, and another
+    session holding orders row 1 FOR UPDATE for 3 s: the producer's inserts waited, the producer fell
+    behind its rate. The census saw whom the producer waited for."""
+    parent = HolderSeen(
+        6626, "other-team", "idle in transaction", 2.5, 5.0, 6, 0, 0, "", 2.6, "pgmq-sim producer"
+    )
+    limit = run_limit(result(rate=300.0, offered=4000, locks=LockCensus(20, 20, (parent,))))
+    assert limit.resource == "locks", limit
+    assert (
+        "pid 6626 (other-team; idle in transaction) held a lock the run's producer waited for"
+        in limit.evidence
+    )
+    assert limit.fix is not None and "the producer's inserts wait for: pid 6626 (other-team)" in limit.fix
+
+
+def test_a_fallback_that_found_messages_explains_their_hidden_time() -> None:
+    """With notify, a type's fallback claim that found messages no notification woke a worker for
+    is measured (fallback_finds): it explains hidden time up to its interval."""
+    run = result(**NOTIFIED, latency=account(hidden=600, service=5))
+    run = dataclasses.replace(
+        run, workers=tuple(dataclasses.replace(w, fallback_finds=3) for w in run.workers)
+    )
+    limit = run_limit(run)
+    assert limit.resource == "wakeup", limit
+    assert "fallback claim (once per 1 s) found messages 18 times" in limit.evidence, limit
 
 
 def test_no_more_workers_are_advised_than_the_server_allows_connections() -> None:

@@ -140,6 +140,7 @@ class SampleSession:
                     int(r.get_value(i, 6) or 0),
                     text_of(r, i, 7),
                     rows.get(pid, 0) if count_rows else None,
+                    text_of(r, i, 8),
                 )
             )
         return LockSample(float(r.get_value(0, 0) or 0), tuple(held), count_rows)

@@ -139,6 +139,7 @@ class HeldLocks(NamedTuple):
     advisory: int
     relation: str  # e.g. 'ExclusiveLock on msg_queue' ('' for none)
     rows: int | None  # rows of the queue's busiest table it has locked or changed (None: not counted)
+    blocks: str = ""  # the run's sessions it blocks, waiting on a lock ('pgmq-sim producer, ...')
 
 
 class LockSample(NamedTuple):

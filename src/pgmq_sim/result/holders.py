@@ -30,6 +30,7 @@ class HolderSeen:
     rows_max: int
     relation: str  # the last relation lock seen ('' for none)
     xact_s_max: float
+    blocked: str = ""  # the run's sessions it was seen blocking (their application names)
 
     @property
     def what(self) -> str:
@@ -41,6 +42,8 @@ class HolderSeen:
             said.append(self.relation)
         if self.rows_max:
             said.append(f"{self.rows_max} row{'s' * (self.rows_max != 1)} of the queue")
+        if self.blocked:
+            said.append(f"a lock the run's {self.blocked.replace('pgmq-sim ', '')} waited for")
         return ", ".join(said)
 
     def text(self) -> str:
@@ -113,7 +116,7 @@ class LockCensusTally:
                         self._advisory += held.advisory
                         self._rows_max = max(self._rows_max, rows)
                     continue
-                if not (rows or held.advisory or held.relation):
+                if not (rows or held.advisory or held.relation or held.blocks):
                     continue
                 key = (held.pid, held.application)
                 before = self._holders.get(key)
@@ -128,6 +131,7 @@ class LockCensusTally:
                     max(rows, before.rows_max if before else 0),
                     held.relation or (before.relation if before else ""),
                     max(held.xact_s, before.xact_s_max if before else 0.0),
+                    _union(before.blocked if before else "", held.blocks),
                 )
 
     def census(self) -> LockCensus:
@@ -143,3 +147,9 @@ class LockCensusTally:
                 self._rows_max,
                 statistics.median(self._offsets) if self._offsets else None,
             )
+
+
+def _union(seen: str, more: str) -> str:
+    """Two lists of application names ('a, b'), as one, in order, each once."""
+    names = [n for n in (seen.split(", ") + more.split(", ")) if n]
+    return ", ".join(dict.fromkeys(names))

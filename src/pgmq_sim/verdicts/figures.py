@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pgmq_sim.model.events import Fault
 from pgmq_sim.result.account import CohortSplit
+from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.verdicts.hidden import HiddenAccount, hidden_account
@@ -49,6 +50,7 @@ class Figures:
     elapsed_s: float | None = None
     p99: CohortSplit | None = None  # the latency account of the run's slowest 1% (a whole run's)
     hidden: HiddenAccount | None = None  # what hid messages from free workers, explained
+    holders: tuple[HolderSeen, ...] = ()  # sessions outside the run the lock census saw holding locks
 
 
 def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int | None]:
@@ -109,4 +111,5 @@ def run_figures(r: RunResult) -> Figures:
         elapsed_s=r.elapsed_s,
         p99=r.latency.p99 if r.latency else None,
         hidden=hidden_account(r),
+        holders=r.locks.holders if r.locks else (),
     )

@@ -27,6 +27,7 @@ from pgmq_sim.verdicts.resources import (
     client_cpu,
     ordering,
     outage,
+    producer_held,
 )
 
 RESOURCES = (
@@ -64,7 +65,7 @@ class Limit:
 
 def judge(f: Figures) -> Limit:
     profile = f.waits.shares() if f.waits is not None and f.waits.busy else None
-    for check in (client_cpu, outage):
+    for check in (client_cpu, producer_held, outage):
         found = check(f)
         if found is not None:
             return Limit(*found[:2], profile, found[2])

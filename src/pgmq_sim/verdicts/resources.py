@@ -305,6 +305,23 @@ def _workers(f: Figures) -> Found:
     return ("workers", evidence, fix + (f", up to {cap}, {why}" if cap is not None else ""))
 
 
+def producer_held(f: Figures) -> Found:
+    """The producer fell behind its rate while a session outside the run held a lock it waited for:
+    the offered rate was not offered, and the lock, not the queue, is why."""
+    if f.arrived_share is None or f.arrived_share >= KEPT_UP:
+        return None
+    holder = next((h for h in f.holders if "producer" in h.blocked), None)
+    if holder is None:
+        return None
+    return (
+        "locks",
+        f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: {holder.text()}",
+        f"a session outside the run holds a lock the producer's inserts wait for: pid {holder.pid}"
+        f" ({holder.application or 'no application_name'}); a foreign key to a row it locks, or a lock on"
+        " the queue: end it or move it out of the queue's hours",
+    )
+
+
 def _producer(f: Figures) -> Found:
     if f.arrived_share is None or f.arrived_share >= KEPT_UP:
         return None
