@@ -3,6 +3,9 @@ not a frozen server), then the result, whatever ended the run."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import psycopg
 
 from pgmq_sim.actors.bystander import BASELINE_S
@@ -180,11 +183,13 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
 def latency_account(state: RunState, db: QueueDatabase) -> LatencyAccount | None:
     """The cohorts' split, from the journal; placed on the run's clock through the lock census's
     reading of the server's clock (None where nothing was journaled)."""
+    began = time.perf_counter()
     free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
     origin, journeys, free = db.journeys(state.design.ordered, free_at_end)
     if origin is None:
         return None
     offset = state.locks.census().server_offset_s
-    return LatencyAccount.of(
+    account = LatencyAccount.of(
         journeys, free, state.design.ordered, None if offset is None else origin - offset
     )
+    return dataclasses.replace(account, seconds=time.perf_counter() - began)

@@ -276,6 +276,7 @@ class LatencyAccount:
     overall: dict[str, CohortSplit]
     per_type: dict[str, dict[str, CohortSplit]]
     worst_error_ms: float  # the largest gap between a message's parts and its time (rounding)
+    seconds: float | None = None  # what reading and splitting the journal took, after the run
 
     @classmethod
     def of(
@@ -314,6 +315,7 @@ class LatencyAccount:
         return {
             "parts": list(PARTS),
             "tolerance_ms": TOLERANCE_MS,
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
             "overall": {name: c.as_json() for name, c in self.overall.items()},
             "per_type": {t: {name: c.as_json() for name, c in cs.items()} for t, cs in self.per_type.items()},
         }
