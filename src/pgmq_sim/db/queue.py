@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pgmq_sim.db.account import read_free_spans, read_journeys
+from pgmq_sim.db.account import read_account
 from pgmq_sim.db.audit import body_of, count_audit
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
@@ -24,6 +24,8 @@ from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.model.journeys import FreeSpans, Journey
 from pgmq_sim.sqlfiles import statement
+
+T = TypeVar("T")
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
 
@@ -240,17 +242,15 @@ class QueueDatabase:
 
         return self.sessions.retrying(read)
 
-    def journeys(
-        self, ordered: bool, free_at_end: list[tuple[str, str]]
-    ) -> tuple[float | None, list[Journey], list[FreeSpans]]:
-        """The latency account's facts from the journal: its zero (the server's epoch of the first
-        enqueue), the cohorts' journeys, and when each type's workers were free."""
-
-        def read(conn: psycopg.Connection) -> tuple[float | None, list[Journey], list[FreeSpans]]:
-            origin, journeys = read_journeys(conn, ordered)
-            return origin, journeys, read_free_spans(conn, free_at_end)
-
-        return self.sessions.retrying(read)
+    def account(
+        self,
+        ordered: bool,
+        free_at_end: list[tuple[str, str]],
+        consume: Callable[[float, Iterator[Journey], list[FreeSpans]], T],
+    ) -> T | None:
+        """The latency account's facts from the journal, handed to `consume` as they stream (see
+        db/account.read_account); None where nothing was journaled."""
+        return self.sessions.retrying(lambda conn: read_account(conn, ordered, free_at_end, consume))
 
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""

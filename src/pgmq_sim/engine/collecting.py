@@ -185,11 +185,13 @@ def latency_account(state: RunState, db: QueueDatabase) -> LatencyAccount | None
     reading of the server's clock (None where nothing was journaled)."""
     began = time.perf_counter()
     free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
-    origin, journeys, free = db.journeys(state.design.ordered, free_at_end)
-    if origin is None:
-        return None
     offset = state.locks.census().server_offset_s
-    account = LatencyAccount.of(
-        journeys, free, state.design.ordered, None if offset is None else origin - offset
+    ordered = state.design.ordered
+    account = db.account(
+        ordered,
+        free_at_end,
+        lambda origin, journeys, free: LatencyAccount.of(
+            journeys, free, ordered, None if offset is None else origin - offset
+        ),
     )
-    return dataclasses.replace(account, seconds=time.perf_counter() - began)
+    return None if account is None else dataclasses.replace(account, seconds=time.perf_counter() - began)

@@ -30,6 +30,17 @@ marked as (
                 then 'median' end as run_cohort
     from ranked
 ),
+attempts as (  -- each message's failed attempts before its first completion (a dead letter's: all)
+    select x.msg_id, min(x.claimed_at) as first_claimed,
+           array_agg(extract(epoch from x.claimed_at - b.t0)::float8 order by x.attempt) as claimed,
+           array_agg(extract(epoch from x.failed_at - b.t0)::float8 order by x.attempt) as failed,
+           array_agg(extract(epoch from x.next_attempt_at - b.t0)::float8 order by x.attempt) as next_at
+    from msg_failures x
+    cross join base b
+    left join first f on f.msg_id = x.msg_id
+    where f.completed_at is null or x.failed_at <= f.completed_at
+    group by x.msg_id
+),
 journeys as (
     select * from marked where $1 or type_cohort is not null or run_cohort is not null
     union all
@@ -44,12 +55,5 @@ select j.msg_id, j.queue_type, j.order_id, j.type_cohort, j.run_cohort,
        a.claimed, a.failed, a.next_at
 from journeys j
 cross join base b
-left join lateral (
-    select min(x.claimed_at) as first_claimed,
-           array_agg(extract(epoch from x.claimed_at - b.t0)::float8 order by x.attempt) as claimed,
-           array_agg(extract(epoch from x.failed_at - b.t0)::float8 order by x.attempt) as failed,
-           array_agg(extract(epoch from x.next_attempt_at - b.t0)::float8 order by x.attempt) as next_at
-    from msg_failures x
-    where x.msg_id = j.msg_id and x.failed_at <= j.completed_at
-) a on true
+left join attempts a on a.msg_id = j.msg_id
 order by j.queue_type, j.order_id, j.msg_id
