@@ -28,7 +28,11 @@ from conftest import REPO
 from pgmq_sim.cli.audit_command import audit_command, checked_audit
 from pgmq_sim.cli.command import check_flags, command
 from pgmq_sim.cli.diff_command import diff_command, diff_inputs
+from pgmq_sim.cli.flag_table import BEGIN, END, flag_tables
+from pgmq_sim.cli.flags import check_flags as check_command_flags
+from pgmq_sim.cli.options import AUDIT, DIFF, RUN
 from pgmq_sim.cli.plan import plan_run
+from pgmq_sim.cli.scenario import scenario_of
 from pgmq_sim.errors import SimError
 
 pytestmark = pytest.mark.unit
@@ -120,12 +124,14 @@ def check(cmd: Command, workdir: Path, written: dict[str, dict[str, object]]) ->
         if name in written:
             stand_in(workdir / name, written[name])
     if subcommand == "audit":
+        check_command_flags(audit_command, args[1:])
         with audit_command.make_context("pgmq-sim audit", args[1:]) as ctx:
-            checked_audit(**ctx.params)
+            checked_audit(scenario_of(AUDIT, ctx))
         return
     if subcommand == "diff":
+        check_command_flags(diff_command, args[1:])
         with diff_command.make_context("pgmq-sim diff", args[1:]) as ctx:
-            diff_inputs(**ctx.params)
+            diff_inputs(scenario_of(DIFF, ctx))
         return
     check_flags(args)
     try:
@@ -134,7 +140,7 @@ def check(cmd: Command, workdir: Path, written: dict[str, dict[str, object]]) ->
         assert done.exit_code == 0
         return
     with ctx:
-        plan = plan_run(ctx.params, ctx)
+        plan = plan_run(scenario_of(RUN, ctx))
     if plan is not None and plan.settings.json_path is not None and str(plan.settings.json_path) != "-":
         written[str(plan.settings.json_path)] = plan.settings.as_json()
 
@@ -321,19 +327,29 @@ def test_the_site_lists_every_page() -> None:
 
 
 def test_the_readme_keeps_its_shape() -> None:
-    """At most 450 lines; its test command is exactly .ci/run's; its flag table is the CLI's flags."""
+    """At most 450 lines; its test command is exactly .ci/run's; its flag tables are the options'
+    (tools/flag_table.py writes them), and so every flag of the three commands, and no other."""
     text = README.read_text(encoding="utf-8")
     assert text.count("\n") <= 450
     blocks = [m.group(2).strip() for m in FENCE.finditer(text) if m.group(1) == "sh"]
     ci_command = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert blocks[1] == ci_command, "README's test command and .ci/run differ"
-    table = text[text.index("| flag | default | meaning |") :].split("\n\n")[0]
-    in_table = {
+    tables = text[text.index(BEGIN) : text.index(END) + len(END)]
+    assert tables == flag_tables(), (
+        "README's flag tables are not the options': run python tools/flag_table.py"
+    )
+    in_tables = {
         word.lstrip("-")
-        for row in table.splitlines()[2:]
-        for span in SPAN.findall(row.split(" | ")[0])
-        for word in span.replace("[", "").split()
-        if word.startswith("-") and not word.startswith("-1")
+        for row in tables.splitlines()
+        if row.startswith("| `")
+        for word in SPAN.findall(row.split(" | ")[0])[0].split()
+        if word.startswith("-")
     }
-    flags = {opt.lstrip("-") for p in command.params for opt in p.opts} - {"h", "help"}
-    assert in_table == flags, (sorted(flags - in_table), sorted(in_table - flags))
+    flags = {
+        o.lstrip("-")
+        for c in (command, audit_command, diff_command)
+        for p in c.params
+        for o in p.opts
+        if o[0] == "-"
+    }
+    assert in_tables == flags - {"h", "help"}, (sorted(flags - in_tables), sorted(in_tables - flags))
