@@ -121,7 +121,7 @@ class Option:
         if value is None or self.kind in ("switch", "version"):
             return value
         named = f"{where}{self.name} =" if where is not None else self.flag
-        shown = "(not shown)" if self.secret else str(value)
+        shown = "(not shown)" if self.secret else f"{value:g}" if isinstance(value, float) else str(value)
         if self.kind == "float" and not math.isfinite(value):
             raise UsageError(f"{named} {shown} is not a finite number")
         if self.range is not None and self.kind in ("int", "float"):
@@ -129,7 +129,8 @@ class Option:
             if problem:
                 raise UsageError(f"{named} {shown} {problem}")
         if self.choices and value not in self.choices:
-            raise UsageError(f"unknown {named} '{value}'; use one of: {', '.join(self.choices)}")
+            bad = f"{named} '{value}':" if where is not None else f"unknown {named} '{value}';"
+            raise UsageError(f"{bad} use one of: {', '.join(self.choices)}")
         reader = self.parse or self.validate
         if reader is not None and where is not None:  # the command line's text is read by plan
             try:

@@ -63,12 +63,9 @@ def _settings(options: dict[str, Any]) -> Settings:
         given["metrics_host"], given["metrics_port"] = parse_listen_address(
             options["metrics_port"], "-metrics-port"
         )
-    settings = Settings(
-        **given,
-        audit=not options["no_audit"],
-        # one seed per invocation: every cell of a comparison runs the same workload
-        seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
-    )
+    if options["seed"] is None:  # one seed per invocation: every cell of a comparison runs the same workload
+        given["seed"] = random.SystemRandom().randrange(2**31)
+    settings = Settings(**given, audit=not options["no_audit"])
     refuse_unproduced(settings.checks, settings)
     refuse_unwatchable(settings.checks, settings)
     return settings

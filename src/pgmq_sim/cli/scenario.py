@@ -243,8 +243,8 @@ class _Reader:
         names = [o.name for o in self.spec.keys if (o.table == table if table else o.table is None)]
         if table == "sweep":
             names += list(SWEEP_KINDS)
-        close = difflib.get_close_matches(key.lstrip("-"), names, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        close = difflib.get_close_matches(key.lstrip("-"), names, n=2)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         inside = f" in [{table}]" if table else ""
         names_of = f"{self.spec.command} --help"
         return f"{where}unknown key {key}{inside}{hint}; the keys are the flags' names ({names_of})"
@@ -436,16 +436,16 @@ def _plain_number(value: float) -> int | float:
 
 
 def scenario_data(
-    scenario: Scenario, everything: bool = False, relative_to: Path | None = None
+    scenario: Scenario, also: frozenset[str] = frozenset(), relative_to: Path | None = None
 ) -> dict[str, Any]:
-    """The scenario as a file holds it: the options given (or every one that has a value), in the
+    """The scenario as a file holds it: the options given (and those named in `also`), in the
     options' order, the [sweep] table last; paths the run reads made relative to `relative_to`."""
     data: dict[str, Any] = {}
     sweep: dict[str, Any] = {}
     written = dict(scenario.written)
     for option in scenario.spec.keys:
         value = scenario.options.get(option.param)
-        if value is None or not (everything or scenario.sources[option.name] != DEFAULT):
+        if value is None or not (scenario.sources[option.name] != DEFAULT or option.name in also):
             continue
         if relative_to is not None:
             value = _moved(option, value, relative_to)
@@ -524,13 +524,22 @@ def example_line(option: Option) -> str | None:
     value: Any = {"int": int, "float": float}.get(option.kind, str)(text)
     kept = file_value(option, value)
     if option.form == "sweep":
-        return "[sweep] " + tomli_w.dumps(kept).strip()
-    return tomli_w.dumps({option.name: kept}).strip().replace("\n", " ")
+        return "[sweep] " + " ".join(f"{key} = {_inline(item)}" for key, item in kept.items())
+    return ("[sweep] " if option.table else "") + f"{option.name} = {_inline(kept)}"
+
+
+def _inline(value: Any) -> str:
+    """A value as one line of TOML, for a hint (tomli_w writes arrays a line an item)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {_inline(item)}" for key, item in value.items()) + " }"
+    return tomli_w.dumps({"v": value}).partition("=")[2].strip()
 
 
 def scenario_record(scenario: Scenario, effective: dict[str, Any], json_path: Path | None) -> dict[str, Any]:
-    """The JSON's `scenario` (every key that has a value, the computed defaults filled in from
-    `effective`, by key) and `scenario_sources` (every key: flag, file or default). Read back by
+    """The JSON's `scenario` (the keys given, and every setting's, its default filled in, the
+    computed ones from `effective`, by key; a runner's option only when given) and `scenario_sources` (every key: flag, file or default). Read back by
     -config, its paths are relative to the JSON file."""
     filled = dict(scenario.options)
     for key, value in effective.items():
@@ -539,7 +548,8 @@ def scenario_record(scenario: Scenario, effective: dict[str, Any], json_path: Pa
             filled[option.param] = value
     whole = Scenario(scenario.spec, filled, scenario.sources, scenario.path, scenario.written)
     folder = json_path.parent if json_path is not None and str(json_path) != "-" else None
+    settings = frozenset(o.name for o in scenario.spec if o.field is not None) | set(effective)
     return {
-        "scenario": scenario_data(whole, everything=True, relative_to=folder),
+        "scenario": scenario_data(whole, also=settings, relative_to=folder),
         "scenario_sources": {o.name: scenario.sources[o.name] for o in scenario.spec.keys},
     }
