@@ -333,7 +333,7 @@ RUN_OPTIONS = (
         "workload",
         metavar="PROFILE",
         place="profile",
-        example=("-rate-profile", "ramp:10..50/20s"),
+        example=("-rate-profile", "ramp:10..50/20s", "-duration", "30"),
     ),
     Option(
         "speed",

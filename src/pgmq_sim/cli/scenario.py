@@ -538,9 +538,10 @@ def _inline(value: Any) -> str:
 
 
 def scenario_record(scenario: Scenario, effective: dict[str, Any], json_path: Path | None) -> dict[str, Any]:
-    """The JSON's `scenario` (the keys given, and every setting's, its default filled in, the
-    computed ones from `effective`, by key; a runner's option only when given) and `scenario_sources` (every key: flag, file or default). Read back by
-    -config, its paths are relative to the JSON file."""
+    """The JSON's `scenario`: the keys given, and every setting's with its default filled in (the
+    computed ones from `effective`, by key; a runner's option only when given); and
+    `scenario_sources`: every key's source (flag, file or default). Read back by -config, its paths
+    are relative to the JSON file."""
     filled = dict(scenario.options)
     for key, value in effective.items():
         option = scenario.spec.by_name(key)
