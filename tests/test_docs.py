@@ -180,6 +180,37 @@ def test_every_documented_command_passes_the_checks_a_run_makes_before_it_starts
     assert not failures, "documented commands the tool refuses:\n" + "\n".join(failures)
 
 
+def test_every_toml_block_of_the_docs_is_a_scenario_the_tool_accepts(checkout: Path) -> None:
+    """A page's TOML block is a scenario file, of the run unless its first line names `pgmq-sim
+    audit` or `pgmq-sim diff`: read by -config and checked as a run would check it."""
+    blocks = [
+        (doc, line_of(doc.read_text(encoding="utf-8"), block.start(2)), block.group(2))
+        for doc in DOCS
+        for block in FENCE.finditer(doc.read_text(encoding="utf-8"))
+        if block.group(1) == "toml"
+    ]
+    assert len(blocks) >= 4, "the scenario blocks were not found"
+    stand_in(checkout / "base.json", {"workers": 12})
+    stand_in(checkout / "new.json", {"workers": 12})
+    failures = []
+    for doc, line, text in blocks:
+        (checkout / "block.toml").write_text(text, encoding="utf-8")
+        first = text.splitlines()[0]
+        sub = next((name for name in ("audit", "diff") if f"pgmq-sim {name}" in first), None)
+        args = (
+            *([sub] if sub else []),
+            "-config",
+            "block.toml",
+            *(["-dsn", "postgres://u@h/d"] if sub == "audit" else []),
+        )
+        try:
+            check(Command(doc, line, -1, args), checkout, {})
+        except (SimError, click.ClickException) as refused:
+            message = refused.format_message() if isinstance(refused, click.ClickException) else refused
+            failures.append(f"{doc.relative_to(REPO)}:{line}: {message}")
+    assert not failures, "scenario blocks the tool refuses:\n" + "\n".join(failures)
+
+
 @pytest.mark.parametrize(
     "args,refusal",
     [
