@@ -59,6 +59,7 @@ def _number(value: float | None) -> str:
 
 
 SECTIONS = {  # the order of --help and of the docs' flag tables
+    "diff": "What to diff",
     "go": "The Go tool's",
     "design": "The queue design",
     "workload": "The workload",
@@ -68,7 +69,6 @@ SECTIONS = {  # the order of --help and of the docs' flag tables
     "gates": "CI gates and baselines",
     "outputs": "Outputs",
     "runners": "More processes, more hosts",
-    "diff": "What to diff",
     "scenario": "Scenario files",
 }
 

@@ -839,7 +839,7 @@ AUDIT = CommandOptions(
             "text",
             'the server whose queue and journal to audit; in a scenario file `"$VARIABLE"` names an'
             " environment variable",
-            "go",
+            "path",
             metavar="URL",
             shown_default=f"`${DSN_ENV}`",
             validate=_dsn("-dsn"),

@@ -500,10 +500,10 @@ def scenario_toml(scenario: Scenario) -> str:
             option is not None
             and option.secret
             and value == f"${option.secret}"
-            and scenario.sources[key] == FLAG
+            and key not in dict(scenario.written)
         ):
             lines.append(
-                f"# {option.flag} holds a password, which a scenario never keeps: export {option.secret}"
+                f"# {option.flag} held a password, which a scenario never keeps: export {option.secret}"
             )
         lines.append(tomli_w.dumps({key: value}).rstrip())
     if tables:
