@@ -12,14 +12,11 @@ What no cause explains is unexplained, with the numbers and what was looked at."
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.journeys import RUN
 from pgmq_sim.model.kinds import WakeupMode
-from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 
@@ -38,7 +35,8 @@ class HiddenCause:
 
 @dataclass(frozen=True)
 class HiddenAccount:
-    scope: str  # '' for the run's p99 cohort, else a type's
+    """The run's slowest 1%'s hidden time and its causes."""
+
     hidden_ms: float  # per message of the cohort
     total_ms: float  # the cohort's mean end-to-end time
     causes: tuple[HiddenCause, ...]  # the largest share first
@@ -49,10 +47,6 @@ class HiddenAccount:
     def unexplained(self) -> float:
         return max(0.0, 1.0 - sum(c.share for c in self.causes))
 
-    @property
-    def cohort(self) -> str:
-        return "the slowest 1%" + (f" of {self.scope}" if self.scope else "")
-
     def types_text(self) -> str:
         """e.g. 'type1's slowest 1% 3.41 s each, type2's 2.1 ms, type3's 1.9 ms'."""
         said = [f"{t}'s {_ms(ms)}" for t, ms in self.by_type]
@@ -62,7 +56,6 @@ class HiddenAccount:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "cohort": self.scope or "run",
             "hidden_ms": round(self.hidden_ms, 3),
             "causes": [
                 {"resource": c.resource, "share": round(c.share, 3), "evidence": c.evidence}
@@ -79,30 +72,20 @@ def _ms(ms: float) -> str:
 
 
 def hidden_account(r: RunResult) -> HiddenAccount | None:
-    """The p99 cohort with the most hidden time (the run's, or a type's), explained."""
-    if r.latency is None:
+    """The run's slowest 1%'s hidden time, explained; the type whose slowest were hidden most is the
+    one whose empty claims are counted."""
+    slowest = r.latency.p99 if r.latency is not None else None
+    if r.latency is None or slowest is None or slowest.hidden_ms <= 0:
         return None
-    cohorts = [(RUN, r.latency.p99)] + [(t, c.get("p99")) for t, c in r.latency.per_type.items()]
-    found = [(scope, c) for scope, c in cohorts if c is not None and c.hidden_ms > 0]
-    if not found:
-        return None
-    scope, cohort = max(found, key=lambda sc: (sc[1].hidden_ms * sc[1].messages, sc[0] == RUN))
-    if scope != RUN and r.latency.p99 is not None and r.latency.p99.hidden_ms >= cohort.hidden_ms:
-        scope, cohort = RUN, r.latency.p99
     by_type = sorted(
         ((t, c["p99"].hidden_ms) for t, c in r.latency.per_type.items() if "p99" in c), key=lambda tc: -tc[1]
     )
-    starved = scope or (by_type[0][0] if by_type else None)  # the type whose slowest were hidden most
-    return dataclasses.replace(_explain(r, scope, cohort, starved), by_type=tuple(by_type))
-
-
-def _explain(r: RunResult, scope: str, cohort: CohortSplit, starved: str | None = None) -> HiddenAccount:
-    hidden_s = dict(cohort.hidden_by_second)
+    starved = by_type[0][0] if by_type else None
+    hidden_s = dict(slowest.hidden_by_second)
     total = sum(hidden_s.values())
-    per_msg = cohort.hidden_ms
     causes: list[HiddenCause] = []
     left = 1.0
-    for cause in _seen(r, hidden_s, total, starved) + _pervasive(r, per_msg, starved):
+    for cause in _seen(r, hidden_s, total, starved) + _pervasive(r, slowest.hidden_ms, starved):
         share = min(cause.share, left)
         if share >= 0.005:
             causes.append(HiddenCause(cause.resource, share, cause.evidence, cause.fix))
@@ -114,7 +97,9 @@ def _explain(r: RunResult, scope: str, cohort: CohortSplit, starved: str | None 
         looked.append("due times")
     if r.settings.tx == "split" or (r.queue or {}).get("delivery") == "at-least-once":
         looked.append("leases")
-    return HiddenAccount(scope, per_msg, cohort.total_ms, tuple(causes), ", ".join(looked))
+    return HiddenAccount(
+        slowest.hidden_ms, slowest.total_ms, tuple(causes), ", ".join(looked), tuple(by_type)
+    )
 
 
 def _window(hidden_s: dict[int, float], first_s: float, last_s: float) -> float:

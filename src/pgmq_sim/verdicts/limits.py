@@ -169,7 +169,7 @@ def _hidden(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str |
             " explain it",
             None,
         )
-    lead = f"{account}; {h.cohort} were hidden from free workers {_ms(h.hidden_ms)} each"
+    lead = f"{account}; the slowest 1% were hidden from free workers {_ms(h.hidden_ms)} each"
     if len(h.by_type) > 1:
         lead += f" ({h.types_text()})"
     top = h.causes[0] if h.causes else None
