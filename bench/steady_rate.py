@@ -56,6 +56,7 @@ def figures(run: dict[str, Any]) -> dict[str, float | None]:
     cost = run.get("server_cost") or {}
     roles = cost.get("roles") or {}
     client = run["client"]
+    account = run.get("latency_split") or {}  # the latency account, computed after the run
     logins = client.get("logins") or {}
 
     def role_tx(role: str) -> float | None:
@@ -77,6 +78,7 @@ def figures(run: dict[str, Any]) -> dict[str, float | None]:
         "queue tx/msg": queue_tx(roles),
         "e2e p50": run["latency_ms"]["e2e"]["p50"],
         "e2e p99": run["latency_ms"]["e2e"]["p99"],
+        "account ms": None if account.get("seconds") is None else account["seconds"] * 1000,
     }
 
 
@@ -176,7 +178,8 @@ def main() -> None:
         without = c.median([figures(r)["client us/msg"] or 0.0 for r in runs[NO_SAMPLER]])
         share = (with_it - without) / with_it if with_it else None
         print(
-            f"  the wait sampler's share of the client's CPU at 20 Hz ({c.fmt(with_it, 0)} against"
+            f"  the wait sampler's and the lock census's share of the client's CPU at 20 Hz and 2 Hz"
+            f" ({c.fmt(with_it, 0)} against"
             f" {c.fmt(without, 0)} us/msg without): {c.fmt(None if share is None else share * 100, 1)}%"
             f" <= {SAMPLER_SHARE:.0%}: {c.verdict(share, SAMPLER_SHARE, higher_is_better=False)}"
         )

@@ -255,8 +255,9 @@ def test_a_budget_cuts_the_search_and_says_how_far_it_got(cli: Cli) -> None:
 @pytest.mark.parametrize(
     "args,needles",
     [
-        ("-fill-db 100 -step 0", ["-step goes with -sweep", "-sweep rate=auto"]),
-        ("-fill-db 100 -settle -1", ["-settle goes with -sweep"]),
+        ("-fill-db 100 -step 5", ["-step goes with -sweep", "-sweep rate=auto"]),
+        ("-fill-db 100 -step 0", ["-step 0 must be more than 0"]),
+        ("-fill-db 100 -settle 1", ["-settle goes with -sweep"]),
         ("-fill-db 100 -slo e2e-p99=100", ["-slo goes with -sweep"]),
         ("-fill-db 100 -repeat 3", ["-repeat goes with -sweep"]),
         ("-sweep rate=100,200 -resolution 2", ["-resolution goes with an adaptive sweep"]),

@@ -20,13 +20,16 @@ from pgmq_sim.model.kinds import Outcome, PoolerMode
 from pgmq_sim.model.reasons import Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.render.terminal import print_summary
+from pgmq_sim.result.account import PARTS, CohortSplit, LatencyAccount
 from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
+from pgmq_sim.result.holders import HolderSeen, LockCensus
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
 from pgmq_sim.verdicts.limits import RESOURCES, Limit, run_limit
+from pgmq_sim.verdicts.outages import held_pauses
 
 pytestmark = pytest.mark.unit
 
@@ -57,6 +60,8 @@ def result(
     spare_connections: int | None = None,
     skips_locked: bool = False,
     faults: tuple[Fault, ...] = (),
+    latency: LatencyAccount | None = None,
+    locks: LockCensus | None = None,
     **changes: Any,
 ) -> RunResult:
     """A run whose figures are set by hand: each worker processed its share at these latencies."""
@@ -101,7 +106,16 @@ def result(
         spare_connections=spare_connections,
         claim_skips_locked=skips_locked,
         faults=faults,
+        latency=latency,
+        locks=locks,
     )
+
+
+def account(*, hidden_at: tuple[tuple[int, float], ...] = (), **parts_ms: float) -> LatencyAccount:
+    """A latency account whose median and slowest 1% (ten messages each) took these parts, in ms;
+    `hidden_at`: the slowest 1%'s hidden seconds, summed, by second of the run."""
+    cohort = CohortSplit(10, **{f"{p}_ms": parts_ms.get(p, 0.0) for p in PARTS}, hidden_by_second=hidden_at)
+    return LatencyAccount({"median": cohort, "p99": cohort}, {}, 0.0)
 
 
 HELD = SnapshotHold(
@@ -180,6 +194,18 @@ POOLED = RunPath(
     (),
     PathFacts(PoolerMode.TRANSACTION, "shared backends", None, True, True, 180000),
 )
+TRIGGERED = WaitProfile(
+    100,
+    (("client", 54), ("other", 82), ("wal-flush", 62)),
+    (),
+    (),
+    (("Timeout:PgSleep", 74), ("IPC:SyncRep", 8)),
+)
+SELF_LOCKING = LockCensus(40, 40, (), worker_holdings=40, worker_rows=3880, worker_rows_max=100)
+FOREIGN = LockCensus(
+    50, 50, (HolderSeen(4242, "blocker", "idle in transaction", 4.0, 29.0, 50, 60, 0, "", 25.0),)
+)
+FOREIGN_SECONDS = tuple((second, 9.6) for second in range(4, 29))  # 10 messages x 24 s, over 25 s
 SCANNING = ServerCost(1000, 1_000_000, {"blks_hit": 900_000, "xact_commit": 3000}, None, None, None)
 
 
@@ -247,6 +273,12 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         ("synchronous_commit = off",),
     ),
     (
+        "server-waits",  # a slow trigger on the queue's table, tried on a case no test built: not wal-flush
+        result(waits=TRIGGERED),
+        ("waiting on Timeout:PgSleep 90%, IPC:SyncRep 10%", "41% of their time in a transaction"),
+        ("a trigger or a function on the queue's tables",),
+    ),
+    (
         "ordering",
         result(groups=100, hot=HotGroup("type2", 1, 400)),
         ("of the ordering bound", "group (type2, order_id 1) has 40% of the messages"),
@@ -293,6 +325,31 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         ("idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3000 session(s)", "75%"),
         ("use -tx split", "ALTER ROLE queue SET idle_in_transaction_session_timeout = '1s'"),
     ),
+    (
+        "claim-locks",  # 12 workers, each claim locking every head: the others' claims came back empty
+        result(workers=12, empty=468, latency=account(hidden=900, service=8), locks=SELF_LOCKING),
+        (
+            "the slowest 1% took 908 ms: hidden 99%, service 1%",
+            "a worker holding a message held 97.0 rows of the queue (up to 100) on average in 40 census",
+            "; the workers' claims came back empty 468 times in the run",
+        ),
+        ("lock only the rows the claim returns",),
+    ),
+    (
+        "locks",  # another session held the advisory locks of one type's groups for 25 s
+        result(latency=account(hidden=24_000, service=5, hidden_at=FOREIGN_SECONDS), locks=FOREIGN),
+        (
+            "hidden 100%",
+            "100% pid 4242 (blocker; idle in transaction) held 60 advisory locks from 4.0 s to 29.0 s",
+        ),
+        ("a session outside the run holds 60 advisory locks: pid 4242 (blocker)",),
+    ),
+    (
+        "polling",
+        result(rate=100.0, offered=200, latency=account(hidden=480, capacity=20, service=5)),
+        ("hidden 95%", "idle workers poll every 1 s after an empty claim"),
+        ("-wakeup notify",),
+    ),
 ]
 
 
@@ -309,6 +366,112 @@ def test_the_limit_is_the_resource_its_figures_show(
         assert words in limit.fix, (words, limit.fix)
     lines = advice.advice(run)
     assert lines[0] == f"limit {resource}: {limit.fix}"
+
+
+NOTIFIED = {"wakeup": "notify", "rate": 100.0, "offered": 200, "claim_ms": 0.3, "complete_ms": 0.5}
+RECOVERED = RetryFigures(9, 0, 5, 2, 1, ())
+# limits read from the account that have no fix to give, and words their evidence must hold
+UNFIXED: list[tuple[str, RunResult, tuple[str, ...]]] = [
+    (
+        "wakeup",
+        result(**NOTIFIED, latency=account(hidden=1.4, service=1.2)),
+        ("hidden 54%", "a notified wake-up takes about 3 round trips", "up to 1.5 ms"),
+    ),
+    (
+        "lease",
+        result(**NOTIFIED, tx="split", retries=RECOVERED, latency=account(hidden=8000, service=5)),
+        ("5 message(s) came back only once their lease (30 s) passed or their owner stopped",),
+    ),
+    ("due", result(**NOTIFIED, latency=account(due=900, service=5)), ("before they were due",)),
+    (
+        "unexplained",
+        result(**NOTIFIED, latency=account(hidden=5000, service=5)),
+        ("100% of it unexplained (looked at the lock census: not taken, 0 outage(s), the wake-up (notify))",),
+    ),
+    (
+        "none",
+        result(**NOTIFIED, latency=account(hidden=1, capacity=1, service=20)),
+        ("the slowest 1% took 22.0 ms: service 91%", "the offered 100/s was served below every limit"),
+    ),
+]
+
+
+@pytest.mark.parametrize("resource,run,evidence", UNFIXED, ids=[case[0] for case in UNFIXED])
+def test_a_limit_read_from_the_account_names_where_the_time_went(
+    resource: str, run: RunResult, evidence: tuple[str, ...]
+) -> None:
+    limit = run_limit(run)
+    assert limit.resource == resource, limit
+    for words in evidence:
+        assert words in limit.evidence, (words, limit.evidence)
+    assert limit.fix is None and not any(line.startswith("limit ") for line in advice.advice(run))
+
+
+def test_most_of_the_slowest_hidden_is_never_none() -> None:
+    """Whatever the run's other figures say (far below every limit here), hidden time that makes
+    most of the slowest 1% gets a cause or is called unexplained."""
+    for hidden in (12.0, 120.0, 1200.0):
+        limit = run_limit(result(**NOTIFIED, latency=account(hidden=hidden, service=hidden / 2)))
+        assert limit.resource not in ("none", "workers"), (hidden, limit)
+
+
+def test_the_median_can_wait_for_a_poll_while_the_slowest_wait_for_a_foreign_lock() -> None:
+    """Issue 38's first case, each cohort by its own account: the slowest 1% were hidden 24 s while
+    another session held their groups' advisory locks (the limit), the median ~0.5 s for a poll."""
+    slowest = CohortSplit(10, 0, 0, 100, 24_000, 5, FOREIGN_SECONDS)
+    median = CohortSplit(500, 0, 0, 20, 480, 5)
+    both = LatencyAccount({"median": median, "p99": slowest}, {}, 0.0)
+    lines = advice.advice(result(rate=200.0, offered=400, latency=both, locks=FOREIGN))
+    assert lines[0].startswith("limit locks: a session outside the run holds 60 advisory locks"), lines
+    assert "the median message waited 480 ms of its 505 ms hidden from idle workers that poll" in lines[1]
+    assert len(lines) == 2, lines
+
+
+def test_a_pause_while_another_session_held_the_queue_is_a_lock_not_an_outage() -> None:
+    """Tried on a case no test built: LOCK TABLE msg_queue IN EXCLUSIVE MODE for 3 s from another
+    session paused every completion; the run met an 'outage' and the limit said so. The census saw
+    the holder over the pause: the fault is a lock held, and no outage is judged from it."""
+    table = HolderSeen(
+        26678, "other-team", "idle in transaction", 4.0, 6.5, 6, 0, 0, "ExclusiveLock on msg_queue", 3
+    )
+    met = Fault(3.66, "outage", "not injected: the producer wrote nothing for 2 s", 3.0, connections_lost=0)
+    lost = dataclasses.replace(met, at_s=9.0, connections_lost=6)  # connections lost: an outage still
+    faults = held_pauses([met, lost], [table])
+    assert [f.kind for f in faults] == ["lock held", "outage"]
+    assert faults[0].detail == (
+        "not injected: pid 26678 (other-team; idle in transaction) held ExclusiveLock on msg_queue"
+        " from 4.0 s to 6.5 s"
+    )
+    limit = run_limit(result(faults=(faults[0],), locks=LockCensus(20, 20, (table,))))
+    assert limit.resource != "outage", limit
+
+
+def test_a_producer_held_by_another_sessions_lock_is_a_locks_limit() -> None:
+    """Tried on a case no test built: the queue's order_id a foreign key to orders, and another
+    session holding orders row 1 FOR UPDATE for 3 s: the producer's inserts waited, the producer fell
+    behind its rate. The census saw whom the producer waited for."""
+    parent = HolderSeen(
+        6626, "other-team", "idle in transaction", 2.5, 5.0, 6, 0, 0, "", 2.6, "pgmq-sim producer"
+    )
+    limit = run_limit(result(rate=300.0, offered=4000, locks=LockCensus(20, 20, (parent,))))
+    assert limit.resource == "locks", limit
+    assert (
+        "pid 6626 (other-team; idle in transaction) held a lock the run's producer waited for"
+        in limit.evidence
+    )
+    assert limit.fix is not None and "the producer's inserts wait for: pid 6626 (other-team)" in limit.fix
+
+
+def test_a_fallback_that_found_messages_explains_their_hidden_time() -> None:
+    """With notify, a type's fallback claim that found messages no notification woke a worker for
+    is measured (fallback_finds): it explains hidden time up to its interval."""
+    run = result(**NOTIFIED, latency=account(hidden=600, service=5))
+    run = dataclasses.replace(
+        run, workers=tuple(dataclasses.replace(w, fallback_finds=3) for w in run.workers)
+    )
+    limit = run_limit(run)
+    assert limit.resource == "wakeup", limit
+    assert "fallback claim (once per 1 s) found messages 18 times" in limit.evidence, limit
 
 
 def test_no_more_workers_are_advised_than_the_server_allows_connections() -> None:
@@ -412,7 +575,8 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
         ("-claim advisory",),
     ),
     ("wal-flush", LIMITS[4][1], ()),
-    ("ordering", LIMITS[5][1], ("add workers",)),
+    ("server-waits", LIMITS[5][1], ()),
+    ("ordering", LIMITS[6][1], ("add workers",)),
     ("workers", result(workers=3, spare_connections=0, **BUSY), ("add workers",)),
     (
         "workers",
@@ -420,8 +584,8 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
         ("add workers",),
     ),
     ("workers", result(workers=3, groups=100, busy_ms=6.0, spare_connections=1), ("up to 3", "about 3 ")),
-    ("producer", LIMITS[8][1], ()),
-    ("outage", LIMITS[7][1], ()),
+    ("producer", LIMITS[9][1], ()),
+    ("outage", LIMITS[8][1], ()),
     ("server-policy", policed(tx="split"), ("-tx split",)),
     ("server-cpu", result(server_cost=ServerCost(1000, 1e6, {"xact_commit": 3000}, None, None, 2.0 * 8)), ()),
     ("idle_workers", result(workers=12, groups=2, empty=5000), ()),
@@ -431,6 +595,9 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
     ("dead_tuples", result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ()),
     ("head_of_line", result(retries=BLOCKING), ()),
     ("client_starved", TRIGGERS[-1][1], ()),
+    ("claim-locks", LIMITS[-3][1], ()),
+    ("polling", LIMITS[-1][1], ("-wakeup poll",)),
+    *((name, run, ("-wakeup notify", "-tx split")) for name, run, _ in UNFIXED if name != "none"),
 ]
 
 

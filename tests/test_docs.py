@@ -28,7 +28,11 @@ from conftest import REPO
 from pgmq_sim.cli.audit_command import audit_command, checked_audit
 from pgmq_sim.cli.command import check_flags, command
 from pgmq_sim.cli.diff_command import diff_command, diff_inputs
+from pgmq_sim.cli.flag_table import BEGIN, END, flag_tables
+from pgmq_sim.cli.flags import check_flags as check_command_flags
+from pgmq_sim.cli.options import AUDIT, DIFF, RUN
 from pgmq_sim.cli.plan import plan_run
+from pgmq_sim.cli.scenario import scenario_of
 from pgmq_sim.errors import SimError
 
 pytestmark = pytest.mark.unit
@@ -120,12 +124,14 @@ def check(cmd: Command, workdir: Path, written: dict[str, dict[str, object]]) ->
         if name in written:
             stand_in(workdir / name, written[name])
     if subcommand == "audit":
+        check_command_flags(audit_command, args[1:])
         with audit_command.make_context("pgmq-sim audit", args[1:]) as ctx:
-            checked_audit(**ctx.params)
+            checked_audit(scenario_of(AUDIT, ctx))
         return
     if subcommand == "diff":
+        check_command_flags(diff_command, args[1:])
         with diff_command.make_context("pgmq-sim diff", args[1:]) as ctx:
-            diff_inputs(**ctx.params)
+            diff_inputs(scenario_of(DIFF, ctx))
         return
     check_flags(args)
     try:
@@ -134,7 +140,7 @@ def check(cmd: Command, workdir: Path, written: dict[str, dict[str, object]]) ->
         assert done.exit_code == 0
         return
     with ctx:
-        plan = plan_run(ctx.params, ctx)
+        plan = plan_run(scenario_of(RUN, ctx))
     if plan is not None and plan.settings.json_path is not None and str(plan.settings.json_path) != "-":
         written[str(plan.settings.json_path)] = plan.settings.as_json()
 
@@ -172,6 +178,37 @@ def test_every_documented_command_passes_the_checks_a_run_makes_before_it_starts
             failures.append(f"{cmd}\n    -> {message}")
     capsys.readouterr()  # --help's text
     assert not failures, "documented commands the tool refuses:\n" + "\n".join(failures)
+
+
+def test_every_toml_block_of_the_docs_is_a_scenario_the_tool_accepts(checkout: Path) -> None:
+    """A page's TOML block is a scenario file, of the run unless its first line names `pgmq-sim
+    audit` or `pgmq-sim diff`: read by -config and checked as a run would check it."""
+    blocks = [
+        (doc, line_of(doc.read_text(encoding="utf-8"), block.start(2)), block.group(2))
+        for doc in DOCS
+        for block in FENCE.finditer(doc.read_text(encoding="utf-8"))
+        if block.group(1) == "toml"
+    ]
+    assert len(blocks) >= 4, "the scenario blocks were not found"
+    stand_in(checkout / "base.json", {"workers": 12})
+    stand_in(checkout / "new.json", {"workers": 12})
+    failures = []
+    for doc, line, text in blocks:
+        (checkout / "block.toml").write_text(text, encoding="utf-8")
+        first = text.splitlines()[0]
+        sub = next((name for name in ("audit", "diff") if f"pgmq-sim {name}" in first), None)
+        args = (
+            *([sub] if sub else []),
+            "-config",
+            "block.toml",
+            *(["-dsn", "postgres://u@h/d"] if sub == "audit" else []),
+        )
+        try:
+            check(Command(doc, line, -1, args), checkout, {})
+        except (SimError, click.ClickException) as refused:
+            message = refused.format_message() if isinstance(refused, click.ClickException) else refused
+            failures.append(f"{doc.relative_to(REPO)}:{line}: {message}")
+    assert not failures, "scenario blocks the tool refuses:\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize(
@@ -321,19 +358,29 @@ def test_the_site_lists_every_page() -> None:
 
 
 def test_the_readme_keeps_its_shape() -> None:
-    """At most 450 lines; its test command is exactly .ci/run's; its flag table is the CLI's flags."""
+    """At most 450 lines; its test command is exactly .ci/run's; its flag tables are the options'
+    (tools/flag_table.py writes them), and so every flag of the three commands, and no other."""
     text = README.read_text(encoding="utf-8")
     assert text.count("\n") <= 450
     blocks = [m.group(2).strip() for m in FENCE.finditer(text) if m.group(1) == "sh"]
     ci_command = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert blocks[1] == ci_command, "README's test command and .ci/run differ"
-    table = text[text.index("| flag | default | meaning |") :].split("\n\n")[0]
-    in_table = {
+    tables = text[text.index(BEGIN) : text.index(END) + len(END)]
+    assert tables == flag_tables(), (
+        "README's flag tables are not the options': run python tools/flag_table.py"
+    )
+    in_tables = {
         word.lstrip("-")
-        for row in table.splitlines()[2:]
-        for span in SPAN.findall(row.split(" | ")[0])
-        for word in span.replace("[", "").split()
-        if word.startswith("-") and not word.startswith("-1")
+        for row in tables.splitlines()
+        if row.startswith("| `")
+        for word in SPAN.findall(row.split(" | ")[0])[0].split()
+        if word.startswith("-")
     }
-    flags = {opt.lstrip("-") for p in command.params for opt in p.opts} - {"h", "help"}
-    assert in_table == flags, (sorted(flags - in_table), sorted(in_table - flags))
+    flags = {
+        o.lstrip("-")
+        for c in (command, audit_command, diff_command)
+        for p in c.params
+        for o in p.opts
+        if o[0] == "-"
+    }
+    assert in_tables == flags - {"h", "help"}, (sorted(flags - in_tables), sorted(in_tables - flags))

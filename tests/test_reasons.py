@@ -19,7 +19,8 @@ from pgmq_sim.result.reasons import ReasonTally
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.settings import WorkTime
 from pgmq_sim.verdicts.audit import judge_audit
-from pgmq_sim.verdicts.limits import Figures, judge
+from pgmq_sim.verdicts.figures import Figures
+from pgmq_sim.verdicts.limits import judge
 from pgmq_sim.verdicts.outages import fault_effects, reason_faults
 from pgmq_sim.verdicts.policies import conflicts, policies_met, run_shape
 
@@ -224,6 +225,12 @@ def test_a_policy_that_ended_the_runs_sessions_is_the_limit_before_an_outage() -
     assert judge(_figures(policies=quiet)).resource != "server-policy"  # 2% of the attempts: not the limit
     split = policies_met((POLICY,), timeouts(IDLE_TX), run_shape(settings(tx="split"), True))
     assert "-tx split" not in split[0].fix  # never the run's own setting
+    # statements a timeout canceled are what made them wait (a lock, a scan): named by the other checks
+    canceled = ReasonCount(Cause.LOCK_TIMEOUT, "55P03", "canceling statement due to lock timeout",
+                           3000, 0.1, 19.9, 8, ("w1",), 0)  # fmt: skip
+    lock = ServerSetting("lock_timeout", 100, "100ms", "database")
+    waits = policies_met((canceled,), timeouts(lock), run_shape(settings(), True))
+    assert judge(_figures(policies=waits)).resource != "server-policy"
 
 
 PRIORITY_CLAIM = """

@@ -9,10 +9,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from builders import settings
 
 from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.command import check_flags
+from pgmq_sim.cli.options import RUN
 from pgmq_sim.cli.plan import parse_compare
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.backoff import Backoff
@@ -288,11 +288,14 @@ def test_sql_file_limits(tmp_path: Path) -> None:
         read_sql(Path("/dev/zero"), "schema", "fix")
 
 
-def test_settings_refuse_values_the_table_cannot_hold() -> None:
-    with pytest.raises(UsageError, match="integer"):
-        settings(orders=3_000_000_000)
-    with pytest.raises(UsageError, match="integer"):
-        settings(fill_db=2**31)
+def test_options_refuse_values_the_table_cannot_hold() -> None:
+    """The ranges are the options' (cli/options): a flag's and a file's value are both checked."""
+    orders, fill_db = RUN.by_name("orders"), RUN.by_name("fill-db")
+    assert orders is not None and fill_db is not None
+    with pytest.raises(UsageError, match=r"^-orders 3000000000 must be between 1 and 2147483647 \(order_id"):
+        orders.checked(3_000_000_000)
+    with pytest.raises(UsageError, match=r"^x.toml:3: fill-db = 2147483648 must be between 1 and .*integer"):
+        fill_db.checked(2**31, "x.toml:3: ")
 
 
 # -- progress text -----------------------------------------------------------------------------

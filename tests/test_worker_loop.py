@@ -123,8 +123,9 @@ class RecordingWakeup:
     def released(self) -> None:
         pass
 
-    async def wait(self, after_completion: bool) -> None:
+    async def wait(self, after_completion: bool) -> bool:
         self.waits.append(after_completion)
+        return False
 
 
 class Harness:

@@ -129,6 +129,12 @@ def _secrets(dsn: str) -> list[str]:
     return sorted(filter(None, forms), key=len, reverse=True)
 
 
+def holds_secret(dsn: str) -> bool:
+    """Whether the DSN itself holds a password (or another secret): a scenario never keeps one."""
+    match = re.match(r"postgres(?:ql)?://([^@/]*)@", dsn)
+    return bool(match and ":" in match.group(1)) or any(_is_secret(key) for key in _parse_loosely(dsn))
+
+
 def _parse_loosely(dsn: str) -> dict[str, str]:
     try:
         return {key: str(value) for key, value in conninfo_to_dict(dsn).items()}

@@ -27,12 +27,15 @@ from pgmq_sim.db.samples import SampleSession
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.model.events import PoolerView, SnapshotHold
 from pgmq_sim.model.facts import PoolerPulse
+from pgmq_sim.result.holders import LockCensusTally
 from pgmq_sim.result.snapshots import SnapshotWatch
 from pgmq_sim.result.stats import PulseSample, Timeline
 from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.runlog import RunLog
 
 PULSE_EVERY_S = 1.0
+CENSUS_EVERY_S = 0.5  # who holds the locks a claim may skip or wait on
+CENSUS_ROWS_MAX_MB = 32.0  # the queue's rows are counted (a scan) while its tables are this small
 
 
 class Housekeeper:
@@ -46,6 +49,7 @@ class Housekeeper:
         log: RunLog,
         recover_every_s: float | None,
         waits: tuple[WaitTally, float] | None = None,  # the tally, and the sampling interval
+        census: LockCensusTally | None = None,
     ) -> None:
         self._session = session
         self._shape = shape
@@ -59,10 +63,12 @@ class Housekeeper:
         self.worker_backends_max = 0  # server connections seen serving workers at once
         self._snapshots = SnapshotWatch()
         self._waits = waits
+        self._census = census
+        self._table_mb: float | None = None  # the last pulse's
 
     async def run(self) -> None:
         bell = self._halt.bell()
-        next_pulse = next_recovery = next_sample = time.monotonic()
+        next_pulse = next_recovery = next_sample = next_census = time.monotonic()
         try:
             while not self._halt.is_set():
                 now = time.monotonic()
@@ -73,6 +79,11 @@ class Housekeeper:
                     next_recovery = now + self._recover_every_s
                     await self._recover()
                 wake = min(next_pulse, next_recovery if self._recover_every_s is not None else next_pulse)
+                if self._census is not None:
+                    if now >= next_census:
+                        next_census = now + CENSUS_EVERY_S
+                        await self._take_census(self._census)
+                    wake = min(wake, next_census)
                 if self._waits is not None:
                     if now >= next_sample:
                         next_sample = max(next_sample + self._waits[1], now)
@@ -92,9 +103,19 @@ class Housekeeper:
             sample = await self._session.waits()
         except (psycopg.Error, TimeoutError):
             return
-        tally.add_counts(sample.counts, sample.lock_events)
+        tally.add_counts(sample.counts, sample.lock_events, sample.other_events)
         if sample.blockers:
             tally.blocked(sample.blockers)
+
+    async def _take_census(self, tally: LockCensusTally) -> None:
+        """Best effort, as the samples; the queue's rows are counted only while its tables are small."""
+        self.transactions += 1
+        small = self._table_mb is not None and self._table_mb <= CENSUS_ROWS_MAX_MB
+        try:
+            sample = await self._session.census(self._shape.tables, count_rows=small)
+        except (psycopg.Error, TimeoutError):
+            return
+        tally.add(self._clock(), sample)
 
     async def _pulse(self) -> None:
         """Best effort: a sample missed (the server restarting, a lock) is just a gap."""
@@ -105,7 +126,7 @@ class Housekeeper:
             return
         at = self._clock()
         held_s = self._snapshots.see(at, pulse)  # the same backend_xmin as a second ago: held
-        mb = round(pulse.table_bytes / 2**20, 3)
+        mb = self._table_mb = round(pulse.table_bytes / 2**20, 3)
         sample = PulseSample(pulse.dead_tuples, mb, pulse.autovacuums, round(held_s, 1), resident_mb())
         self._timeline.pulse(at, sample)
         self.worker_backends_max = max(self.worker_backends_max, pulse.worker_backends)

@@ -50,8 +50,9 @@ class WakeupSlot(Protocol):
     def released(self) -> None:
         """The worker dropped its message without completing it (lost connection, crash, stop)."""
 
-    async def wait(self, after_completion: bool) -> None:
-        """Until a claim is worth trying (or the fallback, or the run's stop)."""
+    async def wait(self, after_completion: bool) -> bool:
+        """Until a claim is worth trying (or the fallback, or the run's stop); True when the type's
+        fallback woke it (no notification did)."""
 
 
 class Wakeup(Protocol):
@@ -80,9 +81,10 @@ class PollSlot:
     def released(self) -> None:
         pass
 
-    async def wait(self, after_completion: bool) -> None:
+    async def wait(self, after_completion: bool) -> bool:
         if not after_completion:
             await self._halt.sleep(self._interval, self._bell)
+        return False  # polling is the mechanism itself, not a fallback
 
 
 class PollWakeup:
@@ -173,11 +175,11 @@ class TypeCredits:
     def release(self) -> None:
         self.active -= 1
 
-    async def wait(self, bell: Bell) -> None:
-        """Until a credit, the stop, or the type's fallback falls to this worker."""
+    async def wait(self, bell: Bell) -> bool:
+        """Until a credit, the stop, or the type's fallback falls to this worker (True)."""
         if self.credits > 0:
             self.credits -= 1
-            return
+            return False
         since = time.monotonic()
         try:
             while not self._halt.is_set():
@@ -185,13 +187,14 @@ class TypeCredits:
                 self._arm()
                 why = await bell.wait(None)
                 if why is Why.FALLBACK or self._halt.is_set():
-                    return
+                    return why is Why.FALLBACK
                 if self.credits > 0:
                     self.credits -= 1
-                    return
+                    return False
                 # a credit another claim took first (or a ring for something else): wait on
         finally:
             self._waiting.pop(bell, None)
+        return False
 
     def _arm(self) -> None:
         """The fallback's timer, for when the longest-waiting worker will have waited an interval."""
@@ -245,8 +248,8 @@ class NotifySlot:
             self._active = False
             self._credits.release()
 
-    async def wait(self, after_completion: bool) -> None:
-        await self._credits.wait(self._bell)
+    async def wait(self, after_completion: bool) -> bool:
+        return await self._credits.wait(self._bell)
 
 
 # The server reads notifications for an idle LISTEN session in transactions it dates from that

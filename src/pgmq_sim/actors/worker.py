@@ -175,6 +175,11 @@ class WorkerLoop:
         self._next: tuple[Claimed, ...] = ()  # claimed by the last completion's round trip
         self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
         self._ended_in_a_row = 0  # statements the server ended since one last answered
+        # since when this worker has been free (holding no message, not in a claim that will return
+        # one): the latency account's evidence of a free worker, sent with its next claim's journal row
+        self._free_since: float | None = None
+        self._parked = False
+        self._at_fallback = False  # the next claim is the type's fallback (no notification woke it)
         self.backend_pid: int | None = None
         timeout = plan.reconnect_timeout
         self._outage = Outage(
@@ -196,6 +201,7 @@ class WorkerLoop:
                     after_step(self.stats)
         finally:
             self._outage.settle()  # a termination the run's end left unnamed
+            self.stats.free_at_end = int(self._free_since is not None)
             await self.close()
             self._halt.forget(self._bell)
 
@@ -245,6 +251,8 @@ class WorkerLoop:
             if first and self._plan.opened is not None:
                 self._plan.opened()
         self._session, self.backend_pid = session, session.backend_pid
+        if first:
+            self._free()
         if self._in_doubt is not None:  # a commit whose answer was lost: asked until answered
             await self._settle(session)
 
@@ -270,6 +278,7 @@ class WorkerLoop:
             " claiming again"
         )
         self._wakeup.released()
+        self._free()  # what it held rolled back
         self._next = ()
         await session.abandon()
         if self._in_doubt is not None and self._in_doubt[0] == "complete":
@@ -284,6 +293,7 @@ class WorkerLoop:
             await self._sleep(min(cap, first * 2 ** (self._ended_in_a_row - 2)) * self._rng.uniform(0.5, 1.0))
 
     async def _lost(self, exc: BaseException) -> None:
+        self._free()  # what it held rolled back (or, split, waits for recovery)
         delay = self._outage.lost(exc, self.backend_pid)
         if delay is None and self._plan.session.mode == SessionMode.SPLIT:
             # what this worker took on the lost connection may have committed unseen: a new token,
@@ -300,10 +310,15 @@ class WorkerLoop:
         if not claimed:
             if not plan.gate.allows(self._index):
                 self._wakeup.released()  # a parked worker does not vouch for its type's queue
+                self._free_since, self._parked = None, True  # not free: not one that may take a message
                 await plan.gate.park(self._index, self._bell)
                 return
+            if self._parked:
+                self._parked = False
+                self._free()
             if not self._claim_now:
-                await self._wakeup.wait(self._after_completion)
+                self._free()
+                self._at_fallback = await self._wakeup.wait(self._after_completion)
                 self._claim_now, self._after_completion = True, False
                 return  # the run may have stopped meanwhile
             claimed = await self._claim(session)
@@ -323,19 +338,35 @@ class WorkerLoop:
         self._ended_in_a_row = 0
         if self._outage.going_on:
             self._outage.answered()
-        self._claim_s = time.perf_counter() - started
+        answered = time.perf_counter()
+        self._claim_s = answered - started
         stats.claim.record_ms(self._claim_s * 1000)
         self._wakeup.claimed(len(claimed))
         if not claimed:
-            self._empty(after_completion=False)
-        elif self._plan.session.mode == SessionMode.SPLIT:
+            self._empty(after_completion=False, since=started)
+            self._at_fallback = False
+            return claimed
+        if self._plan.session.mode == SessionMode.SPLIT:
             stats.claim_commits += 1
+        if self._at_fallback:  # messages that no notification woke a worker for
+            stats.fallback_finds += 1
+            self._at_fallback = False
+        if self._free_since is not None:  # its journal row says how long this worker was free
+            claimed = (claimed[0]._replace(free_s=answered - self._free_since), *claimed[1:])
+            self._free_since = None
         return claimed
 
-    def _empty(self, after_completion: bool) -> None:
-        """Nothing claimable: the next step waits for a reason to claim."""
+    def _empty(self, after_completion: bool, since: float) -> None:
+        """Nothing claimable: the next step waits for a reason to claim, and the worker is free
+        from the empty claim's start."""
         self.stats.empty_claims += 1
         self._claim_now, self._after_completion = False, after_completion
+        self._free(since)
+
+    def _free(self, since: float | None = None) -> None:
+        """The worker holds no message from `since` (now) on, unless it was free already."""
+        if self._free_since is None:
+            self._free_since = time.perf_counter() if since is None else since
 
     async def _process(self, session: ClaimPort, claimed: tuple[Claimed, ...]) -> None:
         """Work the claim's messages in the order returned, then complete them in one round trip
@@ -399,7 +430,7 @@ class WorkerLoop:
             self._next = done.next
             self._wakeup.claimed(len(done.next))
             if not done.next:
-                self._empty(after_completion=True)
+                self._empty(after_completion=True, since=time.perf_counter() - self._claim_s)
         self._books.completed(claimed, done, busy_s, work_s)
         if done.claim_error is not None:
             raise done.claim_error  # after the count: the completion it rode behind is durable
@@ -418,6 +449,7 @@ class WorkerLoop:
         self._crash_requested = False
         self.stats.crashes += 1
         self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
+        self._free()
         self._wakeup.released()
         session, self._session = self._session, None
         if session is not None:

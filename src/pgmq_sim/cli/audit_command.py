@@ -4,7 +4,6 @@ running anything: the verdict is judged from the journal and the run record alon
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -13,7 +12,9 @@ import click
 import psycopg
 from rich.console import Console
 
-from pgmq_sim.cli.flags import flag
+from pgmq_sim.cli.flags import command_of
+from pgmq_sim.cli.options import AUDIT
+from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_toml
 from pgmq_sim.db.connection import connect_checked
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
@@ -25,27 +26,14 @@ from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
 
 
-@click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
-@flag("dsn", metavar="URL", default=None, help=f"Server (default: ${DSN_ENV}).")
-@flag(
-    "json",
-    "json_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="Write the verdict as JSON; - for stdout.",
-)
-@flag(
-    "reconnect-timeout",
-    type=float,
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="How long a passing refusal (a server starting up, a pooler retrying its login) is waited out.",
-)
-def audit_command(dsn: str | None, json_path: Path | None, reconnect_timeout: float) -> None:
-    """Audit the queue and journal a run left in the database: exactly once, in order."""
-    dsn = checked_audit(dsn, json_path, reconnect_timeout)
+@command_of(AUDIT, "Audit the queue and journal a run left in the database: exactly once, in order.")
+def audit_command(**_options: object) -> None:
+    scenario = scenario_of(AUDIT, click.get_current_context())
+    dsn = checked_audit(scenario)
+    if scenario.options["print_config"]:
+        click.echo(scenario_toml(scenario), nl=False)
+        return
+    json_path, reconnect_timeout = scenario.options["json_path"], scenario.options["reconnect_timeout"]
     # one line naming why there is no connection, once a passing refusal is waited out
     connect_checked(dsn, patience_s=reconnect_timeout).close()
     try:
@@ -55,9 +43,9 @@ def audit_command(dsn: str | None, json_path: Path | None, reconnect_timeout: fl
     sys.exit(0 if verdict.passed else 1)
 
 
-def checked_audit(dsn: str | None, json_path: Path | None, reconnect_timeout: float) -> str:
+def checked_audit(scenario: Scenario) -> str:
     """Every refusal that needs no server; the DSN the audit connects to."""
-    dsn = dsn or os.environ.get(DSN_ENV) or None
+    dsn, json_path = scenario.options["dsn"] or os.environ.get(DSN_ENV) or None, scenario.options["json_path"]
     if dsn is None:
         raise UsageError(
             f"pgmq-sim audit needs -dsn or {DSN_ENV}: an embedded server is removed with its run"
@@ -65,8 +53,6 @@ def checked_audit(dsn: str | None, json_path: Path | None, reconnect_timeout: fl
     check_dsn(dsn)
     if json_path:
         check_output_path(json_path, "-json")
-    if not 0 <= reconnect_timeout < math.inf:
-        raise UsageError(f"-reconnect-timeout {reconnect_timeout:g}: give seconds, 0 or more")
     return dsn
 
 

@@ -18,14 +18,17 @@ from rich.console import Console
 
 from pgmq_sim import __version__
 from pgmq_sim.cli.diff_command import print_diff
-from pgmq_sim.cli.options import run_flags
-from pgmq_sim.cli.plan import plan_run
+from pgmq_sim.cli.flags import check_flags as refuse_flags
+from pgmq_sim.cli.flags import command_of
+from pgmq_sim.cli.options import RUN
+from pgmq_sim.cli.plan import RunPlan, plan_run
+from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_record, scenario_toml
 from pgmq_sim.dsn import first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.looped import LoopCarrier
 from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
-from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
 from pgmq_sim.render.files import STDOUT, result_document, write_json
 from pgmq_sim.render.junit import write_junit
@@ -45,17 +48,20 @@ SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 REPORT_WIDTH = 120  # when stdout is a file or pipe; a terminal uses its own width
 
 
-@click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
-@run_flags
-@click.version_option(__version__, "-version", "--version", prog_name="pgmq-sim")
-def command(**options: object) -> None:
-    """Simulate load on a PostgreSQL table used as a message queue with ordered
-    processing per (queue_type, order_id), then report throughput, latency and an
-    exactly-once/order audit. A port of pggo_msg_queue.
+HELP = """Simulate load on a PostgreSQL table used as a message queue with ordered
+processing per (queue_type, order_id), then report throughput, latency and an
+exactly-once/order audit. A port of pggo_msg_queue.
 
-    Example: pgmq-sim -fill-db 100000 -workers 12 -rate 100 -delmsg
-    """
-    sys.exit(execute(options))
+Example: pgmq-sim -fill-db 100000 -workers 12 -rate 100 -delmsg
+
+A scenario file holds the same options, a key each (fill-db = 100000):
+pgmq-sim -config scenario.toml; pgmq-sim ... -print-config writes one.
+"""
+
+
+@command_of(RUN, HELP)
+def command(**_options: object) -> None:
+    sys.exit(execute(scenario_of(RUN, click.get_current_context())))
 
 
 @contextmanager
@@ -79,12 +85,15 @@ def signals_caught() -> Iterator[tuple[Signals, list[int]]]:
             signal.signal(signum, handler)
 
 
-def execute(options: dict[str, Any]) -> int:
-    plan = plan_run(options, click.get_current_context())
+def execute(scenario: Scenario) -> int:
+    plan = plan_run(scenario)
+    if scenario.options["print_config"]:
+        click.echo(scenario_toml(scenario), nl=False)
+        return 0
     if plan is None:
         from pgmq_sim.distributed.worker import run_worker
 
-        return run_worker(options)
+        return run_worker(scenario.options, scenario.given("logfile"))
     settings, inputs, log = plan.settings, plan.inputs, plan.log
     carrier: CarrierFactory = LoopCarrier
     if plan.fleet is not None:
@@ -131,7 +140,8 @@ def execute(options: dict[str, Any]) -> int:
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
-            code = _report(settings, results, failed, console, len(inputs) > 1, plan.baseline)
+            record = scenario_record(scenario, effective(plan), settings.json_path)
+            code = _report(settings, results, failed, console, len(inputs) > 1, plan.baseline, record)
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"
@@ -141,6 +151,15 @@ def execute(options: dict[str, Any]) -> int:
             log.close()
             if metrics is not None:
                 metrics.close()
+
+
+def effective(plan: RunPlan) -> dict[str, Any]:
+    """The values a run chose where none was given, for the JSON's scenario: a rerun runs the same."""
+    settings, options = plan.settings, plan.scenario.options
+    chosen: dict[str, Any] = {"fill-db": settings.fill_db, "workers": settings.workers, "seed": settings.seed}
+    if options["queue"] is None and options["claim"] is None:
+        chosen["queue"] = settings.claim
+    return chosen
 
 
 def cell_label(given: RunInput) -> str:
@@ -155,6 +174,7 @@ def _report(
     console: Console,
     compare: bool,
     baseline: dict[str, Any] | None,
+    record: dict[str, Any],
 ) -> int:
     """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
     errors: list[str] = []
@@ -177,6 +197,7 @@ def _report(
         }
     if settings.json_path and (results or failed):
         document = {"runs": documents, "failed": failed} if compare else documents[0]
+        document = document | record  # the scenario it ran: -config FILE.json reruns it
         try:
             write_json(settings.json_path, document)
         except SimError as exc:
@@ -203,11 +224,13 @@ def main() -> None:
         if args[:1] == ["audit"]:
             from pgmq_sim.cli.audit_command import audit_command
 
+            refuse_flags(audit_command, args[1:])
             audit_command.main(args[1:], prog_name="pgmq-sim audit", standalone_mode=False)
             return
         if args[:1] == ["diff"]:
             from pgmq_sim.cli.diff_command import diff_command
 
+            refuse_flags(diff_command, args[1:])
             diff_command.main(args[1:], prog_name="pgmq-sim diff", standalone_mode=False)
             return
         check_flags(args)
@@ -229,31 +252,5 @@ def main() -> None:
 
 
 def check_flags(args: list[str]) -> None:
-    """Name an unknown flag as written (click would name its first letter) and refuse a flag
-    given twice (click would silently keep the last)."""
-    names = {}
-    for param in command.params:
-        for opt in param.opts:
-            names[opt] = param.name
-    names.update({"-h": "help", "-help": "help", "--help": "help", "-version": "v", "--version": "v"})
-    seen: dict[str, str] = {}
-    for arg in args:
-        if arg == "--":
-            break
-        if not arg.startswith("-") or arg == "-" or _is_number(arg):
-            continue
-        flag_name = arg.split("=", 1)[0]
-        if flag_name not in names:
-            raise UsageError(f"unknown flag {flag_name}; see pgmq-sim --help for the flags")
-        dest = names[flag_name]
-        if dest in seen:
-            raise UsageError(f"{flag_name} is given twice ({seen[dest]} and {arg}); give it once")
-        seen[dest] = arg
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """An unknown flag named as written, a flag given twice refused."""
+    refuse_flags(command, args)

@@ -12,12 +12,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from pgmq_sim.cli.flags import flag
+from pgmq_sim.cli.flags import command_of
+from pgmq_sim.cli.options import DIFF
+from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_toml
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import CHECK_EXIT
 from pgmq_sim.render.files import check_output_path, write_json
 from pgmq_sim.verdicts.diff import (
-    DEFAULT_FAIL_ON,
     FigureChange,
     compare,
     diff_json,
@@ -60,23 +61,14 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
-@click.command(context_settings={"help_option_names": ["-h", "-help", "--help"]})
-@click.argument("base", type=click.Path(path_type=Path))
-@click.argument("new", type=click.Path(path_type=Path))
-@flag(
-    "fail-on",
-    default=",".join(DEFAULT_FAIL_ON),
-    show_default=True,
-    metavar="FIGURES",
-    help="Exit 4 when one of these figures got worse beyond the noise.",
-)
-@flag("allow-different", is_flag=True, default=False, help="Diff runs whose settings differ (listed first).")
-@flag(
-    "json", "json_path", type=click.Path(path_type=Path), default=None, metavar="FILE", help="Write the diff."
-)
-def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None) -> None:
-    """Compare two runs' JSON, figure by figure: better, worse, or ~ within the runs' own noise."""
-    names, base_doc, new_doc, differences = diff_inputs(base, new, fail_on, allow_different, json_path)
+@command_of(DIFF, "Compare two runs' JSON, figure by figure: better, worse, or ~ within the runs' own noise.")
+def diff_command(**_options: object) -> None:
+    scenario = scenario_of(DIFF, click.get_current_context())
+    names, base_doc, new_doc, differences = diff_inputs(scenario)
+    if scenario.options["print_config"]:
+        click.echo(scenario_toml(scenario), nl=False)
+        return
+    base, new, json_path = (scenario.options[key] for key in ("base", "new", "json_path"))
     changes = compare(base_doc, new_doc)
     console = Console(highlight=False)
     print_diff(console, changes, differences, f"{base} -> {new}")
@@ -91,12 +83,13 @@ def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, jso
     console.print(f"no figure of {', '.join(names)} got worse beyond the noise")
 
 
-def diff_inputs(
-    base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None
-) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any], list[str]]:
+def diff_inputs(scenario: Scenario) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any], list[str]]:
     """Every refusal before the figures are compared: the -fail-on names, the two runs and how their
     settings differ."""
-    names = parse_fail_on(fail_on)
+    base, new, json_path = (scenario.options[key] for key in ("base", "new", "json_path"))
+    if base is None or new is None:
+        raise UsageError("pgmq-sim diff needs BASE.json NEW.json (or base and new in a -config file)")
+    names, allow_different = parse_fail_on(scenario.options["fail_on"]), scenario.options["allow_different"]
     if json_path is not None:
         check_output_path(json_path, "-json")
     base_doc, new_doc = load_run(base), load_run(new)

@@ -1,402 +1,927 @@
-"""The run's flags, as the Go tool spells them (-fill-db) and as GNU does (--fill-db), in the order
-`pgmq-sim --help` lists them: the Go tool's own first, then the queue design, the workload, faults,
-capacity, gating, outputs and the runners."""
+"""Every option of every command, once: the run's (the Go tool's own first, then the queue design,
+the workload, time and sweeps, faults, the path, gates, outputs and the runners), the audit's and
+the diff's. The flags (-fill-db, --fill-db), the scenario file's keys (fill-db = 100), --help, the
+JSON's scenario and the docs' flag tables are all read from these.
+
+A new option is one `Option(...)` here (and, for a run, its field in Settings); see
+docs/scenarios.md#adding-an-option."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from enum import StrEnum
 
-import click
+from pgmq_sim.actors.chaos import parse_chaos
+from pgmq_sim.cli.cells import parse_compare
+from pgmq_sim.cli.option import CommandOptions, Option, Range
+from pgmq_sim.dsn import DSN_ENV, check_dsn
+from pgmq_sim.model.checks import Check
+from pgmq_sim.model.extras import Delay, PriorityRange
+from pgmq_sim.model.kinds import PoolerMode, ProgressMode, TxMode, WakeupMode
+from pgmq_sim.model.skew import INT4_MAX, KeySkew
+from pgmq_sim.model.sweep import SweepSpec, parse_duration, parse_slo
+from pgmq_sim.settings import (
+    MAX_ATTEMPTS,
+    MAX_BATCH,
+    MAX_SAMPLE_HZ,
+    MAX_TYPES,
+    MAX_WORKERS,
+    Payload,
+    WorkTime,
+    parse_listen_address,
+)
+from pgmq_sim.verdicts.checks import parse_checks
+from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, parse_fail_on
 
-from pgmq_sim.cli.flags import flag
+DSN_DEFAULT = f"`${DSN_ENV}`, else embedded"
+NOT_NEGATIVE = Range(0)
+POSITIVE = Range(0, low_open=True)
+PORT = Range(1, 65535, why="a TCP port")
+SEED_DSN = "postgres://test@localhost/test"  # the examples' server, with no password
+ADAPTIVE = ("-sweep", "rate=auto", "-wakeup", "notify")
 
-F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_DSN_HELP = "default: $PGMQ_SIM_DSN, else an embedded PostgreSQL started for the run"
 
-RUN_FLAGS: tuple[Callable[[F], F], ...] = (
-    flag("delmsg", is_flag=True, help="Delete a message once handled (default: mark it processed)."),
-    flag("dsn", metavar="URL", default=None, help=f"PostgreSQL to use ({DEFAULT_DSN_HELP})."),
-    flag(
+def _names(kind: type[StrEnum]) -> tuple[str, ...]:
+    return tuple(member.value for member in kind)
+
+
+def _checks(text: str) -> tuple[Check, ...]:
+    return parse_checks(text)
+
+
+def _budget(text: str) -> float:
+    return parse_duration(text, "-sweep-budget")
+
+
+def _listen(text: str) -> object:
+    return parse_listen_address(text, "-metrics-port")
+
+
+def _dsn(flag: str) -> Callable[[str], None]:
+    return lambda text: check_dsn(text, flag)
+
+
+def _compare(text: str) -> object:
+    return parse_compare(text)
+
+
+RUN_OPTIONS = (
+    # -- the Go tool's own ----------------------------------------------------------------------
+    Option(
+        "delmsg",
+        "switch",
+        "delete a message once handled (otherwise mark it `P` and set `time_processed`)",
+        "go",
+        default=False,
+        example=("-delmsg",),
+    ),
+    Option(
+        "dsn",
+        "text",
+        'server to use; the password is never printed; in a scenario file `"$VARIABLE"` names an'
+        " environment variable that holds it; see [Running where production runs](docs/production.md)",
+        "go",
+        metavar="URL",
+        shown_default=DSN_DEFAULT,
+        validate=_dsn("-dsn"),
+        secret=DSN_ENV,
+        example=("-dsn", SEED_DSN),
+    ),
+    Option(
         "fill-db",
-        type=int,
-        default=None,
+        "int",
+        "messages to write, and to process before the run ends; a run with `-duration` and `-rate`,"
+        " a `-rate-profile` or a `-sweep` has no count unless given one, and goes by time alone",
+        "go",
         metavar="N",
-        help="Messages to write and process (default 1000; with -duration and -rate: no count, time alone).",
+        shown_default="1000",
+        range=Range(1, INT4_MAX, why="msg_id is an integer column"),
+        example=("-fill-db", "250"),
     ),
-    flag(
+    Option(
         "logfile",
+        "text",
+        "one line per handled message plus run events, written every 100 ms and at exit (`tail -f`"
+        " works); `-` for stdout; started afresh each run",
+        "go",
         default="msg_queue.log",
-        show_default=True,
         metavar="FILE",
-        help="Log of handled messages and run events; - for stdout.",
+        place="out",
+        example=("-logfile", "run.log"),
     ),
-    flag(
+    Option(
         "rate",
-        type=float,
+        "float",
+        "insert at R messages/s while workers run (paced without drift) instead of prefilling with"
+        " COPY; the base of a `burst:` profile",
+        "go",
         default=0.0,
         metavar="R",
-        help="Insert at R messages/s while workers run instead of prefilling.",
+        range=NOT_NEGATIVE,
+        example=("-rate", "50"),
     ),
-    flag(
+    Option(
         "schema",
-        type=click.Path(path_type=Path),
-        default=None,
+        "path",
+        "the queue table (dropped and recreated); see [Your own queue](docs/your-queue.md)",
+        "go",
         metavar="FILE",
-        help="Schema file (default: ./schema.sql, else the packaged seed schema).",
+        shown_default="`./schema.sql`, else packaged",
+        place="in",
+        example=("-schema", "schema.sql"),
     ),
-    flag(
+    Option(
         "workers",
-        type=int,
-        default=None,
+        "int",
+        "workers (each its own connection, all on one event loop per process) dealt round-robin over"
+        " `type1..typeN`; fewer than `-types` is a usage error",
+        "go",
         metavar="N",
-        help="Worker threads, dealt over the types (at least one per type; default 5).",
+        shown_default="5",
+        range=Range(1, MAX_WORKERS),
+        example=("-workers", "7"),
     ),
-    flag(
+    Option(
         "next-msg",
-        type=click.Path(path_type=Path),
-        default=None,
+        "path",
+        "the claim query; `$1` is the worker's type; must return `msg_id, queue_type, order_id`",
+        "go",
         metavar="FILE",
-        help="Claim query (default: ./next_msg.sql, else the seed's; $1 is the type).",
+        shown_default="`./next_msg.sql`, else packaged",
+        place="in",
+        example=("-next-msg", "next_msg.sql"),
     ),
-    flag(
+    Option(
         "work-ms",
+        "text",
+        "simulated work per message, uniform; `0` for none",
+        "go",
         default="1-10",
-        show_default=True,
         metavar="MIN-MAX",
-        help="Simulated work per message in ms, uniform.",
+        setting="work",
+        parse=WorkTime.parse,
+        numbers=True,
+        example=("-work-ms", "2-4"),
     ),
-    flag(
+    Option(
         "orders",
-        type=int,
+        "int",
+        "distinct `order_id`s per type, so types x K groups",
+        "go",
         default=2,
-        show_default=True,
         metavar="K",
-        help="Distinct order_ids (groups per type).",
+        range=Range(1, INT4_MAX, why="order_id is an integer"),
+        example=("-orders", "5"),
     ),
-    flag(
+    Option(
         "poll-interval",
-        type=float,
+        "float",
+        "idle wait after an empty claim (poll), or the fallback wait (notify)",
+        "go",
         default=1.0,
-        show_default=True,
         metavar="S",
-        help="Idle wait after an empty claim (poll), or fallback wait (notify).",
+        range=NOT_NEGATIVE,
+        example=("-poll-interval", "0.5"),
     ),
-    flag(
-        "claim",
-        default=None,
-        metavar="NAME",
-        help="Claim strategy (a built-in queue design on the seed's table): seed, indexed, affinity,"
-        " advisory, fifo, or ./strategies/NAME/claim.sql (default seed).",
-    ),
-    flag(
+    # -- the queue design -----------------------------------------------------------------------
+    Option(
         "queue",
-        default=None,
+        "text",
+        "the queue design: a folder of SQL (your table, enqueue, claim, completion) or a built-in;"
+        " see [Your own queue](docs/your-queue.md)",
+        "design",
         metavar="DIR|NAME",
-        help="The queue design: a folder of SQL (schema, enqueue, claim, complete; see"
-        " docs/your-queue.md) or a built-in name (the -claim strategies, and the seeds' other designs).",
+        shown_default="`seed`",
+        setting=None,
+        place="design",
+        example=("-queue", "examples/jobs"),
     ),
-    flag(
-        "priority",
-        default=None,
-        metavar="MIN-MAX",
-        help="A uniform integer priority per message (enqueue.sql's $4); a larger number is served first.",
+    Option(
+        "claim",
+        "text",
+        "a built-in claim strategy on the seed's table (the same as `-queue NAME`), see [Your own"
+        " queue](docs/your-queue.md#claim-strategies)",
+        "design",
+        metavar="NAME",
+        shown_default="`seed`",
+        setting=None,
+        place="design",
+        example=("-claim", "indexed"),
     ),
-    flag(
-        "delay",
-        default=None,
-        metavar="SHARE:MIN-MAX",
-        help="That share of messages is due MIN to MAX seconds after it is enqueued (enqueue.sql's $5),"
-        " e.g. 0.3:1-5.",
-    ),
-    flag(
-        "archive",
-        is_flag=True,
-        help="Complete by the design's complete_archive.sql: move a finished message to its archive table.",
-    ),
-    flag(
+    Option(
         "batch",
-        type=int,
+        "int",
+        "messages one claim may take; they are worked in order and completed in one commit",
+        "design",
         default=1,
-        show_default=True,
         metavar="N",
-        help="Messages one claim may take; the worker works them in order and completes them in one commit.",
+        range=Range(1, MAX_BATCH, why="messages per claim"),
+        example=("-batch", "3"),
     ),
-    flag(
+    Option(
+        "archive",
+        "switch",
+        "complete with the design's `complete_archive.sql` (`visibility`: move the message to its"
+        " archive table)",
+        "design",
+        default=False,
+        example=("-queue", "visibility", "-archive"),
+    ),
+    Option(
         "wakeup",
-        default="poll",
-        show_default=True,
+        "text",
+        "how idle workers learn of new messages",
+        "design",
+        default=WakeupMode.POLL.value,
         metavar="poll|notify",
-        help="How idle workers learn of new messages.",
+        choices=_names(WakeupMode),
+        example=("-wakeup", "notify"),
     ),
-    flag(
-        "compare",
-        default=None,
-        metavar="CELLS",
-        help="Run each STRATEGY[/WAKEUP] (comma list, or 'all') on the same workload; one table.",
-    ),
-    flag("no-audit", is_flag=True, help="Skip the journal and audit (raw speed runs)."),
-    flag(
-        "stall-timeout",
-        type=float,
-        default=30.0,
-        show_default=True,
-        metavar="S",
-        help="Stop with a diagnosis if nothing commits for S seconds while messages remain.",
-    ),
-    flag(
-        "json",
-        "json_path",
-        type=click.Path(path_type=Path),
-        default=None,
-        metavar="FILE",
-        help="Write the whole result as JSON; - for stdout (the summary then goes to stderr).",
-    ),
-    flag(
-        "plot",
-        "plot_path",
-        type=click.Path(path_type=Path),
-        default=None,
-        metavar="FILE.png",
-        help="Draw throughput, backlog and latency over time (needs pgmq-sim[plot]).",
-    ),
-    flag(
-        "reconnect-timeout",
-        type=float,
-        default=60.0,
-        show_default=True,
-        metavar="S",
-        help="How long workers, producer and the tool keep reconnecting to a lost server.",
-    ),
-    flag(
-        "replace-tables",
-        is_flag=True,
-        help="Replace msg_queue/msg_journal/pgmq_sim_run even if pgmq-sim did not create them.",
-    ),
-    flag(
+    Option(
         "tx",
-        default=None,
+        "text",
+        "`split`: claim with an owner and a lease and commit, work outside any transaction, complete in"
+        " a second transaction; see [Faults](docs/faults.md#split-transactions)",
+        "design",
         metavar="single|split",
-        help="single: claim, work and complete in one transaction; split: claim with a lease and commit,"
-        " work outside any transaction, complete in a second one (default single; a design's queue.toml).",
+        shown_default="`single` (a design's: its `queue.toml`)",
+        setting=None,
+        choices=_names(TxMode),
+        example=("-tx", "split"),
     ),
-    flag(
-        "lease", type=float, default=30.0, show_default=True, metavar="S", help="Split mode: a claim's lease."
+    Option(
+        "compare",
+        "text",
+        "run `DESIGN[/WAKEUP][/TX],...` or `all` (every strategy, each wake-up) on one workload (one"
+        " seed for every cell) and print one table; with `-sweep`, one sweep per cell and a table of"
+        " knees; in a scenario file, a table per cell: `[[compare]]` with `queue`, `wakeup`, `tx`",
+        "design",
+        metavar="CELLS",
+        setting=None,
+        form="compare",
+        validate=_compare,
+        example=("-compare", "seed,indexed/notify,fifo/split"),
     ),
-    flag("fail-rate", type=float, default=0.0, metavar="P", help="Fraction of work attempts that fail."),
-    flag(
-        "max-attempts",
-        type=int,
-        default=5,
-        show_default=True,
+    Option(
+        "no-audit",
+        "switch",
+        "no journal, no audit: raw speed runs",
+        "design",
+        default=False,
+        setting=None,
+        example=("-no-audit",),
+    ),
+    # -- the workload ---------------------------------------------------------------------------
+    Option(
+        "types",
+        "int",
+        "message types `type1..typeN`",
+        "workload",
+        default=3,
         metavar="N",
-        help="Attempts before a failing message becomes a dead letter.",
+        range=Range(1, MAX_TYPES, why="queue_type is varchar(10)"),
+        example=("-types", "2"),
     ),
-    flag(
-        "backoff-ms",
-        type=float,
-        default=100.0,
-        show_default=True,
-        metavar="BASE",
-        help="A failed attempt's next try waits BASE x 2^(attempt-1) ms.",
-    ),
-    flag(
-        "chaos",
-        default=None,
-        metavar="SPEC",
-        help="Faults to inject, e.g. kill-connection/5s,kill-worker@3s,restart-server@10s,hold-xmin@5s+20s,"
-        "lock-table@10s+3s.",
-    ),
-    flag(
-        "chaos-allow-restart",
-        is_flag=True,
-        help="Let -chaos restart-server crash-restart a -dsn server (superuser needed).",
-    ),
-    flag(
-        "duration",
-        type=float,
-        default=None,
-        metavar="S",
-        help="End the run after S seconds: the producer stops, work in flight finishes (with or without"
-        " -fill-db).",
-    ),
-    flag(
-        "pooler",
-        default="auto",
-        show_default=True,
-        metavar="auto|none|session|transaction",
-        help="The pooler between the tool and the server; auto detects it.",
-    ),
-    flag(
-        "listen-dsn",
-        metavar="URL",
-        default=None,
-        help="With -wakeup notify behind a transaction pooler: a direct connection for LISTEN.",
-    ),
-    flag(
-        "wait-sample-hz",
-        type=float,
-        default=20.0,
-        show_default=True,
-        metavar="N",
-        help="pg_stat_activity samples per second for the wait profile and the limit verdict; 0: none.",
-    ),
-    flag(
-        "pooler-admin",
-        metavar="URL",
-        default=None,
-        help="PgBouncer's admin console (database pgbouncer): the pool's waits each second in the report,"
-        " and -chaos pause-pooler, kill-pooler, reconnect-pooler.",
-    ),
-    flag("types", type=int, default=3, show_default=True, metavar="N", help="Message types type1..typeN."),
-    flag(
+    Option(
         "key-skew",
+        "text",
+        "how `order_id`s are spread over the K orders; see [Traffic shapes](docs/traffic.md)",
+        "workload",
         default="uniform",
-        show_default=True,
         metavar="uniform|zipf:S",
-        help="How order_ids are spread over -orders K: evenly, or Zipf with exponent S (hot keys).",
+        parse=KeySkew.parse,
+        example=("-key-skew", "zipf:1.1"),
     ),
-    flag(
+    Option(
         "payload-bytes",
+        "text",
+        "random (incompressible) payload per message, in the schema's `payload` column",
+        "workload",
         default="0",
         metavar="N|MIN-MAX",
-        help="Random (incompressible) payload per message, in a payload column of the schema.",
+        shown_default="none",
+        setting="payload",
+        parse=Payload.parse,
+        numbers=True,
+        example=("-payload-bytes", "100-800"),
     ),
-    flag(
+    Option(
+        "priority",
+        "text",
+        "a uniform integer priority per message (a design's `$4`; a larger number is served first); the"
+        " report gives the end-to-end latency per level",
+        "workload",
+        metavar="MIN-MAX",
+        parse=PriorityRange.parse,
+        example=("-queue", "priority", "-priority", "1-5"),
+    ),
+    Option(
+        "delay",
+        "text",
+        "that share of messages is due MIN to MAX seconds after it is enqueued (a design's `$5`); its"
+        " latency counts from then, and the audit fails a message completed early",
+        "workload",
+        metavar="SHARE:MIN-MAX",
+        parse=Delay.parse,
+        example=("-queue", "priority", "-delay", "0.3:1-5"),
+    ),
+    Option(
         "rate-profile",
-        default=None,
+        "text",
+        "arrival rate over time: `ramp:A..B/Ts`, `step:A,B,C/Ts`, `burst:R*Ds/Ts` (over `-rate`), or a"
+        " CSV file of `second,rate`",
+        "workload",
         metavar="PROFILE",
-        help="Arrival rate over time: ramp:A..B/Ts, step:A,B,C/Ts, burst:R*Ds/Ts (over -rate), or a CSV"
-        " of second,rate.",
+        place="profile",
+        example=("-rate-profile", "ramp:10..50/20s", "-duration", "30"),
     ),
-    flag(
+    Option(
         "speed",
-        type=float,
+        "float",
+        "replay a CSV profile F times faster",
+        "workload",
         default=1.0,
-        show_default=True,
         metavar="F",
-        help="Replay a CSV profile F times faster.",
+        range=POSITIVE,
+        example=("-speed", "2"),
     ),
-    flag(
-        "sweep",
-        default=None,
-        metavar="rate=auto|rate=A..B|rate=A,B,C|rate=A..B*F|workers=A,B,C",
-        help="Hold each rate (or worker count) for -step seconds in one run; report each step and the knee."
-        " rate=auto and rate=A..B search for the knee: a doubling ladder, bisection to -resolution,"
-        " then a hold.",
+    Option(
+        "seed",
+        "int",
+        "random seed for message types, orders, payloads and work times; the seed used is printed,"
+        " logged and in the JSON, so any run can be replayed",
+        "workload",
+        metavar="N",
+        shown_default="drawn",
+        example=("-seed", "7"),
     ),
-    flag("step", "step_s", type=float, default=None, metavar="S", help="A sweep step's length (default 10)."),
-    flag(
-        "settle",
-        "settle_s",
-        type=float,
-        default=None,
+    # -- time, capacity and sweeps --------------------------------------------------------------
+    Option(
+        "duration",
+        "float",
+        "end the run after S seconds: the producer stops, work in flight finishes; see"
+        " [Capacity](docs/capacity.md#runs-bounded-by-time)",
+        "time",
         metavar="S",
-        help="After a rate step, wait at most S seconds for its backlog to drain (default: -step).",
+        range=POSITIVE,
+        example=("-duration", "30", "-rate", "100"),
     ),
-    flag("slo", default=None, metavar="e2e-p99=MS", help="The end-to-end p99 each sweep step must keep."),
-    flag(
+    Option(
+        "sweep",
+        "text",
+        "search for the knee (`auto`, `A..B`), or hold each rate (or number of workers) of a ladder"
+        " for a step; in one run; report each step and the knee; in a scenario file, the `[sweep]`"
+        " table, with `rate` or `workers` and the next six keys; see"
+        " [Capacity](docs/capacity.md#sweeps)",
+        "time",
+        metavar="rate=auto|rate=A..B|workers=auto|rate=A,B,C|rate=A..B*F|workers=A,B,C",
+        parse=SweepSpec.parse,
+        form="sweep",
+        example=ADAPTIVE,
+    ),
+    Option(
+        "step",
+        "float",
+        "a sweep step's length (refused without `-sweep`, as are the next five)",
+        "time",
+        metavar="S",
+        dest="step_s",
+        shown_default="10",
+        range=POSITIVE,
+        table="sweep",
+        example=("-sweep", "rate=100,200", "-step", "4"),
+    ),
+    Option(
+        "settle",
+        "float",
+        "after a rate step, wait at most S seconds for its backlog to drain",
+        "time",
+        metavar="S",
+        dest="settle_s",
+        shown_default="`-step`",
+        range=POSITIVE,
+        table="sweep",
+        example=("-sweep", "rate=100,200", "-settle", "3"),
+    ),
+    Option(
+        "slo",
+        "text",
+        "the end-to-end p99 each sweep step must keep; an adaptive sweep's steps keep half its"
+        " headroom over the unloaded p99, and three holds in a row confirm its knee",
+        "time",
+        metavar="e2e-p99=MS",
+        setting="slo_p99_ms",
+        parse=parse_slo,
+        form="slo",
+        table="sweep",
+        example=(*ADAPTIVE, "-slo", "e2e-p99=250"),
+    ),
+    Option(
         "resolution",
-        "resolution_pct",
-        type=float,
-        default=None,
+        "float",
+        "an adaptive sweep bisects until the first failing rate is within PCT% of the knee",
+        "time",
         metavar="PCT",
-        help="An adaptive sweep bisects until the failing rate is within PCT% of the passing one"
-        " (default 5).",
+        dest="resolution_pct",
+        shown_default="5",
+        range=Range(0.1, 50, why="a percentage"),
+        table="sweep",
+        example=(*ADAPTIVE, "-resolution", "10"),
     ),
-    flag(
+    Option(
         "repeat",
-        type=int,
-        default=None,
+        "int",
+        "an adaptive sweep runs each bisection step N times; a rate passes when most runs pass",
+        "time",
         metavar="N",
-        help="An adaptive sweep runs each bisection step N times; a rate passes when most runs pass.",
+        shown_default="1",
+        range=Range(1, 9),
+        table="sweep",
+        example=(*ADAPTIVE, "-repeat", "3"),
     ),
-    flag(
+    Option(
         "sweep-budget",
-        "sweep_budget_s",
-        default=None,
+        "text",
+        "bound an adaptive sweep's whole search (`90s`, `15m`, `1h`); the report says the resolution reached",
+        "time",
         metavar="DURATION",
-        help="Bound an adaptive sweep's whole search: seconds, or 90s, 15m, 1h.",
+        dest="sweep_budget_s",
+        parse=_budget,
+        numbers=True,
+        table="sweep",
+        example=(*ADAPTIVE, "-sweep-budget", "15m"),
     ),
-    flag(
+    Option(
         "bystander",
-        type=float,
-        default=None,
+        "float",
+        "a small read-and-update workload beside the queue, on a table of its own, at RATE"
+        " transactions/s: its latency; see [Capacity](docs/capacity.md#a-neighbours-latency)",
+        "time",
         metavar="RATE",
-        help="Beside the queue, a small read-and-update workload on a table of its own at RATE/s:"
-        " its latency.",
+        range=Range(0, 100_000, low_open=True, why="transactions per second"),
+        example=("-bystander", "20"),
     ),
-    flag(
-        "check",
-        default=None,
-        metavar="EXPR[,EXPR...]",
-        help="Thresholds on reported figures, e.g. e2e-p99<250,throughput>=900,lost==0; a breach exits 4.",
+    # -- faults and failing work ----------------------------------------------------------------
+    Option(
+        "lease",
+        "float",
+        "split mode: how long a claim is owned before the housekeeper may take it back",
+        "faults",
+        default=30.0,
+        metavar="S",
+        range=POSITIVE,
+        example=("-tx", "split", "-lease", "12"),
     ),
-    flag(
-        "junit",
-        "junit_path",
-        type=click.Path(path_type=Path),
-        default=None,
-        metavar="FILE",
-        help="Write the checks and the audit as JUnit XML, one test case each.",
+    Option(
+        "fail-rate",
+        "float",
+        "fraction of work attempts that fail",
+        "faults",
+        default=0.0,
+        metavar="P",
+        range=Range(0, 1, high_open=True, why="a fraction"),
+        example=("-fail-rate", "0.1"),
     ),
-    flag(
-        "check-abort",
-        is_flag=True,
-        help="End the run at the first breach of a -check lost (it can only grow).",
-    ),
-    flag(
-        "baseline",
-        "baseline_path",
-        type=click.Path(path_type=Path),
-        default=None,
-        metavar="FILE",
-        help="Diff the run against a run's JSON of the same settings; worse beyond noise exits 4.",
-    ),
-    flag("drift", is_flag=True, help="Judge the drift of a run shorter than ten minutes (at least 60 s)."),
-    flag(
-        "metrics-port",
-        default=None,
-        metavar="[HOST:]PORT",
-        help="Serve live metrics for Prometheus on PORT (0: any free port), on every interface or on HOST"
-        " only, for as long as the run lasts.",
-    ),
-    flag("seed", type=int, default=None, metavar="N", help="Random seed (default: drawn and printed)."),
-    flag(
-        "progress",
-        type=click.Choice(["auto", "bars", "plain", "off"]),
-        default="auto",
-        show_default=True,
-        help="Live bars on a terminal, plain lines otherwise.",
-    ),
-    flag(
-        "processes",
-        type=int,
-        default=None,
+    Option(
+        "max-attempts",
+        "int",
+        "attempts before a failing message becomes a dead letter",
+        "faults",
+        default=5,
         metavar="N",
-        help="Run the -workers in N processes on this host (Locust's runners; -1: one per core).",
+        range=Range(1, MAX_ATTEMPTS),
+        example=("-fail-rate", "0.1", "-max-attempts", "3"),
     ),
-    flag("master", is_flag=True, help="Master of a run across hosts: workers join with --worker."),
-    flag("expect-workers", type=int, default=1, show_default=True, metavar="K", help="Workers to await."),
-    flag(
-        "master-bind-host", default="*", show_default=True, metavar="HOST", help="Interface for the workers."
+    Option(
+        "backoff-ms",
+        "float",
+        "a failed attempt's next try waits BASE x 2^(attempt-1) ms",
+        "faults",
+        default=100.0,
+        metavar="BASE",
+        range=NOT_NEGATIVE,
+        example=("-fail-rate", "0.1", "-backoff-ms", "50"),
     ),
-    flag(
-        "master-bind-port", type=int, default=5557, show_default=True, metavar="P", help="Port for workers."
+    Option(
+        "chaos",
+        "text",
+        "faults injected into the run (`kill-connection/5s,kill-worker@3s,restart-server@10s`; in a"
+        " scenario file an array of them), see [Faults](docs/faults.md#injected-faults)",
+        "faults",
+        metavar="SPEC",
+        validate=parse_chaos,
+        form="list",
+        example=("-chaos", "kill-worker@1s,kill-connection/5s"),
     ),
-    flag("worker", is_flag=True, help="Run queue workers for a master; every setting comes from the master."),
-    flag("master-host", default=None, metavar="HOST", help="With --worker: the master to join."),
-    flag(
-        "master-port", type=int, default=5557, show_default=True, metavar="P", help="With --worker: its port."
+    Option(
+        "chaos-allow-restart",
+        "switch",
+        "lets `-chaos restart-server` crash-restart a `-dsn` server (superuser)",
+        "faults",
+        default=False,
+        example=("-chaos-allow-restart",),
     ),
-    flag("web", is_flag=True, help="With --processes/--master: Locust's web UI showing the run live."),
-    flag("web-port", type=int, default=8089, show_default=True, metavar="P", help="Port of the web UI."),
+    Option(
+        "stall-timeout",
+        "float",
+        "stop with a diagnosis if nothing commits for S seconds while messages remain",
+        "faults",
+        default=30.0,
+        metavar="S",
+        example=("-stall-timeout", "45"),
+    ),
+    Option(
+        "reconnect-timeout",
+        "float",
+        "how long workers, producer, listener and the tool's own session keep reconnecting to a lost server",
+        "faults",
+        default=60.0,
+        metavar="S",
+        range=NOT_NEGATIVE,
+        example=("-reconnect-timeout", "20"),
+    ),
+    # -- the server and the path to it ----------------------------------------------------------
+    Option(
+        "pooler",
+        "text",
+        "the pooler between the tool and the server; `auto` detects it",
+        "path",
+        default=PoolerMode.AUTO.value,
+        metavar="auto|none|session|transaction",
+        choices=_names(PoolerMode),
+        example=("-pooler", "none"),
+    ),
+    Option(
+        "listen-dsn",
+        "text",
+        "with `-wakeup notify`: where the listening connection goes (a direct connection; needed"
+        " behind a transaction pooler)",
+        "path",
+        metavar="URL",
+        validate=_dsn("-listen-dsn"),
+        secret="PGMQ_SIM_LISTEN_DSN",
+        example=("-wakeup", "notify", "-listen-dsn", SEED_DSN),
+    ),
+    Option(
+        "pooler-admin",
+        "text",
+        "PgBouncer's admin console (database `pgbouncer`): its pool read each second into the report,"
+        " and the pooler's faults for `-chaos`; see [The pooler's"
+        " faults](docs/faults.md#the-poolers-faults)",
+        "path",
+        metavar="URL",
+        validate=_dsn("-pooler-admin"),
+        secret="PGMQ_SIM_POOLER_ADMIN",
+        example=("-pooler-admin", "postgres://u@localhost:6432/pgbouncer"),
+    ),
+    Option(
+        "wait-sample-hz",
+        "float",
+        "`pg_stat_activity` samples per second for the wait profile and the limit verdict (0: none)",
+        "path",
+        default=20.0,
+        metavar="N",
+        range=Range(0, MAX_SAMPLE_HZ),
+        example=("-wait-sample-hz", "10"),
+    ),
+    Option(
+        "replace-tables",
+        "switch",
+        "replace `msg_queue`, `msg_journal`, `msg_failures`, `pgmq_sim_owners`, `pgmq_sim_run`,"
+        " `pgmq_sim_bystander` (and, behind a transaction pooler, the `pgmq_sim_*` functions) even if"
+        " pgmq-sim did not create them",
+        "path",
+        default=False,
+        example=("-replace-tables",),
+    ),
+    # -- CI gates and baselines -----------------------------------------------------------------
+    Option(
+        "check",
+        "text",
+        "thresholds on reported figures (`e2e-p99<250`, `throughput>=900`, `lost==0`; in a scenario"
+        " file an array of them); a breach exits 4; see [CI gates](docs/ci.md#gating-a-ci-with-checks)",
+        "gates",
+        metavar="EXPR[,EXPR...]",
+        setting="checks",
+        parse=_checks,
+        form="list",
+        example=("-check", "e2e-p99<250,lost==0"),
+    ),
+    Option(
+        "junit",
+        "path",
+        "the checks and the audit as JUnit XML, one test case each",
+        "gates",
+        metavar="FILE",
+        dest="junit_path",
+        place="out",
+        example=("-junit", "checks.xml"),
+    ),
+    Option(
+        "check-abort",
+        "switch",
+        "end the run at the first breach of a check that can only get worse (`lost`), as if"
+        " interrupted: the audit still runs",
+        "gates",
+        default=False,
+        example=("-check", "lost==0", "-check-abort"),
+    ),
+    Option(
+        "baseline",
+        "path",
+        "diff this run against an earlier run's JSON in the summary and the JSON; worse beyond noise"
+        " exits 4; see [A baseline](docs/ci.md#a-baseline)",
+        "gates",
+        metavar="FILE",
+        dest="baseline_path",
+        place="in",
+        example=("-baseline", "base.json"),
+    ),
+    Option(
+        "drift",
+        "switch",
+        "judge the drift of a run shorter than ten minutes (at least 60 s); see [Long"
+        " runs](docs/ci.md#long-runs-and-drift)",
+        "gates",
+        default=False,
+        example=("-drift", "-duration", "60", "-rate", "100"),
+    ),
+    Option(
+        "metrics-port",
+        "text",
+        "serve Prometheus metrics at `/metrics` on PORT (0: any free port) for as long as the run"
+        " lasts, on every interface or on HOST only (`127.0.0.1:9100`, `[::1]:9100`); see [Live"
+        " metrics](docs/ci.md#live-metrics)",
+        "gates",
+        metavar="[HOST:]PORT",
+        setting=None,
+        validate=_listen,
+        numbers=True,
+        example=("-metrics-port", "127.0.0.1:0"),
+    ),
+    # -- outputs --------------------------------------------------------------------------------
+    Option(
+        "json",
+        "path",
+        "the whole result as JSON, with the scenario it ran (regular files written atomically; a"
+        " symlink is followed, a device written directly); `-` for stdout (the summary then goes to"
+        " stderr)",
+        "outputs",
+        metavar="FILE",
+        dest="json_path",
+        place="out",
+        example=("-json", "out.json"),
+    ),
+    Option(
+        "plot",
+        "path",
+        "throughput, backlog and latency over time, and with `-sweep` the knee (`pip install '.[plot]'`)",
+        "outputs",
+        metavar="FILE.png",
+        dest="plot_path",
+        place="out",
+        example=("-plot", "out.png"),
+    ),
+    Option(
+        "progress",
+        "text",
+        "`auto`: bars on a terminal, a plain line every 5 s otherwise; or always `bars`, always"
+        " `plain`, or `off`",
+        "outputs",
+        default=ProgressMode.AUTO.value,
+        metavar="auto|bars|plain|off",
+        choices=_names(ProgressMode),
+        example=("-progress", "off"),
+    ),
+    # -- more processes, more hosts (Locust's runners) ------------------------------------------
+    Option(
+        "processes",
+        "int",
+        "run the workers in N processes on this host (`-1`: one per core); see [More processes, more"
+        " hosts](docs/processes.md)",
+        "runners",
+        metavar="N",
+        setting=None,
+        gnu=True,
+        example=("--processes", "2"),
+    ),
+    Option(
+        "master",
+        "switch",
+        "master of a run across hosts: worker processes join it with `--worker`",
+        "runners",
+        default=False,
+        setting=None,
+        gnu=True,
+        example=("--master", "-dsn", SEED_DSN),
+    ),
+    Option(
+        "expect-workers",
+        "int",
+        "the worker processes a master waits for",
+        "runners",
+        default=1,
+        metavar="K",
+        setting=None,
+        range=Range(1),
+        gnu=True,
+        example=("--master", "-dsn", SEED_DSN, "--expect-workers", "2"),
+    ),
+    Option(
+        "master-bind-host",
+        "text",
+        "where the master listens for worker processes (`*`: every interface)",
+        "runners",
+        default="*",
+        metavar="H",
+        setting=None,
+        gnu=True,
+        example=("--master", "-dsn", SEED_DSN, "--master-bind-host", "127.0.0.1"),
+    ),
+    Option(
+        "master-bind-port",
+        "int",
+        "the port the master listens on",
+        "runners",
+        default=5557,
+        metavar="P",
+        setting=None,
+        range=PORT,
+        gnu=True,
+        example=("--master", "-dsn", SEED_DSN, "--master-bind-port", "6557"),
+    ),
+    Option(
+        "worker",
+        "switch",
+        "join a master as a worker process; every setting comes from the master",
+        "runners",
+        default=False,
+        setting=None,
+        gnu=True,
+        example=("--worker", "--master-host", "master.example"),
+    ),
+    Option(
+        "master-host",
+        "text",
+        "with `--worker`: the master to join",
+        "runners",
+        metavar="H",
+        setting=None,
+        gnu=True,
+        example=("--worker", "--master-host", "master.example"),
+    ),
+    Option(
+        "master-port",
+        "int",
+        "with `--worker`: the master's port",
+        "runners",
+        default=5557,
+        metavar="P",
+        setting=None,
+        range=PORT,
+        gnu=True,
+        example=("--worker", "--master-host", "master.example", "--master-port", "6557"),
+    ),
+    Option(
+        "web",
+        "switch",
+        "with `--processes` or `--master`: Locust's web UI showing the run live",
+        "runners",
+        default=False,
+        setting=None,
+        gnu=True,
+        example=("--processes", "2", "--web"),
+    ),
+    Option(
+        "web-port",
+        "int",
+        "the web UI's port",
+        "runners",
+        default=8089,
+        metavar="P",
+        setting=None,
+        range=PORT,
+        gnu=True,
+        example=("--processes", "2", "--web", "--web-port", "8090"),
+    ),
 )
 
+# every command reads a scenario and can print one
+SCENARIO = (
+    Option(
+        "config",
+        "path",
+        "read the options from a scenario file (TOML; or a run's JSON, to rerun it); a flag given too"
+        " wins over the file; see [Scenarios](docs/scenarios.md#scenarios)",
+        "scenario",
+        metavar="FILE",
+        setting=None,
+        in_file=False,
+    ),
+    Option(
+        "print-config",
+        "switch",
+        "print the scenario of the options given (the flags and `-config`'s) as TOML, and run nothing",
+        "scenario",
+        default=False,
+        setting=None,
+        in_file=False,
+    ),
+)
+VERSION = Option("version", "version", "the version", "scenario", setting=None, in_file=False)
+RUN = CommandOptions("pgmq-sim", (*RUN_OPTIONS, *SCENARIO, VERSION))
 
-def run_flags(command: F) -> F:
-    """Every run flag on the command, in the order above."""
-    for option in reversed(RUN_FLAGS):
-        command = option(command)
-    return command
+AUDIT = CommandOptions(
+    "pgmq-sim audit",
+    (
+        Option(
+            "dsn",
+            "text",
+            'the server whose queue and journal to audit; in a scenario file `"$VARIABLE"` names an'
+            " environment variable",
+            "path",
+            metavar="URL",
+            shown_default=f"`${DSN_ENV}`",
+            validate=_dsn("-dsn"),
+            secret=DSN_ENV,
+            example=("-dsn", SEED_DSN),
+        ),
+        Option(
+            "json",
+            "path",
+            "the verdict as JSON; `-` for stdout",
+            "outputs",
+            metavar="FILE",
+            dest="json_path",
+            place="out",
+            example=("-dsn", SEED_DSN, "-json", "audit.json"),
+        ),
+        Option(
+            "reconnect-timeout",
+            "float",
+            "how long a passing refusal (a server starting up, a pooler retrying its login) is waited out",
+            "faults",
+            default=30.0,
+            metavar="S",
+            range=NOT_NEGATIVE,
+            example=("-dsn", SEED_DSN, "-reconnect-timeout", "5"),
+        ),
+        *SCENARIO,
+    ),
+)
+
+DIFF = CommandOptions(
+    "pgmq-sim diff",
+    (
+        Option(
+            "base",
+            "path",
+            "the earlier run's JSON",
+            "diff",
+            metavar="BASE.json",
+            place="in",
+            argument=True,
+        ),
+        Option(
+            "new",
+            "path",
+            "the later run's JSON",
+            "diff",
+            metavar="NEW.json",
+            place="in",
+            argument=True,
+        ),
+        Option(
+            "fail-on",
+            "text",
+            "exit 4 when one of these figures got worse beyond the noise (in a scenario file an array)",
+            "gates",
+            default=",".join(DEFAULT_FAIL_ON),
+            metavar="FIGURES",
+            validate=parse_fail_on,
+            form="list",
+            example=("-fail-on", "throughput"),
+        ),
+        Option(
+            "allow-different",
+            "switch",
+            "diff runs whose settings differ (listed first)",
+            "gates",
+            default=False,
+            gnu=True,
+            example=("--allow-different",),
+        ),
+        Option(
+            "json",
+            "path",
+            "the diff as JSON",
+            "outputs",
+            metavar="FILE",
+            dest="json_path",
+            place="out",
+            example=("-json", "diff.json"),
+        ),
+        *SCENARIO,
+    ),
+)
+COMMANDS = (RUN, AUDIT, DIFF)

@@ -1,63 +1,56 @@
-"""A command line checked before anything runs: the flags read into settings, each -compare cell's
-design loaded, every refusal that needs no server and no port made here, with one line each."""
+"""A run's options checked before anything runs: read into settings, each -compare cell's design
+loaded, every refusal that needs no server and no port made here, with one line each."""
 
 from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from typing import Any
 
-import click
-
 from pgmq_sim.actors.chaos import parse_chaos
+from pgmq_sim.cli.cells import parse_compare
 from pgmq_sim.cli.diff_command import load_run
-from pgmq_sim.designs.design import STRATEGIES, find_design, known_designs, load_design
+from pgmq_sim.cli.options import RUN
+from pgmq_sim.cli.scenario import Scenario
+from pgmq_sim.designs.design import load_design
 from pgmq_sim.distributed.options import DistributedOptions, checked_fleet, distributed_mode  # no Locust
 from pgmq_sim.dsn import check_dsn
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import UsageError
-from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import TxMode, WakeupMode
-from pgmq_sim.model.skew import KeySkew
-from pgmq_sim.model.sweep import AUTO_WORKERS, SweepSpec, parse_duration, parse_slo
+from pgmq_sim.model.sweep import AUTO_WORKERS
 from pgmq_sim.render.files import STDOUT, check_output_path
 from pgmq_sim.render.plot import check_plot_support
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.settings import Payload, Settings, WorkTime, parse_listen_address, runs_by_time
-from pgmq_sim.verdicts.checks import parse_checks, refuse_unproduced, refuse_unwatchable
+from pgmq_sim.settings import Settings, parse_listen_address, runs_by_time
+from pgmq_sim.verdicts.checks import refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import setting_differences
 
 DEFAULT_FILL_DB = 1000
 DEFAULT_WORKERS = 5
+__all__ = ["RunPlan", "load_baseline", "parse_compare", "plan_run", "run_input"]  # parse_compare: cli/cells
+SETTINGS = {f.name: f for f in dataclasses.fields(Settings)}
+REQUIRED = {n for n, f in SETTINGS.items() if f.default is MISSING and f.default_factory is MISSING}
 
 
 def _settings(options: dict[str, Any]) -> Settings:
-    """The flags become the settings field by field; three are read into other forms."""
-    parsed = {
-        "work",
-        "audit",
-        "seed",
-        "key_skew",
-        "payload",
-        "priority",
-        "delay",
-        "sweep",
-        "slo_p99_ms",
-        "sweep_budget_s",
-        "checks",
-        "metrics_port",
-        "metrics_host",
-    }
-    fields = {f.name for f in dataclasses.fields(Settings)} - parsed
-    given = {k: v for k, v in options.items() if k in fields}  # runner flags are not run settings
+    """The options become the settings: each its field, read by its definition's parser; a few
+    are combined or have defaults that depend on others."""
+    given: dict[str, Any] = {}
+    for option in RUN:
+        field = option.field
+        if field not in SETTINGS or (options[option.param] is None and field not in REQUIRED):
+            continue
+        value = options[option.param]
+        given[field] = option.parse(value) if option.parse is not None and value is not None else value
     if options["queue"] is not None and options["claim"] is not None and options["queue"] != options["claim"]:
         raise UsageError(
             f"-queue {options['queue']} and -claim {options['claim']} both name the queue design; give one"
         )
     given["claim"] = options["queue"] or options["claim"] or "seed"
     given["tx"] = options["tx"] or TxMode.SINGLE
-    sweep = SweepSpec.parse(options["sweep"]) if options["sweep"] else None
+    sweep = given.get("sweep")
     timed = runs_by_time(sweep, options["rate_profile"], options["duration"], options["rate"])
     if given["fill_db"] is None and not timed:
         given["fill_db"] = DEFAULT_FILL_DB
@@ -66,68 +59,16 @@ def _settings(options: dict[str, Any]) -> Settings:
         given["workers"] = AUTO_WORKERS if sweep.adaptive else int(max(sweep.values))
     if given["workers"] is None:
         given["workers"] = DEFAULT_WORKERS
-    metrics_host, metrics_port = (
-        parse_listen_address(options["metrics_port"], "-metrics-port")
-        if options["metrics_port"] is not None
-        else (None, None)
-    )
-    settings = Settings(
-        **given,
-        metrics_host=metrics_host,
-        metrics_port=metrics_port,
-        work=WorkTime.parse(options["work_ms"]),
-        key_skew=KeySkew.parse(options["key_skew"]),
-        payload=Payload.parse(options["payload_bytes"]),
-        priority=PriorityRange.parse(options["priority"]) if options["priority"] is not None else None,
-        delay=Delay.parse(options["delay"]) if options["delay"] is not None else None,
-        sweep=sweep,
-        slo_p99_ms=parse_slo(options["slo"]) if options["slo"] else None,
-        sweep_budget_s=parse_duration(options["sweep_budget_s"], "-sweep-budget")
-        if options["sweep_budget_s"] is not None
-        else None,
-        checks=parse_checks(options["check"]) if options["check"] is not None else (),
-        audit=not options["no_audit"],
-        # one seed per invocation: every cell of a comparison runs the same workload
-        seed=options["seed"] if options["seed"] is not None else random.SystemRandom().randrange(2**31),
-    )
+    if options["metrics_port"] is not None:
+        given["metrics_host"], given["metrics_port"] = parse_listen_address(
+            options["metrics_port"], "-metrics-port"
+        )
+    if options["seed"] is None:  # one seed per invocation: every cell of a comparison runs the same workload
+        given["seed"] = random.SystemRandom().randrange(2**31)
+    settings = Settings(**given, audit=not options["no_audit"])
     refuse_unproduced(settings.checks, settings)
     refuse_unwatchable(settings.checks, settings)
     return settings
-
-
-def parse_compare(text: str, tx: TxMode | None = None) -> list[tuple[str, WakeupMode, TxMode | None]]:
-    """'all' or a comma list of DESIGN[/WAKEUP][/TX] cells (TX: single or split; none: the design's)."""
-    wakeups, modes = [w.value for w in WakeupMode], [t.value for t in TxMode]
-    if text.strip() == "all":
-        return [(s, w, tx) for s in known_designs() if s in STRATEGIES for w in WakeupMode]
-    cells = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, *dimensions = _cell(item)
-        find_design(name, "-compare")  # an unknown name or folder is refused before anything runs
-        wakeup, mode = WakeupMode.POLL, tx
-        for value in dimensions:
-            if value in wakeups:
-                wakeup = WakeupMode(value)
-            elif value in modes:
-                mode = TxMode(value)
-            else:
-                raise UsageError(
-                    f"unknown wake-up or -tx '{value}' in -compare; use {', '.join(wakeups + modes)}"
-                )
-        cells.append((name, wakeup, mode))
-    if not cells:
-        raise UsageError("-compare needs 'all' or DESIGN[/WAKEUP][/TX],... e.g. seed,indexed/notify/split")
-    return cells
-
-
-def _cell(item: str) -> list[str]:
-    """A -compare cell: the design (a name, or a folder such as examples/jobs), then its wake-up
-    and transaction mode, the trailing parts that name one."""
-    parts = item.split("/")
-    dimensions: list[str] = []
-    while len(parts) > 1 and parts[-1] in {*WakeupMode, *TxMode}:
-        dimensions.insert(0, parts.pop())
-    return ["/".join(parts), *dimensions]
 
 
 def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
@@ -188,11 +129,13 @@ class RunPlan:
     baseline: dict[str, Any] | None
     fleet: DistributedOptions | None  # --processes or --master: the worker processes
     log: RunLog  # its path checked; opened only when the run starts
+    scenario: Scenario  # the options, and where each came from
 
 
-def plan_run(options: dict[str, Any], ctx: click.Context) -> RunPlan | None:
-    """The run the flags ask for, or None for --worker (which takes its settings from a master)."""
-    mode = distributed_mode(options, ctx)
+def plan_run(scenario: Scenario) -> RunPlan | None:
+    """The run the options ask for, or None for --worker (which takes its settings from a master)."""
+    options = scenario.options
+    mode = distributed_mode(options, scenario.given)
     if mode == "worker":
         return None
     settings = _settings(options)
@@ -213,7 +156,7 @@ def plan_run(options: dict[str, Any], ctx: click.Context) -> RunPlan | None:
         check_plot_support(settings.plot_path)
     if settings.junit_path:
         check_output_path(settings.junit_path, "-junit")
-    tx_given = TxMode(settings.tx) if options["tx"] is not None else None
+    tx_given = TxMode(options["tx"]) if options["tx"] is not None else None
     cells = (
         parse_compare(options["compare"], tx_given)
         if options["compare"]
@@ -234,7 +177,7 @@ def plan_run(options: dict[str, Any], ctx: click.Context) -> RunPlan | None:
     if settings.chaos:
         parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
-    return RunPlan(settings, inputs, baseline, fleet, log)
+    return RunPlan(settings, inputs, baseline, fleet, log, scenario)
 
 
 def load_baseline(settings: Settings, compare: bool) -> dict[str, Any] | None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from pgmq_sim.db.account import read_account
 from pgmq_sim.db.audit import body_of, count_audit
 from pgmq_sim.db.batches import produced_count
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
@@ -21,7 +22,10 @@ from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
+from pgmq_sim.model.journeys import FreeSpans, Journey
 from pgmq_sim.sqlfiles import statement
+
+T = TypeVar("T")
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
 
@@ -86,6 +90,13 @@ class QueueDatabase:
             if audited:
                 _execute(conn, statement("journal"), "journal table", "check the user may create tables")
                 _execute(conn, statement("mark_journal"), "journal table", "check the schema")
+                if design.seed_table and not retrying:  # the latency account reads it (empty here)
+                    _execute(
+                        conn,
+                        statement("failures_table"),
+                        "failures table",
+                        "check the user may create tables",
+                    )
             else:  # a journal left by an earlier run would describe that run, not this one
                 _execute(conn, statement("drop_journal"), "journal table", "check the user may drop it")
             if notify:
@@ -230,6 +241,16 @@ class QueueDatabase:
             return TableHealth(live, *(int(v) for v in row))
 
         return self.sessions.retrying(read)
+
+    def account(
+        self,
+        ordered: bool,
+        free_at_end: list[tuple[str, str]],
+        consume: Callable[[float, Iterator[Journey], list[FreeSpans]], T],
+    ) -> T | None:
+        """The latency account's facts from the journal, handed to `consume` as they stream (see
+        db/account.read_account); None where nothing was journaled."""
+        return self.sessions.retrying(lambda conn: read_account(conn, ordered, free_at_end, consume))
 
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""

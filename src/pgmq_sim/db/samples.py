@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 
 import psycopg
+from psycopg import sql
 from psycopg.pq.abc import PGresult
 
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.db.wire import Answer, Wire
-from pgmq_sim.model.facts import LockBlocker, TablePulse
+from pgmq_sim.model.facts import HeldLocks, LockBlocker, LockSample, TablePulse
 from pgmq_sim.sqlfiles import statement
 
 PULSE_TIMEOUT_S = 5.0
@@ -32,15 +33,26 @@ def int_array(values: list[int]) -> bytes:
     return ("{" + ",".join(map(str, values)) + "}").encode()
 
 
+def text_array(values: tuple[str, ...]) -> bytes:
+    return ("{" + ",".join(f'"{v}"' for v in values) + "}").encode()
+
+
 class WaitSample:
     """One sample of the run's sessions: backends per wait class, Lock waits per event, and the
     sessions blocking them when they were read in this sample."""
 
-    __slots__ = ("blockers", "counts", "lock_events")
+    __slots__ = ("blockers", "counts", "lock_events", "other_events")
 
-    def __init__(self, counts: tuple[int, ...], lock_events: dict[str, int], blockers: list[LockBlocker]):
+    def __init__(
+        self,
+        counts: tuple[int, ...],
+        lock_events: dict[str, int],
+        blockers: list[LockBlocker],
+        other_events: dict[str, int] | None = None,
+    ):
         self.counts = counts
         self.lock_events = lock_events
+        self.other_events = other_events or {}
         self.blockers = blockers
 
 
@@ -54,6 +66,7 @@ class SampleSession:
         self._prepared = prepared
         self._wire: Wire | None = None
         self._next_blockers = 0.0
+        self._rows_queries: dict[str, str] = {}  # a queue table's rows census, composed once
 
     async def _open(self) -> Wire:
         if self._wire is not None and not self._wire.closed:
@@ -80,8 +93,7 @@ class SampleSession:
 
     async def pulse(self, tables: tuple[str, ...]) -> TablePulse:
         """The second's sample of the queue's tables and the server's sessions."""
-        tables_text = ("{" + ",".join(f'"{t}"' for t in tables) + "}").encode()
-        r = (await self._ask(PULSE_TIMEOUT_S, statement("table_pulse"), [tables_text])).results[0]
+        r = (await self._ask(PULSE_TIMEOUT_S, statement("table_pulse"), [text_array(tables)])).results[0]
         value = r.get_value
         pid, xmin, age = value(0, 1), value(0, 3), value(0, 4)
         return TablePulse(
@@ -94,6 +106,44 @@ class SampleSession:
             int(value(0, 6) or 0),
             int(value(0, 7) or 0),
         )
+
+    async def census(self, tables: tuple[str, ...], count_rows: bool) -> LockSample:
+        """Who holds locks a claim may skip or wait on (sql/lock_census.sql); with count_rows, the
+        rows of each queue table each transaction holds (a scan of each: only while they are small)."""
+        rows: dict[int, int] = {}
+        if count_rows:
+            for table in tables:
+                query = self._rows_queries.get(table)
+                if query is None:
+                    composed = sql.SQL(statement("lock_census_rows")).format(
+                        table=sql.Identifier(*table.split(".", 1))
+                    )
+                    query = self._rows_queries[table] = composed.as_string((await self._open()).connection)
+                r = (await self._ask(SAMPLE_TIMEOUT_S, query)).results[0]
+                for i in range(r.ntuples):
+                    pid, n = int(r.get_value(i, 0) or 0), int(r.get_value(i, 1) or 0)
+                    rows[pid] = max(rows.get(pid, 0), n)
+        params: list[bytes | None] = [text_array(tables), int_array(sorted(rows))]
+        r = (await self._ask(SAMPLE_TIMEOUT_S, statement("lock_census"), params)).results[0]
+        held = []
+        for i in range(r.ntuples):
+            if r.get_value(i, 1) is None:  # nobody holds anything: the clock's row alone
+                continue
+            pid = int(r.get_value(i, 1) or 0)
+            held.append(
+                HeldLocks(
+                    pid,
+                    text_of(r, i, 2),
+                    r.get_value(i, 3) == b"t",
+                    text_of(r, i, 4),
+                    float(r.get_value(i, 5) or 0),
+                    int(r.get_value(i, 6) or 0),
+                    text_of(r, i, 7),
+                    rows.get(pid, 0) if count_rows else None,
+                    text_of(r, i, 8),
+                )
+            )
+        return LockSample(float(r.get_value(0, 0) or 0), tuple(held), count_rows)
 
     async def recover(self, shape: QueueShape, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
         """Return to pending the messages whose owner stopped its heartbeat or whose lease expired
@@ -132,6 +182,10 @@ class SampleSession:
             event, _, count = item.rpartition(":")
             events[event] = int(count)
         waiting = [int(pid) for pid in text_of(r, 0, CLASS_COLUMNS + 1).split(",") if pid]
+        others: dict[str, int] = {}
+        for item in filter(None, text_of(r, 0, CLASS_COLUMNS + 2).split(",")):
+            event, _, count = item.rpartition(":")
+            others[event] = int(count)
         blockers: list[LockBlocker] = []
         now = time.monotonic()
         if waiting and now >= self._next_blockers:
@@ -151,7 +205,7 @@ class SampleSession:
                 )
                 for i in range(found.ntuples)
             ]
-        return WaitSample(counts, events, blockers)
+        return WaitSample(counts, events, blockers, others)
 
     def close(self) -> None:
         wire, self._wire = self._wire, None

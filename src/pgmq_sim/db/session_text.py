@@ -67,7 +67,7 @@ class SessionText:
         owner = f", {self.owner}" if self.split and self._plan.seed_table else ""
         args = (
             f"{claimed.msg_id}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id},"
-            f" {self.worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}"
+            f" {self.worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}, {free(claimed)}"
         )
         return self.call(JOURNAL, args)
 
@@ -80,7 +80,7 @@ class SessionText:
         owner = self.owner if self.split else "null"
         args = (
             f"{claimed.msg_id}, {self.worker}, '{claimed.claimed_at}'::timestamptz,"
-            f" {self.literal(error)}, {int(plan.max_attempts)}, {plan.backoff_ms!r}, {owner}"
+            f" {self.literal(error)}, {int(plan.max_attempts)}, {plan.backoff_ms!r}, {owner}, {free(claimed)}"
         )
         return self.call(FAIL, args)
 
@@ -90,7 +90,7 @@ class SessionText:
         args = (
             f"{claimed.msg_id}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id}, {self.worker},"
             f" '{claimed.claimed_at}'::timestamptz, {self.literal(error)}, {int(plan.max_attempts)},"
-            f" {plan.backoff_ms!r}"
+            f" {plan.backoff_ms!r}, {free(claimed)}"
         )
         return self.call(FAILURE, args)
 
@@ -98,3 +98,8 @@ class SessionText:
         """A folder design's fail.sql: $1 msg_id, $2 attempt, $3 error, $4 retry_at."""
         at = "null" if retry_at is None else f"'{retry_at.decode()}'::timestamptz"
         return self.call(FAIL, f"{claimed.msg_id}, {attempt}, {self.literal(error)}, {at}")
+
+
+def free(claimed: Claimed) -> str:
+    """How long the worker was free before it claimed this message, as an argument ('null': not)."""
+    return "null" if claimed.free_s is None else f"{claimed.free_s:.6f}"

@@ -43,6 +43,10 @@ class Claimed(NamedTuple):
     order_id: int
     claimed_at: str  # the server's text (DateStyle ISO): sent back as is, logged as is
     attempt: int = 1
+    # how long its worker had been free before this claim (its claims came back empty, or it slept
+    # after one, or it was reconnecting), for the latency account; None: it came straight from its
+    # last message
+    free_s: float | None = None
 
 
 @dataclass(frozen=True)

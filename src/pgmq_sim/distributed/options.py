@@ -6,18 +6,16 @@ Imported by every run, so it must not import Locust.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import click
-from click.core import ParameterSource
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.server import DSN_ENV
 from pgmq_sim.settings import Settings
 
 # what a worker may be given itself; everything else comes from the master
-WORKER_FLAGS = {"worker", "master_host", "master_port", "logfile", "progress"}
+WORKER_FLAGS = {"worker", "master_host", "master_port", "logfile", "progress", "config", "print_config"}
 MASTER_FLAGS = ("expect_workers", "master_bind_host", "master_bind_port")
 WORKER_ONLY = ("master_host", "master_port")
 WEB_FLAGS = ("web", "web_port")
@@ -35,20 +33,17 @@ class DistributedOptions:
     web_port: int
 
 
-def _given(ctx: click.Context, name: str) -> bool:
-    return ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
-
-
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def distributed_mode(options: dict[str, Any], ctx: click.Context) -> str | None:
-    """None (one process, threads), "master" (--processes or --master) or "worker"."""
+def distributed_mode(options: dict[str, Any], given: Callable[[str], bool]) -> str | None:
+    """None (one process, threads), "master" (--processes or --master) or "worker". `given`: whether
+    an option was given (by a flag or a scenario file), by its parameter's name."""
     if options["worker"]:
         if options["master"] or options["processes"] is not None:
             raise UsageError("--worker joins a master; give it without --master and --processes")
-        extra = [name for name in ctx.params if _given(ctx, name) and name not in WORKER_FLAGS]
+        extra = [name for name in options if given(name) and name not in WORKER_FLAGS]
         if extra:
             raise UsageError(
                 f"a worker takes every setting from the master; drop {', '.join(_flag(n) for n in extra)}"
@@ -56,15 +51,14 @@ def distributed_mode(options: dict[str, Any], ctx: click.Context) -> str | None:
             )
         if not options["master_host"]:
             raise UsageError("--worker needs --master-host HOST (the host running pgmq-sim --master)")
-        _check_port(options["master_port"], "--master-port")
         return "worker"
     for name in WORKER_ONLY:
-        if _given(ctx, name):
+        if given(name):
             raise UsageError(f"{_flag(name)} is for a worker; use it with --worker")
     distributed = options["master"] or options["processes"] is not None
     if not distributed:
         for name in (*MASTER_FLAGS, *WEB_FLAGS):
-            if _given(ctx, name):
+            if given(name):
                 raise UsageError(f"{_flag(name)} needs --master or --processes N")
         return None
     if options["master"] and options["processes"] is not None:
@@ -73,7 +67,7 @@ def distributed_mode(options: dict[str, Any], ctx: click.Context) -> str | None:
         raise UsageError("-compare runs on one process; drop --processes/--master or -compare")
     if options["processes"] is not None:
         for name in MASTER_FLAGS:
-            if _given(ctx, name):
+            if given(name):
                 raise UsageError(f"{_flag(name)} is for --master; --processes N starts its own workers")
         if options["processes"] == 0 or options["processes"] < -1:
             raise UsageError(f"--processes {options['processes']} must be a count >= 1, or -1 (one per core)")
@@ -83,17 +77,7 @@ def distributed_mode(options: dict[str, Any], ctx: click.Context) -> str | None:
                 "--master needs -dsn URL (or PGMQ_SIM_DSN): the embedded server listens only on a local"
                 " socket, which workers on other hosts cannot reach"
             )
-        if options["expect_workers"] < 1:
-            raise UsageError(f"--expect-workers {options['expect_workers']} must be >= 1")
-        _check_port(options["master_bind_port"], "--master-bind-port")
-    if options["web"]:
-        _check_port(options["web_port"], "--web-port")
     return "master"
-
-
-def _check_port(port: int, flag: str) -> None:
-    if not 0 < port < 65536:
-        raise UsageError(f"{flag} {port} is not a TCP port (1-65535)")
 
 
 def distributed_options(options: dict[str, Any]) -> DistributedOptions:

@@ -26,7 +26,6 @@ from typing import Any
 
 import click
 import gevent
-from click.core import ParameterSource
 from gevent.fileobject import FileObject
 from locust import events
 from locust import runners as locust_runners
@@ -217,12 +216,10 @@ class WorkerProcess:
                 continue
 
 
-def run_worker(options: dict[str, Any]) -> int:
+def run_worker(options: dict[str, Any], logfile_given: bool) -> int:
     """pgmq-sim --worker --master-host H [--master-port P]: serve one run, then exit."""
     host, port = options["master_host"], options["master_port"]
-    ctx = click.get_current_context()
-    given = ctx.get_parameter_source("logfile") == ParameterSource.COMMANDLINE
-    own_log = options["logfile"] if given else None
+    own_log = options["logfile"] if logfile_given else None
     if own_log is not None and own_log != "-":
         RunLog(own_log)  # checks the path now: one line, before joining
 

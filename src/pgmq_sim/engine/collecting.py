@@ -3,9 +3,13 @@ not a frozen server), then the result, whatever ended the run."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+
 import psycopg
 
 from pgmq_sim.actors.bystander import BASELINE_S
+from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
@@ -16,6 +20,7 @@ from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.kinds import Outcome, TxMode
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.roles import RoleTransactions
@@ -23,7 +28,7 @@ from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
 from pgmq_sim.verdicts.drift import judge_drift
-from pgmq_sim.verdicts.outages import fault_effects, reason_faults
+from pgmq_sim.verdicts.outages import fault_effects, held_pauses, reason_faults
 
 FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
 COLLECT_TIMEOUT_S = 600.0
@@ -52,6 +57,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     produced = state.writer.committed
     finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
+    account: LatencyAccount | None = None
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
     gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
@@ -98,6 +104,14 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     state.log.event(f"audit cause: {cause}")
                 if settings.priority is not None:
                     by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
+                try:
+                    account = call_bounded(
+                        lambda: latency_account(state, db), COLLECT_TIMEOUT_S, signals, "latency account"
+                    )
+                except psycopg.Error as exc:  # the audit stands without it
+                    if is_connection_lost(exc):
+                        raise
+                    state.notes.append(f"latency account skipped: {reason(exc, *state.dsns)}")
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
@@ -106,6 +120,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
     reasons = state.timeline.reasons
+    census = state.locks.census() if settings.wait_sample_hz else None
     faults = fault_effects(
         sorted(state.faults, key=lambda f: f.at_s),
         *state.timeline.pauses(state.elapsed),
@@ -113,6 +128,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         state.elapsed,
         reasons.loss_causes(),
     )
+    if census is not None:
+        faults = held_pauses(faults, census.holders)
     server_reasons = reasons.counts()
     faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
     return RunResult.from_stats(
@@ -125,6 +142,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,
         timeouts=state.timeouts,
+        latency=account,
+        locks=census,
         files=state.given.files,
         produced=produced,
         elapsed_s=state.elapsed,
@@ -165,3 +184,20 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
         else judge_drift(timeline, state.elapsed, settings.drift),
     )
+
+
+def latency_account(state: RunState, db: QueueDatabase) -> LatencyAccount | None:
+    """The cohorts' split, from the journal; placed on the run's clock through the lock census's
+    reading of the server's clock (None where nothing was journaled)."""
+    began = time.perf_counter()
+    free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
+    offset = state.locks.census().server_offset_s
+    ordered = state.design.ordered
+    account = db.account(
+        ordered,
+        free_at_end,
+        lambda origin, journeys, free: LatencyAccount.of(
+            journeys, free, ordered, None if offset is None else origin - offset
+        ),
+    )
+    return None if account is None else dataclasses.replace(account, seconds=time.perf_counter() - began)

@@ -298,6 +298,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         if settings.tx == TxMode.SPLIT and (state.design.seed_table or state.design.recover is not None)
         else None,
         waits=(state.waits, 1 / settings.wait_sample_hz) if settings.wait_sample_hz else None,
+        census=state.locks if settings.wait_sample_hz else None,
     )
     state.on_loop().start("housekeeping", housekeeper.run)
     if state.pooler is not None:

@@ -30,6 +30,7 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.costs import ProcessCpu
+from pgmq_sim.result.holders import LockCensusTally
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import Timeline, WorkerStats
@@ -79,6 +80,7 @@ class RunState:
     housekeeper: Housekeeper | None = None
     pooler_watch: PoolerWatch | None = None
     waits: WaitTally = field(default_factory=WaitTally)  # the housekeeper's samples
+    locks: LockCensusTally = field(default_factory=LockCensusTally)  # and its lock census
     schedule: FaultSchedule | None = None
     changed: bool = False  # the database has been changed: from now on, every end is reported
     runners: list[str] | None = None  # per worker, the process or host that ran it

@@ -16,7 +16,8 @@ from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.result.run import ordering_bound
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
-from pgmq_sim.verdicts.limits import Figures, judge, server_cpu
+from pgmq_sim.verdicts.figures import Figures, server_cpu
+from pgmq_sim.verdicts.limits import judge
 
 
 @dataclass

@@ -129,6 +129,29 @@ class LockBlocker(NamedTuple):
     mode: str  # the modes the blocker holds on it ('' when it only waits ahead in the queue)
 
 
+class HeldLocks(NamedTuple):
+    """One session seen holding locks a claim may skip or wait on, in one sample of the lock census:
+    advisory locks, a lock on a queue table that blocks a claim's writes, rows of a queue table."""
+
+    pid: int
+    application: str
+    worker: bool  # one of the run's workers
+    state: str  # '' where the role may not see it
+    xact_s: float  # how long its transaction has been open (0 where not seen)
+    advisory: int
+    relation: str  # e.g. 'ExclusiveLock on msg_queue' ('' for none)
+    rows: int | None  # rows of the queue's busiest table it has locked or changed (None: not counted)
+    blocks: str = ""  # the run's sessions it blocks, waiting on a lock ('pgmq-sim producer, ...')
+
+
+class LockSample(NamedTuple):
+    """The lock census once: the server's clock, and who held what."""
+
+    server_epoch: float
+    held: tuple[HeldLocks, ...]
+    rows_counted: bool
+
+
 @dataclass(frozen=True)
 class StallFacts:
     blocked: list[tuple[Any, ...]]

@@ -138,6 +138,8 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "worker_backends_max": r.worker_backends_max,
         "pooler": r.pooler.as_json() if r.pooler else None,
         "waits": r.waits.as_json() if r.waits else None,
+        "latency_split": r.latency.as_json() if r.latency else None,
+        "locks": r.locks.as_json() if r.locks else None,
         "sweep": sweep_json(r.sweep) if r.sweep else None,
         "bystander": r.bystander.as_json() if r.bystander else None,
         "drift": r.drift.as_json() if r.drift else None,

@@ -9,6 +9,7 @@ from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.paths import describe_path
+from pgmq_sim.result.account import PARTS, CohortSplit
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.waits import CLASSES
 
@@ -141,6 +142,49 @@ def _draw_waits(ax: Any, results: list[RunResult], colors: list[str]) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
 
 
+PART_COLORS = {
+    "due": "tab:gray",
+    "ordering": "tab:purple",
+    "capacity": "tab:orange",
+    "hidden": "tab:red",
+    "service": "tab:green",
+}
+
+
+def _draw_account(ax: Any, results: list[RunResult]) -> None:
+    """The latency account: where the median's and the slowest 1%'s time went, a stacked bar each
+    (per type too, for one run), as shares, the total in the label."""
+    bars: list[tuple[str, CohortSplit]] = []
+    for r in results:
+        if r.latency is None:
+            continue
+        who = "" if len(results) == 1 else f"{r.strategy}/{r.settings.wakeup} "
+        for name, cohort in (("median", r.latency.median), ("slowest 1%", r.latency.p99)):
+            if cohort is not None:
+                bars.append((f"{who}{name} {cohort.total_ms:.3g} ms", cohort))
+        if len(results) == 1 and len(r.latency.per_type) > 1:
+            for queue_type, cohorts in r.latency.per_type.items():
+                cohort = cohorts.get("p99")
+                if cohort is not None:
+                    bars.append((f"{queue_type} slowest 1% {cohort.total_ms:.3g} ms", cohort))
+    left = [0.0] * len(bars)
+    for part in PARTS:
+        widths = [cohort.share(part) for _, cohort in bars]
+        ax.barh(range(len(bars)), widths, left=left, color=PART_COLORS[part], label=part)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize="small")
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
+    ax.set_title(
+        "where the time went: each message from enqueue to completion (the latency account)"
+        + ("" if bars else " (none: -no-audit keeps no journal)"),
+        fontsize="medium",
+    )
+    if bars:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
+
+
 def write_plot(path: Path, results: list[RunResult]) -> None:
     """One colour per run; in a single run, one colour per percentile. Legends sit outside the
     axes; the last, partial second is drawn as a rate, not as a collapse."""
@@ -155,14 +199,15 @@ def write_plot(path: Path, results: list[RunResult]) -> None:
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     swept = [r for r in results if r.sweep is not None]
     # the run over time, then the knee (a sweep) and where the server's time went, each apart
-    heights = (1, 1, 1, 1.2, 0.8) if swept else (1, 1, 1, 0.6)
+    heights = (1, 1, 1, 1.2, 0.8, 0.8) if swept else (1, 1, 1, 0.6, 0.6)
     fig = plt.figure(figsize=(11, 3 * sum(heights)), constrained_layout=True)
     grid = fig.add_gridspec(len(heights), 1, height_ratios=heights)
     axes = [fig.add_subplot(grid[0])]
     axes += [fig.add_subplot(grid[i], sharex=axes[0]) for i in (1, 2)]
     if swept:
         _draw_knees(fig.add_subplot(grid[3]), swept, colors)
-    _draw_waits(fig.add_subplot(grid[len(heights) - 1]), results, colors)
+    _draw_waits(fig.add_subplot(grid[len(heights) - 2]), results, colors)
+    _draw_account(fig.add_subplot(grid[len(heights) - 1]), results)
     for index, r in enumerate(results):
         color = colors[index % len(colors)]
         label = f"{r.strategy}/{r.settings.wakeup}" + ("/split" if r.settings.tx == "split" else "")

@@ -185,6 +185,8 @@ def print_summary(console: Console, result: RunResult) -> None:
             f" {p.longest_wait_ms:.0f} ms, {p.waited_s:.2f} s in all; server connections active up to"
             f" {p.servers_active_max} ({p.samples} samples)",
         )
+    if result.latency is not None:
+        table.add_row("where the time went", escape(latency_text(result)))
     limit = run_limit(result)
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     if result.waits is not None:
@@ -228,6 +230,13 @@ def print_summary(console: Console, result: RunResult) -> None:
         console.print(f"[yellow]advice:[/] {escape(line)}")
     if result.checks:
         print_checks(console, result)
+
+
+def latency_text(result: RunResult) -> str:
+    """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
+    assert result.latency is not None
+    cohorts = (("median", result.latency.median), ("slowest 1%", result.latency.p99))
+    return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
 
 
 def time_split_text(result: RunResult) -> str:

@@ -14,10 +14,12 @@ from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
 from pgmq_sim.model.reasons import ReasonCount
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.model.timeouts import ServerTimeouts
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.drift import DriftReport
+from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.result.waits import WaitProfile
@@ -34,6 +36,7 @@ class WorkerResult:
     connections_lost: int = 0
     reconnects: int = 0
     runner: str = "local"  # the process or host that ran it
+    fallback_finds: int = 0  # -wakeup notify: its claims at the type's fallback that found messages
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -164,6 +167,8 @@ class RunResult:
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
     server_reasons: tuple[ReasonCount, ...] = ()  # why the server ended statements and sessions, by cause
     timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read before it
+    latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
+    locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
 
     @classmethod
     def from_stats(
@@ -204,6 +209,8 @@ class RunResult:
         claim_skips_locked: bool = False,
         server_reasons: Sequence[ReasonCount] = (),
         timeouts: ServerTimeouts | None = None,
+        latency: LatencyAccount | None = None,
+        locks: LockCensus | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -237,6 +244,7 @@ class RunResult:
                     s.connections_lost,
                     s.reconnects,
                     runner,
+                    s.fallback_finds,
                 )
                 for s, runner in zip(stats, runners, strict=True)
             ),
@@ -266,6 +274,8 @@ class RunResult:
             claim_skips_locked=claim_skips_locked,
             server_reasons=tuple(server_reasons),
             timeouts=timeouts,
+            latency=latency,
+            locks=locks,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )

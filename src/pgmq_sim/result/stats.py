@@ -188,6 +188,8 @@ class WorkerCounters:
     crashes: int = 0
     claim_commits: int = 0  # split mode: a claim that found a message commits on its own
     clock_reads: int = 0  # a completion's clocks read after its commit, in a transaction of their own
+    fallback_finds: int = 0  # -wakeup notify: claims at the type's fallback that found messages
+    free_at_end: int = 0  # workers free when the run stopped (1 for one worker): the account's last episode
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

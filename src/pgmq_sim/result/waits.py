@@ -90,6 +90,7 @@ class WaitProfile:
     counts: tuple[tuple[str, int], ...] = ()
     lock_events: tuple[tuple[str, int], ...] = ()  # Lock wait events (relation, tuple, ...), samples
     blockers: tuple[BlockerSeen, ...] = ()  # most samples first
+    other_events: tuple[tuple[str, int], ...] = ()  # the other class's waits ('Timeout:PgSleep'), samples
 
     @property
     def busy(self) -> int:
@@ -119,7 +120,7 @@ class WaitProfile:
         return sum(b.samples for b in self.blockers)
 
     def minus(self, earlier: WaitProfile) -> WaitProfile:
-        before, events = dict(earlier.counts), dict(earlier.lock_events)
+        before, events, others = dict(earlier.counts), dict(earlier.lock_events), dict(earlier.other_events)
         seen = {b.key: b.samples for b in earlier.blockers}
         return WaitProfile(
             self.ticks - earlier.ticks,
@@ -130,6 +131,7 @@ class WaitProfile:
                 for b in self.blockers
                 if b.samples > seen.get(b.key, 0)
             ),
+            _positive((name, n - others.get(name, 0)) for name, n in self.other_events),
         )
 
     def shares(self) -> dict[str, float]:
@@ -138,12 +140,19 @@ class WaitProfile:
     def text(self) -> str:
         if not self.busy:
             return "no backend was seen in a transaction"
+        detail = {"locks": self.lock_text(), "other": self.other_text()}
         parts = [
-            f"{CLASSES.get(name, name)} {share:.0%}" + (f" [{self.lock_text()}]" if name == "locks" else "")
+            f"{CLASSES.get(name, name)} {share:.0%}" + (f" [{detail[name]}]" if detail.get(name) else "")
             for name, share in self.shares().items()
             if share >= 0.01
         ]
         return ", ".join(parts) + f" ({self.backends_busy:.1f} backends in a transaction on average)"
+
+    def other_text(self) -> str:
+        """e.g. 'Timeout:PgSleep 92%, IPC:SyncRep 8%' (each event's share of the other class's samples)."""
+        total = sum(n for _, n in self.other_events)
+        ranked = sorted(self.other_events, key=lambda e: -e[1])
+        return ", ".join(f"{event} {n / total:.0%}" for event, n in ranked[:3]) if total else ""
 
     def lock_text(self) -> str:
         """e.g. 'Lock: relation 96%, tuple 4%'."""
@@ -159,6 +168,7 @@ class WaitProfile:
             "shares": self.shares(),
             "lock_events": self.lock_shares(),
             "blockers": [b.as_json() for b in self.blockers],
+            "other_events": dict(sorted(self.other_events, key=lambda e: -e[1])),
         }
 
 
@@ -175,10 +185,17 @@ class WaitTally:
         self._ticks = 0
         self._counts: dict[str, int] = {}
         self._events: dict[str, int] = {}
+        self._others: dict[str, int] = {}
         self._blockers: dict[tuple[int, str, bool, str, str, str], BlockerSeen] = {}
 
-    def add_counts(self, counts: Iterable[int], lock_events: Mapping[str, int]) -> None:
-        """One sample: backends per class (in WAIT_CLASSES' order), Lock waits per event."""
+    def add_counts(
+        self,
+        counts: Iterable[int],
+        lock_events: Mapping[str, int],
+        other_events: Mapping[str, int] | None = None,
+    ) -> None:
+        """One sample: backends per class (in WAIT_CLASSES' order), Lock waits per event, the other
+        class's waits per type and event."""
         with self._lock:
             self._ticks += 1
             for name, n in zip(WAIT_CLASSES, counts, strict=True):
@@ -186,6 +203,8 @@ class WaitTally:
                     self._counts[name] = self._counts.get(name, 0) + n
             for event, n in lock_events.items():
                 self._events[event] = self._events.get(event, 0) + n
+            for event, n in (other_events or {}).items():
+                self._others[event] = self._others.get(event, 0) + n
 
     def blocked(self, blockers: Iterable[LockBlocker]) -> None:
         """One sample of the sessions blocking the run's: each blocker once per object and mode."""
@@ -203,4 +222,5 @@ class WaitTally:
                 tuple(sorted(self._counts.items())),
                 tuple(sorted(self._events.items())),
                 tuple(sorted(self._blockers.values(), key=lambda b: (-b.samples, b.pid))),
+                tuple(sorted(self._others.items())),
             )

@@ -11,7 +11,8 @@ create table msg_failures(
     failed_at timestamp with time zone not null,
     next_attempt_at timestamp with time zone,
     dead boolean not null,
-    error text not null
+    error text not null,
+    free_s double precision -- how long the worker was free before this claim (msg_journal.free_s)
 );
 create index msg_failures_msg_id on msg_failures (msg_id);
 comment on table msg_failures is 'pgmq-sim: created by pgmq-sim; replaced by its next run';

@@ -12,5 +12,9 @@ create table msg_journal(
     completed_at timestamp with time zone not null,
     time_added timestamp with time zone,
     due_at timestamp with time zone, -- a delayed message's due time (the tool's enqueue log)
-    attempt integer not null default 1
+    attempt integer not null default 1,
+    -- how long the worker had been free before this claim (its claims came back empty, it slept
+    -- after one, or it was reconnecting); null: it came straight from its last message. The latency
+    -- account's evidence of a free worker.
+    free_s double precision
 );

@@ -22,9 +22,11 @@ from collections.abc import Sequence
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.reasons import LABELS, Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerTimeouts
+from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.stats import SecondSample
 
 MET = "outage"  # the kind of a fault the run met rather than injected
+HELD = "lock held"  # a pause the run met while a session outside it held a lock of the queue's
 POLICY = "server-policy"  # a server policy met: one row per cause
 SERVER_ERROR = "server-error"  # statements (or reconnects) the server ended for another reason
 BEFORE_S = 5  # the rate before a fault: the median of the whole seconds before it
@@ -203,3 +205,17 @@ def _measured(
         pooler_waiting=waiting,
         pooler_wait_ms=wait_ms,
     )
+
+
+def held_pauses(faults: Sequence[Fault], holders: Sequence[HolderSeen]) -> list[Fault]:
+    """A pause the run met with no connection lost, while the lock census saw a session outside the
+    run holding a lock on the queue (within a second of it): a lock held, not an outage."""
+    out = []
+    for fault in faults:
+        if fault.kind == MET and not fault.connections_lost and fault.outage_s:
+            end = fault.at_s + fault.outage_s
+            holder = next((h for h in holders if h.first_s - 1 <= end and h.last_s + 1 >= fault.at_s), None)
+            if holder is not None:
+                fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder.text()}")
+        out.append(fault)
+    return out

@@ -1,0 +1,46 @@
+"""A message's journey through the queue, as the tool's journal recorded it on the server's clock:
+when it was enqueued and due, its failed attempts, when it was claimed and completed (or made a dead
+letter); and when the workers of each type were free. Plain values, in seconds from the run's first
+enqueue: the database layer reads them, the latency account (result/account) splits each message's
+time from them."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+MEDIAN, P99 = "median", "p99"  # the cohorts: the messages about the median, and the slowest 1%
+RUN = ""  # a cohort of the whole run, not of one type
+
+
+class Attempt(NamedTuple):
+    """A failed attempt: claimed, failed, and when the next may run (None: a dead letter)."""
+
+    claimed: float
+    failed: float
+    next_at: float | None
+
+
+class Journey(NamedTuple):
+    msg_id: int
+    queue_type: str
+    order_id: int
+    added: float
+    due: float | None  # None: due when added
+    claimed: float | None  # the claim that completed it, after its locks (None: a dead letter)
+    done: float  # its completion (its journal row, in the completing transaction), or its dead letter
+    attempts: tuple[Attempt, ...] = ()
+    cohorts: tuple[tuple[str, str], ...] = ()  # (RUN or its type, MEDIAN or P99)
+
+    @property
+    def start(self) -> float:
+        """Its first claim: from then on it held its group."""
+        first = self.attempts[0].claimed if self.attempts else self.claimed
+        return self.done if first is None else first
+
+
+class FreeSpans(NamedTuple):
+    """When at least one worker of a type was free (the union of its workers' free episodes), in
+    time order, not overlapping."""
+
+    queue_type: str
+    spans: tuple[tuple[float, float], ...]

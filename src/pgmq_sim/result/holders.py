@@ -1,0 +1,155 @@
+"""Who held the locks a claim may skip or wait on, sampled twice a second while the run goes (the
+lock census, sql/lock_census.sql): sessions outside the run holding advisory locks, strong locks on
+the queue's tables or rows of them, each with when it was first and last seen; and what the run's
+own workers held, so a claim that locks more rows than it returns shows in numbers. Hidden time is
+read against it (verdicts/hidden)."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pgmq_sim.model.facts import LockSample
+
+SHOWN = 5  # holders outside the run kept, most samples first
+
+
+@dataclass(frozen=True)
+class HolderSeen:
+    """A session outside the run's workers seen holding locks, over the samples it was seen in."""
+
+    pid: int
+    application: str
+    state: str  # the last seen ('' where the role may not see it)
+    first_s: float  # on the run's clock
+    last_s: float
+    samples: int
+    advisory_max: int
+    rows_max: int
+    relation: str  # the last relation lock seen ('' for none)
+    xact_s_max: float
+    blocked: str = ""  # the run's sessions it was seen blocking (their application names)
+
+    @property
+    def what(self) -> str:
+        """e.g. '60 advisory locks', 'ExclusiveLock on msg_queue', '12 rows of the queue'."""
+        said = []
+        if self.advisory_max:
+            said.append(f"{self.advisory_max} advisory lock{'s' * (self.advisory_max != 1)}")
+        if self.relation:
+            said.append(self.relation)
+        if self.rows_max:
+            said.append(f"{self.rows_max} row{'s' * (self.rows_max != 1)} of the queue")
+        if self.blocked:
+            said.append(f"a lock the run's {self.blocked.replace('pgmq-sim ', '')} waited for")
+        return ", ".join(said)
+
+    def text(self) -> str:
+        """e.g. 'pid 4242 (blocker; idle in transaction) held 60 advisory locks from 4.1 s to 29.0 s'."""
+        about = "; ".join(p for p in (self.application or "no application_name", self.state) if p)
+        return f"pid {self.pid} ({about}) held {self.what} from {self.first_s:.1f} s to {self.last_s:.1f} s"
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__) | {"first_s": round(self.first_s, 2), "last_s": round(self.last_s, 2)}
+
+
+@dataclass(frozen=True)
+class LockCensus:
+    """The census over the run: its samples, who outside the workers held locks, what the workers
+    held per sample (sessions holding anything, their rows and advisory locks summed), and the
+    server's clock against the run's (seconds to subtract from a server epoch for the run's clock)."""
+
+    samples: int
+    rows_samples: int  # samples in which the queue's rows were counted (its tables small enough)
+    holders: tuple[HolderSeen, ...] = ()
+    worker_holdings: int = 0  # a worker's session seen holding rows or advisory locks, once a sample
+    worker_rows: int = 0
+    worker_advisory: int = 0
+    worker_rows_max: int = 0
+    server_offset_s: float | None = None
+
+    @property
+    def rows_per_worker(self) -> float:
+        return self.worker_rows / self.worker_holdings if self.worker_holdings else 0.0
+
+    @property
+    def advisory_per_worker(self) -> float:
+        return self.worker_advisory / self.worker_holdings if self.worker_holdings else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "rows_samples": self.rows_samples,
+            "holders": [h.as_json() for h in self.holders],
+            "worker_holdings": self.worker_holdings,
+            "rows_per_worker": round(self.rows_per_worker, 2),
+            "advisory_per_worker": round(self.advisory_per_worker, 2),
+            "worker_rows_max": self.worker_rows_max,
+        }
+
+
+class LockCensusTally:
+    """The census so far: the housekeeper adds (on the run's loop), the phases read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._samples = 0
+        self._rows_samples = 0
+        self._holders: dict[tuple[int, str], HolderSeen] = {}
+        self._holdings = self._rows = self._advisory = self._rows_max = 0
+        self._offsets: list[float] = []
+
+    def add(self, at_s: float, sample: LockSample) -> None:
+        with self._lock:
+            self._samples += 1
+            self._rows_samples += sample.rows_counted
+            if len(self._offsets) < 1000:
+                self._offsets.append(sample.server_epoch - at_s)
+            for held in sample.held:
+                rows = held.rows or 0
+                if held.worker:
+                    if rows or held.advisory:
+                        self._holdings += 1
+                        self._rows += rows
+                        self._advisory += held.advisory
+                        self._rows_max = max(self._rows_max, rows)
+                    continue
+                if not (rows or held.advisory or held.relation or held.blocks):
+                    continue
+                key = (held.pid, held.application)
+                before = self._holders.get(key)
+                self._holders[key] = HolderSeen(
+                    held.pid,
+                    held.application,
+                    held.state,
+                    before.first_s if before else at_s,
+                    at_s,
+                    (before.samples if before else 0) + 1,
+                    max(held.advisory, before.advisory_max if before else 0),
+                    max(rows, before.rows_max if before else 0),
+                    held.relation or (before.relation if before else ""),
+                    max(held.xact_s, before.xact_s_max if before else 0.0),
+                    _union(before.blocked if before else "", held.blocks),
+                )
+
+    def census(self) -> LockCensus:
+        with self._lock:
+            holders = sorted(self._holders.values(), key=lambda h: (-h.samples, h.pid))[:SHOWN]
+            return LockCensus(
+                self._samples,
+                self._rows_samples,
+                tuple(holders),
+                self._holdings,
+                self._rows,
+                self._advisory,
+                self._rows_max,
+                statistics.median(self._offsets) if self._offsets else None,
+            )
+
+
+def _union(seen: str, more: str) -> str:
+    """Two lists of application names ('a, b'), as one, in order, each once."""
+    names = [n for n in (seen.split(", ") + more.split(", ")) if n]
+    return ", ".join(dict.fromkeys(names))

@@ -1,0 +1,247 @@
+"""What hid messages from free workers: the hidden part of a cohort's latency account, explained from
+what was measured while the run went, or called unexplained.
+
+Each cause explains an amount of the cohort's hidden time, with its evidence:
+- a cause seen at a time (a session outside the run holding locks a claim skips or waits on, in the
+  lock census; an outage) explains the hidden time that fell in the seconds it was seen;
+- a cause of the whole run explains up to what it can cost each message: the run's own claims
+  locking more rows (or advisory locks) than they return, which other workers' claims skip; an idle
+  worker's sleep between polls; a notified wake-up (a few round trips); a message falling due with
+  nobody told (notify's fallback); a lease that had to pass before a message came back.
+What no cause explains is unexplained, with the numbers and what was looked at."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pgmq_sim.model.kinds import WakeupMode
+from pgmq_sim.result.holders import HolderSeen
+from pgmq_sim.result.run import RunResult
+
+CENSUS_MARGIN_S = 0.5  # a holder seen in a census sample held its locks up to a sample's gap around it
+EXCESS = 1.5  # a worker holding this many rows (or advisory locks) per message it may hold locks more
+WAKE_TRIPS = 3  # a notified wake-up: the enqueue's commit, the notification, the claim
+
+
+@dataclass(frozen=True)
+class HiddenCause:
+    resource: str  # the limit's resource when this cause explains the most
+    share: float  # of the cohort's hidden time
+    evidence: str
+    fix: str | None
+
+
+@dataclass(frozen=True)
+class HiddenAccount:
+    """The run's slowest 1%'s hidden time and its causes."""
+
+    hidden_ms: float  # per message of the cohort
+    total_ms: float  # the cohort's mean end-to-end time
+    causes: tuple[HiddenCause, ...]  # the largest share first
+    looked_at: str
+    by_type: tuple[tuple[str, float], ...] = ()  # each type's slowest 1%, hidden ms per message, most first
+
+    @property
+    def unexplained(self) -> float:
+        return max(0.0, 1.0 - sum(c.share for c in self.causes))
+
+    def types_text(self) -> str:
+        """e.g. 'type1's slowest 1% 3.41 s each, type2's 2.1 ms, type3's 1.9 ms'."""
+        said = [f"{t}'s {_ms(ms)}" for t, ms in self.by_type]
+        if said:
+            said[0] = said[0].replace("'s ", "'s slowest 1% ", 1) + " each"
+        return ", ".join(said)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "hidden_ms": round(self.hidden_ms, 3),
+            "causes": [
+                {"resource": c.resource, "share": round(c.share, 3), "evidence": c.evidence}
+                for c in self.causes
+            ],
+            "unexplained_share": round(self.unexplained, 3),
+            "looked_at": self.looked_at,
+            "hidden_ms_by_type": {t: round(ms, 3) for t, ms in self.by_type},
+        }
+
+
+def _ms(ms: float) -> str:
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"
+
+
+def hidden_account(r: RunResult) -> HiddenAccount | None:
+    """The run's slowest 1%'s hidden time, explained; the type whose slowest were hidden most is the
+    one whose empty claims are counted."""
+    slowest = r.latency.p99 if r.latency is not None else None
+    if r.latency is None or slowest is None or slowest.hidden_ms <= 0:
+        return None
+    by_type = sorted(
+        ((t, c["p99"].hidden_ms) for t, c in r.latency.per_type.items() if "p99" in c), key=lambda tc: -tc[1]
+    )
+    starved = by_type[0][0] if by_type else None
+    hidden_s = dict(slowest.hidden_by_second)
+    total = sum(hidden_s.values())
+    causes: list[HiddenCause] = []
+    left = 1.0
+    for cause in _seen(r, hidden_s, total, starved) + _pervasive(r, slowest.hidden_ms, starved):
+        share = min(cause.share, left)
+        if share >= 0.005:
+            causes.append(HiddenCause(cause.resource, share, cause.evidence, cause.fix))
+            left -= share
+    causes.sort(key=lambda c: -c.share)
+    looked = ["the lock census" + (f" ({r.locks.samples} samples)" if r.locks else ": not taken")]
+    looked += [f"{len([f for f in r.faults if f.outage_s])} outage(s)", f"the wake-up ({r.settings.wakeup})"]
+    if r.settings.delay is not None:
+        looked.append("due times")
+    if r.settings.tx == "split" or (r.queue or {}).get("delivery") == "at-least-once":
+        looked.append("leases")
+    return HiddenAccount(
+        slowest.hidden_ms, slowest.total_ms, tuple(causes), ", ".join(looked), tuple(by_type)
+    )
+
+
+def _window(hidden_s: dict[int, float], first_s: float, last_s: float) -> float:
+    lo, hi = math.floor(first_s - CENSUS_MARGIN_S), math.ceil(last_s + CENSUS_MARGIN_S)
+    return sum(v for s, v in hidden_s.items() if lo <= s < hi)
+
+
+def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str | None) -> list[HiddenCause]:
+    """Causes seen at a time: their share is the hidden time that fell while they were seen."""
+    if total <= 0:
+        return []
+    found = []
+    for holder in r.locks.holders if r.locks else ():
+        share = _window(hidden_s, holder.first_s, holder.last_s) / total
+        if share > 0:
+            evidence = f"{holder.text()} (in {holder.samples} census samples){_empty_text(r, starved, '; ')}"
+            found.append(HiddenCause("locks", share, evidence, _holder_fix(holder)))
+    for fault in r.faults:
+        if not fault.outage_s:
+            continue
+        share = _window(hidden_s, fault.at_s, fault.at_s + fault.outage_s) / total
+        if share > 0:
+            found.append(
+                HiddenCause(
+                    "outage",
+                    share,
+                    f"{fault.kind} at {fault.at_s:.1f} s, out {fault.outage_s:.1f} s ({fault.detail}): the"
+                    " workers were free but could not claim",
+                    "judge the queue from a run without the outage, and the outage by its recovery",
+                )
+            )
+    return sorted(found, key=lambda c: -c.share)
+
+
+def _holder_fix(holder: HolderSeen) -> str:
+    return (
+        f"a session outside the run holds {holder.what}: pid {holder.pid}"
+        f" ({holder.application or 'no application_name'}); the claims skip or wait for what it holds,"
+        " so no claim or worker setting gets past it: end it, or move it out of the queue's hours"
+    )
+
+
+def _empty_text(r: RunResult, queue_type: str | None, lead: str) -> str:
+    """e.g. '; type1's claims came back empty 2480 times in the run' ('' for none)."""
+    empty = sum(w.empty_claims for w in r.workers if queue_type is None or w.queue_type == queue_type)
+    whose = f"{queue_type}'s claims" if queue_type else "the workers' claims"
+    return f"{lead}{whose} came back empty {empty} times in the run" if empty else ""
+
+
+def _pervasive(r: RunResult, per_msg: float, starved: str | None) -> list[HiddenCause]:
+    """Causes of the whole run, each explaining up to what it can cost a message."""
+    if per_msg <= 0:
+        return []
+    found = []
+    own = _own_claims(r, starved)
+    if own is not None:
+        found.append(own)
+    s = r.settings
+    claim_p99 = r.claim_ms.get("p99") or 0.0
+    complete_p99 = r.complete_ms.get("p99") or 0.0
+    if s.wakeup == WakeupMode.POLL:
+        bound = s.poll_interval * 1000 + claim_p99
+        found.append(
+            HiddenCause(
+                "polling",
+                min(1.0, bound / per_msg),
+                f"idle workers poll every {s.poll_interval:g} s after an empty claim: a message that"
+                f" arrives meanwhile waits for the next poll (up to {bound:.0f} ms with the claim's p99)",
+                "-wakeup notify, so an idle worker is woken when a message arrives",
+            )
+        )
+    else:
+        if s.delay is not None:
+            bound = s.poll_interval * 1000 + claim_p99
+            found.append(
+                HiddenCause(
+                    "wakeup",
+                    min(1.0, bound / per_msg),
+                    f"a message falling due is announced to no one: the fallback claims once per"
+                    f" {s.poll_interval:g} s for each type (-delay {s.delay})",
+                    f"a shorter -poll-interval than {s.poll_interval:g} s, if due messages must start sooner",
+                )
+            )
+        finds = sum(w.fallback_finds for w in r.workers if starved is None or w.queue_type == starved)
+        if finds:
+            bound = s.poll_interval * 1000 + claim_p99
+            whose = f"{starved}'s" if starved else "a type's"
+            found.append(
+                HiddenCause(
+                    "wakeup",
+                    min(1.0, bound / per_msg),
+                    f"{whose} fallback claim (once per {s.poll_interval:g} s) found messages {finds} times"
+                    " that no notification had woken a worker for (announced by no insert, or claimable"
+                    " only later: a group freed, a retry or a lease due)",
+                    None,
+                )
+            )
+        bound = WAKE_TRIPS * max(claim_p99, complete_p99)
+        found.append(
+            HiddenCause(
+                "wakeup",
+                min(1.0, bound / per_msg),
+                f"a notified wake-up takes about {WAKE_TRIPS} round trips (the enqueue's commit, the"
+                f" notification, the claim): up to {bound:.1f} ms at this run's round-trip p99",
+                None,
+            )
+        )
+    retries = r.retries
+    if retries is not None and (retries.recovered or retries.lost_ownership or retries.crashes):
+        found.append(
+            HiddenCause(
+                "lease",
+                min(1.0, s.lease * 1000 / per_msg),
+                f"{retries.recovered} message(s) came back only once their lease ({s.lease:g} s) passed or"
+                f" their owner stopped ({retries.crashes} worker crash(es), {retries.lost_ownership}"
+                " completion(s) too late)",
+                None,
+            )
+        )
+    return found
+
+
+def _own_claims(r: RunResult, starved: str | None) -> HiddenCause | None:
+    """The run's own claims holding more than they return: the other workers' claims skip it."""
+    census = r.locks
+    batch = max(1, r.settings.batch)
+    if census is None or not census.worker_holdings:
+        return None
+    rows, advisory = census.rows_per_worker, census.advisory_per_worker
+    if rows >= EXCESS * batch and rows >= 2:
+        what = f"{rows:.1f} rows of the queue (up to {census.worker_rows_max})"
+    elif advisory >= EXCESS * batch and advisory >= 2:
+        what = f"{advisory:.1f} advisory locks"
+    else:
+        return None
+    evidence = (
+        f"a worker holding a message held {what} on average in {census.worker_holdings} census"
+        f" samples, for {batch} message(s) a claim may return: each claim locks more than it returns,"
+        " and the other workers' claims skip what it holds" + _empty_text(r, starved, "; ")
+    )
+    fix = (
+        "lock only the rows the claim returns: pick them with LIMIT $2 in the query that has FOR UPDATE"
+        " SKIP LOCKED (a row lock or try-lock taken in a scan over more rows stays held to the commit)"
+    )
+    return HiddenCause("claim-locks", 1.0, evidence, fix)

@@ -1,0 +1,140 @@
+"""The latency account on constructed timelines: each part shown on its own, the precedence between
+them, and every message's parts adding up to its time (no server)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pgmq_sim.model.journeys import MEDIAN, P99, RUN, Attempt, FreeSpans, Journey
+from pgmq_sim.result.account import TOLERANCE_MS, FreeTime, LatencyAccount, Split, accounted
+
+pytestmark = pytest.mark.unit
+
+
+def journey(msg_id: int, added: float, claimed: float, done: float, **more: object) -> Journey:
+    fields: dict[str, object] = {"due": None, "order_id": 1, "queue_type": "type1"} | more
+    return Journey(
+        msg_id,
+        str(fields["queue_type"]),
+        int(fields["order_id"]),  # type: ignore[call-overload]
+        added,
+        fields["due"],  # type: ignore[arg-type]
+        claimed,
+        done,
+        tuple(fields.get("attempts", ())),  # type: ignore[arg-type]
+        tuple(fields.get("cohorts", ((RUN, P99),))),  # type: ignore[arg-type]
+    )
+
+
+def splits(
+    journeys: list[Journey], free: list[tuple[float, float]], ordered: bool = True
+) -> dict[int, Split]:
+    return {j.msg_id: one for j, one, _ in accounted(journeys, [FreeSpans("type1", tuple(free))], ordered)}
+
+
+def close(one: Split, **expected: float) -> bool:
+    return all(abs(getattr(one, part) - expected.get(part, 0.0)) < 1e-9 for part in Split._fields)
+
+
+def test_service_is_claim_to_completion() -> None:
+    one = splits([journey(1, 0.0, 0.0, 0.004)], [])[1]
+    assert close(one, service=0.004), one
+
+
+def test_a_message_waiting_while_every_worker_was_busy_is_capacity() -> None:
+    one = splits([journey(1, 0.0, 2.0, 2.5)], [])[1]  # no worker free meanwhile
+    assert close(one, capacity=2.0, service=0.5), one
+
+
+def test_a_message_waiting_while_a_worker_was_free_is_hidden_for_that_time() -> None:
+    one = splits([journey(1, 0.0, 2.0, 2.5)], [(0.5, 1.25)])[1]  # a worker free 0.75 s of its wait
+    assert close(one, capacity=1.25, hidden=0.75, service=0.5), one
+
+
+def test_not_yet_due_comes_first_even_while_a_worker_was_free() -> None:
+    one = splits([journey(1, 0.0, 3.0, 3.1, due=2.0)], [(0.0, 3.0)])[1]
+    assert close(one, due=2.0, hidden=1.0, service=0.1), one
+
+
+def test_ordering_is_the_time_an_earlier_message_held_the_group() -> None:
+    """m2 waits from 0: m1 pending until 1 (capacity), m1 held the group 1..3 (ordering, though a
+    worker was free meanwhile), then m2 is the head until its claim at 4 (capacity)."""
+    earlier = journey(1, 0.0, 1.0, 3.0, cohorts=())
+    later = journey(2, 0.0, 4.0, 4.5)
+    got = splits([earlier, later], [(1.5, 2.5)])
+    assert close(got[2], ordering=2.0, capacity=2.0, service=0.5), got[2]
+    unordered = splits([earlier, later], [(1.5, 2.5)], ordered=False)[2]  # no groups: the wait is capacity
+    assert close(unordered, capacity=3.0, hidden=1.0, service=0.5), unordered
+
+
+def test_an_earlier_message_still_pending_is_not_ordering() -> None:
+    """Deep in a backlog: m1 waited for a worker 0..5 itself; m2 behind it waited for that too."""
+    got = splits([journey(1, 0.0, 5.0, 5.5, cohorts=()), journey(2, 0.0, 6.0, 6.2)], [])
+    assert close(got[2], capacity=5.5, ordering=0.5, service=0.2), got[2]
+
+
+def test_a_failed_attempt_is_service_and_its_backoff_not_yet_due() -> None:
+    attempts = (Attempt(1.0, 1.2, 2.0),)
+    one = splits([journey(1, 0.0, 3.0, 3.5, attempts=attempts)], [(0.0, 10.0)])[1]
+    # free throughout: waiting 0..1 and 2..3 is hidden; 1..1.2 service, 1.2..2 backoff
+    assert close(one, hidden=2.0, service=0.7, due=0.8), one
+
+
+def test_a_dead_letter_holds_its_group_and_has_no_account_of_its_own() -> None:
+    dead = journey(1, 0.0, None, 2.0, attempts=(Attempt(0.5, 1.0, 1.5), Attempt(1.5, 2.0, None)))
+    got = splits([dead, journey(2, 0.0, 2.5, 3.0)], [])
+    assert set(got) == {2}
+    assert close(got[2], capacity=1.0, ordering=1.5, service=0.5), got[2]
+
+
+def test_free_time_merges_overlapping_spans_and_answers_any_window() -> None:
+    free = FreeTime([(0.0, 1.0), (0.5, 2.0), (3.0, 4.0)])
+    assert free.within(0.0, 10.0) == pytest.approx(3.0)
+    assert free.within(1.5, 3.5) == pytest.approx(1.0)
+    assert free.within(2.0, 3.0) == 0.0
+    assert list(free.pieces(1.5, 3.5)) == [(1.5, 2.0), (3.0, 3.5)]
+
+
+def test_every_messages_parts_add_up_to_its_time() -> None:
+    """Random groups, arrivals, due times, retries and free spans: each completed message's parts sum
+    to its time within the stated tolerance, none negative."""
+    rng = random.Random(38)
+    for _ in range(200):
+        free = sorted(
+            (t, t + rng.uniform(0, 0.5)) for t in (rng.uniform(0, 20) for _ in range(rng.randint(0, 30)))
+        )
+        journeys, t = [], 0.0
+        for msg_id in range(1, rng.randint(2, 15)):
+            added = rng.uniform(0, 10)
+            due = added + rng.uniform(0, 1) if rng.random() < 0.3 else None
+            start = max(t, due or added) + rng.uniform(0, 1)
+            attempts = []
+            for _ in range(rng.randint(0, 2)):
+                failed = start + rng.uniform(0, 0.1)
+                attempts.append(Attempt(start, failed, failed + rng.uniform(0, 0.5)))
+                start = attempts[-1].next_at + rng.uniform(0, 0.2)  # type: ignore[operator]
+            t = start + rng.uniform(0, 0.1)
+            journeys.append(journey(msg_id, added, start, t, due=due, attempts=tuple(attempts)))
+        for j, one, _ in accounted(journeys, [FreeSpans("type1", tuple(free))], True):
+            assert min(one) >= 0, one
+            assert abs(one.total - (j.done - j.added)) * 1000 <= TOLERANCE_MS, (j, one)
+
+
+def test_the_cohorts_mean_split_and_where_their_hidden_time_fell() -> None:
+    median = ((RUN, MEDIAN), ("type1", MEDIAN))
+    journeys = [
+        journey(1, 0.0, 0.010, 0.012, cohorts=median),
+        journey(2, 1.0, 3.0, 3.5, order_id=2),  # hidden 1.2..3.0, placed in seconds 1 and 2 of the run
+    ]
+    account = LatencyAccount.of(journeys, [FreeSpans("type1", ((1.2, 3.0),))], True, origin_s=0.0)
+    assert account.median is not None and account.p99 is not None
+    assert account.median.service_ms == pytest.approx(2.0) and account.median.capacity_ms == pytest.approx(
+        10.0
+    )
+    assert account.p99.hidden_ms == pytest.approx(1800.0) and account.p99.largest == "hidden"
+    assert account.p99.hidden_by_second == ((1, pytest.approx(0.8)), (2, pytest.approx(1.0)))
+    assert set(account.per_type["type1"]) == {MEDIAN}
+    assert account.worst_error_ms <= TOLERANCE_MS
+    assert account.as_json()["overall"]["p99"]["hidden_ms"] == pytest.approx(1800.0)
