@@ -213,7 +213,7 @@ def held_pauses(faults: Sequence[Fault], holders: Sequence[HolderSeen]) -> list[
     out = []
     for fault in faults:
         if fault.kind == MET and not fault.connections_lost and fault.outage_s:
-            end = fault.at_s + fault.outage_s
+            end = max(fault.at_s + fault.outage_s, fault.last_s or 0.0)  # one cause's pauses: their span
             holder = next((h for h in holders if h.first_s - 1 <= end and h.last_s + 1 >= fault.at_s), None)
             if holder is not None:
                 fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder.text()}")
