@@ -69,7 +69,6 @@ class QueueDatabase:
         record: RunRecord,
         try_claim: Callable[[psycopg.Connection], None],
         functions: list[str],
-        payload: bool = False,
         bystander: bool = False,
     ) -> tuple[str, ...]:
         """Create the queue, the design's additions, the journal, the run record and the wake-up
@@ -77,7 +76,7 @@ class QueueDatabase:
         it) and roll it back: a broken file changes nothing. Returned: the queue's tables."""
         with self.sessions.connection() as conn:
             if design.seed_table:
-                tables = self._seed_table(conn, design, retrying, payload)
+                tables = self._seed_table(conn, design, retrying)
             else:
                 tables = self._own_tables(conn, design)
             _execute(conn, statement("run_table"), "run record table", "check the user may create tables")
@@ -112,11 +111,12 @@ class QueueDatabase:
             conn.commit()
             return tables
 
-    def _seed_table(
-        self, conn: psycopg.Connection, design: QueueDesign, retrying: bool, payload: bool
-    ) -> tuple[str, ...]:
+    def _seed_table(self, conn: psycopg.Connection, design: QueueDesign, retrying: bool) -> tuple[str, ...]:
         schema = design.schema
-        steps = [(schema.text, f"schema file {schema}", "fix the SQL or pass -schema FILE")]
+        steps = [
+            (statement("drop_own_queue"), "dropping the last run's queue", "check the user may drop it"),
+            (schema.text, f"schema file {schema}", "fix the SQL or pass -schema FILE"),
+        ]
         if design.extra_schema:
             steps.append((design.extra_schema.text, f"design '{design.name}' schema", "fix its schema.sql"))
         if retrying:
@@ -127,12 +127,6 @@ class QueueDatabase:
         steps.append((statement("mark_tables"), "marking the queue table", "check the schema"))
         for text, what, fix in steps:
             _execute(conn, text, what, fix)
-        if payload and not conn.execute(statement("has_payload")).fetchone()[0]:  # type: ignore[index]
-            conn.rollback()
-            raise UsageError(
-                f"-payload-bytes needs a payload column in msg_queue, and schema file {schema} has none;"
-                " add one (payload bytea) or drop -payload-bytes"
-            )
         return ("public.msg_queue",)
 
     def _own_tables(self, conn: psycopg.Connection, design: QueueDesign) -> tuple[str, ...]:
@@ -150,6 +144,31 @@ class QueueDatabase:
         _execute(conn, statement("failures_table"), "failures table", "check the user may create tables")
         _execute(conn, statement("enqueue_log"), "the enqueue log", "check the user may create tables")
         return tuple(created)
+
+    def seed_schema_has_payload(self, design: QueueDesign) -> bool:
+        """Whether the seed table's schema (and the design's additions) makes a payload column: tried
+        in a transaction rolled back, so -payload-bytes is refused before anything changes."""
+        with self.sessions.connection() as conn:
+            try:
+                conn.execute(f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
+                _execute(
+                    conn, statement("drop_own_queue"), "the last run's queue", "check the user may drop it"
+                )
+                _execute(
+                    conn,
+                    design.schema.text,
+                    f"schema file {design.schema}",
+                    "fix the SQL or pass -schema FILE",
+                )
+                if design.extra_schema:
+                    _execute(
+                        conn, design.extra_schema.text, f"design '{design.name}' schema", "fix its schema.sql"
+                    )
+                row = conn.execute(statement("has_payload")).fetchone()
+                return bool(row and row[0])
+            finally:
+                if not conn.closed:
+                    conn.rollback()
 
     def track_statements(self) -> None:
         """On a server of the tool's own: per-statement cost from pg_stat_statements (preloaded)."""

@@ -235,8 +235,11 @@ def load_design(
     next_msg: Path | None = None,
     delmsg: bool = False,
     archive: bool = False,
+    payload: bool = False,
 ) -> QueueDesign:
-    """Read a design by name or folder; -schema and -next-msg replace the seed table's files."""
+    """Read a design by name or folder; -schema and -next-msg replace the seed table's files.
+    On the seed's table the enqueue writes the payload column only with -payload-bytes (`payload`):
+    the Go tool's own table has none."""
     folder, origin = find_design(name, flag)
     files = _Files(folder, origin)
     toml = files.settings
@@ -273,7 +276,7 @@ def load_design(
     description = str(toml.get("description", "")).strip().splitlines()[0:1]
     if seed_table:
         return _on_seed_table(
-            name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description)
+            name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description), payload
         )
     missing = [f for f in REQUIRED if files.find(f) is None]
     if missing:
@@ -342,6 +345,7 @@ def _on_seed_table(
     delmsg: bool,
     ordered: bool,
     description: str,
+    payload: bool = False,
 ) -> QueueDesign:
     """A design on the seed's table: its schema, the seed's completions and enqueue, and the claim
     (the seed's next_msg.sql, or the folder's claim.sql), each replaceable as before."""
@@ -368,7 +372,9 @@ def _on_seed_table(
         origin=origin,
         folder=folder,
         schema=user_file("schema.sql", schema, "-schema"),
-        enqueue=_present(files.find("enqueue.sql") or seed.find("enqueue.sql")),
+        enqueue=_present(
+            files.find("enqueue.sql") or seed.find("enqueue_payload.sql" if payload else "enqueue.sql")
+        ),
         claim=claim,
         complete=complete,
         extra_schema=files.find("schema.sql") if folder != BUILT_IN / "seed" else None,

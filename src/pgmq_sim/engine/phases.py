@@ -93,6 +93,17 @@ def check(state: RunState, parts: RunParts) -> None:
             f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
             " drops and recreates them: use another database, or pass -replace-tables to replace them"
         )
+    if (
+        state.design.seed_table
+        and settings.payload is not None
+        and not call_bounded(
+            lambda: db.seed_schema_has_payload(state.design), 60, signals, "schema check", True
+        )
+    ):
+        raise UsageError(
+            f"-payload-bytes needs a payload column in msg_queue, and schema file {state.design.schema} has"
+            " none; add one (payload bytea) or drop -payload-bytes"
+        )
     previous = (
         call_bounded(db.previous_run, 30, signals, "previous run check", True)
         if tables["pgmq_sim_run"][0]
@@ -198,7 +209,6 @@ def prepare(state: RunState, parts: RunParts) -> None:
                 record=record,
                 try_claim=try_claim(session, settings.queue_types[0]),
                 functions=install_functions(session, None if design.seed_table else design.enqueue.text),
-                payload=settings.payload is not None and design.seed_table,
                 bystander=settings.bystander is not None,
             ),
             60,
