@@ -14,17 +14,22 @@ from conftest import REPO, Cli, assert_one_line_error
 pytestmark = pytest.mark.integration
 
 # The Go tool's schema.sql as its repository has it: no payload column, no drop.
-GO_SCHEMA = """create table msg_queue(
-msg_id integer not null,
-queue_type varchar(10) not null, -- type1, type2 ...
-status varchar(1) not null, -- N (new), P (processed)
-order_id integer not null, -- records with same order_id and queue_type have to be handled in correct order, 1,2,3,4...
-time_added timestamp with time zone not null,
-time_processed timestamp with time zone
-);
-create unique index msg_queue_uniq_msg_id on msg_queue(msg_id);
-create index msg_queue_time_added on msg_queue(time_added);
-"""
+GO_SCHEMA = "\n".join(
+    [
+        "create table msg_queue(",
+        "msg_id integer not null,",
+        "queue_type varchar(10) not null, -- type1, type2 ...",
+        "status varchar(1) not null, -- N (new), P (processed)",
+        "order_id integer not null, -- records with same order_id and queue_type have to be handled in"
+        " correct order, 1,2,3,4...",
+        "time_added timestamp with time zone not null,",
+        "time_processed timestamp with time zone",
+        ");",
+        "create unique index msg_queue_uniq_msg_id on msg_queue(msg_id);",
+        "create index msg_queue_time_added on msg_queue(time_added);",
+        "",
+    ]
+)
 
 
 def report(cli: Cli, name: str) -> dict:
@@ -40,7 +45,9 @@ def test_the_go_tools_own_files_run_unchanged(cli: Cli, db: psycopg.Connection, 
     doc = report(cli, "g.json")
     assert doc["audit"]["verdict"] == "pass" and doc["audit"]["processed"] == 300
     assert doc["files"]["schema"]["origin"] == "current directory"
-    columns = {r[0] for r in db.execute("select attname from pg_attribute where attrelid = 'msg_queue'::regclass")}
+    columns = {
+        r[0] for r in db.execute("select attname from pg_attribute where attrelid = 'msg_queue'::regclass")
+    }
     assert "payload" not in columns
     # -payload-bytes needs the column: one line, before anything changes (the last run's queue kept)
     again = cli.run("-fill-db 30 -workers 3 -payload-bytes 100")

@@ -10,8 +10,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pgmq_sim.db.audit import body_of, count_audit
+from pgmq_sim.db.audit import count_audit, load_pending
 from pgmq_sim.db.batches import produced_count
+from pgmq_sim.db.claims import ClaimColumnsError
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION, OWNED_COMMENT
@@ -68,7 +69,8 @@ class QueueDatabase:
         retrying: bool,
         record: RunRecord,
         try_claim: Callable[[psycopg.Connection], None],
-        functions: list[str],
+        functions: Callable[[psycopg.Connection], list[str]],
+        keyed: bool = False,
         bystander: bool = False,
     ) -> tuple[str, ...]:
         """Create the queue, the design's additions, the journal, the run record and the wake-up
@@ -78,7 +80,7 @@ class QueueDatabase:
             if design.seed_table:
                 tables = self._seed_table(conn, design, retrying)
             else:
-                tables = self._own_tables(conn, design)
+                tables = self._own_tables(conn, design, keyed)
             _execute(conn, statement("run_table"), "run record table", "check the user may create tables")
             run_id, target, ordered, _, settings = record
             conn.execute(statement("run_start"), (run_id, target, ordered, audited, Jsonb(settings)))
@@ -96,17 +98,32 @@ class QueueDatabase:
                 _execute(
                     conn, statement("bystander_schema"), "bystander table", "check the user may create tables"
                 )
-            for ddl in functions:  # the workers' statements, where sessions are not kept
+            try:
+                made = functions(conn)  # the workers' statements, where sessions are not kept
+            except psycopg.Error as exc:
+                conn.rollback()
+                if is_connection_lost(exc, conn.closed):
+                    raise
+                raise UsageError(
+                    f"claim query {design.claim} failed on the server: {first_line(exc)}"
+                ) from None
+            for ddl in made:
                 _execute(conn, ddl, "the workers' functions", "check the user may create functions")
             try:
                 with conn.transaction(force_rollback=True):
                     try_claim(conn)
             except psycopg.Error as exc:
                 conn.rollback()
+                if is_connection_lost(exc, conn.closed):
+                    raise
                 raise UsageError(
-                    f"claim query {design.claim} failed on the server: {first_line(exc)};"
-                    " fix it (it must return msg_id, queue_type, order_id)"
-                    + (" or pass -next-msg FILE" if design.seed_table else "")
+                    f"claim query {design.claim} failed on the server: {first_line(exc)}"
+                ) from None
+            except ClaimColumnsError as exc:
+                conn.rollback()
+                raise UsageError(
+                    f"claim query {design.claim} {exc}; it must return msg_id, queue_type and order_id"
+                    " (name them so: `returning id as msg_id, ...`)"
                 ) from None
             conn.commit()
             return tables
@@ -129,7 +146,7 @@ class QueueDatabase:
             _execute(conn, text, what, fix)
         return ("public.msg_queue",)
 
-    def _own_tables(self, conn: psycopg.Connection, design: QueueDesign) -> tuple[str, ...]:
+    def _own_tables(self, conn: psycopg.Connection, design: QueueDesign, keyed: bool) -> tuple[str, ...]:
         """A folder's schema, its new tables marked as this tool's, and the tool's log and failures."""
         before = user_tables(conn)
         _execute(conn, design.schema.text, f"schema.sql of {design.folder}", "fix the SQL")
@@ -143,6 +160,10 @@ class QueueDatabase:
             )
         _execute(conn, statement("failures_table"), "failures table", "check the user may create tables")
         _execute(conn, statement("enqueue_log"), "the enqueue log", "check the user may create tables")
+        if keyed:
+            _execute(
+                conn, statement("enqueue_log_keyed"), "the enqueue log", "check the user may create tables"
+            )
         return tuple(created)
 
     def seed_schema_has_payload(self, design: QueueDesign) -> bool:
@@ -199,8 +220,13 @@ class QueueDatabase:
         if self.shape.seed_table:
             row = self.sessions.one("remaining_messages")
         elif self.shape.pending_sql is not None:
-            text = f"select count(*) from ({body_of(self.shape.pending_sql)}) pending_messages"
-            row = self.sessions.retrying(lambda conn: conn.execute(text.encode()).fetchone())
+
+            def count(conn: psycopg.Connection) -> tuple[Any, ...] | None:
+                with conn.transaction(force_rollback=True):
+                    load_pending(conn, self.shape)
+                    return conn.execute(statement("pending_count")).fetchone()
+
+            row = self.sessions.retrying(count)
         else:
             row = self.sessions.one("remaining_logged")
         return int(row[0]) if row else 0
@@ -209,7 +235,7 @@ class QueueDatabase:
         """Completions each named worker committed, from the journal (a lost process's last ones)."""
         return {str(name): int(count) for name, count in self.sessions.all("journal_per_worker", (workers,))}
 
-    def recover(self, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
+    def recover(self, owner_timeout_s: float) -> list[tuple[int | str, str, bool]]:
         """Return to pending the messages whose owner stopped its heartbeat or whose lease expired
         (a folder design: what its recover.sql returns, each a lease that passed)."""
         if not self.shape.seed_table:
@@ -217,10 +243,10 @@ class QueueDatabase:
             if text is None:
                 return []
 
-            def run(conn: psycopg.Connection) -> list[tuple[int, str, bool]]:
+            def run(conn: psycopg.Connection) -> list[tuple[int | str, str, bool]]:
                 rows = conn.execute(text.encode()).fetchall()
                 conn.commit()
-                return [(int(r[0]), "", True) for r in rows]
+                return [(r[0] if isinstance(r[0], int) else str(r[0]), "", True) for r in rows]
 
             return self.sessions.retrying(run)
         rows = self.sessions.write("recover_split", (owner_timeout_s,))

@@ -68,6 +68,12 @@ class QueueDesign:
     description: str = ""
     seed_table: bool = False  # the seed's msg_queue: the tool's own machinery for it applies
     deletes: bool = False  # the completion in use deletes (-delmsg, or the folder's only form)
+    other_completions: tuple[SqlSource, ...] = ()  # a folder's completion forms the run does not use
+
+    @property
+    def completions(self) -> tuple[SqlSource, ...]:
+        """Every completion form of the folder, the one the run uses first (each is tried)."""
+        return (self.complete, *self.other_completions)
 
     def for_retries(self) -> QueueDesign:
         """On the seed's table, the form to use with -tx split or -fail-rate; a claim without one is
@@ -83,16 +89,6 @@ class QueueDesign:
     @property
     def has_split_form(self) -> bool:
         return self.split_claim is not None
-
-    @property
-    def wrapped_claim_sql(self) -> str:
-        """The claim plus the server clock taken after it locked its rows (the audit's claimed_at)."""
-        body = self.claim.text.strip().rstrip(";").strip()
-        return (
-            f"with claimed as (\n{body}\n)\n"
-            "select claimed.msg_id::bigint, claimed.queue_type::text, claimed.order_id::bigint,"
-            " clock_timestamp() from claimed"
-        )
 
     @property
     def skips_locked(self) -> bool:
@@ -294,6 +290,7 @@ def load_design(
                 " complete_archive.sql: drop -archive, or add it"
             )
         found["complete.sql"] = found["complete_archive.sql"]
+    forms = [found[f] for f in ("complete.sql", "complete_delete.sql", "complete_archive.sql")]
     complete, deletes = _completion(found["complete.sql"], found["complete_delete.sql"], delmsg, folder)
     return QueueDesign(
         name=folder.name if origin != "built-in" else name,
@@ -312,6 +309,7 @@ def load_design(
         at_least_once=delivery == "at-least-once",
         description=" ".join(description),
         deletes=deletes,
+        other_completions=tuple(f for f in dict.fromkeys(forms) if f is not None and f != complete),
     )
 
 

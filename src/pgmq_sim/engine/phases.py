@@ -119,17 +119,21 @@ def check(state: RunState, parts: RunParts) -> None:
 
 
 def try_folder_design(state: RunState) -> list[str]:
-    """A folder design runs once in a transaction rolled back: its statements must work together,
-    and touch only tables its schema creates. Returned: tables of others its schema would drop."""
+    """A folder design runs once in a transaction rolled back: its statements, every file of it, must
+    work together, and touch only tables its schema creates. Returned: tables of others its schema
+    would drop. The trial says whether the design returns its own ids, and their type."""
     design = state.design
     texts = DesignTexts(
         folder=str(design.folder),
         schema=design.schema.text,
         enqueue=design.enqueue.text,
-        claim=design.wrapped_claim_sql,
-        complete=design.complete.text,
-        fail=design.fail.text if design.fail is not None and state.settings.fail_rate else None,
+        claim=design.claim.text,
+        completions=tuple((form.path.name, form.text) for form in design.completions),
+        fail=design.fail.text if design.fail is not None else None,
         split=design.transaction == TxMode.SPLIT,
+        pending=design.pending.text if design.pending is not None else None,
+        notify=design.notify.text if design.notify is not None else None,
+        recover=design.recover.text if design.recover is not None else None,
     )
     trial = call_bounded(
         lambda: try_design(state.db.sessions, texts), 60, state.signals, "design trial", True
@@ -141,6 +145,8 @@ def try_folder_design(state: RunState) -> list[str]:
             " changes only tables it created: create it in schema.sql (drop it first, with -replace-tables"
             " if it is not pgmq-sim's)"
         )
+    state.id_type = trial.id_type
+    state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
     return list(trial.dropped_foreign)
 
 
@@ -188,14 +194,20 @@ def prepare(state: RunState, parts: RunParts) -> None:
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
     settings, design = state.settings, state.design
     assert state.path is not None
-    state.session = session = session_plan(settings, design, state.path.transaction_pooled, state.path.pooled)
+    state.session = session = session_plan(
+        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type
+    )
     state.writer.prepared = not state.path.transaction_pooled
+    state.writer.id_type = state.id_type
     recorded = settings.as_json() | {
         "drains": parts.goal.drains,
         "design": design.as_json() | {"claim_sql": design.claim.text},
     }
     if not design.seed_table:  # what `pgmq-sim audit` needs to judge it again
-        recorded["design"] |= {"pending_sql": design.pending and design.pending.text}
+        recorded["design"] |= {
+            "pending_sql": design.pending and design.pending.text,
+            "keyed": state.id_type is not None,
+        }
     record = (uuid.uuid4().hex, settings.fill_db, design.ordered, settings.audit, recorded)
     state.log.open()
     state.changed = True
@@ -209,6 +221,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
                 record=record,
                 try_claim=try_claim(session, settings.queue_types[0]),
                 functions=install_functions(session, None if design.seed_table else design.enqueue.text),
+                keyed=session.keyed,
                 bystander=settings.bystander is not None,
             ),
             60,

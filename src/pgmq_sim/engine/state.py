@@ -86,6 +86,7 @@ class RunState:
     spare_connections: int | None = None  # what the server and the role allow beyond the run's own
     pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
+    id_type: str | None = None  # a folder design's own ids: their type, as its enqueue returns them
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
 
