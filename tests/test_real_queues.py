@@ -53,3 +53,179 @@ def test_the_go_tools_own_files_run_unchanged(cli: Cli, db: psycopg.Connection, 
     again = cli.run("-fill-db 30 -workers 3 -payload-bytes 100")
     assert_one_line_error(again, 2, "-payload-bytes needs a payload column", "schema.sql")
     assert db.execute("select count(*) from msg_queue where status = 'P'").fetchone()[0] == 300
+
+
+# graphile-worker's shape: a jobs table and a named-queues table; the claim locks a job's queue,
+# then, in a second data-modifying CTE, marks the queue locked and updates the job (get_job's form).
+NAMED_QUEUES = {
+    "schema.sql": """
+        drop table if exists jobs;
+        drop table if exists job_queues;
+        create table job_queues (queue_name text primary key, locked_at timestamptz, locked_by text);
+        create table jobs (
+            id bigint primary key,
+            task text not null,
+            grp bigint not null,
+            queue_name text not null references job_queues,
+            attempts int not null default 0,
+            done boolean not null default false
+        );
+        create index jobs_pending on jobs (queue_name, id) where not done;
+    """,
+    "enqueue.sql": """
+        with q as (insert into job_queues (queue_name) values ($2 || ':' || $3) on conflict do nothing)
+        insert into jobs (id, task, grp, queue_name) values ($1, $2, $3, $2 || ':' || $3)
+    """,
+    "claim.sql": """
+        with j as (
+            select jobs.id, jobs.queue_name from jobs
+            join job_queues q on q.queue_name = jobs.queue_name
+            where jobs.task = $1 and not jobs.done and q.locked_at is null
+              and jobs.id = (select min(h.id) from jobs h where h.queue_name = jobs.queue_name and not h.done)
+            order by jobs.id
+            limit $2
+            for update skip locked
+        ),
+        q as (
+            update job_queues set locked_at = now(), locked_by = 'worker'
+            from j where job_queues.queue_name = j.queue_name
+        )
+        update jobs set attempts = attempts + 1 from j where jobs.id = j.id
+        returning jobs.id as msg_id, jobs.task as queue_type, jobs.grp as order_id
+    """,
+    "complete.sql": """
+        with d as (update jobs set done = true where id = $1 returning queue_name)
+        update job_queues set locked_at = null, locked_by = null
+        from d where job_queues.queue_name = d.queue_name
+    """,
+    "pending.sql": "select id from jobs where not done",
+}
+
+
+def write_folder(cli: Cli, name: str, files: dict[str, str]) -> None:
+    where = cli.workdir / name
+    where.mkdir()
+    for file, text in files.items():
+        (where / file).write_text(text)
+
+
+def test_a_claim_with_data_modifying_ctes_runs_as_written(cli: Cli, db: psycopg.Connection) -> None:
+    write_folder(cli, "named", NAMED_QUEUES)
+    result = cli.run("-queue ./named -fill-db 300 -workers 6 -work-ms 0-2 -orders 10 -json n.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = report(cli, "n.json")["audit"]
+    assert (audit["verdict"], audit["processed"], audit["order_checked"]) == ("pass", 300, True), audit
+    assert db.execute("select count(*) from job_queues where locked_at is not null").fetchone()[0] == 0
+    assert db.execute("select count(*), sum(attempts) from jobs where done").fetchone() == (300, 300)
+
+
+def test_a_broken_pending_sql_is_refused_before_the_run(cli: Cli, db: psycopg.Connection) -> None:
+    write_folder(cli, "named", NAMED_QUEUES | {"pending.sql": "truncate jobs"})
+    result = cli.run("-queue ./named -fill-db 50 -workers 3")
+    assert_one_line_error(result, 2, "pending.sql of", 'syntax error at or near "truncate"')
+    assert db.execute("select to_regclass('jobs')").fetchone()[0] is None  # nothing changed
+    assert not (cli.workdir / "msg_queue.log").exists()
+
+
+def test_an_audit_that_cannot_run_says_why_and_fails_the_run(cli: Cli) -> None:
+    """pending.sql runs in the trial (one message) and fails at the end (300): the run exits 1, not 0,
+    with the server's message, and -no-audit is the way to ask for a run without it."""
+    failing = (
+        "select id from jobs where not done"
+        " and 1 / (case when (select count(*) from jobs) > 10 then 0 else 1 end) = 1"
+    )
+    write_folder(cli, "named", NAMED_QUEUES | {"pending.sql": failing})
+    result = cli.run("-queue ./named -fill-db 60 -workers 3 -work-ms 0 -orders 10 -json a.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    doc = report(cli, "a.json")
+    assert doc["audit"] is None and "division by zero" in doc["audit_skipped"], doc["audit_skipped"]
+    assert "not run: division by zero" in " ".join(result.stdout.split())
+    assert cli.run("-queue ./named -fill-db 60 -workers 3 -work-ms 0 -orders 10 -no-audit").returncode == 0
+
+
+# The outbox with ids of its own: a sequence (starting far from the tool's numbers) or uuid keys with
+# a sequence for the order; the enqueue returns the id, and every statement takes it.
+OWN_IDS = {
+    "bigserial": {
+        "schema.sql": """
+            drop table if exists outbox;
+            create table outbox (
+                id bigint generated always as identity (start with 5000) primary key,
+                topic text not null, customer bigint not null, phase text not null default 'new',
+                due timestamptz not null
+            );
+            create index outbox_new on outbox (topic, customer, id) where phase = 'new';
+        """,
+        "order": "id",
+    },
+    "uuid": {
+        "schema.sql": """
+            drop table if exists outbox;
+            create table outbox (
+                id uuid primary key default gen_random_uuid(), seq bigserial not null unique,
+                topic text not null, customer bigint not null, phase text not null default 'new',
+                due timestamptz not null, error text
+            );
+            create index outbox_new on outbox (topic, customer, seq) where phase = 'new';
+        """,
+        "order": "seq",
+    },
+}
+
+
+def own_ids_folder(kind: str) -> dict[str, str]:
+    order = OWN_IDS[kind]["order"]
+    return {
+        "schema.sql": OWN_IDS[kind]["schema.sql"],
+        "enqueue.sql": "insert into outbox (topic, customer, due) values ($2, $3, $5) returning id as msg_id",
+        "claim.sql": f"""
+            with picked as (
+                select o.id from outbox o
+                where o.topic = $1 and o.phase = 'new' and o.due <= clock_timestamp()
+                  and not exists (select 1 from outbox e where e.topic = o.topic and e.customer = o.customer
+                                  and e.phase = 'new' and e.{order} < o.{order})
+                order by o.{order} limit $2
+                for update skip locked
+            )
+            update outbox o set phase = 'sending' from picked where o.id = picked.id
+            returning o.id as msg_id, o.topic as queue_type, o.customer as order_id
+        """,
+        "complete.sql": "update outbox set phase = 'sent' where id = $1",
+        "fail.sql": (
+            "update outbox set phase = 'new', due = coalesce($4, 'infinity'), error = $3 where id = $1"
+        ),
+        "pending.sql": "select id from outbox where phase <> 'sent' and due < 'infinity'",
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "flags"),
+    [("bigserial", "-rate 300"), ("uuid", "-fail-rate 0.1 -max-attempts 3 -backoff-ms 5 -tx single")],
+)
+def test_the_designs_own_ids_returned_by_its_enqueue(
+    cli: Cli, db: psycopg.Connection, kind: str, flags: str
+) -> None:
+    files = own_ids_folder(kind)
+    if kind == "bigserial":
+        del files["fail.sql"]
+        files["schema.sql"] = files["schema.sql"].replace(", error text", "")
+    write_folder(cli, "outbox", files)
+    result = cli.run(f"-queue ./outbox -fill-db 200 -workers 6 -work-ms 0-1 -orders 10 {flags} -json k.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = report(cli, "k.json")["audit"]
+    assert audit["verdict"] == "pass" and audit["processed"] + audit["dead_lettered"] == 200, audit
+    assert audit["duplicates"] == audit["missing"] == audit["order_violations"] == 0
+    # the team's ids are its own; the tool's numbers 1..200 map to them, and the journal keeps the tool's
+    mapped = db.execute(
+        "select count(*), min(e.msg_id), max(e.msg_id) from pgmq_sim_enqueued e"
+        " join outbox o on o.id::text = e.design_id"
+    ).fetchone()
+    assert mapped == (200, 1, 200)
+    assert (
+        db.execute("select count(*) from msg_journal where msg_id between 1 and 200").fetchone()[0]
+        == (audit["processed"])
+    )
+    if kind == "bigserial":
+        assert db.execute("select min(id) from outbox").fetchone()[0] >= 5000
+    else:
+        assert audit["failed_attempts"] > 0

@@ -91,16 +91,9 @@ def load_pending(conn: psycopg.Connection, shape: QueueShape) -> None:
     if shape.pending_sql is None:
         conn.execute(statement("unfinished_pending"))
         return
-    conn.execute(f"prepare {PENDING} as {shape.pending_sql}".encode())
-    try:
-        if shape.keyed:
-            conn.execute(
-                f"create temp table pending_design (id) on commit drop as execute {PENDING}".encode()
-            )
-            conn.execute(statement("pending_keyed"))
-        else:
-            conn.execute(
-                f"create temp table pending_messages (msg_id) on commit drop as execute {PENDING}".encode()
-            )
-    finally:
-        conn.execute(f"deallocate {PENDING}".encode())
+    conn.execute(f"prepare {PENDING} as {shape.pending_sql}".encode())  # gone with the connection
+    table = "pending_design (id)" if shape.keyed else "pending_messages (msg_id)"
+    conn.execute(f"create temp table {table} on commit drop as execute {PENDING}".encode())
+    conn.execute(f"deallocate {PENDING}".encode())
+    if shape.keyed:
+        conn.execute(statement("pending_keyed"))

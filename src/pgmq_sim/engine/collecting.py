@@ -52,6 +52,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     produced = state.writer.committed
     finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
+    skipped: str | None = None  # why the audit asked for did not run
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
     gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
@@ -102,6 +103,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
             state.log.event(f"audit skipped: {why}")
+            skipped = why
+    if settings.audit and verdict is None and skipped is None:
+        skipped = "a second signal" if signals.hurry.is_set() else "the run changed nothing to audit"
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
@@ -155,6 +159,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
+        audit_skipped=skipped if settings.audit and verdict is None else None,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
         else judge_drift(timeline, state.elapsed, settings.drift),

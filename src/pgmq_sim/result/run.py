@@ -160,6 +160,7 @@ class RunResult:
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
     e2e_by_priority: dict[int, dict[str, float]] | None = None  # -priority: each level's percentiles
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
+    audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
 
     @classmethod
     def from_stats(
@@ -198,6 +199,7 @@ class RunResult:
         queue: dict[str, Any] | None = None,
         e2e_by_priority: dict[int, dict[str, float]] | None = None,
         claim_skips_locked: bool = False,
+        audit_skipped: str | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -258,6 +260,7 @@ class RunResult:
             queue=queue,
             e2e_by_priority=e2e_by_priority,
             claim_skips_locked=claim_skips_locked,
+            audit_skipped=audit_skipped,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
@@ -345,9 +348,12 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """The outcome's code; an audit that fails turns a 0 into 1, a breached -check into 4."""
+        """The outcome's code; an audit that fails, or that was asked for and could not run, turns a 0
+        into 1, a breached -check into 4."""
         code = self.outcome.exit_code
         if code == 0 and self.audit is not None and not self.audit.passed:
+            return 1
+        if code == 0 and self.audit is None and self.settings.audit:
             return 1
         if code == 0 and self.breached:
             return CHECK_EXIT
