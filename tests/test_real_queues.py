@@ -229,3 +229,33 @@ def test_the_designs_own_ids_returned_by_its_enqueue(
         assert db.execute("select min(id) from outbox").fetchone()[0] >= 5000
     else:
         assert audit["failed_attempts"] > 0
+
+
+def test_the_real_pgmq_keeps_order_under_12_workers_and_archives(cli: Cli, db: psycopg.Connection) -> None:
+    from pgmq.install import get_embedded_sql_version
+
+    version = get_embedded_sql_version()
+    result = cli.run(
+        "-queue pgmq -archive -fill-db 300 -rate 300 -workers 12 -orders 10 -work-ms 0-2"
+        " -wakeup notify -poll-interval 0.5 -json q.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = report(cli, "q.json")
+    audit = doc["audit"]
+    assert (audit["verdict"], audit["processed"], audit["order_checked"]) == ("pass", 300, True), audit
+    assert audit["duplicates"] == audit["order_violations"] == 0 and audit["delivery"] == "at-least-once"
+    said = " ".join(result.stdout.split())
+    assert f"pgmq: {version}, the pgmq package's SQL" in said  # installed from the package, not a copy
+    # one pgmq queue per type, every message archived by pgmq.archive, none left in a queue
+    archived = sum(db.execute(f"select count(*) from pgmq.a_type{i}").fetchone()[0] for i in (1, 2, 3))
+    left = sum(db.execute(f"select count(*) from pgmq.q_type{i}").fetchone()[0] for i in (1, 2, 3))
+    assert (archived, left) == (300, 0)
+    # pgmq's own insert notification woke the workers: end-to-end far below the 0.5 s poll
+    assert doc["latency_ms"]["e2e"]["p50"] < 250, doc["latency_ms"]["e2e"]
+    # the next run finds the tool's install and says so; round-robin reads keep order too
+    again = cli.run("-queue pgmq-rr -fill-db 120 -workers 12 -orders 10 -work-ms 0-2 -json r.json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"pgmq: {version} (the pgmq package's SQL), installed by an earlier run" in " ".join(
+        again.stdout.split()
+    )
+    assert report(cli, "r.json")["audit"]["verdict"] == "pass"

@@ -16,7 +16,7 @@ from pgmq_sim.db.claims import ClaimColumnsError
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION, OWNED_COMMENT
-from pgmq_sim.db.trial import user_tables
+from pgmq_sim.db.trial import before_schema, user_tables
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
@@ -71,6 +71,7 @@ class QueueDatabase:
         try_claim: Callable[[psycopg.Connection], None],
         functions: Callable[[psycopg.Connection], list[str]],
         keyed: bool = False,
+        types: tuple[str, ...] = ("type1",),
         bystander: bool = False,
     ) -> tuple[str, ...]:
         """Create the queue, the design's additions, the journal, the run record and the wake-up
@@ -80,7 +81,7 @@ class QueueDatabase:
             if design.seed_table:
                 tables = self._seed_table(conn, design, retrying)
             else:
-                tables = self._own_tables(conn, design, keyed)
+                tables = self._own_tables(conn, design, keyed, types)
             _execute(conn, statement("run_table"), "run record table", "check the user may create tables")
             run_id, target, ordered, _, settings = record
             conn.execute(statement("run_start"), (run_id, target, ordered, audited, Jsonb(settings)))
@@ -146,8 +147,12 @@ class QueueDatabase:
             _execute(conn, text, what, fix)
         return ("public.msg_queue",)
 
-    def _own_tables(self, conn: psycopg.Connection, design: QueueDesign, keyed: bool) -> tuple[str, ...]:
-        """A folder's schema, its new tables marked as this tool's, and the tool's log and failures."""
+    def _own_tables(
+        self, conn: psycopg.Connection, design: QueueDesign, keyed: bool, types: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """A folder's schema (after what it requires), its new tables marked as this tool's, and the
+        tool's log and failures."""
+        before_schema(conn, design.requires, types)
         before = user_tables(conn)
         _execute(conn, design.schema.text, f"schema.sql of {design.folder}", "fix the SQL")
         created = sorted(name for oid, (name, _) in user_tables(conn).items() if oid not in before)

@@ -25,6 +25,7 @@ from psycopg import sql
 
 from pgmq_sim.db.claims import missing_columns, result_columns
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
+from pgmq_sim.db.extensions import prepare_extension
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import (
     CLAIM_ARGUMENTS,
@@ -47,12 +48,13 @@ PARAMETER_STATES = {"42P02", "42P18", "42804", "42883", "42725"}
 class DesignTrial:
     """What the trial saw: the tables the schema creates, the tables of others it would drop, the
     tables the statements use that it does not create, and the type of the design's own id when its
-    enqueue returns one (None: the tool's $1 is the id)."""
+    enqueue returns one (None: the tool's $1 is the id), and what a design's `requires` found."""
 
     created: tuple[str, ...]
     dropped_foreign: tuple[str, ...]
     foreign_used: tuple[tuple[str, str], ...]  # (file, table)
     id_type: str | None = None
+    required: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class DesignTexts:
     pending: str | None = None
     notify: str | None = None
     recover: str | None = None
+    requires: str | None = None  # pgmq | pgq, made ready before the schema
+    types: tuple[str, ...] = ("type1",)  # the run's types: current_setting('pgmq_sim.types')
 
 
 def user_tables(conn: psycopg.Connection) -> dict[int, tuple[str, bool]]:
@@ -81,6 +85,7 @@ def try_design(sessions: Sessions, texts: DesignTexts) -> DesignTrial:
     with sessions.connection() as conn:
         try:
             conn.execute(f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
+            required = before_schema(conn, texts.requires, texts.types)
             before = user_tables(conn)
             _run(conn, texts.schema, texts, "schema.sql")
             after = user_tables(conn)
@@ -101,10 +106,24 @@ def try_design(sessions: Sessions, texts: DesignTexts) -> DesignTrial:
                 foreign = trial.foreign([f for f in trial.prepared if f != "enqueue.sql"], known)
             if not foreign:
                 trial.one_message()
-            return DesignTrial(tuple(sorted(known)), tuple(dropped), tuple(foreign), trial.id_type)
+            return DesignTrial(tuple(sorted(known)), tuple(dropped), tuple(foreign), trial.id_type, required)
         finally:
             if not conn.closed:
                 conn.rollback()
+
+
+def before_schema(conn: psycopg.Connection, requires: str | None, types: tuple[str, ...]) -> str | None:
+    """In the open transaction, before a design's schema: what it requires made ready (said in the
+    line returned), and the run's types for its schema (`current_setting('pgmq_sim.types')`)."""
+    conn.execute(statement("set_types"), (",".join(types),))
+    try:
+        return prepare_extension(conn, requires)
+    except psycopg.Error as exc:
+        if is_connection_lost(exc, conn.closed):
+            raise
+        raise UsageError(
+            f"{requires}: preparing it in the run's database failed: {first_line(exc)}"
+        ) from None
 
 
 def _run(conn: psycopg.Connection, text: str, texts: DesignTexts, file: str, hint: str = "") -> Any:

@@ -38,7 +38,8 @@ OPTIONAL = (
     "recover.sql",
 )
 SEED_TABLE = "msg_queue"
-TOML_KEYS = {"description", "transaction", "ordered", "delivery", "table", "extends"}
+TOML_KEYS = {"description", "transaction", "ordered", "delivery", "table", "extends", "requires"}
+REQUIRES = ("pgmq", "pgq")  # what the tool installs or finds before a design's schema (db/extensions)
 DELIVERIES = ("exactly-once", "at-least-once")
 UNORDERED_MARK = "-- pgmq-sim: unordered"  # an older claim file's way to say it keeps no order
 STRATEGIES = ("seed", "indexed", "affinity", "advisory", "fifo")  # -compare all: the seed table's claims
@@ -69,6 +70,7 @@ class QueueDesign:
     seed_table: bool = False  # the seed's msg_queue: the tool's own machinery for it applies
     deletes: bool = False  # the completion in use deletes (-delmsg, or the folder's only form)
     other_completions: tuple[SqlSource, ...] = ()  # a folder's completion forms the run does not use
+    requires: str | None = None  # pgmq | pgq: made ready by the tool before the schema runs
 
     @property
     def completions(self) -> tuple[SqlSource, ...]:
@@ -127,6 +129,7 @@ class QueueDesign:
             "delivery": "at-least-once" if self.at_least_once else "exactly-once",
             "seed_table": self.seed_table,
             "completion": "delete" if self.deletes else "update",
+            "requires": self.requires,
         }
 
 
@@ -270,6 +273,9 @@ def load_design(
     if not isinstance(ordered, bool):
         raise UsageError(f"{describe_path(folder / 'queue.toml')}: ordered must be true or false")
     description = str(toml.get("description", "")).strip().splitlines()[0:1]
+    requires = toml.get("requires")
+    if requires is not None:
+        requires = _choice(requires, "requires", REQUIRES, folder)
     if seed_table:
         return _on_seed_table(
             name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description), payload
@@ -310,6 +316,7 @@ def load_design(
         description=" ".join(description),
         deletes=deletes,
         other_completions=tuple(f for f in dict.fromkeys(forms) if f is not None and f != complete),
+        requires=requires,
     )
 
 

@@ -134,6 +134,8 @@ def try_folder_design(state: RunState) -> list[str]:
         pending=design.pending.text if design.pending is not None else None,
         notify=design.notify.text if design.notify is not None else None,
         recover=design.recover.text if design.recover is not None else None,
+        requires=design.requires,
+        types=state.settings.queue_types,
     )
     trial = call_bounded(
         lambda: try_design(state.db.sessions, texts), 60, state.signals, "design trial", True
@@ -146,6 +148,8 @@ def try_folder_design(state: RunState) -> list[str]:
             " if it is not pgmq-sim's)"
         )
     state.id_type = trial.id_type
+    if trial.required is not None:
+        state.note(trial.required)
     state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
     return list(trial.dropped_foreign)
 
@@ -222,6 +226,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
                 try_claim=try_claim(session, settings.queue_types[0]),
                 functions=install_functions(session, None if design.seed_table else design.enqueue.text),
                 keyed=session.keyed,
+                types=settings.queue_types,
                 bystander=settings.bystander is not None,
             ),
             60,
