@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
+from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import REPO, Cli, assert_one_line_error
+
+from pgmq_sim.embedded.postgres import LocalPostgres
 
 pytestmark = pytest.mark.integration
 
@@ -259,3 +263,73 @@ def test_the_real_pgmq_keeps_order_under_12_workers_and_archives(cli: Cli, db: p
         again.stdout.split()
     )
     assert report(cli, "r.json")["audit"]["verdict"] == "pass"
+
+
+def pgq_bindir() -> Path | None:
+    """A distribution PostgreSQL with PgQ's extension installed beside it (Debian's postgresql-NN-pgq3)."""
+    for bindir in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: -int(p.parent.name)):
+        if (bindir / "postgres").is_file() and Path(
+            f"/usr/share/postgresql/{bindir.parent.name}/extension/pgq.control"
+        ).is_file():
+            return bindir
+    return None
+
+
+def pgq_skip_reason() -> str | None:
+    if pgq_bindir() is None:
+        return "no PostgreSQL with PgQ (apt-get install -y postgresql-15-pgq3; .ci/run does as root)"
+    if shutil.which("pgqd") is None:
+        return "no pgqd, PgQ's ticker (apt-get install -y pgqd; .ci/run does as root)"
+    return None
+
+
+def test_without_pgq_on_the_server_one_line_names_the_package(cli: Cli, db: psycopg.Connection) -> None:
+    result = cli.run("-queue pgq -fill-db 10 -workers 3")  # the embedded server: no PgQ
+    assert_one_line_error(result, 2, "postgresql-NN-pgq3", "pgqd")
+    assert db.execute("select to_regclass('pgmq_sim_pgq_events')").fetchone()[0] is None
+
+
+@pytest.mark.skipif(pgq_skip_reason() is not None, reason=pgq_skip_reason() or "")
+def test_the_real_pgq_shares_batches_keeps_order_and_redelivers(tmp_path: Path) -> None:
+    with LocalPostgres(bindir=pgq_bindir()) as pg:
+        cli = Cli(pg.dsn, tmp_path)
+        result = cli.run(
+            "-queue pgq -fill-db 200 -workers 12 -orders 10 -work-ms 0-2 -poll-interval 0.1 -json p.json"
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        doc = report(cli, "p.json")
+        audit = doc["audit"]
+        assert (audit["verdict"], audit["processed"], audit["order_checked"]) == ("pass", 200, True), audit
+        assert audit["order_violations"] == audit["duplicates"] == 0
+        ticker = doc["queue"]["ticker"]  # the ticker's settings set the batch latency: in the report
+        assert ticker["started_by"] == "pgmq-sim" and ticker["ticker_period_s"] > 0
+        assert ticker["queues"]["pgmq_sim_type1"]["ticker_max_lag_s"] == pytest.approx(0.1)
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            batches, events = conn.execute(
+                "select count(distinct batch_id), count(*) from pgmq_sim_pgq_events"
+            ).fetchone()
+            assert events == 200 and batches >= 1
+            # the workers of a type shared its batches: one batch's events went to several workers
+            shared = conn.execute(
+                "select max(n) from (select count(distinct j.worker) n from msg_journal j"
+                " join pgmq_sim_enqueued e on e.msg_id = j.msg_id"
+                " join pgmq_sim_pgq_events v on v.queue_type || ':' || v.ev_id = e.design_id"
+                " group by v.queue_type, v.batch_id) per_batch"
+            ).fetchone()[0]
+            assert shared > 1
+            # nothing left behind: pgqd stopped, its directory gone
+            assert (
+                conn.execute(
+                    "select count(*) from pg_stat_activity where query ilike '%pgq.ticker%'"
+                    " and pid <> pg_backend_pid()"
+                ).fetchone()[0]
+                == 0
+            )
+        assert not list(Path(tempfile.gettempdir()).glob("pgmq-sim-pgqd-*"))
+        # an event its worker does not finish within its lease is delivered again, and counted
+        slow = cli.run(
+            "-queue pgq -fill-db 24 -workers 6 -orders 12 -work-ms 1100-1400 -lease 1 -json s.json"
+        )
+        assert slow.returncode == 0, slow.stdout + slow.stderr
+        audit = report(cli, "s.json")["audit"]
+        assert audit["verdict"] == "pass" and audit["redelivered"] > 0 and audit["duplicates"] == 0, audit

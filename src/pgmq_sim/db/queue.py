@@ -196,6 +196,18 @@ class QueueDatabase:
                 if not conn.closed:
                     conn.rollback()
 
+    def pgq_ticker(self) -> tuple[str, int]:
+        """The run's database, and how many sessions of others run PgQ's ticker in it."""
+        row = self.sessions.one("pgq_ticker")
+        assert row is not None
+        return str(row[0]), int(row[1])
+
+    def pgq_queue_settings(self) -> dict[str, dict[str, float]]:
+        """Each run queue's ticker settings (max count, max lag and idle period in seconds)."""
+        rows = self.sessions.all("pgq_queue_settings")
+        names = ("ticker_max_count", "ticker_max_lag_s", "ticker_idle_period_s")
+        return {str(r[0]): dict(zip(names, (float(v) for v in r[1:]), strict=True)) for r in rows}
+
     def track_statements(self) -> None:
         """On a server of the tool's own: per-statement cost from pg_stat_statements (preloaded)."""
         self.sessions.write("create_pg_stat_statements")

@@ -120,7 +120,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         server=state.server.label,
         strategy=state.design.label,
         ordered=state.design.ordered,
-        queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
+        queue=state.design.as_json()
+        | {"tables": list(state.db.shape.tables)}
+        | ({"ticker": state.ticker} if state.ticker is not None else {}),
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,
         files=state.given.files,

@@ -16,6 +16,7 @@ from pgmq_sim.actors.bystander import BASELINE_S, Bystander
 from pgmq_sim.actors.chaos import FaultActions, FaultSchedule, pick
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.ownership import BEAT_S
+from pgmq_sim.actors.pgqd import TICKER_PERIOD_S, Pgqd, pgqd_binary
 from pgmq_sim.actors.producer import MessageSource
 from pgmq_sim.actors.threads import join_all
 from pgmq_sim.actors.worker import session_plan
@@ -88,6 +89,8 @@ def check(state: RunState, parts: RunParts) -> None:
     foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
     if not state.design.seed_table:
         foreign += try_folder_design(state)
+    if state.design.requires == "pgq":
+        find_ticker(state)
     if foreign and not settings.replace_tables:
         raise UsageError(
             f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
@@ -152,6 +155,38 @@ def try_folder_design(state: RunState) -> list[str]:
         state.note(trial.required)
     state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
     return list(trial.dropped_foreign)
+
+
+def find_ticker(state: RunState) -> None:
+    """-queue pgq: a ticker already serving the database is used (and said); else pgqd is started
+    for the run once the queues exist (refused here, before anything changes, without pgqd)."""
+    database, tickers = call_bounded(state.db.pgq_ticker, 30, state.signals, "ticker check", True)
+    if tickers:
+        state.ticker = {"started_by": "already serving the database", "sessions": tickers}
+        state.note(
+            f"pgq: a ticker already serves database {database} ({tickers} session(s) running"
+            " pgq.ticker): it is used, and no pgqd is started"
+        )
+        return
+    if pgqd_binary() is None:
+        raise UsageError(
+            "-queue pgq needs a ticker (PgQ hands out nothing between ticks): install Debian's pgqd"
+            " package, or run pgqd for this database yourself"
+        )
+    state.pgqd = Pgqd(state.server.dsn, database)
+
+
+def start_ticker(state: RunState) -> None:
+    """pgqd for the run (its settings and the queues' in the report)."""
+    if state.pgqd is not None:
+        call_bounded(state.pgqd.start, 30, state.signals, "starting pgqd")
+        state.ticker = state.pgqd.settings
+        state.log.event(
+            f"pgqd started for database {state.pgqd.database} (ticker period {TICKER_PERIOD_S:g} s)"
+        )
+    if state.ticker is not None:
+        queues = call_bounded(state.db.pgq_queue_settings, 30, state.signals, "queue settings")
+        state.ticker = state.ticker | {"queues": queues}
 
 
 def reach_pooler(state: RunState) -> PoolerConsole | None:
@@ -241,6 +276,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
             state.changed = False  # the install's one transaction rolled back
         raise
     state.db.shape = dataclasses.replace(state.db.shape, tables=tables)
+    start_ticker(state)
     if state.server.embedded:  # ours to change: count each statement's cost
         try:
             call_bounded(state.db.track_statements, 30, state.signals, "pg_stat_statements")
@@ -415,6 +451,8 @@ def halt(state: RunState, parts: RunParts) -> None:
     parts.carrier.close(state)
     if state.pooler is not None:
         state.pooler.close()
+    if state.pgqd is not None:
+        state.pgqd.stop()
     state.log.flush()  # a write that fails now (a full disk) still ends the run as failed
     described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:
