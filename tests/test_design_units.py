@@ -167,6 +167,8 @@ def test_a_passing_audit_has_no_cause_and_redeliveries_are_named_not_failed() ->
 def test_the_workers_claim_is_the_file_as_written() -> None:
     """No file is wrapped, nested or rewritten: the claim the workers prepare is claim.sql's text,
     its batch still the argument $2; as a function it returns the claim's own columns."""
+    from dataclasses import replace
+
     from pgmq_sim.db.statements import CLAIM, create_function, prepare, worker_statements
     from pgmq_sim.db.values import SessionPlan
 
@@ -184,6 +186,9 @@ def test_the_workers_claim_is_the_file_as_written() -> None:
     assert prepare(claim) == f"prepare {CLAIM}(text, integer, bigint, text, float8) as {design.claim.text}"
     assert "returns table (msg_id integer) language sql" in create_function(claim)[0]
     assert "with claimed as" not in create_function(claim)[0]
+    # the tool's own built-in claims have their batch written in (a plan the plan cache keeps)
+    own = next(s for s in worker_statements(replace(plan, builtin_claim=True)) if s.name == CLAIM)
+    assert "$2" not in own.text and "limit 10  -- the batch" in own.text
 
 
 def test_a_folder_missing_its_enqueue_is_refused_not_taken_for_a_strategy(

@@ -119,6 +119,7 @@ def session_plan(
         seed_table=design.seed_table,
         at_least_once=design.at_least_once,
         id_type=id_type or "bigint",
+        builtin_claim=design.claim.origin in ("built-in", "packaged"),
         keyed=id_type is not None,
     )
 

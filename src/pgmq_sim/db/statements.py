@@ -14,6 +14,7 @@ use) and, as a function, runs them inside one that returns the rows they changed
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -113,10 +114,18 @@ def design_statement(
     return WorkerStatement(name, text, arguments, wrapper)
 
 
+BATCH_PARAMETER = re.compile(r"\$2(?!\d)")
+
+
 def claim_statement(plan: SessionPlan) -> WorkerStatement:
-    """The claim as written; as a function it returns its own columns (`claim_returns`)."""
+    """The claim; as a function it returns its own columns (`claim_returns`). A team's file runs as
+    written. The tool's own built-in claims have their batch ($2, fixed for the run) written in as a
+    number: with LIMIT $2 PostgreSQL's plan cache finds the generic plan dearer than one planned for
+    the batch given and plans the claim at every call (measured: the indexed claim's p50 1.57 ms
+    against 0.99, as an application preparing it would pay); the argument stays in every call."""
     returns = f" returns table ({plan.claim_returns})" if plan.claim_returns else ""
-    return WorkerStatement(CLAIM, plan.claim_sql, CLAIM_ARGUMENTS + returns)
+    text = BATCH_PARAMETER.sub(str(int(plan.batch)), plan.claim_sql) if plan.builtin_claim else plan.claim_sql
+    return WorkerStatement(CLAIM, text, CLAIM_ARGUMENTS + returns)
 
 
 def worker_statements(plan: SessionPlan) -> list[WorkerStatement]:
