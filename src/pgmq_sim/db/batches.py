@@ -128,11 +128,9 @@ async def write_logged(wire: Wire, messages: Sequence[Message], functions: bool,
             enqueues.append(call(ENQUEUE, f"{common}, {due}::timestamptz, {payload}", functions))
             logs.append(f"{common}, {added}::timestamptz, {due}::timestamptz")
         if not keyed:
-            calls = [
-                x
-                for pair in zip(enqueues, logs, strict=True)
-                for x in (pair[0], call(LOGGED, pair[1], functions))
-            ]
+            calls = []
+            for enqueue, log in zip(enqueues, logs, strict=True):
+                calls += [enqueue, call(LOGGED, log, functions)]
             await _all_or_none(wire, f"begin; {'; '.join(calls)}; commit")
             continue
         answer = await _all_or_none(wire, f"begin; {'; '.join(enqueues)}")

@@ -17,7 +17,6 @@ from pgmq_sim.sqlfiles import statement
 
 PGMQ_MARK = "pgmq-sim: installed pgmq "  # the schema's comment: by the tool, and which version
 PGQ_PACKAGE = "postgresql-NN-pgq3"
-KNOWN = ("pgmq", "pgq")
 
 
 def pgmq_package() -> tuple[str, str]:
