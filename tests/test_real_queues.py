@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import REPO, Cli, assert_one_line_error
+from psycopg import conninfo
 
 from pgmq_sim.embedded.postgres import LocalPostgres
 
@@ -333,3 +334,10 @@ def test_the_real_pgq_shares_batches_keeps_order_and_redelivers(tmp_path: Path) 
         assert slow.returncode == 0, slow.stdout + slow.stderr
         audit = report(cli, "s.json")["audit"]
         assert audit["verdict"] == "pass" and audit["redelivered"] > 0 and audit["duplicates"] == 0, audit
+        # a plain role cannot create the extension: the line says an administrator creates it once
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            conn.execute("create role plain login password 'plain'")
+            conn.execute("create database plain_db owner plain")
+        plain = conninfo.make_conninfo(pg.dsn, user="plain", password="plain", dbname="plain_db")
+        refused = Cli(plain, tmp_path).run("-queue pgq -fill-db 10 -workers 3")
+        assert_one_line_error(refused, 2, "needs a superuser", "administrator", "create extension pgq")
