@@ -154,12 +154,23 @@ class Texts:
     functions_ddl: list[str]  # CREATE FUNCTION pgmq_sim_claim ..., pgmq_sim_complete ...
 
 
+# what the seed table's claims return, as a function declares it (the tool reads it from the claim's
+# description at the install)
+SEED_CLAIM_RETURNS = "msg_id integer, queue_type character varying(10), order_id integer"
+
+
 def texts_of(strategy: QueueDesign) -> Texts:
-    plan = SessionPlan(strategy.wrapped_claim_sql, False, False, complete_sql=strategy.complete.text)
+    plan = SessionPlan(
+        strategy.claim.text,
+        False,
+        False,
+        complete_sql=strategy.complete.text,
+        claim_returns=SEED_CLAIM_RETURNS,
+    )
     found = worker_statements(plan)
     assert [s.name for s in found] == [CLAIM, COMPLETE]
     return Texts(
-        strategy.wrapped_claim_sql.encode(),
+        strategy.claim.text.encode(),
         pgb.seed_completion().encode(),
         [prepare(s) for s in found],
         [ddl for s in found for ddl in create_function(s)],

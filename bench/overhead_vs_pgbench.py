@@ -58,9 +58,9 @@ WHOLE_PROCESS_MS = 0.08
 
 def psycopg_loop(dsn: str, strategy: c.QueueDesign, clients: int, messages: int) -> float:
     """A bare worker loop with nothing else: C threads, one connection each, types dealt
-    round-robin, the tool's wrapped claim and complete_mark.sql issued one by one (BEGIN, claim,
+    round-robin, the design's claim as written and complete_mark.sql issued one by one (BEGIN, claim,
     completion, COMMIT: four round trips, psycopg auto-preparing), msg/s until N are done."""
-    claim = strategy.wrapped_claim_sql
+    claim = strategy.claim.text
     complete = pgb.seed_completion()
     lock = threading.Lock()
     done = threading.Event()

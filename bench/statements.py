@@ -4,7 +4,7 @@ and pipelined; msg/s, client and server CPU per message, each form checked for e
 
 A bare loop, not the tool: N threads (default 12, types dealt round-robin), one connection each in
 autocommit mode, each running the `indexed` strategy's cycle in one transaction per message: BEGIN;
-the claim (pgmq_sim.designs.design.load_design("indexed").wrapped_claim_sql); the completion
+the claim (pgmq_sim.designs.design.load_design("indexed").claim, as written); the completion
 (the seed design's complete.sql); COMMIT, until --messages are done, on a table prefilled by SQL
 (bench/_pgbench.py's prepare_queue: --messages + 2000, -orders 100, ANALYZEd) and recreated for every
 run. The PREPARE texts, the functions and their calls are the tool's own (pgmq_sim.db.statements:
@@ -226,8 +226,8 @@ def main() -> None:
     paths = [p for p in c.comma_list(args.paths) if p in PATHS]
     strategy = c.load_design("indexed")
     texts = sf.texts_of(strategy)
-    shown = strategy.wrapped_claim_sql.strip().replace("\n", "\n    ")
-    print(f"claim: indexed, wrapped:\n    {shown}")
+    shown = strategy.claim.text.strip().replace("\n", "\n    ")
+    print(f"claim: indexed, as written:\n    {shown}")
     print(f"completion: {pgb.seed_completion().strip().splitlines()[-2]} ...")
 
     with c.tcp_server(args.dsn) as (dsn, label, pg), contextlib.ExitStack() as stack:

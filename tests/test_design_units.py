@@ -164,20 +164,31 @@ def test_a_passing_audit_has_no_cause_and_redeliveries_are_named_not_failed() ->
     assert "2 redelivered after their lease passed" in "; ".join(verdict.problems)
 
 
-def test_the_workers_claim_has_its_batch_written_in_so_its_plan_sees_the_limit() -> None:
-    """A PREPAREd claim's generic plan cannot see LIMIT $2: the batch, fixed for the run, is in
-    the statement's text (the argument stays in the call, as the signature has it)."""
-    from pgmq_sim.db.statements import CLAIM, prepare, worker_statements
+def test_the_workers_claim_is_the_file_as_written() -> None:
+    """No file is wrapped, nested or rewritten: the claim the workers prepare is claim.sql's text,
+    its batch still the argument $2; as a function it returns the claim's own columns."""
+    from dataclasses import replace
+
+    from pgmq_sim.db.statements import CLAIM, create_function, prepare, worker_statements
     from pgmq_sim.db.values import SessionPlan
 
     design = load_design("indexed")
-    for batch in (1, 10):
-        plan = SessionPlan(
-            design.wrapped_claim_sql, False, True, complete_sql=design.complete.text, batch=batch
-        )
-        claim = next(s for s in worker_statements(plan) if s.name == CLAIM)
-        assert "$2" not in claim.text and f"limit {batch}  -- the batch" in claim.text, claim.text
-        assert prepare(claim).startswith(f"prepare {CLAIM}(text, integer, bigint, text, float8) as ")
+    plan = SessionPlan(
+        design.claim.text,
+        False,
+        True,
+        complete_sql=design.complete.text,
+        batch=10,
+        claim_returns="msg_id integer",
+    )
+    claim = next(s for s in worker_statements(plan) if s.name == CLAIM)
+    assert claim.text == design.claim.text and "limit $2" in claim.text
+    assert prepare(claim) == f"prepare {CLAIM}(text, integer, bigint, text, float8) as {design.claim.text}"
+    assert "returns table (msg_id integer) language sql" in create_function(claim)[0]
+    assert "with claimed as" not in create_function(claim)[0]
+    # the tool's own built-in claims have their batch written in (a plan the plan cache keeps)
+    own = next(s for s in worker_statements(replace(plan, builtin_claim=True)) if s.name == CLAIM)
+    assert "$2" not in own.text and "limit 10  -- the batch" in own.text
 
 
 def test_a_folder_missing_its_enqueue_is_refused_not_taken_for_a_strategy(

@@ -391,3 +391,24 @@ def test_a_frozen_poolers_console_costs_a_bounded_wait(tcp_pg: LocalPostgres, da
             assert COMMAND_TIMEOUT_S - 0.5 < waited < COMMAND_TIMEOUT_S + 2, waited
             assert console.pulse() is not None
         console.close()
+
+
+def test_the_real_pgmq_through_transaction_pooling(
+    tcp_pg: LocalPostgres, database: str, tmp_path: Path
+) -> None:
+    """Behind a transaction pooler the workers call functions made for the run: the claim's function
+    returns the claim's own columns (pgmq's text ids), the completion takes the id's own type."""
+    with bouncer(tcp_pg, "transaction", dbname=database) as pool:
+        cli = Cli(pool.dsn, tmp_path)
+        result = cli.run(
+            "-queue pgmq -fill-db 300 -workers 12 -orders 10 -work-ms 0-2 -poll-interval 0.05 -json out.json"
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = doc(cli)
+    assert report["path"]["pooler"] == "transaction" and report["audit"]["verdict"] == "pass"
+    assert report["audit"]["processed"] == 300 and report["audit"]["order_violations"] == 0
+    with direct(tcp_pg, database) as db:
+        returns = db.execute(
+            "select pg_get_function_result(oid) from pg_proc where proname = 'pgmq_sim_claim'"
+        ).fetchone()[0]
+    assert returns == "TABLE(msg_id text, queue_type text, order_id bigint)", returns

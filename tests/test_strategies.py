@@ -53,7 +53,7 @@ def test_affinity_claims_the_next_message_of_the_group_just_completed(
         db.execute(
             "insert into msg_queue values (%s, 'type1', 'N', %s, clock_timestamp(), null)", (msg_id, order_id)
         )
-    plan = SessionPlan(design.wrapped_claim_sql, False, False, complete_sql=design.complete.text)
+    plan = SessionPlan(design.claim.text, False, False, complete_sql=design.complete.text)
 
     async def sessions() -> None:
         b = await ClaimSession.open(await connect_async(dsn), plan, "type1", "b", "b")

@@ -86,8 +86,8 @@ class FakeSession:
         self.calls.append(f"fail {claimed.msg_id}")
         return self.dead
 
-    async def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
-        self.calls.append(f"was_completed {msg_id} {worker}")
+    async def was_completed(self, claimed: Claimed, worker: str | None) -> bool | None:
+        self.calls.append(f"was_completed {claimed.msg_id} {worker}")
         return self.landed
 
     async def abandon(self) -> None:

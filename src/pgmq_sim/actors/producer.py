@@ -132,6 +132,7 @@ class BatchWriter:
         self._wire: Wire | None = None
         self._recorded_at = time.monotonic()
         self.prepared = True  # named statements for the one-message insert (not behind a tx pooler)
+        self.id_type: str | None = None  # a folder design's own ids: its enqueue returns them
         self.committed = 0
         self.connections_lost = 0
         self.writes = 0  # the producer's transactions
@@ -176,7 +177,7 @@ class BatchWriter:
 
     async def _write(self, wire: Wire, rows: list[Message]) -> None:
         if self._evidence == Evidence.LOG:
-            await write_logged(wire, rows, functions=not self.prepared)
+            await write_logged(wire, rows, functions=not self.prepared, keyed=self.id_type is not None)
         else:
             await write_batch(wire, rows, self._evidence, self.prepared, self._enqueue)
         self.writes += 1
@@ -203,7 +204,9 @@ class BatchWriter:
 
         async def attempt() -> None:
             if self._wire is None:
-                self._wire = await open_writer(self._dsn, self._evidence, self.prepared, self._enqueue)
+                self._wire = await open_writer(
+                    self._dsn, self._evidence, self.prepared, self._enqueue, self.id_type
+                )
             wire = self._wire
             if in_doubt and await landed(wire, target, self._evidence):
                 self.committed = target  # the lost commit went through

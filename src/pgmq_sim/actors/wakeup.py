@@ -32,6 +32,7 @@ from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
 
 CHANNEL = "pgmq_sim"
+PGMQ_CHANNEL = "pgmq.q_{}.INSERT"  # pgmq.enable_notify_insert's channel for a queue (pgmq lowers its name)
 UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)
 
 
@@ -295,7 +296,9 @@ class NotifyWakeup:
     async def _listening(self) -> Wire:
         conn = await self._connect()
         try:
-            await conn.execute(f"listen {CHANNEL}")
+            # and pgmq's own insert notification of each type's queue (-queue pgmq), in one round trip
+            pgmq = "".join(f'; listen "{PGMQ_CHANNEL.format(t)}"' for t in self._types)
+            await conn.execute(f"listen {CHANNEL}{pgmq}".encode())
         except BaseException:
             await conn.close()
             raise
@@ -306,7 +309,11 @@ class NotifyWakeup:
 
     def _notified(self, note: pq.PGnotify) -> None:
         self.delivered += 1
-        queue_type, _, count = note.extra.decode().partition(":")
+        channel = note.relname.decode()
+        if channel != CHANNEL:  # pgmq's: pgmq.q_TYPE.INSERT, no payload: one message
+            queue_type, count = channel.removeprefix("pgmq.q_").removesuffix(".INSERT"), "1"
+        else:
+            queue_type, _, count = note.extra.decode().partition(":")
         credits = self._types.get(queue_type)
         if credits is not None:  # else a type no worker serves
             credits.arrived(int(count) if count.isdigit() else 1)

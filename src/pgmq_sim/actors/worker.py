@@ -103,11 +103,16 @@ class Assignment:
 
 
 def session_plan(
-    settings: Settings, design: QueueDesign, transaction_pooled: bool = False, pooled: bool = False
+    settings: Settings,
+    design: QueueDesign,
+    transaction_pooled: bool = False,
+    pooled: bool = False,
+    id_type: str | None = None,
 ) -> SessionPlan:
-    """What each worker's session runs, from the settings and the design: the same in every process."""
+    """What each worker's session runs, from the settings and the design: the same in every process.
+    `id_type`: the type of the id a design's enqueue returns as msg_id (its own ids), if it does."""
     return SessionPlan(
-        design.wrapped_claim_sql,
+        design.claim.text,
         design.deletes,
         settings.audit,
         mode=settings.session_mode,
@@ -122,6 +127,9 @@ def session_plan(
         batch=settings.batch,
         seed_table=design.seed_table,
         at_least_once=design.at_least_once,
+        id_type=id_type or "bigint",
+        builtin_claim=design.claim.origin in ("built-in", "packaged"),
+        keyed=id_type is not None,
     )
 
 
@@ -263,7 +271,7 @@ class WorkerLoop:
         landed = None
         if kind == "complete":
             worker = self.stats.name if self._plan.session.audited else None
-            landed = await session.was_completed(claimed.msg_id, worker)
+            landed = await session.was_completed(claimed, worker)
             self._outage.answered()
         self._in_doubt = None
         self._books.settled(kind, claimed, landed)

@@ -75,6 +75,7 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
         bool(design["seed_table"]),
         pending_sql=design.get("pending_sql"),
         redelivery_lease_s=float(recorded.get("lease", 30)) if at_least_once else None,
+        keyed=bool(design.get("keyed")),
     )
     db = QueueDatabase(sessions, shape)
     produced = db.produced(journal=True)  # the record's count lags by up to a second in a killed run

@@ -79,6 +79,7 @@ def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
         next_msg=settings.next_msg,
         delmsg=settings.delmsg,
         archive=settings.archive,
+        payload=settings.payload is not None,
     )
     notes: tuple[str, ...] = ()
     if not design.seed_table:

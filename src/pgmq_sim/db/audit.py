@@ -60,9 +60,8 @@ def _logged_counts(
     conn: psycopg.Connection, shape: QueueShape, expected: int, show: int, evidence: dict[str, Any]
 ) -> AuditCounts:
     """A folder design's audit: the tool's log, journal and failures, and the design's pending.sql."""
-    pending = body_of(shape.pending_sql) if shape.pending_sql is not None else statement("unfinished_logged")
     # the design's pending messages, once, for both statements (dropped with the transaction)
-    conn.execute(f"create temp table pending_messages (msg_id) on commit drop as {pending}".encode())
+    load_pending(conn, shape)
     lease = shape.redelivery_lease_s
     row = conn.execute(statement("audit_counts_log"), (expected, lease)).fetchone()
     assert row is not None
@@ -82,6 +81,19 @@ def _logged_counts(
     )
 
 
-def body_of(text: str) -> str:
-    """A statement file's text as a subquery."""
-    return text.strip().rstrip(";")
+PENDING = "pgmq_sim_pending"
+
+
+def load_pending(conn: psycopg.Connection, shape: QueueShape) -> None:
+    """The temporary table `pending_messages(msg_id)` (dropped at commit): the design's pending.sql
+    run as written (PREPAREd, its rows kept by CREATE TABLE AS EXECUTE), its ids the tool's numbers
+    (a design of its own ids is mapped through the tool's log); without one, the tool's tables say."""
+    if shape.pending_sql is None:
+        conn.execute(statement("unfinished_pending"))
+        return
+    conn.execute(f"prepare {PENDING} as {shape.pending_sql}".encode())  # gone with the connection
+    table = "pending_design (id)" if shape.keyed else "pending_messages (msg_id)"
+    conn.execute(f"create temp table {table} on commit drop as execute {PENDING}".encode())
+    conn.execute(f"deallocate {PENDING}".encode())
+    if shape.keyed:
+        conn.execute(statement("pending_keyed"))

@@ -28,7 +28,8 @@ from pgmq_sim.db.statements import (
     producer_statements,
 )
 from pgmq_sim.db.values import Message
-from pgmq_sim.db.wire import Wire
+from pgmq_sim.db.wire import Answer, Wire
+from pgmq_sim.errors import SimError
 from pgmq_sim.sqlfiles import statement
 
 LOGGED_CHUNK = 500  # messages per transaction when a folder design's producer catches up
@@ -53,13 +54,15 @@ def evidence_for(delmsg: bool, audited: bool, seed_table: bool = True) -> Eviden
     return Evidence.RECORD if delmsg else Evidence.ROWS
 
 
-async def open_writer(dsn: str, evidence: Evidence, prepared: bool, enqueue: str) -> Wire:
+async def open_writer(
+    dsn: str, evidence: Evidence, prepared: bool, enqueue: str, id_type: str | None = None
+) -> Wire:
     """The producer's connection, its statements PREPAREd where a session keeps them."""
     conn = await connect_async(dsn, "producer")
     try:
         if prepared:
             statements = (
-                producer_statements(enqueue)
+                producer_statements(enqueue, id_type)
                 if evidence == Evidence.LOG
                 else [design_statement(ENQUEUE, enqueue, ENQUEUE_ARGUMENTS)]
             )
@@ -109,25 +112,55 @@ async def write_batch(
             await copy_rows(conn, messages)
 
 
-async def write_logged(wire: Wire, messages: Sequence[Message], functions: bool) -> None:
+async def write_logged(wire: Wire, messages: Sequence[Message], functions: bool, keyed: bool = False) -> None:
     """A folder design's enqueues, each with the tool's log row, all or none: one transaction and
-    one round trip per chunk (the first chunk's commit is the only one a single message needs)."""
+    one round trip per chunk (the first chunk's commit is the only one a single message needs).
+    A design of its own ids answers each enqueue with its id, which the log rows carry: a second
+    round trip in the same transaction (the enqueue runs as written; nothing is read inside it)."""
     conn = wire.connection
     for start in range(0, len(messages), LOGGED_CHUNK):
-        calls = []
+        enqueues, logs = [], []
         for m in messages[start : start + LOGGED_CHUNK]:
             values = (m.msg_id, m.queue_type, m.order_id, m.priority)
             common = ", ".join(sql.Literal(v).as_string(conn) for v in values)
             added, due = (sql.Literal(t).as_string(conn) for t in (m.time_added, m.not_before))
             payload = sql.Literal(m.payload).as_string(conn) + "::bytea"
-            calls.append(call(ENQUEUE, f"{common}, {due}::timestamptz, {payload}", functions))
-            calls.append(call(LOGGED, f"{common}, {added}::timestamptz, {due}::timestamptz", functions))
-        answer = await wire.roundtrip(f"begin; {'; '.join(calls)}; commit".encode(wire.encoding))
-        failure = answer.failure()
-        if failure is not None:
-            if not answer.lost and not wire.closed:
-                await wire.roundtrip(b"rollback")
-            raise failure
+            enqueues.append(call(ENQUEUE, f"{common}, {due}::timestamptz, {payload}", functions))
+            logs.append(f"{common}, {added}::timestamptz, {due}::timestamptz")
+        if not keyed:
+            calls = []
+            for enqueue, log in zip(enqueues, logs, strict=True):
+                calls += [enqueue, call(LOGGED, log, functions)]
+            await _all_or_none(wire, f"begin; {'; '.join(calls)}; commit")
+            continue
+        answer = await _all_or_none(wire, f"begin; {'; '.join(enqueues)}")
+        keys = [_returned_id(result, wire.encoding) for result in answer.results[1:]]
+        logged = [
+            call(LOGGED, f"{log}, {sql.Literal(key).as_string(conn)}", functions)
+            for log, key in zip(logs, keys, strict=True)
+        ]
+        await _all_or_none(wire, f"{'; '.join(logged)}; commit")
+
+
+async def _all_or_none(wire: Wire, text: str) -> Answer:
+    """A round trip of the producer's transaction: a failure rolls the transaction back and raises."""
+    answer = await wire.roundtrip(text.encode(wire.encoding))
+    failure = answer.failure()
+    if failure is not None:
+        if not answer.lost and not wire.closed:
+            await wire.roundtrip(b"rollback")
+        raise failure
+    return answer
+
+
+def _returned_id(result: Any, encoding: str) -> str:
+    """The msg_id an enqueue of the design's own ids returned (one row), as the server wrote it."""
+    names = [result.fname(i) for i in range(result.nfields)]
+    if result.ntuples != 1 or b"msg_id" not in names:
+        raise SimError(
+            f"the design's enqueue returned {result.ntuples} rows for one message; it must return one msg_id"
+        )
+    return (result.get_value(0, names.index(b"msg_id")) or b"").decode(encoding)
 
 
 async def copy_rows(conn: psycopg.AsyncConnection[Any], messages: Sequence[Message]) -> None:

@@ -7,6 +7,7 @@ run's event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
@@ -19,10 +20,13 @@ from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.session_text import SessionText
 from pgmq_sim.db.statements import (
     CLAIM,
+    CLAIM_CLOCK,
+    CLAIM_COLUMNS,
     COMPLETE,
     WorkerStatement,
     Wrapper,
     call,
+    claim_statement,
     create_function,
     prepare,
     producer_statements,
@@ -87,7 +91,7 @@ class ClaimPort(Protocol):
     async def fail(self, claimed: Claimed, error: str) -> bool | None:
         """Record a failed attempt and commit: True if it made a dead letter, None if not owned."""
 
-    async def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
+    async def was_completed(self, claimed: Claimed, worker: str | None) -> bool | None:
         """After a lost commit answer: did it land? None: cannot tell."""
 
     async def abandon(self) -> None:
@@ -118,14 +122,55 @@ def claim_sessions(dsn: str, plan: SessionPlan) -> SessionOpener:
     return open_session
 
 
-def install_functions(plan: SessionPlan, enqueue_sql: str | None = None) -> list[str]:
+def install_functions(
+    plan: SessionPlan, enqueue_sql: str | None = None
+) -> Callable[[psycopg.Connection], list[str]]:
     """The statements that create the run's functions: every worker statement when the workers call
     functions (and a folder design's enqueue with the tool's log row), else those only a function
-    can be (a completion that must finish exactly one row)."""
-    statements = statements_of(plan)
-    if plan.functions and enqueue_sql is not None:
-        statements += producer_statements(enqueue_sql)
-    return [ddl for s in statements if plan.functions or s.function_only for ddl in create_function(s)]
+    can be (a completion that must finish exactly one row). Made in the install, once the schema
+    ran: a claim called as a function returns its own columns, read from its description."""
+
+    def ddl(conn: psycopg.Connection) -> list[str]:
+        session = plan
+        if plan.functions:
+            session = replace(
+                plan, claim_returns=", ".join(f"{n} {t}" for n, t in describe_claim(conn, plan))
+            )
+        statements = statements_of(session)
+        if plan.functions and enqueue_sql is not None:
+            statements += producer_statements(enqueue_sql, plan.id_type if plan.keyed else None)
+        return [text for s in statements if plan.functions or s.function_only for text in create_function(s)]
+
+    return ddl
+
+
+def describe_claim(conn: psycopg.Connection, plan: SessionPlan) -> list[tuple[str, str]]:
+    """The claim's result columns (name, type) as the server describes the statement as written."""
+    s = claim_statement(plan)
+    name = "pgmq_sim_described_claim"
+    conn.execute(f"prepare {name}{s.argument_types} as {s.text}".encode())
+    try:
+        return result_columns(conn, name)
+    finally:
+        conn.execute(f"deallocate {name}")
+
+
+def result_columns(conn: psycopg.Connection, prepared: str) -> list[tuple[str, str]]:
+    """A prepared statement's result columns, (name, SQL type), as the server describes them."""
+    result = conn.pgconn.describe_prepared(prepared.encode())
+    if result.status != ExecStatus.COMMAND_OK:
+        raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+    columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+    types = [(result.ftype(i), result.fmod(i)) for i in range(result.nfields)]
+    if not types:
+        return []
+    rows = conn.execute(statement("format_types"), ([t for t, _ in types], [m for _, m in types]))
+    return list(zip(columns, (str(row[0]) for row in rows), strict=True))
+
+
+def missing_columns(columns: Sequence[str]) -> list[str]:
+    """The columns a claim must return (by name, in any place) that it does not."""
+    return [c for c in CLAIM_COLUMNS if c not in columns]
 
 
 def statements_of(plan: SessionPlan) -> list[WorkerStatement]:
@@ -139,16 +184,28 @@ def try_claim(plan: SessionPlan, queue_type: str) -> Callable[[psycopg.Connectio
     def trial(conn: psycopg.Connection) -> None:
         literal = sql.Literal(queue_type).as_string(conn) + f", {int(plan.batch)}, null, null, null"
         if plan.functions:
-            conn.execute(call(CLAIM, literal, True)).fetchall()
-            return
-        # the workers' own name: pg_stat_statements keeps the first text it saw for a statement
-        conn.execute(prepare(statements_of(plan)[0]))
-        try:
-            conn.execute(call(CLAIM, literal, False)).fetchall()
-        finally:
-            conn.execute(f"deallocate {CLAIM}")
+            cursor = conn.execute(call(CLAIM, literal, True))
+        else:
+            # the workers' own name: pg_stat_statements keeps the first text it saw for a statement
+            conn.execute(prepare(statements_of(plan)[0]))
+            try:
+                cursor = conn.execute(call(CLAIM, literal, False))
+            finally:
+                conn.execute(f"deallocate {CLAIM}")
+        cursor.fetchall()
+        missing = missing_columns([d.name for d in cursor.description or ()])
+        if missing:
+            raise ClaimColumnsError(missing)
 
     return trial
+
+
+class ClaimColumnsError(Exception):
+    """The claim ran and returned no column of these names."""
+
+    def __init__(self, missing: list[str]) -> None:
+        super().__init__(f"it returns no {', '.join(missing)} column")
+        self.missing = missing
 
 
 class ClaimSession:
@@ -189,6 +246,7 @@ class ClaimSession:
         self._counts = {s.name for s in statements_of(plan) if s.name in called and s.wrapper != Wrapper.SQL}
         self._text = SessionText(self._conn, plan, called, queue_type, worker, owner)
         self._split = self._text.split
+        self._places: tuple[int, int, int] | None = None
 
     @property
     def backend_pid(self) -> int:
@@ -204,20 +262,20 @@ class ClaimSession:
     def close(self) -> None:
         self._wire.close()
 
-    async def was_completed(self, msg_id: int, worker: str | None) -> bool | None:
-        """Did this worker's completion of msg_id commit? Asked after a commit's answer was lost.
+    async def was_completed(self, claimed: Claimed, worker: str | None) -> bool | None:
+        """Did this worker's completion of the message commit? Asked after a commit's answer was lost.
 
         With the journal the answer is exact (its row names the worker). Without it, a message
         still pending did not complete; a completed one may have been completed by another
         worker after ours rolled back, so the answer is None: unknown."""
+        ident = claimed.shown_id.encode()
         if worker is not None:
-            answer = await self._wire.checked(
-                statement("journaled_by").encode(), [str(msg_id).encode(), worker.encode()]
-            )
+            asked = "journaled_by_keyed" if claimed.key is not None else "journaled_by"
+            answer = await self._wire.checked(statement(asked).encode(), [ident, worker.encode()])
             return answer.results[0].get_value(0, 0) == b"t"
         if not self._plan.seed_table:  # a folder design's table is its own: without the journal, no telling
             return None
-        answer = await self._wire.checked(statement("completed_message").encode(), [str(msg_id).encode()])
+        answer = await self._wire.checked(statement("completed_message").encode(), [ident])
         return None if answer.results[0].get_value(0, 0) == b"t" else False
 
     async def _run(self, text: str) -> Answer:
@@ -236,14 +294,30 @@ class ClaimSession:
         """Claim up to a batch; none (transaction ended) if nothing is free. Basic and single modes
         leave the transaction open; split mode has committed the claim."""
         plan = self._plan
+        claim = f"begin; {self._text.claim()}; {CLAIM_CLOCK}"
         if plan.seed_table or not self._split:
             after = "; savepoint work" if plan.mode == SessionMode.SINGLE and not plan.seed_table else ""
-            answer = await self._run(f"begin; {self._text.claim()}{after}")
+            answer = await self._run(claim + after)
         else:  # a folder design's split claim commits at once: its messages are leased, not locked
-            answer = await self._run(f"begin; {self._text.claim()}; commit")
-        return await self._claimed(answer.results[1])
+            answer = await self._run(f"{claim}; commit")
+        return await self._claimed(answer.results[1], answer.results[2])
 
-    async def _claimed(self, result: PGresult) -> tuple[Claimed, ...]:
+    def _columns(self, result: PGresult) -> tuple[int, int, int]:
+        """Where the claim's msg_id, queue_type and order_id are (by name; read once: a prepared
+        statement's columns do not change)."""
+        if self._places is None:
+            names = [result.fname(i) for i in range(result.nfields)]
+            wanted = [c.encode() for c in CLAIM_COLUMNS]
+            missing = [c.decode() for c in wanted if c not in names]
+            if missing:
+                wanted_text = ", ".join(CLAIM_COLUMNS)
+                raise SimError(
+                    f"the claim returned no {', '.join(missing)} column; it must return {wanted_text}"
+                )
+            self._places = (names.index(wanted[0]), names.index(wanted[1]), names.index(wanted[2]))
+        return self._places
+
+    async def _claimed(self, result: PGresult, clock: PGresult) -> tuple[Claimed, ...]:
         plan = self._plan
         if result.ntuples > plan.batch:  # the rest would be marked taken and never processed
             raise SimError(
@@ -255,15 +329,30 @@ class ClaimSession:
                 await self._run("commit")
             return ()
         value, encoding = result.get_value, self._wire.encoding
-        claimed = [
-            Claimed(
-                int(value(i, 0) or 0),
-                (value(i, 1) or b"").decode(encoding),
-                int(value(i, 2) or 0),
-                (value(i, 3) or b"").decode(),
-            )
-            for i in range(result.ntuples)
-        ]
+        at_id, at_type, at_order = self._columns(result)
+        claimed_at = (clock.get_value(0, 0) or b"").decode()
+        if plan.keyed:
+            claimed = [
+                Claimed(
+                    0,
+                    (value(i, at_type) or b"").decode(encoding),
+                    int(value(i, at_order) or 0),
+                    claimed_at,
+                    1,
+                    (value(i, at_id) or b"").decode(encoding),
+                )
+                for i in range(result.ntuples)
+            ]
+        else:
+            claimed = [
+                Claimed(
+                    int(value(i, at_id) or 0),
+                    (value(i, at_type) or b"").decode(encoding),
+                    int(value(i, at_order) or 0),
+                    claimed_at,
+                )
+                for i in range(result.ntuples)
+            ]
         if plan.mode == SessionMode.BASIC or not plan.seed_table:
             return tuple(claimed)
         # the seed's table counts each attempt on its row, in the claim's transaction (split: and
@@ -292,7 +381,7 @@ class ClaimSession:
         parts += ["commit", CLOCKS]
         chained = claim_next and plan.chains
         if chained:  # the group just completed is named: a design with affinity tries it first
-            parts += ["begin", text.claim(group=claimed[-1].order_id)]
+            parts += ["begin", text.claim(group=claimed[-1].order_id), CLAIM_CLOCK]
         answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
         results = answer.results
         first = 1 if self._split else 0
@@ -320,7 +409,7 @@ class ClaimSession:
         following: tuple[Claimed, ...] = ()
         failure = answer.failure()
         if chained and failure is None:
-            following = await self._claimed(results[done_at + 3])
+            following = await self._claimed(results[done_at + 3], results[done_at + 4])
         return Completion(tuple(finished), tuple(added), committed_at, server_s, following, chained, failure)
 
     async def _complete_each(self, claimed: Sequence[Claimed]) -> Completion:

@@ -11,12 +11,13 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from pgmq_sim.db.account import read_account
-from pgmq_sim.db.audit import body_of, count_audit
+from pgmq_sim.db.audit import count_audit, load_pending
 from pgmq_sim.db.batches import produced_count
+from pgmq_sim.db.claims import ClaimColumnsError
 from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, is_connection_lost
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION, OWNED_COMMENT
-from pgmq_sim.db.trial import user_tables
+from pgmq_sim.db.trial import before_schema, user_tables
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
@@ -72,8 +73,9 @@ class QueueDatabase:
         retrying: bool,
         record: RunRecord,
         try_claim: Callable[[psycopg.Connection], None],
-        functions: list[str],
-        payload: bool = False,
+        functions: Callable[[psycopg.Connection], list[str]],
+        keyed: bool = False,
+        types: tuple[str, ...] = ("type1",),
         bystander: bool = False,
     ) -> tuple[str, ...]:
         """Create the queue, the design's additions, the journal, the run record and the wake-up
@@ -81,9 +83,9 @@ class QueueDatabase:
         it) and roll it back: a broken file changes nothing. Returned: the queue's tables."""
         with self.sessions.connection() as conn:
             if design.seed_table:
-                tables = self._seed_table(conn, design, retrying, payload)
+                tables = self._seed_table(conn, design, retrying)
             else:
-                tables = self._own_tables(conn, design)
+                tables = self._own_tables(conn, design, keyed, types)
             _execute(conn, statement("run_table"), "run record table", "check the user may create tables")
             run_id, target, ordered, _, settings = record
             conn.execute(statement("run_start"), (run_id, target, ordered, audited, Jsonb(settings)))
@@ -108,26 +110,42 @@ class QueueDatabase:
                 _execute(
                     conn, statement("bystander_schema"), "bystander table", "check the user may create tables"
                 )
-            for ddl in functions:  # the workers' statements, where sessions are not kept
+            try:
+                made = functions(conn)  # the workers' statements, where sessions are not kept
+            except psycopg.Error as exc:
+                conn.rollback()
+                if is_connection_lost(exc, conn.closed):
+                    raise
+                raise UsageError(
+                    f"claim query {design.claim} failed on the server: {first_line(exc)}"
+                ) from None
+            for ddl in made:
                 _execute(conn, ddl, "the workers' functions", "check the user may create functions")
             try:
                 with conn.transaction(force_rollback=True):
                     try_claim(conn)
             except psycopg.Error as exc:
                 conn.rollback()
+                if is_connection_lost(exc, conn.closed):
+                    raise
                 raise UsageError(
-                    f"claim query {design.claim} failed on the server: {first_line(exc)};"
-                    " fix it (it must return msg_id, queue_type, order_id)"
-                    + (" or pass -next-msg FILE" if design.seed_table else "")
+                    f"claim query {design.claim} failed on the server: {first_line(exc)}"
+                ) from None
+            except ClaimColumnsError as exc:
+                conn.rollback()
+                raise UsageError(
+                    f"claim query {design.claim} {exc}; it must return msg_id, queue_type and order_id"
+                    " (name them so: `returning id as msg_id, ...`)"
                 ) from None
             conn.commit()
             return tables
 
-    def _seed_table(
-        self, conn: psycopg.Connection, design: QueueDesign, retrying: bool, payload: bool
-    ) -> tuple[str, ...]:
+    def _seed_table(self, conn: psycopg.Connection, design: QueueDesign, retrying: bool) -> tuple[str, ...]:
         schema = design.schema
-        steps = [(schema.text, f"schema file {schema}", "fix the SQL or pass -schema FILE")]
+        steps = [
+            (statement("drop_own_queue"), "dropping the last run's queue", "check the user may drop it"),
+            (schema.text, f"schema file {schema}", "fix the SQL or pass -schema FILE"),
+        ]
         if design.extra_schema:
             steps.append((design.extra_schema.text, f"design '{design.name}' schema", "fix its schema.sql"))
         if retrying:
@@ -138,16 +156,14 @@ class QueueDatabase:
         steps.append((statement("mark_tables"), "marking the queue table", "check the schema"))
         for text, what, fix in steps:
             _execute(conn, text, what, fix)
-        if payload and not conn.execute(statement("has_payload")).fetchone()[0]:  # type: ignore[index]
-            conn.rollback()
-            raise UsageError(
-                f"-payload-bytes needs a payload column in msg_queue, and schema file {schema} has none;"
-                " add one (payload bytea) or drop -payload-bytes"
-            )
         return ("public.msg_queue",)
 
-    def _own_tables(self, conn: psycopg.Connection, design: QueueDesign) -> tuple[str, ...]:
-        """A folder's schema, its new tables marked as this tool's, and the tool's log and failures."""
+    def _own_tables(
+        self, conn: psycopg.Connection, design: QueueDesign, keyed: bool, types: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """A folder's schema (after what it requires), its new tables marked as this tool's, and the
+        tool's log and failures."""
+        before_schema(conn, design.requires, types)
         before = user_tables(conn)
         _execute(conn, design.schema.text, f"schema.sql of {design.folder}", "fix the SQL")
         created = sorted(name for oid, (name, _) in user_tables(conn).items() if oid not in before)
@@ -160,7 +176,48 @@ class QueueDatabase:
             )
         _execute(conn, statement("failures_table"), "failures table", "check the user may create tables")
         _execute(conn, statement("enqueue_log"), "the enqueue log", "check the user may create tables")
+        if keyed:
+            _execute(
+                conn, statement("enqueue_log_keyed"), "the enqueue log", "check the user may create tables"
+            )
         return tuple(created)
+
+    def seed_schema_has_payload(self, design: QueueDesign) -> bool:
+        """Whether the seed table's schema (and the design's additions) makes a payload column: tried
+        in a transaction rolled back, so -payload-bytes is refused before anything changes."""
+        with self.sessions.connection() as conn:
+            try:
+                conn.execute(f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}")
+                _execute(
+                    conn, statement("drop_own_queue"), "the last run's queue", "check the user may drop it"
+                )
+                _execute(
+                    conn,
+                    design.schema.text,
+                    f"schema file {design.schema}",
+                    "fix the SQL or pass -schema FILE",
+                )
+                if design.extra_schema:
+                    _execute(
+                        conn, design.extra_schema.text, f"design '{design.name}' schema", "fix its schema.sql"
+                    )
+                row = conn.execute(statement("has_payload")).fetchone()
+                return bool(row and row[0])
+            finally:
+                if not conn.closed:
+                    conn.rollback()
+
+    def pgq_ticker(self) -> tuple[str, int]:
+        """The run's database, and how many sessions of others run PgQ's ticker in it."""
+        row = self.sessions.one("pgq_ticker")
+        assert row is not None
+        return str(row[0]), int(row[1])
+
+    def pgq_queue_settings(self) -> dict[str, dict[str, float]]:
+        """Each run queue's ticker settings (max count, max lag and idle period in seconds)."""
+        rows = self.sessions.all("pgq_queue_settings")
+        names = ("ticker_max_count", "ticker_max_lag_s", "ticker_idle_period_s")
+        return {str(r[0]): dict(zip(names, (float(v) for v in r[1:]), strict=True)) for r in rows}
 
     def track_statements(self) -> None:
         """On a server of the tool's own: per-statement cost from pg_stat_statements (preloaded)."""
@@ -191,8 +248,13 @@ class QueueDatabase:
         if self.shape.seed_table:
             row = self.sessions.one("remaining_messages")
         elif self.shape.pending_sql is not None:
-            text = f"select count(*) from ({body_of(self.shape.pending_sql)}) pending_messages"
-            row = self.sessions.retrying(lambda conn: conn.execute(text.encode()).fetchone())
+
+            def count(conn: psycopg.Connection) -> tuple[Any, ...] | None:
+                with conn.transaction(force_rollback=True):
+                    load_pending(conn, self.shape)
+                    return conn.execute(statement("pending_count")).fetchone()
+
+            row = self.sessions.retrying(count)
         else:
             row = self.sessions.one("remaining_logged")
         return int(row[0]) if row else 0
@@ -201,7 +263,7 @@ class QueueDatabase:
         """Completions each named worker committed, from the journal (a lost process's last ones)."""
         return {str(name): int(count) for name, count in self.sessions.all("journal_per_worker", (workers,))}
 
-    def recover(self, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
+    def recover(self, owner_timeout_s: float) -> list[tuple[int | str, str, bool]]:
         """Return to pending the messages whose owner stopped its heartbeat or whose lease expired
         (a folder design: what its recover.sql returns, each a lease that passed)."""
         if not self.shape.seed_table:
@@ -209,10 +271,10 @@ class QueueDatabase:
             if text is None:
                 return []
 
-            def run(conn: psycopg.Connection) -> list[tuple[int, str, bool]]:
+            def run(conn: psycopg.Connection) -> list[tuple[int | str, str, bool]]:
                 rows = conn.execute(text.encode()).fetchall()
                 conn.commit()
-                return [(int(r[0]), "", True) for r in rows]
+                return [(r[0] if isinstance(r[0], int) else str(r[0]), "", True) for r in rows]
 
             return self.sessions.retrying(run)
         rows = self.sessions.write("recover_split", (owner_timeout_s,))

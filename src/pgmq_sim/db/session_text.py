@@ -62,17 +62,23 @@ class SessionText:
             return self.call(TAKE, f"{claimed.msg_id}, {self.owner}, {self._plan.lease_s!r}")
         return self.call(TAKE, str(claimed.msg_id))
 
+    def ident(self, claimed: Claimed) -> str:
+        """The message's id as the design's statements take it: the tool's number, or the design's
+        own id quoted (the server casts it to the statement's type)."""
+        return str(claimed.msg_id) if claimed.key is None else self.literal(claimed.key)
+
     def journal(self, claimed: Claimed) -> str:
         """The audit's row (claimed_at is the server's own text for its timestamptz, offset included)."""
         owner = f", {self.owner}" if self.split and self._plan.seed_table else ""
         args = (
-            f"{claimed.msg_id}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id},"
+            f"{self.ident(claimed)}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id},"
             f" {self.worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}, {free(claimed)}"
         )
         return self.call(JOURNAL, args)
 
     def complete(self, claimed: Claimed, owned: bool) -> str:
-        return self.call(COMPLETE, f"{claimed.msg_id}, {self.owner}" if owned else str(claimed.msg_id))
+        ident = self.ident(claimed)
+        return self.call(COMPLETE, f"{ident}, {self.owner}" if owned else ident)
 
     def fail_seed(self, claimed: Claimed, error: str) -> str:
         """The seed's table: the attempt recorded, a dead letter and the next try decided."""
@@ -88,16 +94,16 @@ class SessionText:
         """A folder design: the tool's record of the attempt (its number, a dead letter, the retry's time)."""
         plan = self._plan
         args = (
-            f"{claimed.msg_id}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id}, {self.worker},"
-            f" '{claimed.claimed_at}'::timestamptz, {self.literal(error)}, {int(plan.max_attempts)},"
-            f" {plan.backoff_ms!r}, {free(claimed)}"
+            f"{self.ident(claimed)}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id},"
+            f" {self.worker}, '{claimed.claimed_at}'::timestamptz, {self.literal(error)},"
+            f" {int(plan.max_attempts)}, {plan.backoff_ms!r}, {free(claimed)}"
         )
         return self.call(FAILURE, args)
 
     def fail_design(self, claimed: Claimed, attempt: int, error: str, retry_at: bytes | None) -> str:
         """A folder design's fail.sql: $1 msg_id, $2 attempt, $3 error, $4 retry_at."""
         at = "null" if retry_at is None else f"'{retry_at.decode()}'::timestamptz"
-        return self.call(FAIL, f"{claimed.msg_id}, {attempt}, {self.literal(error)}, {at}")
+        return self.call(FAIL, f"{self.ident(claimed)}, {attempt}, {self.literal(error)}, {at}")
 
 
 def free(claimed: Claimed) -> str:

@@ -38,15 +38,21 @@ class Message(NamedTuple):
 class Claimed(NamedTuple):
     """A claimed message (a tuple: one is made per message, on the worker's hot path)."""
 
-    msg_id: int
+    msg_id: int  # the tool's message number (0 for a design of its own ids: the journal finds it)
     queue_type: str
     order_id: int
     claimed_at: str  # the server's text (DateStyle ISO): sent back as is, logged as is
     attempt: int = 1
+    key: str | None = None  # a design's own id as the server wrote it (enqueue.sql `returning ... as msg_id`)
     # how long its worker had been free before this claim (its claims came back empty, or it slept
     # after one, or it was reconnecting), for the latency account; None: it came straight from its
     # last message
     free_s: float | None = None
+
+    @property
+    def shown_id(self) -> str:
+        """The id a person knows the message by: the design's own, or the tool's number."""
+        return self.key if self.key is not None else str(self.msg_id)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,11 @@ class SessionPlan:
     batch: int = 1  # messages a claim may take at once (-batch)
     seed_table: bool = True  # the seed's msg_queue: the tool's attempt columns, leases and journal form
     at_least_once: bool = False  # a split design that may deliver a message again once its lease passed
+    id_type: str = "bigint"  # the message id's type as the design's statements take it ($1)
+    keyed: bool = False  # the design's own ids (its enqueue returns msg_id): the tool maps them to its own
+    builtin_claim: bool = False  # the claim is a built-in design's file (its batch is written in)
+    claim_returns: str = ""  # the claim's columns as a function returns them ("msg_id bigint, ..."), for
+    # functions (behind a transaction pooler); read from the claim's own description at the install
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SessionMode(self.mode))  # as it arrives from another process
@@ -92,3 +103,4 @@ class QueueShape:
     pending_sql: str | None = None
     redelivery_lease_s: float | None = None
     recover_sql: str | None = None  # a folder design's: its messages whose lease passed, back to pending
+    keyed: bool = False  # the design's own ids: pending.sql returns them, pgmq_sim_enqueued maps them

@@ -38,7 +38,8 @@ OPTIONAL = (
     "recover.sql",
 )
 SEED_TABLE = "msg_queue"
-TOML_KEYS = {"description", "transaction", "ordered", "delivery", "table", "extends"}
+TOML_KEYS = {"description", "transaction", "ordered", "delivery", "table", "extends", "requires"}
+REQUIRES = ("pgmq", "pgq")  # what the tool installs or finds before a design's schema (db/extensions)
 DELIVERIES = ("exactly-once", "at-least-once")
 UNORDERED_MARK = "-- pgmq-sim: unordered"  # an older claim file's way to say it keeps no order
 STRATEGIES = ("seed", "indexed", "affinity", "advisory", "fifo")  # -compare all: the seed table's claims
@@ -68,6 +69,13 @@ class QueueDesign:
     description: str = ""
     seed_table: bool = False  # the seed's msg_queue: the tool's own machinery for it applies
     deletes: bool = False  # the completion in use deletes (-delmsg, or the folder's only form)
+    other_completions: tuple[SqlSource, ...] = ()  # a folder's completion forms the run does not use
+    requires: str | None = None  # pgmq | pgq: made ready by the tool before the schema runs
+
+    @property
+    def completions(self) -> tuple[SqlSource, ...]:
+        """Every completion form of the folder, the one the run uses first (each is tried)."""
+        return (self.complete, *self.other_completions)
 
     def for_retries(self) -> QueueDesign:
         """On the seed's table, the form to use with -tx split or -fail-rate; a claim without one is
@@ -83,16 +91,6 @@ class QueueDesign:
     @property
     def has_split_form(self) -> bool:
         return self.split_claim is not None
-
-    @property
-    def wrapped_claim_sql(self) -> str:
-        """The claim plus the server clock taken after it locked its rows (the audit's claimed_at)."""
-        body = self.claim.text.strip().rstrip(";").strip()
-        return (
-            f"with claimed as (\n{body}\n)\n"
-            "select claimed.msg_id::bigint, claimed.queue_type::text, claimed.order_id::bigint,"
-            " clock_timestamp() from claimed"
-        )
 
     @property
     def skips_locked(self) -> bool:
@@ -131,6 +129,7 @@ class QueueDesign:
             "delivery": "at-least-once" if self.at_least_once else "exactly-once",
             "seed_table": self.seed_table,
             "completion": "delete" if self.deletes else "update",
+            "requires": self.requires,
         }
 
 
@@ -235,8 +234,11 @@ def load_design(
     next_msg: Path | None = None,
     delmsg: bool = False,
     archive: bool = False,
+    payload: bool = False,
 ) -> QueueDesign:
-    """Read a design by name or folder; -schema and -next-msg replace the seed table's files."""
+    """Read a design by name or folder; -schema and -next-msg replace the seed table's files.
+    On the seed's table the enqueue writes the payload column only with -payload-bytes (`payload`):
+    the Go tool's own table has none."""
     folder, origin = find_design(name, flag)
     files = _Files(folder, origin)
     toml = files.settings
@@ -271,9 +273,12 @@ def load_design(
     if not isinstance(ordered, bool):
         raise UsageError(f"{describe_path(folder / 'queue.toml')}: ordered must be true or false")
     description = str(toml.get("description", "")).strip().splitlines()[0:1]
+    requires = toml.get("requires")
+    if requires is not None:
+        requires = _choice(requires, "requires", REQUIRES, folder)
     if seed_table:
         return _on_seed_table(
-            name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description)
+            name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description), payload
         )
     missing = [f for f in REQUIRED if files.find(f) is None]
     if missing:
@@ -291,6 +296,7 @@ def load_design(
                 " complete_archive.sql: drop -archive, or add it"
             )
         found["complete.sql"] = found["complete_archive.sql"]
+    forms = [found[f] for f in ("complete.sql", "complete_delete.sql", "complete_archive.sql")]
     complete, deletes = _completion(found["complete.sql"], found["complete_delete.sql"], delmsg, folder)
     return QueueDesign(
         name=folder.name if origin != "built-in" else name,
@@ -309,6 +315,8 @@ def load_design(
         at_least_once=delivery == "at-least-once",
         description=" ".join(description),
         deletes=deletes,
+        other_completions=tuple(f for f in dict.fromkeys(forms) if f is not None and f != complete),
+        requires=requires,
     )
 
 
@@ -342,6 +350,7 @@ def _on_seed_table(
     delmsg: bool,
     ordered: bool,
     description: str,
+    payload: bool = False,
 ) -> QueueDesign:
     """A design on the seed's table: its schema, the seed's completions and enqueue, and the claim
     (the seed's next_msg.sql, or the folder's claim.sql), each replaceable as before."""
@@ -368,7 +377,9 @@ def _on_seed_table(
         origin=origin,
         folder=folder,
         schema=user_file("schema.sql", schema, "-schema"),
-        enqueue=_present(files.find("enqueue.sql") or seed.find("enqueue.sql")),
+        enqueue=_present(
+            files.find("enqueue.sql") or seed.find("enqueue_payload.sql" if payload else "enqueue.sql")
+        ),
         claim=claim,
         complete=complete,
         extra_schema=files.find("schema.sql") if folder != BUILT_IN / "seed" else None,

@@ -58,6 +58,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
     account: LatencyAccount | None = None
+    skipped: str | None = None  # why the audit asked for did not run
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
     gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
@@ -116,6 +117,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
             state.log.event(f"audit skipped: {why}")
+            skipped = why
+    if settings.audit and verdict is None and skipped is None:
+        skipped = "a second signal" if signals.hurry.is_set() else "the run changed nothing to audit"
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
@@ -137,7 +141,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         server=state.server.label,
         strategy=state.design.label,
         ordered=state.design.ordered,
-        queue=state.design.as_json() | {"tables": list(state.db.shape.tables)},
+        queue=state.design.as_json()
+        | {"tables": list(state.db.shape.tables)}
+        | ({"ticker": state.ticker} if state.ticker is not None else {}),
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,
@@ -180,6 +186,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
+        audit_skipped=skipped if settings.audit and verdict is None else None,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
         else judge_drift(timeline, state.elapsed, settings.drift),

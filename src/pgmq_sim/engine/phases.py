@@ -16,6 +16,7 @@ from pgmq_sim.actors.bystander import BASELINE_S, Bystander
 from pgmq_sim.actors.chaos import FaultActions, FaultSchedule, pick
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.ownership import BEAT_S
+from pgmq_sim.actors.pgqd import TICKER_PERIOD_S, Pgqd, pgqd_binary
 from pgmq_sim.actors.producer import MessageSource
 from pgmq_sim.actors.threads import join_all
 from pgmq_sim.actors.worker import session_plan
@@ -90,10 +91,23 @@ def check(state: RunState, parts: RunParts) -> None:
     foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
     if not state.design.seed_table:
         foreign += try_folder_design(state)
+    if state.design.requires == "pgq":
+        find_ticker(state)
     if foreign and not settings.replace_tables:
         raise UsageError(
             f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
             " drops and recreates them: use another database, or pass -replace-tables to replace them"
+        )
+    if (
+        state.design.seed_table
+        and settings.payload is not None
+        and not call_bounded(
+            lambda: db.seed_schema_has_payload(state.design), 60, signals, "schema check", True
+        )
+    ):
+        raise UsageError(
+            f"-payload-bytes needs a payload column in msg_queue, and schema file {state.design.schema} has"
+            " none; add one (payload bytea) or drop -payload-bytes"
         )
     previous = (
         call_bounded(db.previous_run, 30, signals, "previous run check", True)
@@ -121,17 +135,23 @@ def check_timeouts(state: RunState) -> None:
 
 
 def try_folder_design(state: RunState) -> list[str]:
-    """A folder design runs once in a transaction rolled back: its statements must work together,
-    and touch only tables its schema creates. Returned: tables of others its schema would drop."""
+    """A folder design runs once in a transaction rolled back: its statements, every file of it, must
+    work together, and touch only tables its schema creates. Returned: tables of others its schema
+    would drop. The trial says whether the design returns its own ids, and their type."""
     design = state.design
     texts = DesignTexts(
         folder=str(design.folder),
         schema=design.schema.text,
         enqueue=design.enqueue.text,
-        claim=design.wrapped_claim_sql,
-        complete=design.complete.text,
-        fail=design.fail.text if design.fail is not None and state.settings.fail_rate else None,
+        claim=design.claim.text,
+        completions=tuple((form.path.name, form.text) for form in design.completions),
+        fail=design.fail.text if design.fail is not None else None,
         split=design.transaction == TxMode.SPLIT,
+        pending=design.pending.text if design.pending is not None else None,
+        notify=design.notify.text if design.notify is not None else None,
+        recover=design.recover.text if design.recover is not None else None,
+        requires=design.requires,
+        types=state.settings.queue_types,
     )
     trial = call_bounded(
         lambda: try_design(state.db.sessions, texts), 60, state.signals, "design trial", True
@@ -143,7 +163,43 @@ def try_folder_design(state: RunState) -> list[str]:
             " changes only tables it created: create it in schema.sql (drop it first, with -replace-tables"
             " if it is not pgmq-sim's)"
         )
+    state.id_type = trial.id_type
+    if trial.required is not None:
+        state.note(trial.required)
+    state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
     return list(trial.dropped_foreign)
+
+
+def find_ticker(state: RunState) -> None:
+    """-queue pgq: a ticker already serving the database is used (and said); else pgqd is started
+    for the run once the queues exist (refused here, before anything changes, without pgqd)."""
+    database, tickers = call_bounded(state.db.pgq_ticker, 30, state.signals, "ticker check", True)
+    if tickers:
+        state.ticker = {"started_by": "already serving the database", "sessions": tickers}
+        state.note(
+            f"pgq: a ticker already serves database {database} ({tickers} session(s) running"
+            " pgq.ticker): it is used, and no pgqd is started"
+        )
+        return
+    if pgqd_binary() is None:
+        raise UsageError(
+            "-queue pgq needs a ticker (PgQ hands out nothing between ticks): install Debian's pgqd"
+            " package, or run pgqd for this database yourself"
+        )
+    state.pgqd = Pgqd(state.server.dsn, database)
+
+
+def start_ticker(state: RunState) -> None:
+    """pgqd for the run (its settings and the queues' in the report)."""
+    if state.pgqd is not None:
+        call_bounded(state.pgqd.start, 30, state.signals, "starting pgqd")
+        state.ticker = state.pgqd.settings
+        state.log.event(
+            f"pgqd started for database {state.pgqd.database} (ticker period {TICKER_PERIOD_S:g} s)"
+        )
+    if state.ticker is not None:
+        queues = call_bounded(state.db.pgq_queue_settings, 30, state.signals, "queue settings")
+        state.ticker = state.ticker | {"queues": queues}
 
 
 def reach_pooler(state: RunState) -> PoolerConsole | None:
@@ -190,14 +246,20 @@ def prepare(state: RunState, parts: RunParts) -> None:
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
     settings, design = state.settings, state.design
     assert state.path is not None
-    state.session = session = session_plan(settings, design, state.path.transaction_pooled, state.path.pooled)
+    state.session = session = session_plan(
+        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type
+    )
     state.writer.prepared = not state.path.transaction_pooled
+    state.writer.id_type = state.id_type
     recorded = settings.as_json() | {
         "drains": parts.goal.drains,
         "design": design.as_json() | {"claim_sql": design.claim.text},
     }
     if not design.seed_table:  # what `pgmq-sim audit` needs to judge it again
-        recorded["design"] |= {"pending_sql": design.pending and design.pending.text}
+        recorded["design"] |= {
+            "pending_sql": design.pending and design.pending.text,
+            "keyed": state.id_type is not None,
+        }
     record = (uuid.uuid4().hex, settings.fill_db, design.ordered, settings.audit, recorded)
     state.log.open()
     state.changed = True
@@ -211,7 +273,8 @@ def prepare(state: RunState, parts: RunParts) -> None:
                 record=record,
                 try_claim=try_claim(session, settings.queue_types[0]),
                 functions=install_functions(session, None if design.seed_table else design.enqueue.text),
-                payload=settings.payload is not None and design.seed_table,
+                keyed=session.keyed,
+                types=settings.queue_types,
                 bystander=settings.bystander is not None,
             ),
             60,
@@ -226,6 +289,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
             state.changed = False  # the install's one transaction rolled back
         raise
     state.db.shape = dataclasses.replace(state.db.shape, tables=tables)
+    start_ticker(state)
     if state.server.embedded:  # ours to change: count each statement's cost
         try:
             call_bounded(state.db.track_statements, 30, state.signals, "pg_stat_statements")
@@ -401,6 +465,8 @@ def halt(state: RunState, parts: RunParts) -> None:
     parts.carrier.close(state)
     if state.pooler is not None:
         state.pooler.close()
+    if state.pgqd is not None:
+        state.pgqd.stop()
     state.log.flush()  # a write that fails now (a full disk) still ends the run as failed
     described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:

@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.bystander import Bystander
 from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
+from pgmq_sim.actors.pgqd import Pgqd
 from pgmq_sim.actors.producer import BatchWriter, MessageSource
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.actors.waits import Halt
@@ -90,6 +92,9 @@ class RunState:
     spare_connections: int | None = None  # what the server and the role allow beyond the run's own
     pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
+    id_type: str | None = None  # a folder design's own ids: their type, as its enqueue returns them
+    pgqd: Pgqd | None = None  # -queue pgq: the ticker started for the run (None: one already serves)
+    ticker: dict[str, Any] | None = None  # -queue pgq: the ticker's settings, for the report
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
 

@@ -124,6 +124,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "worker_bound_per_s": _round(r.worker_bound_per_s),
         "workers": [w.as_json() for w in r.workers],
         "audit": r.audit.as_json() if r.audit else None,
+        "audit_skipped": r.audit_skipped,
         "table": r.health.as_json() if r.health else None,
         "timeline": [s.as_json() for s in r.timeline],
         "faults": [f.as_json() for f in r.faults],

@@ -153,7 +153,8 @@ def print_summary(console: Console, result: RunResult) -> None:
         for cause in a.causes:
             table.add_row("audit cause", escape(cause))
     elif result.settings.audit:
-        table.add_row("audit", "[yellow]not run[/]: the server could not be reached")
+        why = result.audit_skipped or "the server could not be reached"
+        table.add_row("audit", f"[red]not run[/]: {escape(why)}")
     if result.retries:
         rt = result.retries
         table.add_row(

@@ -169,6 +169,7 @@ class RunResult:
     timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read before it
     latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
+    audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
 
     @classmethod
     def from_stats(
@@ -211,6 +212,7 @@ class RunResult:
         timeouts: ServerTimeouts | None = None,
         latency: LatencyAccount | None = None,
         locks: LockCensus | None = None,
+        audit_skipped: str | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -276,6 +278,7 @@ class RunResult:
             timeouts=timeouts,
             latency=latency,
             locks=locks,
+            audit_skipped=audit_skipped,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )
@@ -363,9 +366,12 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """The outcome's code; an audit that fails turns a 0 into 1, a breached -check into 4."""
+        """The outcome's code; an audit that fails, or that was asked for and could not run, turns a 0
+        into 1, a breached -check into 4."""
         code = self.outcome.exit_code
         if code == 0 and self.audit is not None and not self.audit.passed:
+            return 1
+        if code == 0 and self.audit is None and self.settings.audit:
             return 1
         if code == 0 and self.breached:
             return CHECK_EXIT

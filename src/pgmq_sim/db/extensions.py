@@ -1,0 +1,81 @@
+"""What a design needs on the server besides its own files (queue.toml `requires`): the real pgmq,
+its SQL from the `pgmq` package (a dependency, never a copy), or PgQ, Debian's extension.
+
+pgmq: the server's own extension is used as it is, and said with its version; a schema `pgmq` of
+others' is used as it is; else the package's SQL (pgmq/sql/pgmq.sql) is installed into schema
+`pgmq`, marked as the tool's with its version, and replaced only when the tool installed it and the
+package's version changed. PgQ: `create extension pgq` where the role may (a superuser's); else an
+extension an administrator created once; else one line naming the package.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from pgmq_sim.errors import UsageError
+from pgmq_sim.sqlfiles import statement
+
+PGMQ_MARK = "pgmq-sim: installed pgmq "  # the schema's comment: by the tool, and which version
+PGQ_PACKAGE = "postgresql-NN-pgq3"
+
+
+def pgmq_package() -> tuple[str, str]:
+    """The pgmq package's SQL and its version."""
+    from pgmq.install import get_embedded_install_sql, get_embedded_sql_version
+
+    return get_embedded_install_sql(), get_embedded_sql_version()
+
+
+def prepare_pgmq(conn: psycopg.Connection) -> str:
+    """pgmq in the run's database, in the open transaction; returned: which pgmq, said once."""
+    row = conn.execute(statement("pgmq_present")).fetchone()
+    assert row is not None
+    extension, schema_comment, schema_exists = row
+    if extension is not None:
+        return f"pgmq: the server's pgmq extension {extension} is used as it is"
+    sql, version = pgmq_package()
+    if schema_exists and not str(schema_comment or "").startswith(PGMQ_MARK):
+        return (
+            "pgmq: schema pgmq exists and was not installed by pgmq-sim: used as it is (its version unknown)"
+        )
+    installed = str(schema_comment or "").removeprefix(PGMQ_MARK).split(" ", 1)[0]
+    if schema_exists and installed == version:
+        return f"pgmq: {version} (the pgmq package's SQL), installed by an earlier run of pgmq-sim"
+    if schema_exists:  # the tool's own, of another version: replaced
+        conn.execute("drop schema pgmq cascade")
+    conn.execute(sql.encode())
+    conn.execute(
+        f"comment on schema pgmq is '{PGMQ_MARK}{version} from the pgmq package; replaced by its next run'"
+    )
+    return f"pgmq: {version}, the pgmq package's SQL (pgmq/sql/pgmq.sql), installed into schema pgmq"
+
+
+def prepare_pgq(conn: psycopg.Connection) -> str:
+    """PgQ in the run's database: its extension, created where the role may."""
+    row = conn.execute(statement("pgq_present")).fetchone()
+    assert row is not None
+    installed, available, superuser = row
+    if installed is not None:
+        return f"pgq: the server's pgq extension {installed} is used"
+    if available is None:
+        raise UsageError(
+            f"-queue pgq needs PgQ on the server, and it has none: install Debian's {PGQ_PACKAGE} (NN: the"
+            " server's major version, e.g. postgresql-15-pgq3) and pgqd, or use another design"
+        )
+    if not superuser:
+        raise UsageError(
+            f"-queue pgq: the server has PgQ {available} but not in this database, and create extension pgq"
+            " needs a superuser: have an administrator run `create extension pgq` once in it, then run as"
+            " this role"
+        )
+    conn.execute("create extension if not exists pgq")
+    return f"pgq: extension {available} created in this database (Debian's package)"
+
+
+def prepare_extension(conn: psycopg.Connection, requires: str | None) -> str | None:
+    """What the design requires, ready in the open transaction; returned: what is used, or None."""
+    if requires is None:
+        return None
+    if requires == "pgmq":
+        return prepare_pgmq(conn)
+    return prepare_pgq(conn)
