@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 from builders import settings
+from conftest import REPO
 from rich.console import Console
 
 from pgmq_sim.model.events import Fault, SnapshotHold
 from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
 from pgmq_sim.model.kinds import Outcome, PoolerMode
+from pgmq_sim.model.locks import source_functions
 from pgmq_sim.model.reasons import Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.render.terminal import print_summary
@@ -472,6 +474,19 @@ def test_a_fallback_that_found_messages_explains_their_hidden_time() -> None:
     limit = run_limit(run)
     assert limit.resource == "wakeup", limit
     assert "fallback claim (once per 1 s) found messages 18 times" in limit.evidence, limit
+
+
+def test_a_claim_reading_from_a_function_that_locks_more_gets_its_fix_named_for_the_function() -> None:
+    """Tried on a case no test built: the real pgmq's read_grouped locked 83 of 100 group heads per
+    worker holding one message. The claim's own text locks nothing: the fix names the function."""
+    claim = (REPO / "src/pgmq_sim/designs/pgmq/claim.sql").read_text()
+    assert source_functions(claim) == ("pgmq.read_grouped",)
+    run = dataclasses.replace(LIMITS[-3][1], queue={"claim_reads_from": list(source_functions(claim))})
+    limit = run_limit(run)
+    assert limit.resource == "claim-locks" and limit.fix is not None, limit
+    assert limit.fix.startswith("the claim reads from pgmq.read_grouped, which locks more rows than it"), (
+        limit
+    )
 
 
 def test_no_more_workers_are_advised_than_the_server_allows_connections() -> None:

@@ -20,6 +20,7 @@ from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.kinds import Outcome, TxMode
+from pgmq_sim.model.locks import source_functions
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.costs import ClientCost, ServerCost
@@ -143,7 +144,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         ordered=state.design.ordered,
         queue=state.design.as_json()
         | {"tables": list(state.db.shape.tables)}
-        | ({"ticker": state.ticker} if state.ticker is not None else {}),
+        | ({"ticker": state.ticker} if state.ticker is not None else {})
+        | {"claim_reads_from": list(source_functions(state.design.claim.text))},
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,

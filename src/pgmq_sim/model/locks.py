@@ -85,6 +85,17 @@ class ClaimOrder:
         return f"{', then '.join(self.ahead)}, before {self.id_column} (order by {self.written})"
 
 
+NOT_FUNCTIONS = ("lateral", "unnest", "generate_series")  # a keyword, and functions of rows a claim makes
+SOURCE_FUNCTION = re.compile(r"\b(?:from|join)\s+([a-z_][\w$]*(?:\.[a-z_][\w$]*)?)\s*\(")
+
+
+def source_functions(text: str) -> tuple[str, ...]:
+    """The functions a claim reads its rows from (`from pgmq.read_grouped(...)`): their locks are taken
+    inside them, not in the claim's own text."""
+    words = " ".join(COMMENTS.sub(" ", text).lower().split())
+    return tuple(dict.fromkeys(name for name in SOURCE_FUNCTION.findall(words) if name not in NOT_FUNCTIONS))
+
+
 def _top_level(text: str) -> list[str]:
     """A list's items, split at the commas outside parentheses."""
     items, depth, start = [], 0, 0

@@ -240,8 +240,15 @@ def _own_claims(r: RunResult, starved: str | None) -> HiddenCause | None:
         f" samples, for {batch} message(s) a claim may return: each claim locks more than it returns,"
         " and the other workers' claims skip what it holds" + _empty_text(r, starved, "; ")
     )
-    fix = (
-        "lock only the rows the claim returns: pick them with LIMIT $2 in the query that has FOR UPDATE"
-        " SKIP LOCKED (a row lock or try-lock taken in a scan over more rows stays held to the commit)"
-    )
+    functions = (r.queue or {}).get("claim_reads_from") or []
+    if functions:  # its locks are the function's: the claim's own text has none to change
+        fix = (
+            f"the claim reads from {', '.join(functions)}, which locks more rows than it returns: change"
+            " that function to lock only what it returns, or choose a claim that does"
+        )
+    else:
+        fix = (
+            "lock only the rows the claim returns: pick them with LIMIT $2 in the query that has FOR UPDATE"
+            " SKIP LOCKED (a row lock or try-lock taken in a scan over more rows stays held to the commit)"
+        )
     return HiddenCause("claim-locks", 1.0, evidence, fix)
