@@ -43,7 +43,7 @@ class HolderSeen:
         if self.rows_max:
             said.append(f"{self.rows_max} row{'s' * (self.rows_max != 1)} of the queue")
         if self.blocked:
-            said.append(f"a lock the run's {self.blocked.replace('pgmq-sim ', '')} waited for")
+            said.append(f"a lock the run's {_sessions(self.blocked)} waited for")
         return ", ".join(said)
 
     def text(self) -> str:
@@ -147,6 +147,16 @@ class LockCensusTally:
                 self._rows_max,
                 statistics.median(self._offsets) if self._offsets else None,
             )
+
+
+def _sessions(names: str) -> str:
+    """The run's sessions by their application names, in words: 'producer and 6 workers'."""
+    roles = [n.removeprefix("pgmq-sim ") for n in names.split(", ") if n]
+    workers = [r for r in roles if r[:1] == "w" and r[1:].isdigit()]
+    said = [r for r in roles if r not in workers]
+    if workers:
+        said.append(workers[0] if len(workers) == 1 else f"{len(workers)} workers")
+    return " and ".join(said)
 
 
 def _union(seen: str, more: str) -> str:

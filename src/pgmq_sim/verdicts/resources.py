@@ -336,9 +336,10 @@ def producer_held(f: Figures) -> Found:
     return (
         "locks",
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: {holder.text()}",
-        f"a session outside the run holds a lock the producer's inserts wait for: pid {holder.pid}"
-        f" ({holder.application or 'no application_name'}); a foreign key to a row it locks, or a lock on"
-        " the queue: end it or move it out of the queue's hours",
+        f"a session outside the run holds {holder.what}: pid {holder.pid}"
+        f" ({holder.application or 'no application_name'}); the producer's inserts wait for it (a lock on"
+        " the queue, or a row a foreign key of the queue points to): end it or move it out of the queue's"
+        " hours",
     )
 
 
