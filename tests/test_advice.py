@@ -461,7 +461,10 @@ def test_a_producer_held_by_another_sessions_lock_is_a_locks_limit() -> None:
         "pid 6626 (other-team; idle in transaction) held a lock the run's producer waited for"
         in limit.evidence
     )
-    assert limit.fix is not None and "holds a lock the run's producer waited for: pid 6626 (other-team)" in limit.fix
+    assert (
+        limit.fix is not None
+        and "holds a lock the run's producer waited for: pid 6626 (other-team)" in limit.fix
+    )
 
 
 def test_a_fallback_that_found_messages_explains_their_hidden_time() -> None:

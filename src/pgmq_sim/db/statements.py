@@ -197,7 +197,10 @@ def create_function(s: WorkerStatement) -> list[str]:
         for marker, value in filled.items():
             ddl = ddl.replace(marker, value)
         ddl = ddl.replace("BODY", body)  # last: the statement's own text is not searched for markers
-    return [ddl, f"comment on function {s.name}{s.argument_types} is '{OWNED_COMMENT}'"]
+    # an earlier run's function of this name (the tool's: the check refused another's) may return other
+    # columns (another design's claim), which CREATE OR REPLACE cannot change
+    drop = f"drop function if exists {s.name}{s.argument_types}"
+    return [drop, ddl, f"comment on function {s.name}{s.argument_types} is '{OWNED_COMMENT}'"]
 
 
 def _code(text: str) -> str:
