@@ -12,10 +12,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from pgmq_sim import __version__
 from pgmq_sim.cli.flags import flag
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import CHECK_EXIT
 from pgmq_sim.render.files import check_output_path, write_json
+from pgmq_sim.render.report import check_report_path, diff_report, write_report
 from pgmq_sim.verdicts.diff import (
     DEFAULT_FAIL_ON,
     FigureChange,
@@ -56,6 +58,13 @@ def print_diff(console: Console, changes: list[FigureChange], differences: list[
     console.print(table)
 
 
+def diff_line(changes: list[FigureChange]) -> str:
+    """The figures that moved beyond the noise, in one line (the table is -v's and the report's)."""
+    moved = {verdict: [c.name for c in changes if c.verdict == verdict] for verdict in ("worse", "better")}
+    said = [f"{verdict}: {', '.join(names)}" for verdict, names in moved.items() if names]
+    return "; ".join(said) + "; the rest within the noise" if said else "every figure within the noise"
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
 
@@ -74,17 +83,37 @@ def _num(value: float | None) -> str:
 @flag(
     "json", "json_path", type=click.Path(path_type=Path), default=None, metavar="FILE", help="Write the diff."
 )
-def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None) -> None:
+@flag(
+    "report",
+    "report_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE.html",
+    help="Write the diff as one self-contained HTML page: both runs, and what moved beyond the noise.",
+)
+def diff_command(
+    base: Path,
+    new: Path,
+    fail_on: str,
+    allow_different: bool,
+    json_path: Path | None,
+    report_path: Path | None,
+) -> None:
     """Compare two runs' JSON, figure by figure: better, worse, or ~ within the runs' own noise."""
-    names, base_doc, new_doc, differences = diff_inputs(base, new, fail_on, allow_different, json_path)
+    names, base_doc, new_doc, differences = diff_inputs(
+        base, new, fail_on, allow_different, json_path, report_path
+    )
     changes = compare(base_doc, new_doc)
     console = Console(highlight=False)
     print_diff(console, changes, differences, f"{base} -> {new}")
     failing = worse(changes, names)
+    diff = diff_json(differences, changes, failing)
     if json_path is not None:
-        write_json(
-            json_path, {"base": str(base), "new": str(new), **diff_json(differences, changes, failing)}
-        )
+        write_json(json_path, {"base": str(base), "new": str(new), **diff})
+    if report_path is not None:
+        page = diff_report(base_doc, new_doc, (str(base), str(new)), diff, names, __version__)
+        write_report(report_path, page)
+        console.print(f"report: {report_path}")
     if failing:
         console.print(f"[red]worse beyond noise:[/] {', '.join(c.name for c in failing)} (exit 4)")
         sys.exit(CHECK_EXIT)
@@ -92,13 +121,20 @@ def diff_command(base: Path, new: Path, fail_on: str, allow_different: bool, jso
 
 
 def diff_inputs(
-    base: Path, new: Path, fail_on: str, allow_different: bool, json_path: Path | None
+    base: Path,
+    new: Path,
+    fail_on: str,
+    allow_different: bool,
+    json_path: Path | None,
+    report_path: Path | None = None,
 ) -> tuple[tuple[str, ...], dict[str, Any], dict[str, Any], list[str]]:
-    """Every refusal before the figures are compared: the -fail-on names, the two runs and how their
-    settings differ."""
+    """Every refusal before the figures are compared: the -fail-on names, the output paths, the two
+    runs and how their settings differ."""
     names = parse_fail_on(fail_on)
     if json_path is not None:
         check_output_path(json_path, "-json")
+    if report_path is not None:
+        check_report_path(report_path)
     base_doc, new_doc = load_run(base), load_run(new)
     differences = setting_differences(base_doc, new_doc)
     if differences and not allow_different:

@@ -162,6 +162,22 @@ RUN_FLAGS: tuple[Callable[[F], F], ...] = (
         help="Draw throughput, backlog and latency over time (needs pgmq-sim[plot]).",
     ),
     flag(
+        "report",
+        "report_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        metavar="FILE.html",
+        help="Write one self-contained HTML page of the run: the answer, charts over time, the tables, the"
+        " advice and the scenario (needs pgmq-sim[plot]).",
+    ),
+    click.option(
+        "-v",
+        "--verbose",
+        "verbose",
+        is_flag=True,
+        help="Print every row of the summary, not the answer alone.",
+    ),
+    flag(
         "reconnect-timeout",
         type=float,
         default=60.0,
