@@ -95,7 +95,7 @@ def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db
 def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection) -> None:
     db.execute("create extension if not exists pg_stat_statements")  # the tests' server preloads it
     result = cli.run(
-        "-fill-db 800 -rate 400 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json", FAST
+        "-fill-db 800 -rate 400 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json -v", FAST
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = doc(cli)

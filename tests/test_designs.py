@@ -257,7 +257,7 @@ def test_a_claim_that_ignores_the_due_time_completes_early_and_fails_the_audit(c
 
 def test_under_a_backlog_the_top_priority_waits_less_than_half_as_long(cli: Cli) -> None:
     result = cli.run(
-        "-queue priority -fill-db 1500 -workers 6 -work-ms 1-2 -orders 300 -priority 1-5 -json p.json"
+        "-queue priority -fill-db 1500 -workers 6 -work-ms 1-2 -orders 300 -priority 1-5 -json p.json -v"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     by_level = json.loads((cli.workdir / "p.json").read_text())["latency_ms"]["e2e_by_priority"]

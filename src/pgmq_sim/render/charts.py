@@ -407,7 +407,7 @@ def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> str:
         if finite and max(finite) > 50 * min(finite):
             latency.set_xscale("log")
         latency.set_xlabel("end-to-end latency (ms)")
-        latency.legend(loc="lower right", fontsize="small")
+        latency.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
         return _svg(fig)
 
 

@@ -46,7 +46,7 @@ def _environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=number, ms=millis, pct=percent)
+    env.filters.update(num=number, ms=millis, pct=percent, server_version=server_version)
     env.globals.update(lookup=lookup)
     return env
 
@@ -68,6 +68,15 @@ def millis(value: Any) -> str:
 
 def percent(value: Any) -> str:
     return "-" if value is None else f"{value:.0%}"
+
+
+def server_version(number: Any) -> str:
+    """server_version_num as PostgreSQL writes it: 180006 is 18.6, 90624 is 9.6.24."""
+    if not isinstance(number, int) or number <= 0:
+        return "-" if number is None else str(number)
+    if number >= 100000:
+        return f"{number // 10000}.{number % 10000} ({number})"
+    return f"{number // 10000}.{number // 100 % 100}.{number % 100} ({number})"
 
 
 def lookup(doc: Doc, key: str) -> Any:
