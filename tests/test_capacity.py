@@ -137,6 +137,9 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
         db.execute("select sum(counter) from pgmq_sim_bystander").fetchone()[0] == bystander["transactions"]
     )
     assert "bystander ms" in result.stdout and "server cost" in result.stdout
+    # -v: every row of the summary, the workers' table too (a plain run's: test_port.py)
+    for row in ("workers' time", "complete+commit ms", "claim ms", "empty claims", "conn. lost"):
+        assert row in result.stdout, row
     assert_exactly_once_in_order(db, 800, delmsg=False)
 
 

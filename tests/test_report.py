@@ -5,20 +5,23 @@ real runs' reports."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import io
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import settings
 from rich.console import Console
 
+from pgmq_sim.errors import UsageError
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.render.files import result_document
-from pgmq_sim.render.report import diff_report, lookup, run_report
+from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_report
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
@@ -26,7 +29,7 @@ from pgmq_sim.verdicts.diff import compare, diff_json, setting_differences, wors
 
 pytestmark = pytest.mark.unit
 
-SECONDS = 20
+SECONDS = 10  # whole seconds: a diff judges their series (8 or more)
 
 
 def result(strategy: str = "seed", per_second: int = 50, faults: tuple[Fault, ...] = ()) -> RunResult:
@@ -161,7 +164,8 @@ def test_the_latency_split_draws_a_stacked_bar_per_cohort_and_type_when_the_resu
     # the slowest p99 cohort's type comes first
     assert html.index("type2, p99") < html.index("type1, p99")
     # null: not measured, no chart
-    assert "run-split" not in Page(run_report([doc | {"latency_split": None}], "test")).charts
+    bare = doc | {"latency_split": None, "timeline": []}  # no second drawn either: only the split is asked
+    assert doc["waits"] is None and Page(run_report([bare], "test")).charts == []
 
 
 def test_a_comparison_shows_its_cells_side_by_side() -> None:
@@ -224,3 +228,18 @@ def test_a_summary_of_repeated_faults_fits_a_screen_and_v_lists_each() -> None:
     assert "outage x250, 0.8 s to 200.0 s" in text and "out 50.00 s in all" in text
     full = summary(run, verbose=True)
     assert sum(1 for line in full if line.startswith("│ fault ")) == 250
+
+
+def test_a_report_path_is_checked_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page needs a file to go to and matplotlib to draw its charts: each refusal is one line."""
+    with pytest.raises(UsageError, match="give it a file name"):
+        check_report_path(Path("-"))
+    with pytest.raises(UsageError, match="it is a directory"):
+        check_report_path(tmp_path)
+    check_report_path(tmp_path / "run.html")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name)
+    )
+    with pytest.raises(UsageError, match=r"install the plot extra: pip install '\.\[plot\]'"):
+        check_report_path(tmp_path / "run.html")

@@ -137,7 +137,6 @@ def test_every_kind_of_report_opens_offline_draws_its_charts_and_shows_the_jsons
     paced = f"-fill-db 600 -rate 300 {SHAPE}"
     runs = {
         "run": f"{paced} -chaos kill-connection@1s -json run.json -report run.html",
-        "again": f"{paced} -json again.json",
         "compare": f"-compare seed,indexed/notify {paced} -json compare.json -report compare.html",
         "sweep": f"-sweep rate=100,400 -step 1 -settle 1 {SHAPE} -claim indexed -wakeup notify"
         " -json sweep.json -report sweep.html",
@@ -145,8 +144,9 @@ def test_every_kind_of_report_opens_offline_draws_its_charts_and_shows_the_jsons
     for name, args in runs.items():
         done = cli.run(args)
         assert done.returncode == 0, (name, done.stdout, done.stderr)
-    diff = cli.run_argv([sys.executable, "-m", "pgmq_sim", "diff", "run.json", "again.json", "-json",
-                         "diff.json", "-report", "diff.html"])  # fmt: skip
+    # two runs of other settings (a run and a sweep): one run fewer, and the page says how they differ
+    argv = "diff run.json sweep.json --allow-different -json diff.json -report diff.html"
+    diff = cli.run_argv([sys.executable, "-m", "pgmq_sim", *argv.split()])
     assert diff.returncode in (0, 4), (diff.stdout, diff.stderr)  # 4: a figure got worse beyond noise
     docs = {name: json.loads((cli.workdir / f"{name}.json").read_text()) for name in (*runs, "diff")}
 
@@ -174,6 +174,7 @@ def test_every_kind_of_report_opens_offline_draws_its_charts_and_shows_the_jsons
     assert_charts_drawn(diffed, {"diff-timeline"})
     by_run = {v["run"]: v["figures"] for v in diffed["values"]}
     assert_figures_are_the_json(by_run["base"], docs["run"], "diff base")
-    assert_figures_are_the_json(by_run["new"], docs["again"], "diff new")
+    assert_figures_are_the_json(by_run["new"], docs["sweep"], "diff new")
+    assert docs["diff"]["settings_differ"], "a run and a sweep differ in their settings"
     worse = [f for f in diffed["top"] if f["key"] == "worse"]
     assert worse and worse[0]["value"] == ",".join(docs["diff"]["worse"])

@@ -64,7 +64,7 @@ def _style(name: str) -> Iterator[None]:
 def _svg(fig: Any) -> str:
     """The figure as an `<svg>` element (no XML prolog: it is inlined in HTML)."""
     out = io.StringIO()
-    fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})  # constrained: legends fit
     text = out.getvalue()
     return text[text.index("<svg") :]
 

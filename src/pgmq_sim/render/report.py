@@ -168,8 +168,9 @@ def settings_rows(doc: Doc) -> list[tuple[str, Any]]:
     return [(key.replace("_", "-"), value) for key, value in (doc.get("settings") or {}).items()]
 
 
-def run_view(doc: Doc, key: str, label: str | None = None) -> Doc:
-    """What the page shows of one run: its document, and the charts drawn from it."""
+def run_view(doc: Doc, key: str, label: str | None = None, drawn: bool = True) -> Doc:
+    """What the page shows of one run: its document, and the charts drawn from it (none where the
+    page shows the run's answer and scenario alone: `drawn` false)."""
     label = label or cell_label(doc)
     split = doc.get("latency_split")
     sweep = doc.get("sweep")
@@ -184,19 +185,26 @@ def run_view(doc: Doc, key: str, label: str | None = None) -> Doc:
                 )
     elif waits:
         wait_bars.append((label, waits))
-    return {
+    if not drawn:
+        doc_charts: Doc = {"timeline": None, "knee": None, "split_chart": None, "waits_chart": None}
+    else:
+        doc_charts = {
+            "timeline": charts.timeline_chart([charts.Track.of(doc, label)], f"{key}-timeline")
+            if doc.get("timeline")
+            else None,
+            "knee": charts.knee_chart([(label, sweep)], f"{key}-knee")
+            if sweep and sweep.get("steps")
+            else None,
+            "split_chart": charts.split_chart(split, f"{key}-split") if split else None,
+            "waits_chart": charts.waits_chart(wait_bars, f"{key}-waits") if wait_bars else None,
+        }
+    return doc_charts | {
         "key": key,
         "label": label,
         "doc": doc,
         "load": load_text(doc),
-        "timeline": charts.timeline_chart([charts.Track.of(doc, label)], f"{key}-timeline")
-        if doc.get("timeline")
-        else None,
-        "knee": charts.knee_chart([(label, sweep)], f"{key}-knee") if sweep and sweep.get("steps") else None,
         "split": split or None,
         "split_rows": charts.split_rows(split) if split else [],
-        "split_chart": charts.split_chart(split, f"{key}-split") if split else None,
-        "waits_chart": charts.waits_chart(wait_bars, f"{key}-waits") if wait_bars else None,
         "fault_groups": fault_groups(doc.get("faults") or []),
         "per_type": per_type_rows(doc),
         "roles": role_rows(doc),
@@ -257,8 +265,8 @@ def diff_report(
         version,
         title=f"pgmq-sim diff: {names[0]} -> {names[1]}",
         names=names,
-        base=run_view(base, "base", f"base: {names[0]}"),
-        new=run_view(new, "new", f"new: {names[1]}"),
+        base=run_view(base, "base", f"base: {names[0]}", drawn=False),
+        new=run_view(new, "new", f"new: {names[1]}", drawn=False),
         diff=diff,
         moved=moved,
         fail_on=list(fail_on),
