@@ -349,7 +349,7 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
     """With --processes (a master and its workers) the master serves the whole fleet's figures."""
     port = free_port()
     argv = cli.command(
-        "-duration 5 -rate 100 -workers 4 -claim indexed -wakeup notify",
+        "-duration 3 -rate 100 -workers 4 -claim indexed -wakeup notify",  # 3 s: a dozen scrapes
         f"-metrics-port {port} -json m.json {runner}",
     )
     proc = subprocess.Popen(argv, cwd=cli.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

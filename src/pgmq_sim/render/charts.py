@@ -69,7 +69,7 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def _figure(name: str, height_in: float) -> Any:
+def _figure(height_in: float) -> Any:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
@@ -229,7 +229,7 @@ def timeline_chart(tracks: Sequence[Track], name: str = "timeline") -> str:
     (a single run's)."""
     single = len(tracks) == 1
     with _style(name):
-        fig = _figure(name, 7.2)
+        fig = _figure(7.2)
         top = fig.add_subplot(3, 1, 1)
         axes = [top, fig.add_subplot(3, 1, 2, sharex=top), fig.add_subplot(3, 1, 3, sharex=top)]
         for index, track in enumerate(tracks):
@@ -308,7 +308,7 @@ def knee_chart(sweeps: Sequence[tuple[str, Doc]], name: str = "knee") -> str:
     """Achieved rate and end-to-end p99 against each step's setting: where the queue stops keeping
     up. Failed steps are crossed; an adaptive search's bracket is shaded and its hold starred."""
     with _style(name):
-        fig = _figure(name, 3.6)
+        fig = _figure(3.6)
         ax = fig.add_subplot(1, 1, 1)
         p99_axis = ax.twinx()
         kind = "rate"
@@ -387,7 +387,7 @@ def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> str:
     labels = [label for label, _ in cells]
     rows = list(range(len(cells)))
     with _style(name):
-        fig = _figure(name, 0.9 + 0.32 * len(cells))
+        fig = _figure(0.9 + 0.32 * len(cells))
         speed, latency = fig.subplots(1, 2, sharey=True)
         throughput = [float(doc.get("throughput_per_s") or 0.0) for _, doc in cells]
         bars = speed.barh(rows, throughput, color=PALETTE[0])
@@ -411,12 +411,13 @@ def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> str:
         return _svg(fig)
 
 
-def split_rows(split: Doc) -> list[tuple[str, Doc]]:
-    """The latency split's rows: overall, then the types with the slowest p99 cohort."""
+def split_rows(split: Doc, most: int | None = None) -> list[tuple[str, Doc]]:
+    """The latency split's rows: overall, then each type (or the `most` with the slowest p99 cohort),
+    slowest first."""
     rows = [(f"all, {cohort}", split["overall"][cohort]) for cohort in ("median", "p99")]
     per_type = split.get("per_type") or {}
     slowest = sorted(per_type, key=lambda t: -float((per_type[t].get("p99") or {}).get("e2e_ms") or 0.0))
-    for queue_type in slowest[:SPLIT_TYPES]:
+    for queue_type in slowest[:most]:
         for cohort in ("median", "p99"):
             if per_type[queue_type].get(cohort):
                 rows.append((f"{queue_type}, {cohort}", per_type[queue_type][cohort]))
@@ -425,10 +426,10 @@ def split_rows(split: Doc) -> list[tuple[str, Doc]]:
 
 def split_chart(split: Doc, name: str = "latency-split") -> str:
     """Each cohort's end-to-end time split into its parts, a stacked bar per cohort."""
-    rows = split_rows(split)
+    rows = split_rows(split, SPLIT_TYPES)
     parts = list(split.get("parts") or SPLIT_COLORS)
     with _style(name):
-        fig = _figure(name, 0.9 + 0.3 * len(rows))
+        fig = _figure(0.9 + 0.3 * len(rows))
         ax = fig.add_subplot(1, 1, 1)
         left = [0.0] * len(rows)
         for part in parts:
@@ -455,7 +456,7 @@ def waits_chart(bars: Sequence[tuple[str, dict[str, float]]], name: str = "waits
     per sweep step)."""
     names = [n for n in CLASSES if any(shares.get(n) for _, shares in bars)]
     with _style(name):
-        fig = _figure(name, 0.9 + 0.28 * len(bars))
+        fig = _figure(0.9 + 0.28 * len(bars))
         ax = fig.add_subplot(1, 1, 1)
         left = [0.0] * len(bars)
         for index, cls in enumerate(names):
