@@ -137,7 +137,8 @@ def test_every_kind_of_report_opens_offline_draws_its_charts_and_shows_the_jsons
     paced = f"-fill-db 600 -rate 300 {SHAPE}"
     runs = {
         "run": f"{paced} -chaos kill-connection@1s -json run.json -report run.html",
-        "compare": f"-compare seed,indexed/notify {paced} -json compare.json -report compare.html",
+        "compare": f"-compare seed,indexed/notify -fill-db 400 -rate 400 {SHAPE} -json compare.json"
+        " -report compare.html",
         "sweep": f"-sweep rate=100,400 -step 1 -settle 1 {SHAPE} -claim indexed -wakeup notify"
         " -json sweep.json -report sweep.html",
     }
