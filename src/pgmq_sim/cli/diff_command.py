@@ -14,7 +14,7 @@ from rich.table import Table
 
 from pgmq_sim import __version__
 from pgmq_sim.cli.flags import flag
-from pgmq_sim.errors import UsageError
+from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.kinds import CHECK_EXIT
 from pgmq_sim.render.files import check_output_path, write_json
 from pgmq_sim.render.report import check_report_path, diff_report, write_report
@@ -111,7 +111,13 @@ def diff_command(
     if json_path is not None:
         write_json(json_path, {"base": str(base), "new": str(new), **diff})
     if report_path is not None:
-        page = diff_report(base_doc, new_doc, (str(base), str(new)), diff, names, __version__)
+        try:
+            page = diff_report(base_doc, new_doc, (str(base), str(new)), diff, names, __version__)
+        except Exception as exc:  # an older version's JSON may lack what the page shows
+            raise SimError(
+                f"cannot draw the -report page: {exc!r}; the diff is above (and in -json), or rerun the runs"
+                " with this version"
+            ) from None
         write_report(report_path, page)
         console.print(f"report: {report_path}")
     if failing:
