@@ -163,8 +163,8 @@ def role_rows(doc: Doc) -> list[Doc]:
 
 
 def settings_rows(doc: Doc) -> list[tuple[str, Any]]:
-    """Every setting of the run, by its flag's name, the ones given (not the defaults) first is not
-    known here: in the order the JSON holds them."""
+    """Every setting of the run by its flag's name, in the order the JSON holds them (which were given
+    and which are defaults the JSON does not say)."""
     return [(key.replace("_", "-"), value) for key, value in (doc.get("settings") or {}).items()]
 
 
