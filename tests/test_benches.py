@@ -61,7 +61,7 @@ QUICK: dict[str, Quick] = {
         dsn=False,
     ),
     "scenarios.py": Quick(
-        "--fill-db 1000 --rate 800 --time-scale 0.2",
+        "--fill-db 1000 --rate 800 --time-scale 0.2 --only no,restart-server",  # each fault: test_faults.py
         ("| scenario | tx | msg/s |", "| restart-server | split |", "split / single without faults: "),
         dsn=False,
         timeout_s=300,

@@ -8,7 +8,7 @@ import json
 import psycopg
 import pytest
 from checks import assert_exactly_once_in_order
-from conftest import Cli, assert_one_line_error
+from conftest import Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 FAST = "-claim indexed -poll-interval 0.02"
@@ -156,5 +156,5 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
         ("-bystander -4", ["-bystander -4"]),
     ],
 )
-def test_bad_capacity_flags(cli: Cli, args: str, needles: list[str]) -> None:
-    assert_one_line_error(cli.run(args), 2, *needles)
+def test_bad_capacity_flags(refuse: Refuse, args: str, needles: list[str]) -> None:
+    assert_one_line_error(refuse(args), 2, *needles)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import REPO, Cli, assert_one_line_error
+from conftest import REPO, Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 
@@ -185,10 +185,12 @@ def test_a_broken_design_is_refused_before_anything_changes(
         ("-schema schema.sql", "edit its files instead"),
     ],
 )
-def test_what_a_design_cannot_do_is_refused_with_its_fix(cli: Cli, flags: str, needle: str) -> None:
-    folder(cli.workdir)
-    shutil.copy(REPO / "schema.sql", cli.workdir / "schema.sql")
-    assert_one_line_error(cli.run(f"-queue ./outbox -fill-db 50 -workers 3 {flags}"), 2, needle)
+def test_what_a_design_cannot_do_is_refused_with_its_fix(
+    refuse: Refuse, tmp_path: Path, flags: str, needle: str
+) -> None:
+    folder(tmp_path)
+    shutil.copy(REPO / "schema.sql", tmp_path / "schema.sql")
+    assert_one_line_error(refuse(f"-queue ./outbox -fill-db 50 -workers 3 {flags}"), 2, needle)
 
 
 def test_the_example_design_with_notify_and_failures(cli: Cli) -> None:
