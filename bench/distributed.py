@@ -24,7 +24,7 @@ worker processes included: start-up, prefill, audit, report) per message; pgbenc
 message. Ratio = msg/s over pgbench msg/s in the same placement. Medians of --repeat rounds.
 
     python bench/distributed.py                       # about 6 minutes on 2 cores
-    python bench/distributed.py --messages 2000 --repeat 1 --placements shared   # quick form
+    python bench/distributed.py --messages 1000 --repeat 1 --placements shared   # quick form
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ the median throughput of each against none. Target: at most 2% at the default.
 
     python bench/limits.py                                   # about 3 minutes on 2 cores
     python bench/limits.py --repeat 1                        # about 1 minute
-    python bench/limits.py --cases none --drain 2000 --repeat 1   # about 20 s
+    python bench/limits.py --cases none --drain 1000 --repeat 1   # about 20 s
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ Default claim is `indexed` (the seed's query scans the table, which would domina
 -orders 100 (300 groups) keeps empty claims rare with zero work time.
 
     python bench/overhead_vs_pgbench.py                      # about 5 minutes on 2 cores
-    python bench/overhead_vs_pgbench.py --clients 6 --messages 3000 --repeat 1   # quick form
+    python bench/overhead_vs_pgbench.py --clients 6 --messages 1500 --repeat 1   # quick form
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ smaller --fill-db the runs are shorter, and the faults still land inside them.
 
     python bench/scenarios.py                      # the table for the README, about 6 minutes
     python bench/scenarios.py --fill-db 4000       # quicker, about 2 minutes
-    python bench/scenarios.py --fill-db 1000 --rate 800 --time-scale 0.2   # quick form, about 20 s
+    python bench/scenarios.py --fill-db 1000 --rate 800 --time-scale 0.2 --only no,restart-server  # quick
 """
 
 from __future__ import annotations
@@ -93,12 +93,24 @@ def main() -> None:
     parser.add_argument(
         "--time-scale", type=float, default=1.0, help="multiply the fault schedule's times (default 1)"
     )
+    parser.add_argument(
+        "--only",
+        default=None,
+        metavar="NAMES",
+        help="comma list of the scenarios to run, by the first word of their names (default: every one:"
+        f" {', '.join(name.split()[0] for name in SCENARIOS)})",
+    )
     args = parser.parse_args()
     if args.time_scale <= 0:
         parser.error("--time-scale must be above 0")
+    chosen = {name.split()[0]: name for name in SCENARIOS}
+    only = [word.strip() for word in args.only.split(",")] if args.only else list(chosen)
+    if unknown := [word for word in only if word not in chosen]:
+        parser.error(f"--only: no scenario {', '.join(unknown)}; the scenarios are {', '.join(chosen)}")
     scenarios = {
         scaled(name, args.time_scale): scaled(chaos, args.time_scale) if chaos else None
         for name, chaos in SCENARIOS.items()
+        if name.split()[0] in only
     }
     rows = []
     with LocalPostgres() as pg, tempfile.TemporaryDirectory() as tmp:

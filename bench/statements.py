@@ -65,7 +65,7 @@ Two shared cores: the threads, the server and PgBouncer share them, and another 
 running: compare the ratios in one run, not absolute figures.
 
     python bench/statements.py                               # about 4 minutes on 2 cores
-    python bench/statements.py --messages 800 --repeat 1    # quick form, about 10 s
+    python bench/statements.py --messages 400 --repeat 1    # quick form, about 10 s
 """
 
 from __future__ import annotations

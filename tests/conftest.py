@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -122,6 +124,43 @@ class Cli:
 @pytest.fixture
 def cli(dsn: str, tmp_path: Path) -> Cli:
     return Cli(dsn, tmp_path)
+
+
+Refuse = Callable[..., "subprocess.CompletedProcess[str]"]
+NOWHERE = "postgres://pgmq-sim@127.0.0.1:1/refused"  # a DSN well formed, never reached: see refuse
+
+
+@pytest.fixture
+def refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Refuse:
+    """The command line run in this process, for refusals made before anything starts (a process
+    would cost its start-up, 0.6 s, for a line of output): its exit code, stdout and stderr as a
+    process gives them, in a scratch directory, without PGMQ_SIM_DSN. A command that gets past its
+    checks fails the test where it would open its server: such a case goes through cli.run."""
+    from pgmq_sim.cli import command
+
+    def opened(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the command got past its checks: give this case to cli.run, a real process")
+
+    monkeypatch.setattr(command, "open_server", opened)
+    monkeypatch.delenv("PGMQ_SIM_DSN", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str, dsn: str | None = NOWHERE) -> subprocess.CompletedProcess[str]:
+        """Each argument is split on white space, as Cli.run splits it."""
+        argv = ["pgmq-sim", "-progress", "plain", *(["-dsn", dsn] if dsn else [])]
+        argv += [word for arg in args for word in arg.split()]
+        monkeypatch.setattr(sys, "argv", argv)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                command.main()
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+    return run
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:

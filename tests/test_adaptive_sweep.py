@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable
 
 import pytest
-from conftest import Cli, assert_one_line_error
+from conftest import Cli, Refuse, assert_one_line_error
 
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import (
@@ -269,8 +269,8 @@ def test_a_budget_cuts_the_search_and_says_how_far_it_got(cli: Cli) -> None:
         ("-sweep rate=auto -step 2 -wakeup poll -poll-interval 1", ["needs steps of at least 3", "-step 3"]),
     ],
 )
-def test_sweep_flags_that_would_do_nothing_are_refused(cli: Cli, args: str, needles: list[str]) -> None:
-    assert_one_line_error(cli.run(args), 2, *needles)
+def test_sweep_flags_that_would_do_nothing_are_refused(refuse: Refuse, args: str, needles: list[str]) -> None:
+    assert_one_line_error(refuse(args), 2, *needles)
 
 
 @pytest.mark.unit

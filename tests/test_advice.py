@@ -557,7 +557,7 @@ def test_the_ordering_bound_is_one_figure_under_one_name() -> None:
     cycle of work, claim and completion. The work-only bound is not shown under that name."""
     run = result(groups=100, hot=HotGroup("type2", 1, 400), claim_ms=2.0, complete_ms=1.5)
     out = io.StringIO()
-    print_summary(Console(file=out, width=400), run)
+    print_summary(Console(file=out, width=400), run, verbose=True)  # the row is the detail's
     text = " ".join(out.getvalue().replace("│", " ").split())
     quoted = re.findall(r"ordering bound:? ([\d,]+)/s", text)
     assert run.ordering_bound_per_s is not None and run.work_bound_per_s is not None

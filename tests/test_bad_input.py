@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from checks import free_port
-from conftest import Cli, assert_one_line_error
+from conftest import Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 
@@ -45,15 +45,31 @@ pytestmark = pytest.mark.integration
         (["-plot", "run.xyz"], ["-plot run.xyz", ".png"]),
         (["-wakeup", "notify", "-listen-dsn", "postgres://u:pw@[::1"], ["-listen-dsn", "not shown"]),
         (["-pooler-admin", "postgres://u:pw@[::1"], ["-pooler-admin", "not shown"]),
-        (["-chaos", "pause-pooler@1s+1s"], ["-chaos pause-pooler", "-pooler-admin URL"]),
         (["-chaos", "kill-pooler@1s+1s"], ["kill-pooler takes no +DURATION"]),
+    ],
+)
+def test_bad_flag_values_are_usage_errors(
+    refuse: Refuse, tmp_path: Path, args: list[str], needles: list[str]
+) -> None:
+    """Refused before anything starts (in this process: see the refuse fixture)."""
+    assert_one_line_error(refuse(*args), 2, *needles)
+    assert not (tmp_path / "msg_queue.log").exists()
+
+
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["-chaos", "pause-pooler@1s+1s"], ["-chaos pause-pooler", "-pooler-admin URL"]),
         (
             ["-pooler-admin", "postgres://u:secretpw@127.0.0.1:1/pgbouncer"],
             ["not pooled", "leave -pooler-admin"],
         ),
     ],
 )
-def test_bad_flag_values_are_usage_errors(cli: Cli, args: list[str], needles: list[str]) -> None:
+def test_flags_the_path_to_the_server_rules_out_are_usage_errors(
+    cli: Cli, args: list[str], needles: list[str]
+) -> None:
+    """Refused once the path to the server is known, before anything changes."""
     assert_one_line_error(cli.run(*args), 2, *needles)
     assert not (cli.workdir / "msg_queue.log").exists()
 

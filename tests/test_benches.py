@@ -33,18 +33,18 @@ QUICK: dict[str, Quick] = {
         "--fill-db 1000 --repeat 1", ("workload    audit msg/s  no-audit msg/s", "seed shape")
     ),
     "port_throughput.py": Quick(
-        "--fill-db 1000 --repeat 1",
+        "--fill-db 500 --repeat 1",
         ("claim    msg/s  work-only bound/s  work ms  share", "indexed / seed msg/s: "),
     ),
     "ordering_bound.py": Quick(
-        "--fill-db 600 --repeat 1", ("all runs share", "advisory ", "share ~ work/cycle x balance.")
+        "--fill-db 300 --repeat 1", ("all runs share", "advisory ", "share ~ work/cycle x balance.")
     ),
     "wakeup_latency.py": Quick(
         "--fill-db 100 --repeat 1", ("wake-up  e2e p50 ms", "notify ", "poll p50 / notify p50: ")
     ),
     "startup.py": Quick("--repeat 1", ("launch -> first claim", "first claim: "), dsn=False),
     "overhead_vs_pgbench.py": Quick(
-        "--clients 6 --messages 3000 --repeat 1 --psycopg",
+        "--clients 6 --messages 1500 --repeat 1 --psycopg",
         ("clients  tool msg/s  pgbench msg/s", "psycopg msg/s", "c=6 all runs msg/s: "),
     ),
     "backlog_scaling.py": Quick(
@@ -61,13 +61,13 @@ QUICK: dict[str, Quick] = {
         dsn=False,
     ),
     "scenarios.py": Quick(
-        "--fill-db 1000 --rate 800 --time-scale 0.2",
+        "--fill-db 1000 --rate 800 --time-scale 0.2 --only no,restart-server",  # each fault: test_faults.py
         ("| scenario | tx | msg/s |", "| restart-server | split |", "split / single without faults: "),
         dsn=False,
         timeout_s=300,
     ),
     "distributed.py": Quick(
-        "--messages 2000 --repeat 1 --placements shared",
+        "--messages 1000 --repeat 1 --placements shared",
         ("client        shared: us/msg workers", "processes-p2", "pinned = server on core 1"),
     ),
     # a TCP server of their own with a password, for PgBouncer (direct only without pgbouncer)
@@ -77,7 +77,7 @@ QUICK: dict[str, Quick] = {
         dsn=False,
     ),
     "statements.py": Quick(
-        "--messages 800 --repeat 1",
+        "--messages 400 --repeat 1",
         ("trips/msg", "pipeline-unnamed-2rt", "x tool's form: msg/s over"),
         dsn=False,
     ),
@@ -87,25 +87,25 @@ QUICK: dict[str, Quick] = {
         ("max sustainable", "s at the knee", "adaptive sweeps checked from outside"),
     ),
     "steady_rate.py": Quick(
-        "--rates 800 --duration 3 --repeat 1",
+        "--rates 800 --duration 2 --repeat 1",
         ("wake-up@rate  msg/s  empty/msg", "targets at notify@800:", "client CPU per message"),
     ),
     # a TCP server of its own with a password, for PgBouncer
     "many_workers.py": Quick(
-        "--workers 4,40 --duration 3 --repeat 1",
+        "--workers 4,40 --duration 2 --repeat 1",
         ("workers  msg/s  client us/msg", "client CPU per message, 40 / 4 workers", "peak RSS at 40 workers"),
         dsn=False,
     ),
     "limits.py": Quick(
-        "--cases none --drain 2000 --repeat 1",
+        "--cases none --drain 1000 --repeat 1",
         ("verdicts", "the offered 100/s was served below every limit", "sampling at 20 Hz costs"),
     ),
     "batch.py": Quick(
-        "--fill-db 2000 --repeat 1",
+        "--fill-db 1000 --repeat 1",
         ("commits/msg  client us/msg", "indexed -batch 10", "examples/jobs -batch 10"),
     ),
     "seeds.py": Quick(
-        "--messages 1000 --course-messages 300 --repeat 1",
+        "--messages 500 --course-messages 300 --repeat 1",
         ("seed figure", "002 next-attempt, -batch 10", "001 claim with skip locked", "the tool at"),
     ),
     "skew.py": Quick(

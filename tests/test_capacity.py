@@ -8,7 +8,7 @@ import json
 import psycopg
 import pytest
 from checks import assert_exactly_once_in_order
-from conftest import Cli, assert_one_line_error
+from conftest import Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 FAST = "-claim indexed -poll-interval 0.02"
@@ -95,7 +95,7 @@ def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db
 def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection) -> None:
     db.execute("create extension if not exists pg_stat_statements")  # the tests' server preloads it
     result = cli.run(
-        "-fill-db 800 -rate 400 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json", FAST
+        "-fill-db 800 -rate 400 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json -v", FAST
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = doc(cli)
@@ -137,6 +137,9 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
         db.execute("select sum(counter) from pgmq_sim_bystander").fetchone()[0] == bystander["transactions"]
     )
     assert "bystander ms" in result.stdout and "server cost" in result.stdout
+    # -v: every row of the summary, the workers' table too (a plain run's: test_port.py)
+    for row in ("workers' time", "complete+commit ms", "claim ms", "empty claims", "conn. lost"):
+        assert row in result.stdout, row
     assert_exactly_once_in_order(db, 800, delmsg=False)
 
 
@@ -153,5 +156,5 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
         ("-bystander -4", ["-bystander -4"]),
     ],
 )
-def test_bad_capacity_flags(cli: Cli, args: str, needles: list[str]) -> None:
-    assert_one_line_error(cli.run(args), 2, *needles)
+def test_bad_capacity_flags(refuse: Refuse, args: str, needles: list[str]) -> None:
+    assert_one_line_error(refuse(args), 2, *needles)

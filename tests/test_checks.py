@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import Cli, assert_one_line_error
+from conftest import Cli, Refuse, assert_one_line_error
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
@@ -63,5 +63,5 @@ def test_passing_checks_exit_0(cli: Cli) -> None:
         (f"{RUN} -check e2e-p99", ["is not a check"]),
     ],
 )
-def test_a_check_the_run_cannot_produce_is_refused(cli: Cli, args: str, needles: list[str]) -> None:
-    assert_one_line_error(cli.run(args), 2, *needles)
+def test_a_check_the_run_cannot_produce_is_refused(refuse: Refuse, args: str, needles: list[str]) -> None:
+    assert_one_line_error(refuse(args), 2, *needles)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import REPO, Cli, assert_one_line_error
+from conftest import REPO, Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 
@@ -185,10 +185,12 @@ def test_a_broken_design_is_refused_before_anything_changes(
         ("-schema schema.sql", "edit its files instead"),
     ],
 )
-def test_what_a_design_cannot_do_is_refused_with_its_fix(cli: Cli, flags: str, needle: str) -> None:
-    folder(cli.workdir)
-    shutil.copy(REPO / "schema.sql", cli.workdir / "schema.sql")
-    assert_one_line_error(cli.run(f"-queue ./outbox -fill-db 50 -workers 3 {flags}"), 2, needle)
+def test_what_a_design_cannot_do_is_refused_with_its_fix(
+    refuse: Refuse, tmp_path: Path, flags: str, needle: str
+) -> None:
+    folder(tmp_path)
+    shutil.copy(REPO / "schema.sql", tmp_path / "schema.sql")
+    assert_one_line_error(refuse(f"-queue ./outbox -fill-db 50 -workers 3 {flags}"), 2, needle)
 
 
 def test_the_example_design_with_notify_and_failures(cli: Cli) -> None:
@@ -257,7 +259,7 @@ def test_a_claim_that_ignores_the_due_time_completes_early_and_fails_the_audit(c
 
 def test_under_a_backlog_the_top_priority_waits_less_than_half_as_long(cli: Cli) -> None:
     result = cli.run(
-        "-queue priority -fill-db 1500 -workers 6 -work-ms 1-2 -orders 300 -priority 1-5 -json p.json"
+        "-queue priority -fill-db 1500 -workers 6 -work-ms 1-2 -orders 300 -priority 1-5 -json p.json -v"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     by_level = json.loads((cli.workdir / "p.json").read_text())["latency_ms"]["e2e_by_priority"]

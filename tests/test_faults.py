@@ -257,7 +257,7 @@ def test_an_outage_the_runs_end_cuts_off_is_reported_with_its_seconds_the_limit_
             cli = Cli(bouncer.dsn_for(), tmp_path)
             proc = cli.start(
                 "-duration 6 -rate 150 -workers 4 -orders 6 -claim indexed -work-ms 1-3 -poll-interval 0.05",
-                f"-pooler-admin {bouncer.admin_dsn} -json out.json",
+                f"-pooler-admin {bouncer.admin_dsn} -json out.json -v",
             )
             wait_for_handled(cli.workdir / "msg_queue.log", 420)
             server.restart()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import psycopg
 import pytest
-from conftest import Cli, assert_one_line_error
+from conftest import Cli, Refuse, assert_one_line_error
 from prometheus_client import CollectorRegistry, generate_latest
 from psycopg.conninfo import make_conninfo
 
@@ -325,8 +325,8 @@ def test_a_held_snapshot_growing_table_drifts_and_a_steady_run_is_stable(cli: Cl
         ("-sweep rate=auto -drift", ["-drift judges a run at one setting"]),
     ],
 )
-def test_a_drift_needs_a_long_run_at_one_setting(cli: Cli, args: str, needles: list[str]) -> None:
-    assert_one_line_error(cli.run(args), 2, *needles)
+def test_a_drift_needs_a_long_run_at_one_setting(refuse: Refuse, args: str, needles: list[str]) -> None:
+    assert_one_line_error(refuse(args), 2, *needles)
 
 
 @pytest.mark.integration
@@ -349,7 +349,7 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
     """With --processes (a master and its workers) the master serves the whole fleet's figures."""
     port = free_port()
     argv = cli.command(
-        "-duration 5 -rate 100 -workers 4 -claim indexed -wakeup notify",
+        "-duration 3 -rate 100 -workers 4 -claim indexed -wakeup notify",  # 3 s: a dozen scrapes
         f"-metrics-port {port} -json m.json {runner}",
     )
     proc = subprocess.Popen(argv, cwd=cli.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

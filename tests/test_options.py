@@ -87,7 +87,8 @@ def test_the_flags_are_the_options_both_spellings_with_their_defaults(name: str)
         if option.argument:
             assert param.opts == [option.param] and not param.required
             continue
-        assert set(param.opts) == {f"-{option.name}", f"--{option.name}"}, option.name
+        short = {f"-{option.short}"} if option.short else set()
+        assert set(param.opts) == {f"-{option.name}", f"--{option.name}"} | short, option.name
         assert param.default == option.default, option.name
         assert isinstance(param, click.Option) and param.is_flag == (option.kind == "switch")
     assert not params, f"flags that are no option: {sorted(params)}"
@@ -106,7 +107,7 @@ def test_help_lists_every_option_under_its_section() -> None:
             seen[line.split(",")[0].strip()] = section
     for option in RUN:
         if option.kind != "version":
-            assert seen.get(f"-{option.name}") == option.section, option.name
+            assert seen.get(f"-{option.short or option.name}") == option.section, option.name
     assert list(dict.fromkeys(seen.values())) == [k for k in SECTIONS if k in seen.values()]
 
 

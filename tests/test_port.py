@@ -56,11 +56,18 @@ def test_run_processes_every_message_once_in_group_order(
 
 
 def test_summary_reports_processed_and_rates(cli: Cli) -> None:
+    """The answer in a screen (at most 40 lines), without the detail -v prints
+    (test_capacity.py::test_server_cost_and_bystander_are_reported runs with -v)."""
     result = cli.run("-fill-db", "300", "-workers", "3", "-work-ms", "0")
     assert result.returncode == 0, result.stderr
     assert "300 of 300" in result.stdout
     assert "messages/s" in result.stdout and "type1" in result.stdout
     assert "audit" in result.stdout and "pass" in result.stdout
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 40, result.stdout
+    assert "the detail: -v, or -report FILE.html" in " ".join(result.stdout.split())
+    detail = ("workers' time", "complete+commit ms", "claim ms", "empty claims")
+    assert not any(row in result.stdout for row in detail), result.stdout
 
 
 def test_seed_example_two_claim_third_finds_none(db: psycopg.Connection, dsn: str) -> None:

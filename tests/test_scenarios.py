@@ -9,7 +9,7 @@ from datetime import datetime
 
 import psycopg
 import pytest
-from conftest import REPO, Cli, assert_one_line_error
+from conftest import REPO, Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 
@@ -208,5 +208,5 @@ def test_compare_runs_single_and_split_on_one_workload(cli: Cli) -> None:
         ("kill-connection", "is not a fault"),
     ],
 )
-def test_bad_chaos_spec_is_a_usage_error(cli: Cli, spec: str, needle: str) -> None:
-    assert_one_line_error(cli.run("-chaos", spec), 2, needle)
+def test_bad_chaos_spec_is_a_usage_error(refuse: Refuse, spec: str, needle: str) -> None:
+    assert_one_line_error(refuse("-chaos", spec), 2, needle)

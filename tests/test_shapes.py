@@ -24,7 +24,7 @@ def doc(cli: Cli) -> dict:
 def test_zipf_keys_give_the_hottest_key_its_share(cli: Cli, db: psycopg.Connection) -> None:
     n, orders, s = 6000, 1000, 1.2
     result = cli.run(
-        f"-fill-db {n} -workers 6 -orders {orders} -key-skew zipf:{s} -seed 5 -json out.json", FAST
+        f"-fill-db {n} -workers 6 -orders {orders} -key-skew zipf:{s} -seed 5 -json out.json -v", FAST
     )
     assert result.returncode == 0, result.stdout + result.stderr
     expected = zipf_share(orders, s)  # of its type's messages: key 1 of each type

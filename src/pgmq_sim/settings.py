@@ -186,6 +186,8 @@ class Settings:
     metrics_port: int | None = None  # serve live metrics for Prometheus
     metrics_host: str | None = None  # ... on this address only; None: every interface
     baseline_path: Path | None = None  # diff the run against this run's JSON
+    report_path: Path | None = None  # -report: the HTML page of the run
+    verbose: bool = False  # -v: the summary shows every row, not the answer alone
 
     def __post_init__(self) -> None:
         # flags arrive as text; the modes are kept as their closed sets of names
@@ -282,7 +284,8 @@ class Settings:
         del data["payload"]
         data["sweep"] = str(self.sweep) if self.sweep else None
         data["checks"] = [str(c) for c in self.checks]
-        for key in ("schema", "next_msg", "json_path", "plot_path", "junit_path", "baseline_path"):
+        paths = ("schema", "next_msg", "json_path", "plot_path", "junit_path", "baseline_path", "report_path")
+        for key in paths:
             data[key] = None if data[key] is None else str(data[key])
         return data
 

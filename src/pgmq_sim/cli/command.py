@@ -15,9 +15,10 @@ from typing import Any
 import click
 import psycopg
 from rich.console import Console
+from rich.markup import escape
 
 from pgmq_sim import __version__
-from pgmq_sim.cli.diff_command import print_diff
+from pgmq_sim.cli.diff_command import diff_line, print_diff
 from pgmq_sim.cli.flags import check_flags as refuse_flags
 from pgmq_sim.cli.flags import command_of
 from pgmq_sim.cli.options import RUN
@@ -35,7 +36,8 @@ from pgmq_sim.render.junit import write_junit
 from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.plot import write_plot
 from pgmq_sim.render.progress import TerminalObserver
-from pgmq_sim.render.terminal import print_comparison, print_summary
+from pgmq_sim.render.report import run_report, write_report
+from pgmq_sim.render.terminal import outputs_text, print_comparison, print_summary
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.server import open_server
@@ -136,7 +138,7 @@ def execute(scenario: Scenario) -> int:
                         continue
                     result = results[-1]
                     if len(inputs) == 1:
-                        print_summary(console, result)
+                        print_summary(console, result, settings.verbose)
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
@@ -180,13 +182,19 @@ def _report(
     errors: list[str] = []
     if compare:
         print_comparison(console, results)
+        console.print(escape(f"output: {outputs_text(settings)}"))
     worse_than_base: list[FigureChange] = []
-    needed = settings.json_path is not None or baseline is not None  # a document costs the advice
+    # a document costs the advice: made only for a file that holds it
+    needed = settings.json_path is not None or baseline is not None or settings.report_path is not None
     documents = [result_document(r) for r in results] if needed else []
     if baseline is not None and documents:
         changes = compare_runs(baseline, documents[0])
         differences = setting_differences(baseline, documents[0])  # the server, if any
-        print_diff(console, changes, differences, f"against -baseline {settings.baseline_path}")
+        title = f"against -baseline {settings.baseline_path}"
+        if settings.verbose:
+            print_diff(console, changes, differences, title)
+        else:
+            console.print(escape(f"{title}: {diff_line(changes)}"))
         worse_than_base = worse(changes, DEFAULT_FAIL_ON)
         if worse_than_base:
             names = ", ".join(c.name for c in worse_than_base)
@@ -212,6 +220,16 @@ def _report(
             write_junit(settings.junit_path, results)
         except SimError as exc:
             errors.append(str(exc))
+    if settings.report_path and (results or failed):
+        try:
+            page = run_report(documents, __version__, failed, compare)
+        except Exception as exc:  # a page that cannot be drawn costs the page, never the run's exit
+            errors.append(f"cannot draw the -report page: {exc!r}; the run's JSON (-json) holds every figure")
+        else:
+            try:
+                write_report(settings.report_path, page)
+            except SimError as exc:
+                errors.append(str(exc))
     for error in errors:
         click.echo(f"pgmq-sim: error: {error}", err=True)
     code = max([r.exit_code for r in results] + [1 if failed or errors else 0])

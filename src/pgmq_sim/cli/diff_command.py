@@ -12,12 +12,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from pgmq_sim import __version__
 from pgmq_sim.cli.flags import command_of
 from pgmq_sim.cli.options import DIFF
 from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_toml
-from pgmq_sim.errors import UsageError
+from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.kinds import CHECK_EXIT
 from pgmq_sim.render.files import check_output_path, write_json
+from pgmq_sim.render.report import check_report_path, diff_report, write_report
 from pgmq_sim.verdicts.diff import (
     FigureChange,
     compare,
@@ -57,6 +59,13 @@ def print_diff(console: Console, changes: list[FigureChange], differences: list[
     console.print(table)
 
 
+def diff_line(changes: list[FigureChange]) -> str:
+    """The figures that moved beyond the noise, in one line (the table is -v's and the report's)."""
+    moved = {verdict: [c.name for c in changes if c.verdict == verdict] for verdict in ("worse", "better")}
+    said = [f"{verdict}: {', '.join(names)}" for verdict, names in moved.items() if names]
+    return "; ".join(said) + "; the rest within the noise" if said else "every figure within the noise"
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
 
@@ -68,15 +77,26 @@ def diff_command(**_options: object) -> None:
     if scenario.options["print_config"]:
         click.echo(scenario_toml(scenario), nl=False)
         return
-    base, new, json_path = (scenario.options[key] for key in ("base", "new", "json_path"))
+    base, new, json_path, report_path = (
+        scenario.options[key] for key in ("base", "new", "json_path", "report_path")
+    )
     changes = compare(base_doc, new_doc)
     console = Console(highlight=False)
     print_diff(console, changes, differences, f"{base} -> {new}")
     failing = worse(changes, names)
+    diff = diff_json(differences, changes, failing)
     if json_path is not None:
-        write_json(
-            json_path, {"base": str(base), "new": str(new), **diff_json(differences, changes, failing)}
-        )
+        write_json(json_path, {"base": str(base), "new": str(new), **diff})
+    if report_path is not None:
+        try:
+            page = diff_report(base_doc, new_doc, (str(base), str(new)), diff, names, __version__)
+        except Exception as exc:  # an older version's JSON may lack what the page shows
+            raise SimError(
+                f"cannot draw the -report page: {exc!r}; the diff is above (and in -json), or rerun the runs"
+                " with this version"
+            ) from None
+        write_report(report_path, page)
+        console.print(f"report: {report_path}")
     if failing:
         console.print(f"[red]worse beyond noise:[/] {', '.join(c.name for c in failing)} (exit 4)")
         sys.exit(CHECK_EXIT)
@@ -92,6 +112,8 @@ def diff_inputs(scenario: Scenario) -> tuple[tuple[str, ...], dict[str, Any], di
     names, allow_different = parse_fail_on(scenario.options["fail_on"]), scenario.options["allow_different"]
     if json_path is not None:
         check_output_path(json_path, "-json")
+    if scenario.options["report_path"] is not None:
+        check_report_path(scenario.options["report_path"])
     base_doc, new_doc = load_run(base), load_run(new)
     differences = setting_differences(base_doc, new_doc)
     if differences and not allow_different:

@@ -26,7 +26,7 @@ def flag_tables(commands: tuple[CommandOptions, ...] = (RUN, AUDIT, DIFF)) -> st
 
 
 def row(option: Option) -> str:
-    flag = option.flag
+    flag = (f"-{option.short}`, `" if option.short else "") + option.flag
     if option.metavar and not option.argument and option.kind not in ("switch", "version"):
         flag += f" {option.metavar}"
     elif option.argument:

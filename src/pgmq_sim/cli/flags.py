@@ -68,12 +68,13 @@ def parameter(option: Option) -> Callable[[F], F]:
         if option.shown_default:  # click would show a text default in parentheses
             kwargs["help"] += f"  [default: {plain(option.shown_default)}]"
         kwargs["show_default"] = option.default is not None and not option.shown_default
-    return flag(option.name, option.param, **kwargs)
+    return flag(option.name, option.param, option.short, **kwargs)
 
 
-def flag(name: str, dest: str | None = None, **kwargs: Any) -> Callable[[F], F]:
-    """An option spelled both -name (as the Go tool) and --name."""
-    return click.option(f"-{name}", f"--{name}", dest or name.replace("-", "_"), **kwargs)
+def flag(name: str, dest: str | None = None, short: str | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """An option spelled both -name (as the Go tool) and --name (and -x, where it has a short one)."""
+    spellings = ([f"-{short}"] if short else []) + [f"-{name}", f"--{name}"]
+    return click.option(*spellings, dest or name.replace("-", "_"), **kwargs)
 
 
 def check_flags(command: SectionedCommand, args: list[str]) -> None:

@@ -98,6 +98,7 @@ class Option:
     in_file: bool = True  # a key of scenario files (not -config itself, -print-config, -version)
     argument: bool = False  # given on the command line without a flag (pgmq-sim diff BASE NEW)
     gnu: bool = False  # shown --name in the docs (Locust's runners)
+    short: str | None = None  # a short spelling besides -name and --name (-v)
     example: tuple[str, ...] = ()  # a command line that sets it, for the tests
 
     @property

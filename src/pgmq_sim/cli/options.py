@@ -683,6 +683,28 @@ RUN_OPTIONS = (
         example=("-plot", "out.png"),
     ),
     Option(
+        "report",
+        "path",
+        "one self-contained HTML page of the run (a comparison, a sweep): the answer, charts over time,"
+        " the tables, the advice and the scenario; no network needed to open it (`pip install"
+        " '.[plot]'`); see [Reports](docs/scenarios.md#reports)",
+        "outputs",
+        metavar="FILE.html",
+        dest="report_path",
+        place="out",
+        example=("-report", "out.html"),
+    ),
+    Option(
+        "verbose",
+        "switch",
+        "the summary prints every row (costs, workers, steps, checks, each fault, the latency account"
+        " per type), not the answer alone",
+        "outputs",
+        default=False,
+        short="v",
+        example=("-verbose",),
+    ),
+    Option(
         "progress",
         "text",
         "`auto`: bars on a terminal, a plain line every 5 s otherwise; or always `bars`, always"
@@ -920,6 +942,16 @@ DIFF = CommandOptions(
             dest="json_path",
             place="out",
             example=("-json", "diff.json"),
+        ),
+        Option(
+            "report",
+            "path",
+            "the diff as one self-contained HTML page: both runs, and what moved beyond the noise",
+            "outputs",
+            metavar="FILE.html",
+            dest="report_path",
+            place="out",
+            example=("-report", "diff.html"),
         ),
         *SCENARIO,
     ),

@@ -22,6 +22,7 @@ from pgmq_sim.model.kinds import TxMode, WakeupMode
 from pgmq_sim.model.sweep import AUTO_WORKERS
 from pgmq_sim.render.files import STDOUT, check_output_path
 from pgmq_sim.render.plot import check_plot_support
+from pgmq_sim.render.report import check_report_path
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import Settings, parse_listen_address, runs_by_time
 from pgmq_sim.verdicts.checks import refuse_unproduced, refuse_unwatchable
@@ -157,6 +158,8 @@ def plan_run(scenario: Scenario) -> RunPlan | None:
         check_plot_support(settings.plot_path)
     if settings.junit_path:
         check_output_path(settings.junit_path, "-junit")
+    if settings.report_path:
+        check_report_path(settings.report_path)
     tx_given = TxMode(options["tx"]) if options["tx"] is not None else None
     cells = (
         parse_compare(options["compare"], tx_given)

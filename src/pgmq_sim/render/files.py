@@ -19,6 +19,7 @@ from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
+from pgmq_sim.verdicts.hidden import hidden_account
 from pgmq_sim.verdicts.limits import run_limit, time_split
 
 STDOUT = Path("-")
@@ -77,8 +78,10 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
 def result_document(result: RunResult) -> dict[str, Any]:
     """A result's JSON document: the result, its limit, and the advice its figures call for."""
     limit = run_limit(result)
+    hidden = hidden_account(result)
     return run_json(result) | {
         "limit": limit.as_json(),
+        "hidden": hidden.as_json() if hidden is not None else None,
         "time_split": time_split(result),
         "advice": advice(result, limit),
     }

@@ -7,14 +7,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from pgmq_sim.model.checks import number
+from pgmq_sim.model.events import Fault
+from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.settings import SHORT_DRIFT_S
+from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
+from pgmq_sim.verdicts.figures import KEPT_UP
 from pgmq_sim.verdicts.limits import run_limit, time_split
 
 
@@ -33,7 +36,159 @@ def audit_cell(r: RunResult) -> str:
     return text
 
 
-def print_summary(console: Console, result: RunResult) -> None:
+SHORT_NOTES = 3  # notes the short summary shows; -v and the report show every one
+SHORT_ADVICE = 3  # lines of advice likewise
+SHORT_CAUSES = 3  # an audit's causes likewise
+SHORT_TYPES = 6  # more types than this: the short summary gives the overall rate alone
+OURS = ("packaged", "built-in")  # where the tool's own SQL files come from
+
+
+def print_summary(console: Console, result: RunResult, verbose: bool = False) -> None:
+    """The answer in a screen: the run, its figures, the audit, the limit, and where the rest went
+    (-v prints the rest here too: print_detail)."""
+    if verbose:
+        print_detail(console, result)
+        return
+    table = Table(title=f"pgmq-sim: {result.outcome}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    if result.error:
+        table.add_row("error", f"[red]{escape(result.error)}[/]")
+    path = result.path
+    table.add_row("server", escape(result.server) + (f" ({path.tls})" if path and path.tls else ""))
+    if path is not None and path.pooled:
+        how = "detected" if path.detected else "given by -pooler"
+        table.add_row("pooler", escape(f"{path.pooler} pooling ({how}: {path.evidence})"))
+    table.add_row(
+        "design / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
+    )
+    if any(f.get("origin") not in OURS for f in result.files.values()):  # a file of the user's
+        table.add_row("files", escape(files_text(result)))
+    table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
+    table.add_row("processed", processed_text(result))
+    table.add_row("messages/s", throughput_text(result, SHORT_TYPES))
+    if result.producer is not None and result.producer.on_time_share < KEPT_UP:
+        table.add_row("producer", result.producer.text())
+    table.add_row("end-to-end ms", "  ".join(f"{k} {_ms(v)}" for k, v in result.e2e_ms.items()))
+    if result.latency is not None:
+        table.add_row("where the time went", escape(latency_text(result)))
+    if result.connections_lost or result.reconnects:
+        table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
+    _audit_rows(table, result, SHORT_CAUSES)
+    limit = run_limit(result)
+    table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
+    for kind, faults in _faults_by_kind(result).items():
+        table.add_row("fault", escape(fault_group_text(kind, faults)))
+    table.add_row("output", escape(outputs_text(result.settings)))
+    console.print(table)
+    if result.sweep is not None:
+        console.print(f"[bold]{result.sweep.headline()}[/]")
+        if result.sweep.limit_line():
+            console.print(escape(result.sweep.limit_line() or ""))
+    if result.drift is not None:
+        _print_drift_verdict(console, result.drift)
+    elif result.settings.drift:
+        console.print(
+            f"note: -drift: not judged: the run lasted {result.elapsed_s:.0f} s, and a drift needs"
+            f" {SHORT_DRIFT_S:.0f} s at one setting"
+        )
+    _print_some(console, "note:", list(result.notes), SHORT_NOTES, "notes")
+    for cause in result.stall_causes:
+        console.print(f"[red]stall:[/] {escape(cause)}")
+    _print_some(console, "[yellow]advice:[/]", advice(result, limit), SHORT_ADVICE, "lines of advice")
+    if result.checks:
+        _print_checks_verdict(console, result)
+
+
+def _print_some(console: Console, label: str, lines: list[str], most: int, what: str) -> None:
+    for line in lines[:most]:
+        console.print(f"{label} {escape(line)}")
+    if len(lines) > most:
+        console.print(f"({len(lines) - most} more {what}: -v, or the -report)")
+
+
+def _audit_rows(table: Table, result: RunResult, causes: int | None = None) -> None:
+    if result.audit:
+        a = result.audit
+        verdict = "[green]pass[/]" if a.passed else "[red]FAIL[/]"
+        if a.passed:
+            delivery = "at least once" if a.at_least_once else "exactly once"
+            order = "kept" if a.ordered else "not checked (unordered strategy)"
+            detail = "; ".join([f"{a.processed}/{a.expected} {delivery}, order {order}", *a.problems])
+        else:
+            detail = "; ".join(a.problems)
+        table.add_row("audit", f"{verdict}: {escape(detail)}")
+        shown = a.causes if causes is None else a.causes[:causes]
+        for cause in shown:
+            table.add_row("audit cause", escape(cause))
+        if len(shown) < len(a.causes):
+            table.add_row("audit cause", f"({len(a.causes) - len(shown)} more: -v, or the -report)")
+    elif result.settings.audit:
+        why = result.audit_skipped or "the server could not be reached"
+        table.add_row("audit", f"[red]not run[/]: {escape(why)}")
+
+
+def _faults_by_kind(result: RunResult) -> dict[str, list[Fault]]:
+    kinds: dict[str, list[Fault]] = {}
+    for fault in result.faults:
+        kinds.setdefault(fault.kind, []).append(fault)
+    return kinds
+
+
+def fault_group_text(kind: str, faults: list[Fault]) -> str:
+    """One fault as the detail shows it; a repeated one as one line: how many, when, what it cost."""
+    if len(faults) == 1:
+        return fault_text(faults[0])
+    first, last = faults[0], faults[-1]
+    text = f"{kind} x{len(faults)}, {first.at_s:.1f} s to {last.at_s:.1f} s: {first.detail} (the first)"
+    out = sum(f.outage_s or 0.0 for f in faults)
+    if any(f.connections_lost is not None for f in faults):
+        text += f"; out {out:.2f} s in all"
+        if any(f.open_at_end for f in faults):
+            text += "; not recovered by the end of the run"
+    return text
+
+
+def fault_text(fault: Fault) -> str:
+    effect = fault.effect()
+    return f"{fault.at_s:.1f} s {fault.kind}: {fault.detail}" + (f"; {effect}" if effect else "")
+
+
+def outputs_text(settings: Settings) -> str:
+    """Where the run's files went, and how to see what the summary leaves out."""
+    written = [
+        f"{name} {path}"
+        for name, path in (
+            ("report", settings.report_path),
+            ("JSON", settings.json_path),
+            ("plot", settings.plot_path),
+            ("JUnit", settings.junit_path),
+        )
+        if path is not None
+    ]
+    written.append(f"log {settings.logfile}")
+    text = "; ".join(written)
+    if settings.report_path is None and not settings.verbose:
+        text += "; the detail: -v, or -report FILE.html"
+    return text
+
+
+def files_text(result: RunResult) -> str:
+    return "; ".join(f"{k} {v['path']} ({v['origin']})" for k, v in result.files.items())
+
+
+def throughput_text(result: RunResult, most_types: int | None = None) -> str:
+    if most_types is not None and len(result.per_type) > most_types:
+        return f"{result.throughput_per_s:.1f} ({len(result.per_type)} types)"
+    per_type = ", ".join(
+        f"{t} {n / result.elapsed_s:.0f}" if result.elapsed_s else f"{t} 0"
+        for t, n in result.per_type.items()
+    )
+    return f"{result.throughput_per_s:.1f} ({per_type})"
+
+
+def print_detail(console: Console, result: RunResult) -> None:
+    """Every row the run has, as -v asks."""
     table = Table(title=f"pgmq-sim: {result.outcome}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -61,14 +216,10 @@ def print_summary(console: Console, result: RunResult) -> None:
         )
     elif result.settings.batch > 1:
         table.add_row("batch", f"up to {result.settings.batch} messages per claim")
-    table.add_row("files", "; ".join(f"{k} {v['path']} ({v['origin']})" for k, v in result.files.items()))
+    table.add_row("files", escape(files_text(result)))
     table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
     table.add_row("processed", processed_text(result))
-    per_type = ", ".join(
-        f"{t} {n / result.elapsed_s:.0f}" if result.elapsed_s else f"{t} 0"
-        for t, n in result.per_type.items()
-    )
-    table.add_row("messages/s", f"{result.throughput_per_s:.1f} ({per_type})")
+    table.add_row("messages/s", throughput_text(result))
     if result.producer is not None:
         table.add_row("producer", result.producer.text())
     e2e_label = "end-to-end ms" + ("" if result.settings.paced else " (incl. backlog wait)")
@@ -140,21 +291,7 @@ def print_summary(console: Console, result: RunResult) -> None:
             table.add_row("cost by role", role_cost_text(result.server_cost.roles))
     if result.client.processes:
         table.add_row("client", client_text(result))
-    if result.audit:
-        a = result.audit
-        verdict = "[green]pass[/]" if a.passed else "[red]FAIL[/]"
-        if a.passed:
-            delivery = "at least once" if a.at_least_once else "exactly once"
-            order = "kept" if a.ordered else "not checked (unordered strategy)"
-            detail = "; ".join([f"{a.processed}/{a.expected} {delivery}, order {order}", *a.problems])
-        else:
-            detail = "; ".join(a.problems)
-        table.add_row("audit", f"{verdict}: {escape(detail)}")
-        for cause in a.causes:
-            table.add_row("audit cause", escape(cause))
-    elif result.settings.audit:
-        why = result.audit_skipped or "the server could not be reached"
-        table.add_row("audit", f"[red]not run[/]: {escape(why)}")
+    _audit_rows(table, result)
     if result.retries:
         rt = result.retries
         table.add_row(
@@ -188,17 +325,24 @@ def print_summary(console: Console, result: RunResult) -> None:
         )
     if result.latency is not None:
         table.add_row("where the time went", escape(latency_text(result)))
+        slowest = sorted(
+            result.latency.per_type.items(), key=lambda tc: -(tc[1]["p99"].total_ms if "p99" in tc[1] else 0)
+        )
+        for queue_type, cohorts in slowest[:ACCOUNT_TYPES]:
+            said = "; ".join(f"{NAMES[name]} {c.text()}" for name, c in sorted(cohorts.items()))
+            table.add_row(f"  {queue_type}", escape(said))
+        if len(slowest) > ACCOUNT_TYPES:
+            table.add_row(
+                "", f"({len(slowest) - ACCOUNT_TYPES} more types: the JSON's latency_split, or the -report)"
+            )
     limit = run_limit(result)
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     if result.waits is not None:
         table.add_row("server waits", escape(result.waits.text()))
     table.add_row("workers' time", escape(time_split_text(result)))
     for fault in result.faults:
-        effect = fault.effect()
-        table.add_row(
-            "fault",
-            f"{fault.at_s:.1f} s {fault.kind}: {escape(fault.detail)}" + (f"; {effect}" if effect else ""),
-        )
+        table.add_row("fault", escape(fault_text(fault)))
+    table.add_row("output", escape(outputs_text(result.settings)))
     console.print(table)
     workers = Table(title="workers", title_justify="left")
     columns = ["worker", "type", "processed", "empty claims", "busy", "conn. lost"]
@@ -233,10 +377,14 @@ def print_summary(console: Console, result: RunResult) -> None:
         print_checks(console, result)
 
 
+ACCOUNT_TYPES = 12  # -v: the types whose slowest took longest, each a row
+NAMES = {MEDIAN: "median", P99: "slowest 1%"}
+
+
 def latency_text(result: RunResult) -> str:
     """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
     assert result.latency is not None
-    cohorts = (("median", result.latency.median), ("slowest 1%", result.latency.p99))
+    cohorts = ((NAMES[MEDIAN], result.latency.median), (NAMES[P99], result.latency.p99))
     return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
 
 
@@ -266,6 +414,10 @@ def print_drift(console: Console, drift: DriftReport) -> None:
         facts.append(f"autovacuum of the queue's table x{drift.autovacuums}")
     facts.append(drift.table_note)
     console.print("drift facts: " + escape("; ".join(facts)))
+    _print_drift_verdict(console, drift)
+
+
+def _print_drift_verdict(console: Console, drift: DriftReport) -> None:
     if drift.drifting:
         console.print(f"[red]drifting:[/] {escape('; '.join(drift.drifting))}")
     else:
@@ -284,6 +436,10 @@ def print_checks(console: Console, result: RunResult) -> None:
             mark, str(c.check), value, f"{c.check.op} {number(c.check.bound)} {c.check.unit}".rstrip()
         )
     console.print(table)
+    _print_checks_verdict(console, result)
+
+
+def _print_checks_verdict(console: Console, result: RunResult) -> None:
     breached = result.breached
     if breached:
         console.print(f"[red]checks breached:[/] {', '.join(str(c.check) for c in breached)} (exit 4)")

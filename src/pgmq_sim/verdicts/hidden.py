@@ -57,6 +57,7 @@ class HiddenAccount:
     def as_json(self) -> dict[str, Any]:
         return {
             "hidden_ms": round(self.hidden_ms, 3),
+            "share_of_slowest": round(self.hidden_ms / self.total_ms, 3) if self.total_ms > 0 else 0.0,
             "causes": [
                 {"resource": c.resource, "share": round(c.share, 3), "evidence": c.evidence}
                 for c in self.causes

@@ -1,0 +1,251 @@
+"""The HTML report's renderer, on results built by hand (no server): a single run, the latency split
+once the result carries it, a comparison and a diff. The browser test (test_report_browser.py) opens
+real runs' reports."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import io
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import settings
+from rich.console import Console
+
+from pgmq_sim.errors import UsageError
+from pgmq_sim.model.events import Fault
+from pgmq_sim.model.keys import KeyDistribution
+from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.render.files import result_document
+from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_report
+from pgmq_sim.render.terminal import print_summary
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.verdicts.diff import compare, diff_json, setting_differences, worse
+from pgmq_sim.verdicts.hidden import HiddenAccount, HiddenCause
+
+pytestmark = pytest.mark.unit
+
+SECONDS = 10  # whole seconds: a diff judges their series (8 or more)
+
+
+def result(strategy: str = "seed", per_second: int = 50, faults: tuple[Fault, ...] = ()) -> RunResult:
+    """A paced run of SECONDS seconds by hand: each worker processed its share at 8 ms end to end."""
+    processed = per_second * SECONDS
+    stats = []
+    for i in range(6):
+        s = WorkerStats(name=f"w{i + 1}", queue_type=("type1", "type2", "type3")[i % 3])
+        for _ in range(processed // 6):
+            s.record_processed(8.0, 0.005, 0.004)
+            s.claim.record_ms(0.3)
+            s.complete.record_ms(0.5)
+        stats.append(s)
+    timeline = [
+        SecondSample(
+            second, per_second, per_second - (second % 3), second % 4, 7.0, 9.0, 12.0 + second, 5, per_second
+        )
+        for second in range(SECONDS)
+    ]
+    return RunResult.from_stats(
+        settings=settings(fill_db=processed, rate=per_second, claim=strategy),
+        server="embedded PostgreSQL 17 (test)",
+        strategy=strategy,
+        ordered=True,
+        files={},
+        produced=processed,
+        elapsed_s=float(SECONDS),
+        outcome=Outcome.COMPLETED,
+        stats=stats,
+        keys=KeyDistribution(processed, 6, {"type1": 2, "type2": 2, "type3": 2}, (), True, 1 / 6),
+        timeline=timeline,
+        health=None,
+        audit=None,
+        faults=faults,
+    )
+
+
+def cohort(e2e: float, due: float, ordering: float, capacity: float, hidden: float) -> dict[str, Any]:
+    service = e2e - due - ordering - capacity - hidden
+    return {
+        "messages": 10,
+        "e2e_ms": e2e,
+        "due_ms": due,
+        "ordering_ms": ordering,
+        "capacity_ms": capacity,
+        "hidden_ms": hidden,
+        "service_ms": service,
+    }
+
+
+LATENCY_SPLIT = {
+    "parts": ["due", "ordering", "capacity", "hidden", "service"],
+    "overall": {"median": cohort(8, 0, 1, 1, 0.5), "p99": cohort(40, 0, 12, 6, 17)},
+    "per_type": {
+        "type1": {"median": cohort(8, 0, 1, 1, 0.5), "p99": cohort(31, 0, 10, 5, 11)},
+        "type2": {"median": cohort(9, 0, 2, 1, 0.5), "p99": cohort(55, 0, 9, 4, 37)},
+    },
+}
+HIDDEN = HiddenAccount(  # what hid the slowest 1%, as verdicts/hidden explains it
+    17.0,
+    40.0,
+    (HiddenCause("locks", 0.85, "pid 4242 (report job) held 60 advisory locks from 4.0 s to 29.0 s", None),),
+    "the lock census (20 samples), 0 outage(s), the wake-up (poll)",
+).as_json()
+
+
+class Page(HTMLParser):
+    """What a test reads from a page: the charts, their marks, the figures with their keys."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.charts: list[str] = []
+        self.marks: dict[str, int] = {}
+        self.values: list[tuple[str, str]] = []
+        self.tags: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append(tag)
+        if tag == "figure" and a.get("data-chart"):
+            self.charts.append(str(a["data-chart"]))
+            self.marks[self.charts[-1]] = 0
+        if self.charts and (a.get("id") or "").startswith("mark-"):
+            self.marks[self.charts[-1]] += 1
+        if a.get("data-key") is not None:
+            self.values.append((str(a["data-key"]), str(a.get("data-value"))))
+
+
+def test_a_run_report_leads_with_the_answer_and_fetches_nothing() -> None:
+    faults = (
+        Fault(5.0, "kill-connection", "killed 2 of 6 worker connections"),
+        Fault(9.0, "kill-connection", "killed 1 of 6 worker connections"),
+    )
+    doc = result_document(result(faults=faults))
+    html = run_report([doc], "test")
+    page = Page(html)
+    assert page.charts == ["run-timeline"]
+    assert page.marks["run-timeline"] >= 4  # processed, arrived, backlog, p50..p99, faults
+    # no script, nothing fetched from elsewhere, a policy that forbids it
+    assert "script" not in page.tags
+    assert not re.search(r"""(src|href)=["'](https?:)?//""", html)
+    assert "default-src 'none'" in html
+    # the answer's figures are the document's
+    shown = dict(page.values)
+    assert float(shown["throughput_per_s"]) == doc["throughput_per_s"]
+    assert float(shown["latency_ms.e2e.p99"]) == doc["latency_ms"]["e2e"]["p99"]
+    assert shown["limit.resource"] == doc["limit"]["resource"]
+    # the answer comes before the charts, the tables, the advice and the scenario
+    order = [
+        html.index(s)
+        for s in (
+            'id="run-answer"',
+            'id="run-time"',
+            'id="run-tables"',
+            'id="run-advice"',
+            'id="run-scenario"',
+        )
+    ]
+    assert order == sorted(order)
+    # repeated faults are one row of the table, each still listed below it
+    assert re.search(r"<td>kill-connection</td><td class=\"n\">2</td>", html)
+    # no latency split yet: no chart for it
+    assert 'id="run-split"' not in html
+
+
+def test_the_latency_split_draws_a_stacked_bar_per_cohort_and_type_when_the_result_carries_it() -> None:
+    doc = result_document(result()) | {"latency_split": LATENCY_SPLIT, "hidden": HIDDEN}
+    html = run_report([doc], "test")
+    page = Page(html)
+    assert "run-split" in page.charts
+    # a bar per part and per cohort: overall, type1 and type2, each median and p99
+    assert page.marks["run-split"] == 5 * 6
+    assert "type2, p99" in html and "60 advisory locks" in html and "pid 4242 (report job)" in html
+    assert '<td>locks</td><td class="n">85%</td>' in html
+    assert "Unexplained: 15% of it has no cause the run measured" in html
+    # the slowest p99 cohort's type comes first
+    assert html.index("type2, p99") < html.index("type1, p99")
+    # null: not measured, no chart
+    bare = doc | {"latency_split": None, "timeline": []}  # no second drawn either: only the split is asked
+    assert doc["waits"] is None and Page(run_report([bare], "test")).charts == []
+
+
+def test_a_comparison_shows_its_cells_side_by_side() -> None:
+    docs = [result_document(result("seed", 40)), result_document(result("indexed", 60))]
+    html = run_report(
+        docs,
+        "test",
+        failed=[{"strategy": "fifo", "wakeup": "poll", "tx": "single", "error": "it broke"}],
+        compare=True,
+    )
+    page = Page(html)
+    assert page.charts[:2] == ["cells", "cells-timeline"]
+    assert {"cell1-timeline", "cell2-timeline"} <= set(page.charts)
+    assert all(page.marks[name] > 0 for name in page.charts)
+    throughputs = [float(v) for k, v in page.values if k == "throughput_per_s"]
+    assert throughputs[:2] == [docs[0]["throughput_per_s"], docs[1]["throughput_per_s"]]
+    assert "did not run: it broke" in html
+
+
+def test_a_diff_shows_both_runs_and_what_moved_beyond_the_noise() -> None:
+    base = result_document(result(per_second=50))
+    new = copy.deepcopy(base)
+    new["throughput_per_s"] = 25.0
+    for second in new["timeline"]:
+        second["processed"] //= 2
+    changes = compare(base, new)
+    failing = worse(changes, ("throughput",))
+    diff = diff_json(setting_differences(base, new), changes, failing)
+    html = diff_report(base, new, ("base.json", "new.json"), diff, ("throughput",), "test")
+    page = Page(html)
+    assert page.charts == ["diff-timeline"] and page.marks["diff-timeline"] > 0
+    assert dict(page.values)["worse"] == "throughput"
+    assert re.search(r'<tr class="moved"><td>throughput</td>', html)
+    assert [float(v) for k, v in page.values if k == "throughput_per_s"] == [base["throughput_per_s"], 25.0]
+
+
+def test_lookup_reads_a_dotted_path() -> None:
+    doc = {"latency_ms": {"e2e": {"p99": 3.5}}}
+    assert lookup(doc, "latency_ms.e2e.p99") == 3.5
+    assert lookup(doc, "latency_ms.claim.p99") is None
+
+
+def summary(run: RunResult, verbose: bool = False) -> list[str]:
+    out = io.StringIO()
+    print_summary(Console(file=out, width=120), run, verbose)
+    return out.getvalue().splitlines()
+
+
+def test_a_summary_of_repeated_faults_fits_a_screen_and_v_lists_each() -> None:
+    """Issue 38's case: a server that ended 250 sessions printed 567 lines; one row per kind now."""
+    lost = tuple(
+        Fault(0.8 * i, "outage", f"not injected: {i} worker connection(s) lost", outage_s=0.2,
+              rate_before=50.0, connections_lost=1, recovery_s=0.1)
+        for i in range(1, 251)
+    )  # fmt: skip
+    run = result(faults=lost)
+    short = summary(run)
+    assert len(short) <= 40, "\n".join(short)
+    text = " ".join(" ".join(short).replace("│", " ").split())
+    assert "outage x250, 0.8 s to 200.0 s" in text and "out 50.00 s in all" in text
+    full = summary(run, verbose=True)
+    assert sum(1 for line in full if line.startswith("│ fault ")) == 250
+
+
+def test_a_report_path_is_checked_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page needs a file to go to and matplotlib to draw its charts: each refusal is one line."""
+    with pytest.raises(UsageError, match="give it a file name"):
+        check_report_path(Path("-"))
+    with pytest.raises(UsageError, match="it is a directory"):
+        check_report_path(tmp_path)
+    check_report_path(tmp_path / "run.html")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "matplotlib" else real(name)
+    )
+    with pytest.raises(UsageError, match=r"install the plot extra: pip install '\.\[plot\]'"):
+        check_report_path(tmp_path / "run.html")
