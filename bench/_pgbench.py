@@ -126,6 +126,7 @@ def pgbench_script(strategy: QueueDesign, audited: bool = False) -> str:
             ("$4", "'pgbench'"),
             ("$5", "clock_timestamp()"),
             ("$6", "1"),
+            ("$7", "null"),  # how long the worker was free before the claim: pgbench does not say
         ):
             journal = journal.replace(param, value)
         complete = f"{journal};\n{complete}"

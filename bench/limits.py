@@ -7,7 +7,10 @@ Each case is one pgmq-sim run on one embedded server (--dsn: a server of yours),
 * ordering:   -fill-db 4000 -workers 12 -work-ms 5 -orders 1000 -key-skew zipf:2 (a hot key per type)
 * claim-plan: -fill-db 50000 -duration 5 -workers 6 -work-ms 1 -orders 2 -claim seed (the seed's
               claim reads the backlog to find a free head)
-* none:       -rate 100 -duration 5 -workers 6 -work-ms 1 -orders 100 (far below capacity)
+* none:       -rate 50 -duration 5 -workers 6 -work-ms 40 -orders 100 -wakeup notify (far below
+              capacity: the slowest 1% mostly their work)
+* polling:    -rate 100 -duration 5 -workers 6 -work-ms 1 -orders 100 -poll-interval 0.2 (idle
+              workers asleep: the slowest 1% mostly hidden, for up to a poll)
 * pool:       -fill-db 3000 -workers 12 -orders 100 -work-ms 1-3 through PgBouncer (transaction
               pooling, pool 2) with -pooler-admin; skipped with the reason where pgbouncer is missing
 
@@ -42,7 +45,14 @@ CASES = {
         "-fill-db", "50000", "-duration", "5", "-workers", "6", "-work-ms", "1", "-orders", "2",
         "-claim", "seed",
     ],
-    "none": ["-rate", "100", "-duration", "5", "-workers", "6", "-work-ms", "1", "-orders", "100", *FAST],
+    "none": [
+        "-rate", "50", "-duration", "5", "-workers", "6", "-work-ms", "40", "-orders", "100", *FAST,
+        "-wakeup", "notify",
+    ],
+    "polling": [
+        "-rate", "100", "-duration", "5", "-workers", "6", "-work-ms", "1", "-orders", "100",
+        "-claim", "indexed", "-poll-interval", "0.2",
+    ],
 }  # fmt: skip
 POOL = ["-fill-db", "3000", "-workers", "12", "-orders", "100", "-work-ms", "1-3", *FAST]
 DRAIN = ["-workers", "12", "-work-ms", "0", "-orders", "100", "-claim", "indexed"]

@@ -347,12 +347,23 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         ("a session outside the run holds 60 advisory locks: pid 4242 (blocker)",),
     ),
     (
+        "claim-plan",  # the seed's claim over a backlog, polling: its claims came back empty meanwhile
+        result(rate=100.0, offered=200, empty=900, latency=account(hidden=2500, capacity=500, service=5)),
+        ("the slowest waited 2.5 poll intervals each: the claims came back empty 900 times while messages",),
+        ("try -claim indexed",),
+    ),
+    (
         "polling",
         result(rate=100.0, offered=200, latency=account(hidden=480, capacity=20, service=5)),
         ("hidden 95%", "idle workers poll every 1 s after an empty claim"),
         ("-wakeup notify",),
     ),
 ]
+
+
+def limit_run(resource: str) -> RunResult:
+    """The last run of LIMITS whose limit is this resource."""
+    return [run for name, run, *_ in LIMITS if name == resource][-1]
 
 
 @pytest.mark.parametrize("resource,run,evidence,fix", LIMITS, ids=[case[0] for case in LIMITS])
@@ -484,7 +495,9 @@ def test_a_claim_reading_from_a_function_that_locks_more_gets_its_fix_named_for_
     worker holding one message. The claim's own text locks nothing: the fix names the function."""
     claim = (REPO / "src/pgmq_sim/designs/pgmq/claim.sql").read_text()
     assert source_functions(claim) == ("pgmq.read_grouped",)
-    run = dataclasses.replace(LIMITS[-3][1], queue={"claim_reads_from": list(source_functions(claim))})
+    run = dataclasses.replace(
+        limit_run("claim-locks"), queue={"claim_reads_from": list(source_functions(claim))}
+    )
     limit = run_limit(run)
     assert limit.resource == "claim-locks" and limit.fix is not None, limit
     assert limit.fix.startswith("the claim reads from pgmq.read_grouped, which locks more rows than it"), (
@@ -613,8 +626,8 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
     ("dead_tuples", result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ()),
     ("head_of_line", result(retries=BLOCKING), ()),
     ("client_starved", TRIGGERS[-1][1], ()),
-    ("claim-locks", LIMITS[-3][1], ()),
-    ("polling", LIMITS[-1][1], ("-wakeup poll",)),
+    ("claim-locks", limit_run("claim-locks"), ()),
+    ("polling", limit_run("polling"), ("-wakeup poll",)),
     *((name, run, ("-wakeup notify", "-tx split")) for name, run, _ in UNFIXED if name != "none"),
 ]
 

@@ -98,7 +98,7 @@ QUICK: dict[str, Quick] = {
     ),
     "limits.py": Quick(
         "--cases none --drain 1000 --repeat 1",
-        ("verdicts", "the offered 100/s was served below every limit", "sampling at 20 Hz costs"),
+        ("verdicts", "the offered 50/s was served below every limit", "sampling at 20 Hz costs"),
     ),
     "batch.py": Quick(
         "--fill-db 1000 --repeat 1",

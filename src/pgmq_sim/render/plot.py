@@ -125,14 +125,11 @@ def _draw_waits(ax: Any, results: list[RunResult], colors: list[str]) -> None:
         for r in results:
             bars.append((f"{r.strategy}/{r.settings.wakeup}", r.waits.shares() if r.waits else {}))
     names = [name for name in CLASSES if any(shares.get(name) for _, shares in bars)]
-    left = [0.0] * len(bars)
-    for index, name in enumerate(names):
-        widths = [shares.get(name, 0.0) for _, shares in bars]
-        ax.barh(range(len(bars)), widths, left=left, color=colors[index % len(colors)], label=CLASSES[name])
-        left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize="small")
-    ax.set_xlim(0, 1)
-    ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
+    series = [
+        (CLASSES[name], colors[index % len(colors)], [shares.get(name, 0.0) for _, shares in bars])
+        for index, name in enumerate(names)
+    ]
+    _stacked_shares(ax, [label for label, _ in bars], series)
     ax.set_title(
         "server waits: the run's backends in a transaction, sampled from pg_stat_activity"
         + ("" if names else " (not sampled: -wait-sample-hz 0)"),
@@ -140,6 +137,17 @@ def _draw_waits(ax: Any, results: list[RunResult], colors: list[str]) -> None:
     )
     if names:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
+
+
+def _stacked_shares(ax: Any, labels: list[str], series: list[tuple[str, str, list[float]]]) -> None:
+    """A horizontal bar per label, stacked from each series' (name, colour, shares) in turn."""
+    left = [0.0] * len(labels)
+    for name, color, widths in series:
+        ax.barh(range(len(labels)), widths, left=left, color=color, label=name)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_yticks(range(len(labels)), labels, fontsize="small")
+    ax.set_xlim(0, 1)
+    ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
 
 
 PART_COLORS = {
@@ -167,15 +175,9 @@ def _draw_account(ax: Any, results: list[RunResult]) -> None:
                 cohort = cohorts.get("p99")
                 if cohort is not None:
                     bars.append((f"{queue_type} slowest 1% {cohort.total_ms:.3g} ms", cohort))
-    left = [0.0] * len(bars)
-    for part in PARTS:
-        widths = [cohort.share(part) for _, cohort in bars]
-        ax.barh(range(len(bars)), widths, left=left, color=PART_COLORS[part], label=part)
-        left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.set_yticks(range(len(bars)), [label for label, _ in bars], fontsize="small")
+    series = [(part, PART_COLORS[part], [cohort.share(part) for _, cohort in bars]) for part in PARTS]
+    _stacked_shares(ax, [label for label, _ in bars], series)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.xaxis.set_major_formatter(lambda value, _: f"{value:.0%}")
     ax.set_title(
         "where the time went: each message from enqueue to completion (the latency account)"
         + ("" if bars else " (none: -no-audit keeps no journal)"),

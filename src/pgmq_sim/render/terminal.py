@@ -49,19 +49,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     if verbose:
         print_detail(console, result)
         return
-    table = Table(title=f"pgmq-sim: {result.outcome}", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    if result.error:
-        table.add_row("error", f"[red]{escape(result.error)}[/]")
-    path = result.path
-    table.add_row("server", escape(result.server) + (f" ({path.tls})" if path and path.tls else ""))
-    if path is not None and path.pooled:
-        how = "detected" if path.detected else "given by -pooler"
-        table.add_row("pooler", escape(f"{path.pooler} pooling ({how}: {path.evidence})"))
-    table.add_row(
-        "design / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
-    )
+    table = _head(result, detail=False)
     if any(f.get("origin") not in OURS for f in result.files.values()):  # a file of the user's
         table.add_row("files", escape(files_text(result)))
     table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
@@ -187,8 +175,9 @@ def throughput_text(result: RunResult, most_types: int | None = None) -> str:
     return f"{result.throughput_per_s:.1f} ({per_type})"
 
 
-def print_detail(console: Console, result: RunResult) -> None:
-    """Every row the run has, as -v asks."""
+def _head(result: RunResult, detail: bool) -> Table:
+    """The summary's table with its first rows: an error, the server, the pooler (with what its mode
+    changed, in the detail), the design."""
     table = Table(title=f"pgmq-sim: {result.outcome}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -198,11 +187,17 @@ def print_detail(console: Console, result: RunResult) -> None:
     table.add_row("server", escape(result.server) + (f" ({path.tls})" if path and path.tls else ""))
     if path is not None and path.pooled:
         how = "detected" if path.detected else "given by -pooler"
-        pooling = f"{path.pooler} pooling ({how}: {path.evidence}); " + "; ".join(path.changes)
-        table.add_row("pooler", escape(pooling))
+        changes = "; " + "; ".join(path.changes) if detail else ""
+        table.add_row("pooler", escape(f"{path.pooler} pooling ({how}: {path.evidence}){changes}"))
     table.add_row(
         "design / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
     )
+    return table
+
+
+def print_detail(console: Console, result: RunResult) -> None:
+    """Every row the run has, as -v asks."""
+    table = _head(result, detail=True)
     queue = result.queue or {}
     if queue and not queue.get("seed_table", True):
         batch = f"; batch {result.settings.batch}" if result.settings.batch > 1 else ""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -69,12 +69,19 @@ class FreeTime:
 
     def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
         """The free spans within [a, b], clipped."""
-        i = max(0, bisect.bisect_right(self._starts, a) - 1)
-        while i < len(self._starts) and self._starts[i] < b:
-            lo, hi = max(a, self._starts[i]), min(b, self._ends[i])
-            if hi > lo:
-                yield lo, hi
-            i += 1
+        return _pieces(self._starts, self._ends, a, b)
+
+
+def _pieces(
+    starts: Sequence[float], ends: Sequence[float], a: float, b: float
+) -> Iterator[tuple[float, float]]:
+    """Of spans in time order and apart, those within [a, b], clipped to it."""
+    i = max(0, bisect.bisect_right(starts, a) - 1)
+    while i < len(starts) and starts[i] < b:
+        lo, hi = max(a, starts[i]), min(b, ends[i])
+        if hi > lo:
+            yield lo, hi
+        i += 1
 
 
 NO_FREE = FreeTime(())
@@ -123,12 +130,8 @@ class GroupHolds:
         return max(0.0, held_b - held_a), max(0.0, free_b - free_a)
 
     def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
-        i = max(0, bisect.bisect_right(self._starts, a) - 1)
-        while i < len(self._starts) and self._starts[i] < b:
-            lo, hi = max(a, self._starts[i]), min(b, self._ends[i])
-            if hi > lo:
-                yield lo, hi
-            i += 1
+        """The holds within [a, b], clipped."""
+        return _pieces(self._starts, self._ends, a, b)
 
 
 def split(

@@ -23,6 +23,7 @@ from pgmq_sim.result.run import RunResult
 CENSUS_MARGIN_S = 0.5  # a holder seen in a census sample held its locks up to a sample's gap around it
 EXCESS = 1.5  # a worker holding this many rows (or advisory locks) per message it may hold locks more
 WAKE_TRIPS = 3  # a notified wake-up: the enqueue's commit, the notification, the claim
+MISSED_POLLS = 1.5  # hidden this many poll intervals and more: the polls' claims missed the message
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,36 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None) -> list[Hidden
                 None,
             )
         )
+    missed = _missed_by_claims(r, per_msg, starved)
+    if missed is not None:
+        found.append(missed)
     return found
+
+
+def _missed_by_claims(r: RunResult, per_msg: float, starved: str | None) -> HiddenCause | None:
+    """Polling, the slowest waited hidden for several polls: each poll's claim came back empty while
+    they could be taken. The claim did not see them (its plan: SKIP LOCKED over rows it only passes,
+    a LIMIT before the rows it could take)."""
+    poll_ms = r.settings.poll_interval * 1000
+    empty = sum(w.empty_claims for w in r.workers if starved is None or w.queue_type == starved)
+    if r.settings.wakeup != WakeupMode.POLL or not empty or per_msg < MISSED_POLLS * poll_ms:
+        return None
+    whose = f"{starved}'s claims" if starved else "the claims"
+    blocks = r.server_cost.blocks_per_msg if r.server_cost is not None else None
+    read = f" (the server read {blocks:.0f} buffers per message)" if blocks is not None else ""
+    fix = (
+        "try -claim indexed, which reads only each group's head"
+        if r.strategy == "seed"
+        else "check the claim with EXPLAIN: it must find a free group's head whatever other workers hold"
+        " (SKIP LOCKED on the rows it returns, not on rows its scan only passes)"
+    )
+    return HiddenCause(
+        "claim-plan",
+        1.0,
+        f"the slowest waited {per_msg / poll_ms:.1f} poll intervals each: {whose} came back empty {empty}"
+        f" times while messages they could take waited{read}",
+        fix,
+    )
 
 
 def _own_claims(r: RunResult, starved: str | None) -> HiddenCause | None:
