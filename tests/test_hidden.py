@@ -77,7 +77,7 @@ locked as (
     for update of m skip locked
 )
 update msg_queue q set status = 'P'
-where q.msg_id = (select min(msg_id) from locked)
+where q.msg_id = (select min(msg_id) from locked) and q.status = 'N'  -- not one done since the scan
 returning q.msg_id, q.queue_type, q.order_id
 """
 
