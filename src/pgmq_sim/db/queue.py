@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
@@ -110,27 +111,13 @@ class QueueDatabase:
                 _execute(
                     conn, statement("bystander_schema"), "bystander table", "check the user may create tables"
                 )
-            try:
+            with _claim_refused(conn, design):
                 made = functions(conn)  # the workers' statements, where sessions are not kept
-            except psycopg.Error as exc:
-                conn.rollback()
-                if is_connection_lost(exc, conn.closed):
-                    raise
-                raise UsageError(
-                    f"claim query {design.claim} failed on the server: {first_line(exc)}"
-                ) from None
             for ddl in made:
                 _execute(conn, ddl, "the workers' functions", "check the user may create functions")
             try:
-                with conn.transaction(force_rollback=True):
+                with _claim_refused(conn, design), conn.transaction(force_rollback=True):
                     try_claim(conn)
-            except psycopg.Error as exc:
-                conn.rollback()
-                if is_connection_lost(exc, conn.closed):
-                    raise
-                raise UsageError(
-                    f"claim query {design.claim} failed on the server: {first_line(exc)}"
-                ) from None
             except ClaimColumnsError as exc:
                 conn.rollback()
                 raise UsageError(
@@ -322,6 +309,18 @@ class QueueDatabase:
         """What the journal, the queue and the tool's records say, counted on the server, with the
         evidence a failed audit's cause is read from."""
         return self.sessions.retrying(lambda conn: count_audit(conn, self.shape, expected, show, retrying))
+
+
+@contextlib.contextmanager
+def _claim_refused(conn: psycopg.Connection, design: QueueDesign) -> Iterator[None]:
+    """The claim the server refused, in one line with its message (nothing changed: rolled back)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        conn.rollback()
+        if is_connection_lost(exc, conn.closed):
+            raise
+        raise UsageError(f"claim query {design.claim} failed on the server: {first_line(exc)}") from None
 
 
 def _identifiers(names: tuple[str, ...]) -> list[sql.Composable]:
