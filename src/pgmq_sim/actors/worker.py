@@ -343,6 +343,7 @@ class WorkerLoop:
         self._wakeup.claiming()
         started = time.perf_counter()
         claimed = await session.claim()
+        at_fallback, self._at_fallback = self._at_fallback, False
         self._ended_in_a_row = 0
         if self._outage.going_on:
             self._outage.answered()
@@ -352,13 +353,11 @@ class WorkerLoop:
         self._wakeup.claimed(len(claimed))
         if not claimed:
             self._empty(after_completion=False, since=started)
-            self._at_fallback = False
             return claimed
         if self._plan.session.mode == SessionMode.SPLIT:
             stats.claim_commits += 1
-        if self._at_fallback:  # messages that no notification woke a worker for
+        if at_fallback:  # messages that no notification woke a worker for
             stats.fallback_finds += 1
-            self._at_fallback = False
         if self._free_since is not None:  # its journal row says how long this worker was free
             claimed = (claimed[0]._replace(free_s=answered - self._free_since), *claimed[1:])
             self._free_since = None

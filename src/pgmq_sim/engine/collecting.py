@@ -24,6 +24,7 @@ from pgmq_sim.model.locks import source_functions
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.costs import ClientCost, ServerCost
+from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.roles import RoleTransactions
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.stats import WorkerCounters
@@ -59,6 +60,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
     account: LatencyAccount | None = None
+    census = state.locks.census() if settings.wait_sample_hz else None  # the housekeeper has stopped
     skipped: str | None = None  # why the audit asked for did not run
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
@@ -108,7 +110,10 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                     by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
                 try:
                     account = call_bounded(
-                        lambda: latency_account(state, db), COLLECT_TIMEOUT_S, signals, "latency account"
+                        lambda: latency_account(state, db, census),
+                        COLLECT_TIMEOUT_S,
+                        signals,
+                        "latency account",
                     )
                 except psycopg.Error as exc:  # the audit stands without it
                     if is_connection_lost(exc):
@@ -125,7 +130,6 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
     reasons = state.timeline.reasons
-    census = state.locks.census() if settings.wait_sample_hz else None
     faults = fault_effects(
         sorted(state.faults, key=lambda f: f.at_s),
         *state.timeline.pauses(state.elapsed),
@@ -195,12 +199,12 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     )
 
 
-def latency_account(state: RunState, db: QueueDatabase) -> LatencyAccount | None:
+def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:
     """The cohorts' split, from the journal; placed on the run's clock through the lock census's
     reading of the server's clock (None where nothing was journaled)."""
     began = time.perf_counter()
     free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
-    offset = state.locks.census().server_offset_s
+    offset = census.server_offset_s if census is not None else None
     ordered = state.design.ordered
     account = db.account(
         ordered,

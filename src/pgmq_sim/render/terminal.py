@@ -76,10 +76,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     if result.drift is not None:
         _print_drift_verdict(console, result.drift)
     elif result.settings.drift:
-        console.print(
-            f"note: -drift: not judged: the run lasted {result.elapsed_s:.0f} s, and a drift needs"
-            f" {SHORT_DRIFT_S:.0f} s at one setting"
-        )
+        console.print(drift_not_judged(result))
     _print_some(console, "note:", list(result.notes), SHORT_NOTES, "notes")
     for cause in result.stall_causes:
         console.print(f"[red]stall:[/] {escape(cause)}")
@@ -173,6 +170,13 @@ def throughput_text(result: RunResult, most_types: int | None = None) -> str:
         for t, n in result.per_type.items()
     )
     return f"{result.throughput_per_s:.1f} ({per_type})"
+
+
+def drift_not_judged(result: RunResult) -> str:
+    return (
+        f"note: -drift: not judged: the run lasted {result.elapsed_s:.0f} s, and a drift needs"
+        f" {SHORT_DRIFT_S:.0f} s at one setting"
+    )
 
 
 def _head(result: RunResult, detail: bool) -> Table:
@@ -358,10 +362,7 @@ def print_detail(console: Console, result: RunResult) -> None:
     if result.drift is not None:
         print_drift(console, result.drift)
     elif result.settings.drift:
-        console.print(
-            f"note: -drift: not judged: the run lasted {result.elapsed_s:.0f} s, and a drift needs"
-            f" {SHORT_DRIFT_S:.0f} s at one setting"
-        )
+        console.print(drift_not_judged(result))
     for note in result.notes:
         console.print(f"note: {escape(note)}")
     for cause in result.stall_causes:

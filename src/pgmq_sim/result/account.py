@@ -325,6 +325,7 @@ class LatencyAccount:
         return {
             "parts": list(PARTS),
             "tolerance_ms": TOLERANCE_MS,
+            "worst_error_ms": round(self.worst_error_ms, 6),
             "seconds": None if self.seconds is None else round(self.seconds, 3),
             "overall": {name: c.as_json() for name, c in self.overall.items()},
             "per_type": {t: {name: c.as_json() for name, c in cs.items()} for t, cs in self.per_type.items()},
