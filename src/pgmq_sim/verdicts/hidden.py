@@ -87,7 +87,8 @@ def hidden_account(r: RunResult) -> HiddenAccount | None:
     total = sum(hidden_s.values())
     causes: list[HiddenCause] = []
     left = 1.0
-    for cause in _seen(r, hidden_s, total, starved) + _pervasive(r, slowest.hidden_ms, starved):
+    pervasive = _pervasive(r, slowest.hidden_ms, starved, slowest.messages)
+    for cause in _seen(r, hidden_s, total, starved) + pervasive:
         share = min(cause.share, left)
         if share >= 0.005:
             causes.append(HiddenCause(cause.resource, share, cause.evidence, cause.fix))
@@ -151,8 +152,9 @@ def _empty_text(r: RunResult, queue_type: str | None, lead: str) -> str:
     return f"{lead}{whose} came back empty {empty} times in the run" if empty else ""
 
 
-def _pervasive(r: RunResult, per_msg: float, starved: str | None) -> list[HiddenCause]:
-    """Causes of the whole run, each explaining up to what it can cost a message."""
+def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int) -> list[HiddenCause]:
+    """Causes of the whole run, each explaining up to what it can cost a message (the fallback's
+    finds, up to an interval for each message they took)."""
     if per_msg <= 0:
         return []
     found = []
@@ -192,7 +194,7 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None) -> list[Hidden
             found.append(
                 HiddenCause(
                     "wakeup",
-                    min(1.0, bound / per_msg),
+                    min(1.0, bound / per_msg, finds * bound / (per_msg * max(1, messages))),
                     f"{whose} fallback claim (once per {s.poll_interval:g} s) found messages {finds} times"
                     " that no notification had woken a worker for (announced by no insert, or claimable"
                     " only later: a group freed, a retry or a lease due)",
