@@ -34,6 +34,11 @@ def test_a_foreign_table_is_refused_and_kept(cli: Cli, db: psycopg.Connection) -
     db.execute("create table msg_journal (note text)")
     assert_one_line_error(cli.run("-fill-db 20 -workers 3 -no-audit"), 2, "msg_journal")
     assert db.execute("select to_regclass('msg_journal')").fetchone()[0] is not None
+    # every audited run makes its failures table now (the latency account reads it): a foreign one stays
+    db.execute("drop table msg_journal")
+    db.execute("create table msg_failures (note text)")
+    assert_one_line_error(cli.run("-fill-db 20 -workers 3"), 2, "msg_failures")
+    assert db.execute("select to_regclass('msg_failures')").fetchone()[0] is not None
     # said explicitly, the tables are replaced
     assert cli.run("-fill-db 20 -workers 3 -work-ms 0 -replace-tables").returncode == 0
 
