@@ -30,8 +30,10 @@ from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
-from pgmq_sim.verdicts.limits import RESOURCES, Limit, run_limit
+from pgmq_sim.verdicts.cause import Resource
+from pgmq_sim.verdicts.limits import Limit, run_limit
 from pgmq_sim.verdicts.outages import held_pauses
+from pgmq_sim.verdicts.verdict import judge_run
 
 pytestmark = pytest.mark.unit
 
@@ -576,7 +578,7 @@ def test_the_ordering_bound_is_one_figure_under_one_name() -> None:
     cycle of work, claim and completion. The work-only bound is not shown under that name."""
     run = result(groups=100, hot=HotGroup("type2", 1, 400), claim_ms=2.0, complete_ms=1.5)
     out = io.StringIO()
-    print_summary(Console(file=out, width=400), run, verbose=True)  # the row is the detail's
+    print_summary(Console(file=out, width=400), run, judge_run(run), verbose=True)  # the row is the detail's
     text = " ".join(out.getvalue().replace("│", " ").split())
     quoted = re.findall(r"ordering bound:? ([\d,]+)/s", text)
     assert run.ordering_bound_per_s is not None and run.work_bound_per_s is not None
@@ -641,7 +643,7 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
 def test_every_limit_and_rule_is_tried_on_a_run_that_already_does_what_it_would_say() -> None:
     named = {name for name, _, _ in ALREADY}
     assert named >= {rule.__name__ for rule in advice.RULES}
-    assert named >= set(RESOURCES) - {"none"}
+    assert named >= set(Resource) - {Resource.NONE}
 
 
 @pytest.mark.parametrize("name,run,never", ALREADY, ids=[f"{case[0]}-{i}" for i, case in enumerate(ALREADY)])
@@ -653,7 +655,7 @@ def test_no_advice_repeats_what_the_run_already_does(
     advice's guard, which would drop such a line, is not what keeps it out)."""
     limit = run_limit(run)
     raw = [limit.fix or ""] + [line or "" for rule in advice.RULES if (line := rule(run))]
-    if name in RESOURCES:
+    if name in set(Resource):
         assert limit.resource == name, limit
     else:
         rule = next(rule for rule in advice.RULES if rule.__name__ == name)

@@ -25,12 +25,18 @@ from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_r
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.verdicts.cause import MeasuredCause, Resource
 from pgmq_sim.verdicts.diff import compare, diff_json, setting_differences, worse
-from pgmq_sim.verdicts.hidden import HiddenAccount, HiddenCause
+from pgmq_sim.verdicts.hidden import HiddenAccount
+from pgmq_sim.verdicts.verdict import judge_run
 
 pytestmark = pytest.mark.unit
 
 SECONDS = 10  # whole seconds: a diff judges their series (8 or more)
+
+
+def document(run: RunResult) -> dict[str, Any]:
+    return result_document(run, judge_run(run))
 
 
 def result(strategy: str = "seed", per_second: int = 50, faults: tuple[Fault, ...] = ()) -> RunResult:
@@ -92,7 +98,11 @@ LATENCY_SPLIT = {
 HIDDEN = HiddenAccount(  # what hid the slowest 1%, as verdicts/hidden explains it
     17.0,
     40.0,
-    (HiddenCause("locks", 0.85, "pid 4242 (report job) held 60 advisory locks from 4.0 s to 29.0 s", None),),
+    (
+        MeasuredCause(
+            Resource.LOCKS, "pid 4242 (report job) held 60 advisory locks from 4.0 s to 29.0 s", share=0.85
+        ),
+    ),
     "the lock census (20 samples), 0 outage(s), the wake-up (poll)",
 ).as_json()
 
@@ -125,7 +135,7 @@ def test_a_run_report_leads_with_the_answer_and_fetches_nothing() -> None:
         Fault(5.0, "kill-connection", "killed 2 of 6 worker connections"),
         Fault(9.0, "kill-connection", "killed 1 of 6 worker connections"),
     )
-    doc = result_document(result(faults=faults))
+    doc = document(result(faults=faults))
     html = run_report([doc], "test")
     page = Page(html)
     assert page.charts == ["run-timeline"]
@@ -158,7 +168,7 @@ def test_a_run_report_leads_with_the_answer_and_fetches_nothing() -> None:
 
 
 def test_the_latency_split_draws_a_stacked_bar_per_cohort_and_type_when_the_result_carries_it() -> None:
-    doc = result_document(result()) | {"latency_split": LATENCY_SPLIT, "hidden": HIDDEN}
+    doc = document(result()) | {"latency_split": LATENCY_SPLIT, "hidden": HIDDEN}
     html = run_report([doc], "test")
     page = Page(html)
     assert "run-split" in page.charts
@@ -175,7 +185,7 @@ def test_the_latency_split_draws_a_stacked_bar_per_cohort_and_type_when_the_resu
 
 
 def test_a_comparison_shows_its_cells_side_by_side() -> None:
-    docs = [result_document(result("seed", 40)), result_document(result("indexed", 60))]
+    docs = [document(result("seed", 40)), document(result("indexed", 60))]
     html = run_report(
         docs,
         "test",
@@ -192,7 +202,7 @@ def test_a_comparison_shows_its_cells_side_by_side() -> None:
 
 
 def test_a_diff_shows_both_runs_and_what_moved_beyond_the_noise() -> None:
-    base = result_document(result(per_second=50))
+    base = document(result(per_second=50))
     new = copy.deepcopy(base)
     new["throughput_per_s"] = 25.0
     for second in new["timeline"]:
@@ -216,7 +226,7 @@ def test_lookup_reads_a_dotted_path() -> None:
 
 def summary(run: RunResult, verbose: bool = False) -> list[str]:
     out = io.StringIO()
-    print_summary(Console(file=out, width=120), run, verbose)
+    print_summary(Console(file=out, width=120), run, judge_run(run), verbose)
     return out.getvalue().splitlines()
 
 

@@ -45,6 +45,7 @@ from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.checks import judged
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
+from pgmq_sim.verdicts.verdict import RunVerdict, judge_run
 
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 REPORT_WIDTH = 120  # when stdout is a file or pipe; a terminal uses its own width
@@ -112,6 +113,7 @@ def execute(scenario: Scenario) -> int:
         click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
     results: list[RunResult] = []
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
+    verdicts: list[RunVerdict] = []  # judged once: a single run's, for its summary and its files
     with signals_caught() as (signals, received):
         try:
             with open_server(settings.dsn) as server:
@@ -138,12 +140,15 @@ def execute(scenario: Scenario) -> int:
                         continue
                     result = results[-1]
                     if len(inputs) == 1:
-                        print_summary(console, result, settings.verbose)
+                        verdicts.append(judge_run(result))
+                        print_summary(console, result, verdicts[-1], settings.verbose)
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
             record = scenario_record(scenario, effective(plan), settings.json_path)
-            code = _report(settings, results, failed, console, len(inputs) > 1, plan.baseline, record)
+            code = _report(
+                settings, results, verdicts, failed, console, len(inputs) > 1, plan.baseline, record
+            )
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"
@@ -172,6 +177,7 @@ def cell_label(given: RunInput) -> str:
 def _report(
     settings: Settings,
     results: list[RunResult],
+    verdicts: list[RunVerdict],
     failed: list[dict[str, str]],
     console: Console,
     compare: bool,
@@ -186,7 +192,9 @@ def _report(
     worse_than_base: list[FigureChange] = []
     # a document costs the advice: made only for a file that holds it
     needed = settings.json_path is not None or baseline is not None or settings.report_path is not None
-    documents = [result_document(r) for r in results] if needed else []
+    if needed and len(verdicts) < len(results):  # a comparison's cells, judged once here
+        verdicts = [judge_run(r) for r in results]
+    documents = [result_document(r, v) for r, v in zip(results, verdicts, strict=True)] if needed else []
     if baseline is not None and documents:
         changes = compare_runs(baseline, documents[0])
         differences = setting_differences(baseline, documents[0])  # the server, if any

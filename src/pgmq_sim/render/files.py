@@ -18,9 +18,7 @@ from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.advice import advice
-from pgmq_sim.verdicts.hidden import hidden_account
-from pgmq_sim.verdicts.limits import run_limit, time_split
+from pgmq_sim.verdicts.verdict import RunVerdict
 
 STDOUT = Path("-")
 
@@ -75,15 +73,15 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
     write_text(path, json.dumps(document, indent=2, default=str) + "\n", "-json")
 
 
-def result_document(result: RunResult) -> dict[str, Any]:
-    """A result's JSON document: the result, its limit, and the advice its figures call for."""
-    limit = run_limit(result)
-    hidden = hidden_account(result)
+def result_document(result: RunResult, verdict: RunVerdict) -> dict[str, Any]:
+    """A result's JSON document: the result, and its verdicts (the limit, what hid the slowest, the
+    workers' time, the advice)."""
+    hidden = verdict.hidden
     return run_json(result) | {
-        "limit": limit.as_json(),
+        "limit": verdict.limit.as_json(),
         "hidden": hidden.as_json() if hidden is not None else None,
-        "time_split": time_split(result),
-        "advice": advice(result, limit),
+        "time_split": verdict.time_split,
+        "advice": list(verdict.advice),
     }
 
 

@@ -15,10 +15,9 @@ from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
-from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.figures import KEPT_UP
-from pgmq_sim.verdicts.limits import run_limit, time_split
+from pgmq_sim.verdicts.verdict import RunVerdict
 
 
 def _ms(value: float | None) -> str:
@@ -43,11 +42,11 @@ SHORT_TYPES = 6  # more types than this: the short summary gives the overall rat
 OURS = ("packaged", "built-in")  # where the tool's own SQL files come from
 
 
-def print_summary(console: Console, result: RunResult, verbose: bool = False) -> None:
+def print_summary(console: Console, result: RunResult, verdict: RunVerdict, verbose: bool = False) -> None:
     """The answer in a screen: the run, its figures, the audit, the limit, and where the rest went
     (-v prints the rest here too: print_detail)."""
     if verbose:
-        print_detail(console, result)
+        print_detail(console, result, verdict)
         return
     table = _head(result, detail=False)
     if any(f.get("origin") not in OURS for f in result.files.values()):  # a file of the user's
@@ -63,7 +62,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     if result.connections_lost or result.reconnects:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
     _audit_rows(table, result, SHORT_CAUSES)
-    limit = run_limit(result)
+    limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     for kind, faults in _faults_by_kind(result).items():
         table.add_row("fault", escape(fault_group_text(kind, faults)))
@@ -80,7 +79,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     _print_some(console, "note:", list(result.notes), SHORT_NOTES, "notes")
     for cause in result.stall_causes:
         console.print(f"[red]stall:[/] {escape(cause)}")
-    _print_some(console, "[yellow]advice:[/]", advice(result, limit), SHORT_ADVICE, "lines of advice")
+    _print_some(console, "[yellow]advice:[/]", list(verdict.advice), SHORT_ADVICE, "lines of advice")
     if result.checks:
         _print_checks_verdict(console, result)
 
@@ -199,7 +198,7 @@ def _head(result: RunResult, detail: bool) -> Table:
     return table
 
 
-def print_detail(console: Console, result: RunResult) -> None:
+def print_detail(console: Console, result: RunResult, verdict: RunVerdict) -> None:
     """Every row the run has, as -v asks."""
     table = _head(result, detail=True)
     queue = result.queue or {}
@@ -278,11 +277,11 @@ def print_detail(console: Console, result: RunResult) -> None:
         beside = "  ".join(f"{k} {_ms(v)}" for k, v in b.beside_ms.items())
         alone = "  ".join(f"{k} {_ms(v)}" for k, v in b.alone_ms.items())
         why = b.incomparable_because
-        verdict = "comparable" if why is None else f"not comparable: {why}"
+        comparable = "comparable" if why is None else f"not comparable: {why}"
         table.add_row(
             "bystander ms",
             f"{beside} beside the queue; alone (before and after): {alone} ({b.rate:g}/s, {b.errors} errors);"
-            f" {verdict}",
+            f" {comparable}",
         )
     if result.server_cost is not None:
         table.add_row("server cost", server_cost_text(result.server_cost))
@@ -334,11 +333,11 @@ def print_detail(console: Console, result: RunResult) -> None:
             table.add_row(
                 "", f"({len(slowest) - ACCOUNT_TYPES} more types: the JSON's latency_split, or the -report)"
             )
-    limit = run_limit(result)
+    limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     if result.waits is not None:
         table.add_row("server waits", escape(result.waits.text()))
-    table.add_row("workers' time", escape(time_split_text(result)))
+    table.add_row("workers' time", escape(time_split_text(verdict.time_split)))
     for fault in result.faults:
         table.add_row("fault", escape(fault_text(fault)))
     table.add_row("output", escape(outputs_text(result.settings)))
@@ -367,7 +366,7 @@ def print_detail(console: Console, result: RunResult) -> None:
         console.print(f"note: {escape(note)}")
     for cause in result.stall_causes:
         console.print(f"[red]stall:[/] {escape(cause)}")
-    for line in advice(result, limit):
+    for line in verdict.advice:
         console.print(f"[yellow]advice:[/] {escape(line)}")
     if result.checks:
         print_checks(console, result)
@@ -384,8 +383,7 @@ def latency_text(result: RunResult) -> str:
     return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
 
 
-def time_split_text(result: RunResult) -> str:
-    split = time_split(result)
+def time_split_text(split: dict[str, float]) -> str:
     return ", ".join(f"{name} {share:.0%}" for name, share in split.items())
 
 

@@ -19,19 +19,11 @@ from typing import Any
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.cause import SEED_CLAIM_FIX, SEEN_MARGIN_S, MeasuredCause, Resource, foreign_holder_fix
 
-CENSUS_MARGIN_S = 0.5  # a holder seen in a census sample held its locks up to a sample's gap around it
 EXCESS = 1.5  # a worker holding this many rows (or advisory locks) per message it may hold locks more
 WAKE_TRIPS = 3  # a notified wake-up: the enqueue's commit, the notification, the claim
 MISSED_POLLS = 1.5  # hidden this many poll intervals and more: the polls' claims missed the message
-
-
-@dataclass(frozen=True)
-class HiddenCause:
-    resource: str  # the limit's resource when this cause explains the most
-    share: float  # of the cohort's hidden time
-    evidence: str
-    fix: str | None
 
 
 @dataclass(frozen=True)
@@ -40,13 +32,17 @@ class HiddenAccount:
 
     hidden_ms: float  # per message of the cohort
     total_ms: float  # the cohort's mean end-to-end time
-    causes: tuple[HiddenCause, ...]  # the largest share first
+    causes: tuple[MeasuredCause, ...]  # each with its share of the cohort's hidden time, the largest first
     looked_at: str
     by_type: tuple[tuple[str, float], ...] = ()  # each type's slowest 1%, hidden ms per message, most first
 
+    @staticmethod
+    def share(cause: MeasuredCause) -> float:
+        return cause.share or 0.0
+
     @property
     def unexplained(self) -> float:
-        return max(0.0, 1.0 - sum(c.share for c in self.causes))
+        return max(0.0, 1.0 - sum(self.share(c) for c in self.causes))
 
     def types_text(self) -> str:
         """e.g. 'type1's slowest 1% 3.41 s each, type2's 2.1 ms, type3's 1.9 ms'."""
@@ -59,10 +55,7 @@ class HiddenAccount:
         return {
             "hidden_ms": round(self.hidden_ms, 3),
             "share_of_slowest": round(self.hidden_ms / self.total_ms, 3) if self.total_ms > 0 else 0.0,
-            "causes": [
-                {"resource": c.resource, "share": round(c.share, 3), "evidence": c.evidence}
-                for c in self.causes
-            ],
+            "causes": [c.as_json() for c in self.causes],
             "unexplained_share": round(self.unexplained, 3),
             "looked_at": self.looked_at,
             "hidden_ms_by_type": {t: round(ms, 3) for t, ms in self.by_type},
@@ -85,15 +78,15 @@ def hidden_account(r: RunResult) -> HiddenAccount | None:
     starved = by_type[0][0] if by_type else None
     hidden_s = dict(slowest.hidden_by_second)
     total = sum(hidden_s.values())
-    causes: list[HiddenCause] = []
+    causes: list[MeasuredCause] = []
     left = 1.0
     pervasive = _pervasive(r, slowest.hidden_ms, starved, slowest.messages)
     for cause in _seen(r, hidden_s, total, starved) + pervasive:
-        share = min(cause.share, left)
+        share = min(HiddenAccount.share(cause), left)
         if share >= 0.005:
-            causes.append(HiddenCause(cause.resource, share, cause.evidence, cause.fix))
+            causes.append(MeasuredCause(cause.resource, cause.evidence, cause.fix, share=share))
             left -= share
-    causes.sort(key=lambda c: -c.share)
+    causes.sort(key=lambda c: -HiddenAccount.share(c))
     looked = ["the lock census" + (f" ({r.locks.samples} samples)" if r.locks else ": not taken")]
     looked += [f"{len([f for f in r.faults if f.outage_s])} outage(s)", f"the wake-up ({r.settings.wakeup})"]
     if r.settings.delay is not None:
@@ -106,11 +99,11 @@ def hidden_account(r: RunResult) -> HiddenAccount | None:
 
 
 def _window(hidden_s: dict[int, float], first_s: float, last_s: float) -> float:
-    lo, hi = math.floor(first_s - CENSUS_MARGIN_S), math.ceil(last_s + CENSUS_MARGIN_S)
+    lo, hi = math.floor(first_s - SEEN_MARGIN_S), math.ceil(last_s + SEEN_MARGIN_S)
     return sum(v for s, v in hidden_s.items() if lo <= s < hi)
 
 
-def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str | None) -> list[HiddenCause]:
+def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str | None) -> list[MeasuredCause]:
     """Causes seen at a time: their share is the hidden time that fell while they were seen."""
     if total <= 0:
         return []
@@ -119,29 +112,27 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str |
         share = _window(hidden_s, holder.first_s, holder.last_s) / total
         if share > 0:
             evidence = f"{holder.text()} (in {holder.samples} census samples){_empty_text(r, starved, '; ')}"
-            found.append(HiddenCause("locks", share, evidence, _holder_fix(holder)))
+            found.append(MeasuredCause(Resource.LOCKS, evidence, _holder_fix(holder), share=share))
     for fault in r.faults:
         if not fault.outage_s:
             continue
         share = _window(hidden_s, fault.at_s, fault.at_s + fault.outage_s) / total
         if share > 0:
             found.append(
-                HiddenCause(
-                    "outage",
-                    share,
+                MeasuredCause(
+                    Resource.OUTAGE,
                     f"{fault.kind} at {fault.at_s:.1f} s, out {fault.outage_s:.1f} s ({fault.detail}): the"
                     " workers were free but could not claim",
                     "judge the queue from a run without the outage, and the outage by its recovery",
+                    share=share,
                 )
             )
-    return sorted(found, key=lambda c: -c.share)
+    return sorted(found, key=lambda c: -HiddenAccount.share(c))
 
 
 def _holder_fix(holder: HolderSeen) -> str:
-    return (
-        f"a session outside the run holds {holder.what}: pid {holder.pid}"
-        f" ({holder.application or 'no application_name'}); the claims skip or wait for what it holds,"
-        " so no claim or worker setting gets past it: end it, or move it out of the queue's hours"
+    return foreign_holder_fix(
+        holder.pid, holder.application, holder.what, "the claims skip or wait for what it holds"
     )
 
 
@@ -152,7 +143,7 @@ def _empty_text(r: RunResult, queue_type: str | None, lead: str) -> str:
     return f"{lead}{whose} came back empty {empty} times in the run" if empty else ""
 
 
-def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int) -> list[HiddenCause]:
+def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int) -> list[MeasuredCause]:
     """Causes of the whole run, each explaining up to what it can cost a message (the fallback's
     finds, up to an interval for each message they took)."""
     if per_msg <= 0:
@@ -167,24 +158,24 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
     if s.wakeup == WakeupMode.POLL:
         bound = s.poll_interval * 1000 + claim_p99
         found.append(
-            HiddenCause(
-                "polling",
-                min(1.0, bound / per_msg),
+            MeasuredCause(
+                Resource.POLLING,
                 f"idle workers poll every {s.poll_interval:g} s after an empty claim: a message that"
                 f" arrives meanwhile waits for the next poll (up to {bound:.0f} ms with the claim's p99)",
                 "-wakeup notify, so an idle worker is woken when a message arrives",
+                share=min(1.0, bound / per_msg),
             )
         )
     else:
         if s.delay is not None:
             bound = s.poll_interval * 1000 + claim_p99
             found.append(
-                HiddenCause(
-                    "wakeup",
-                    min(1.0, bound / per_msg),
+                MeasuredCause(
+                    Resource.WAKEUP,
                     f"a message falling due is announced to no one: the fallback claims once per"
                     f" {s.poll_interval:g} s for each type (-delay {s.delay})",
                     f"a shorter -poll-interval than {s.poll_interval:g} s, if due messages must start sooner",
+                    share=min(1.0, bound / per_msg),
                 )
             )
         finds = sum(w.fallback_finds for w in r.workers if starved is None or w.queue_type == starved)
@@ -192,35 +183,32 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
             bound = s.poll_interval * 1000 + claim_p99
             whose = f"{starved}'s" if starved else "a type's"
             found.append(
-                HiddenCause(
-                    "wakeup",
-                    min(1.0, bound / per_msg, finds * bound / (per_msg * max(1, messages))),
+                MeasuredCause(
+                    Resource.WAKEUP,
                     f"{whose} fallback claim (once per {s.poll_interval:g} s) found messages {finds} times"
                     " that no notification had woken a worker for (announced by no insert, or claimable"
                     " only later: a group freed, a retry or a lease due)",
-                    None,
+                    share=min(1.0, bound / per_msg, finds * bound / (per_msg * max(1, messages))),
                 )
             )
         bound = WAKE_TRIPS * max(claim_p99, complete_p99)
         found.append(
-            HiddenCause(
-                "wakeup",
-                min(1.0, bound / per_msg),
+            MeasuredCause(
+                Resource.WAKEUP,
                 f"a notified wake-up takes about {WAKE_TRIPS} round trips (the enqueue's commit, the"
                 f" notification, the claim): up to {bound:.1f} ms at this run's round-trip p99",
-                None,
+                share=min(1.0, bound / per_msg),
             )
         )
     retries = r.retries
     if retries is not None and (retries.recovered or retries.lost_ownership or retries.crashes):
         found.append(
-            HiddenCause(
-                "lease",
-                min(1.0, s.lease * 1000 / per_msg),
+            MeasuredCause(
+                Resource.LEASE,
                 f"{retries.recovered} message(s) came back only once their lease ({s.lease:g} s) passed or"
                 f" their owner stopped ({retries.crashes} worker crash(es), {retries.lost_ownership}"
                 " completion(s) too late)",
-                None,
+                share=min(1.0, s.lease * 1000 / per_msg),
             )
         )
     missed = _missed_by_claims(r, per_msg, starved)
@@ -229,7 +217,7 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
     return found
 
 
-def _missed_by_claims(r: RunResult, per_msg: float, starved: str | None) -> HiddenCause | None:
+def _missed_by_claims(r: RunResult, per_msg: float, starved: str | None) -> MeasuredCause | None:
     """Polling, the slowest waited hidden for several polls: each poll's claim came back empty while
     they could be taken. The claim did not see them (its plan: SKIP LOCKED over rows it only passes,
     a LIMIT before the rows it could take)."""
@@ -241,21 +229,21 @@ def _missed_by_claims(r: RunResult, per_msg: float, starved: str | None) -> Hidd
     blocks = r.server_cost.blocks_per_msg if r.server_cost is not None else None
     read = f" (the server read {blocks:.0f} buffers per message)" if blocks is not None else ""
     fix = (
-        "try -claim indexed, which reads only each group's head"
+        SEED_CLAIM_FIX
         if r.strategy == "seed"
         else "check the claim with EXPLAIN: it must find a free group's head whatever other workers hold"
         " (SKIP LOCKED on the rows it returns, not on rows its scan only passes)"
     )
-    return HiddenCause(
-        "claim-plan",
-        1.0,
+    return MeasuredCause(
+        Resource.CLAIM_PLAN,
         f"the slowest waited {per_msg / poll_ms:.1f} poll intervals each: {whose} came back empty {empty}"
         f" times while messages they could take waited{read}",
         fix,
+        share=1.0,
     )
 
 
-def _own_claims(r: RunResult, starved: str | None) -> HiddenCause | None:
+def _own_claims(r: RunResult, starved: str | None) -> MeasuredCause | None:
     """The run's own claims holding more than they return: the other workers' claims skip it."""
     census = r.locks
     batch = max(1, r.settings.batch)
@@ -284,4 +272,4 @@ def _own_claims(r: RunResult, starved: str | None) -> HiddenCause | None:
             "lock only the rows the claim returns: pick them with LIMIT $2 in the query that has FOR UPDATE"
             " SKIP LOCKED (a row lock or try-lock taken in a scan over more rows stays held to the commit)"
         )
-    return HiddenCause("claim-locks", 1.0, evidence, fix)
+    return MeasuredCause(Resource.CLAIM_LOCKS, evidence, fix, share=1.0)

@@ -11,11 +11,13 @@ sweep's step) is judged by those checks alone."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, MeasuredCause, Resource
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
@@ -31,93 +33,87 @@ from pgmq_sim.verdicts.resources import (
     server_policy,
 )
 
-RESOURCES = (
-    "client-cpu",
-    "locks",
-    "server-policy",
-    "outage",
-    "claim-locks",
-    "polling",
-    "wakeup",
-    "lease",
-    "pool",
-    "claim-plan",
-    "wal-flush",
-    "server-waits",
-    "server-cpu",
-    "ordering",
-    "workers",
-    "producer",
-    "due",
-    "unexplained",
-    "none",
-)
-
 
 @dataclass(frozen=True)
 class Limit:
-    resource: str
-    evidence: str
+    """The limit: the measured cause that bounded the run, and the server's wait profile beside it."""
+
+    cause: MeasuredCause
     wait_profile: dict[str, float] | None
-    fix: str | None  # the one thing to change, or None (below every limit)
+
+    @property
+    def resource(self) -> Resource:
+        return self.cause.resource
+
+    @property
+    def evidence(self) -> str:
+        return self.cause.evidence
+
+    @property
+    def fix(self) -> str | None:  # the one thing to change, or None (below every limit)
+        return self.cause.fix
 
     def as_json(self) -> dict[str, Any]:
-        return {"resource": self.resource, "evidence": self.evidence, "wait_profile": self.wait_profile}
+        return {"resource": str(self.resource), "evidence": self.evidence, "wait_profile": self.wait_profile}
 
 
 def judge(f: Figures) -> Limit:
     profile = f.waits.shares() if f.waits is not None and f.waits.busy else None
+    return Limit(_cause(f), profile)
+
+
+def _cause(f: Figures) -> MeasuredCause:
     for check in (client_cpu, producer_held, server_policy, outage):
         found = check(f)
         if found is not None:
-            return Limit(*found[:2], profile, found[2])
+            return found
     if f.p99 is not None:
-        resource, evidence, fix = _from_account(f, f.p99)
-        return Limit(resource, evidence, profile, fix)
+        return _from_account(f, f.p99)
     for check in CAPACITY:
         found = check(f)
         if found is not None:
-            return Limit(*found[:2], profile, found[2])
-    return _nearest(f, profile)
+            return found
+    return _nearest(f)
 
 
-def _nearest(f: Figures, profile: dict[str, float] | None, said_first: str = "") -> Limit:
+def _nearest(f: Figures, said_first: str = "") -> MeasuredCause:
     """Below every threshold: the nearest one, named as such when the run did not keep up."""
-    levels = [("workers", f.busy / WORKERS_BUSY, f"workers busy {f.busy:.0%}")]
+    levels = [(Resource.WORKERS, f.busy / WORKERS_BUSY, f"workers busy {f.busy:.0%}")]
     if f.ordering_bound_per_s:
         share = f.achieved_per_s / f.ordering_bound_per_s
         hot = f"; {f.hot_group}" if f.hot_group else ""
-        levels.append(("ordering", share / ORDERING_SHARE, f"{share:.0%} of the ordering bound{hot}"))
+        levels.append((Resource.ORDERING, share / ORDERING_SHARE, f"{share:.0%} of the ordering bound{hot}"))
     if f.server_cpu_share is not None:
         cpu = f.server_cpu_share
-        levels.append(("server-cpu", cpu / SERVER_CPU_SHARE, f"server CPU {cpu:.0%} of its cores"))
+        levels.append((Resource.SERVER_CPU, cpu / SERVER_CPU_SHARE, f"server CPU {cpu:.0%} of its cores"))
     if f.client_core_share is not None:
         own = f.client_core_share
-        levels.append(("client-cpu", own / CLIENT_CORE_SHARE, f"the tool's CPU {own:.0%} of a core"))
+        levels.append((Resource.CLIENT_CPU, own / CLIENT_CORE_SHARE, f"the tool's CPU {own:.0%} of a core"))
     levels.sort(key=lambda level: -level[1])
     said = ", ".join(text for _, _, text in levels)
     if f.offered_per_s is not None and f.kept_up:
-        return Limit(
-            "none",
+        return MeasuredCause(
+            Resource.NONE,
             f"{said_first}the offered {f.offered_per_s:g}/s was served below every limit ({said})",
-            profile,
-            None,
         )
     if said_first:
-        return Limit("none", f"{said_first}below every limit ({said})", profile, None)
-    return Limit(
+        return MeasuredCause(Resource.NONE, f"{said_first}below every limit ({said})")
+    return MeasuredCause(
         levels[0][0],
         f"nearest its limit, none reached ({said}): idle workers asleep between polls, a short run,"
         " or cores shared by client and server may have held the rest back",
-        profile,
-        None,
     )
 
 
 HIDDEN_SHARE = 0.5  # of the slowest 1%'s time: hidden time that makes the limit what hid it
 
 
-def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
+def _after(account: str, found: MeasuredCause) -> MeasuredCause:
+    """A check's cause, said after the account it explains."""
+    return dataclasses.replace(found, evidence=f"{account}; {found.evidence}")
+
+
+def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
     """The limit read from where the slowest 1% spent their time: its largest part, then its cause."""
     account = f"the slowest 1% took {p99.text()}"
     part = p99.largest
@@ -126,67 +122,64 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
     if part == "ordering":
         found = ordering(f)
         if found is not None:
-            return found[0], f"{account}; {found[1]}", found[2]
+            return _after(account, found)
         hot = f" ({f.hot_group})" if f.hot_group else ""
         bound = f.ordering_bound_per_s
         if bound:
             share = f.achieved_per_s / bound
             hot += f"; {f.achieved_per_s:.0f}/s is {share:.0%} of the ordering bound {bound:.0f}/s"
-        return (
-            "ordering",
+        return MeasuredCause(
+            Resource.ORDERING,
             f"{account}: {_ms(p99.ordering_ms)} waiting while an earlier message of their group held it{hot}",
-            "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten"
-            " the work: each group takes one message at a time",
+            MORE_WORKERS_CANNOT,
         )
     if part == "due":
-        return "due", f"{account}: most of it before they were due (as the design or the retries asked)", None
+        return MeasuredCause(
+            Resource.DUE, f"{account}: most of it before they were due (as the design or the retries asked)"
+        )
     checks = CAPACITY if part == "capacity" else SERVICE
     for check in checks:
         found = check(f)
         if found is not None:
-            return found[0], f"{account}; {found[1]}", found[2]
+            return _after(account, found)
     if part == "capacity":
         waited = f"{_ms(p99.capacity_ms)} while every worker that could take them was busy"
         if f.offered_per_s is not None and f.kept_up:  # the rate was served: a queue's tail, no limit
-            nearest = _nearest(
-                f, None, f"{account}: {waited} (a queue's tail at workers busy {f.busy:.0%}); "
-            )
-            return nearest.resource, nearest.evidence, nearest.fix
-        return (
-            "workers",
+            return _nearest(f, f"{account}: {waited} (a queue's tail at workers busy {f.busy:.0%}); ")
+        return MeasuredCause(
+            Resource.WORKERS,
             f"{account}: {waited} (workers busy {f.busy:.0%})",
             "add workers" + (f": each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else ""),
         )
-    nearest = _nearest(f, None, f"{account}: mostly service (work, claim and completion); ")
-    return nearest.resource, nearest.evidence, nearest.fix
+    return _nearest(f, f"{account}: mostly service (work, claim and completion); ")
 
 
-def _hidden(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str | None]:
+def _hidden(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
     """Hidden time made most of the slowest 1%: the cause that explains most of it, or unexplained."""
     h = f.hidden
     if h is None:
-        return (
-            "unexplained",
+        return MeasuredCause(
+            Resource.UNEXPLAINED,
             f"{account}: {_ms(p99.hidden_ms)} hidden from free workers, and nothing was sampled to"
             " explain it",
-            None,
         )
     lead = f"{account}; the slowest 1% were hidden from free workers {_ms(h.hidden_ms)} each"
     if len(h.by_type) > 1:
         lead += f" ({h.types_text()})"
     top = h.causes[0] if h.causes else None
-    if top is None or h.unexplained > top.share:
-        said = "; ".join(f"{c.resource} explains {c.share:.0%}: {c.evidence}" for c in h.causes[:2])
-        return (
-            "unexplained",
+    if top is None or h.unexplained > h.share(top):
+        said = "; ".join(f"{c.resource} explains {h.share(c):.0%}: {c.evidence}" for c in h.causes[:2])
+        return MeasuredCause(
+            Resource.UNEXPLAINED,
             f"{lead}: {h.unexplained:.0%} of it unexplained (looked at {h.looked_at})"
             + (f"; {said}" if said else ""),
-            None,
         )
-    rest = [c for c in h.causes[1:] if c.share >= 0.1]
-    also = "".join(f"; {c.resource} {c.share:.0%}: {c.evidence}" for c in rest[:1])
+    rest = [c for c in h.causes[1:] if h.share(c) >= 0.1]
+    also = "".join(f"; {c.resource} {h.share(c):.0%}: {c.evidence}" for c in rest[:1])
     unexplained = f"; {h.unexplained:.0%} unexplained" if h.unexplained >= 0.05 else ""
-    return top.resource, f"{lead}: {top.share:.0%} {top.evidence}{also}{unexplained}", top.fix
+    return MeasuredCause(
+        top.resource, f"{lead}: {h.share(top):.0%} {top.evidence}{also}{unexplained}", top.fix, h.share(top)
+    )
 
 
 def _ms(ms: float) -> str:

@@ -24,6 +24,7 @@ from pgmq_sim.model.reasons import LABELS, Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.verdicts.cause import SEEN_MARGIN_S
 
 MET = "outage"  # the kind of a fault the run met rather than injected
 HELD = "lock held"  # a pause the run met while a session outside it held a lock of the queue's
@@ -209,13 +210,17 @@ def _measured(
 
 def held_pauses(faults: Sequence[Fault], holders: Sequence[HolderSeen]) -> list[Fault]:
     """A pause the run met with no connection lost, while the lock census saw a session outside the
-    run holding a lock on the queue (within a second of it): a lock held, not an outage."""
+    run holding a lock on the queue (around it: SEEN_MARGIN_S): a lock held, not an outage."""
     out = []
     for fault in faults:
         if fault.kind == MET and not fault.connections_lost and fault.outage_s:
             end = max(fault.at_s + fault.outage_s, fault.last_s or 0.0)  # one cause's pauses: their span
-            holder = next((h for h in holders if h.first_s - 1 <= end and h.last_s + 1 >= fault.at_s), None)
+            holder = next((h for h in holders if _seen_around(h, fault.at_s, end)), None)
             if holder is not None:
                 fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder.text()}")
         out.append(fault)
     return out
+
+
+def _seen_around(holder: HolderSeen, a: float, b: float) -> bool:
+    return holder.first_s - SEEN_MARGIN_S <= b and holder.last_s + SEEN_MARGIN_S >= a

@@ -7,6 +7,13 @@ from __future__ import annotations
 import math
 
 from pgmq_sim.result.waits import BlockerSeen
+from pgmq_sim.verdicts.cause import (
+    MORE_WORKERS_CANNOT,
+    SEED_CLAIM_FIX,
+    MeasuredCause,
+    Resource,
+    foreign_holder_fix,
+)
 from pgmq_sim.verdicts.figures import KEPT_UP, Figures
 from pgmq_sim.verdicts.outages import HELD, MET
 
@@ -22,15 +29,15 @@ CLIENT_CORE_SHARE = 0.9  # of a core, the busiest client process's (one GIL per 
 OUTAGE_SHARE = 0.05  # of the run's time, the path down: the outage, not the queue, set the pace
 POLICY_SHARE = 0.05  # of the messages' attempts, sessions a server policy ended: the policy set the pace
 
-Found = tuple[str, str, str] | None
+Found = MeasuredCause | None  # None: the resource did not bound the run
 
 
 def client_cpu(f: Figures) -> Found:
     share = f.client_core_share
     if share is None or share < CLIENT_CORE_SHARE:
         return None
-    return (
-        "client-cpu",
+    return MeasuredCause(
+        Resource.CLIENT_CPU,
         f"the tool's busiest process used {share:.0%} of a core: the client set the pace, not the queue",
         "measure the queue with more worker processes (--processes N) or a client host of its own"
         " (--master/--worker)",
@@ -52,7 +59,7 @@ def server_policy(f: Figures) -> Found:
         return None
     evidence = "; ".join(p.evidence() for p in f.policies)
     evidence += f"; {processed:.0f} message(s) processed: {share:.0%} of the attempts ended by {top.setting}"
-    return "server-policy", evidence, top.fix
+    return MeasuredCause(Resource.SERVER_POLICY, evidence, top.fix)
 
 
 def outage(f: Figures) -> Found:
@@ -90,7 +97,7 @@ def outage(f: Figures) -> Found:
             "the injected faults' outages set the throughput: judge the queue's capacity from a run"
             " without them, and the faults by their outage and recovery"
         )
-    return "outage", evidence, fix
+    return MeasuredCause(Resource.OUTAGE, evidence, fix)
 
 
 def _pool(f: Figures) -> Found:
@@ -120,13 +127,13 @@ def _pool(f: Figures) -> Found:
     want = min(f.workers, max((servers or 1) + 1, math.ceil((servers or 1) / max(0.05, 1 - share))))
     cap = 2 * f.server_cores if f.server_cores else None
     if cap is not None and want > cap:
-        return (
-            "pool",
+        return MeasuredCause(
+            Resource.POOL,
             evidence,
             f"the pool is as large as the server's {f.server_cores} cores serve well: run {cap} workers",
         )
-    return (
-        "pool",
+    return MeasuredCause(
+        Resource.POOL,
         evidence,
         f"raise the pooler's pool size to about {want} (server connections seen: {servers or '?'})",
     )
@@ -143,13 +150,9 @@ def _claim_plan(f: Figures) -> Found:
         return None
     if f.complete_ms is not None and f.claim_ms < 2 * f.complete_ms:
         return None
-    fix = (
-        "try -claim indexed, which reads only each group's head"
-        if f.strategy == "seed"
-        else "check the claim's plan with EXPLAIN"
-    )
-    return (
-        "claim-plan",
+    fix = SEED_CLAIM_FIX if f.strategy == "seed" else "check the claim's plan with EXPLAIN"
+    return MeasuredCause(
+        Resource.CLAIM_PLAN,
         f"the server read {blocks:.0f} buffers per message and the claim p50 is {f.claim_ms:.1f} ms:"
         " the claim scans the backlog",
         fix,
@@ -192,12 +195,10 @@ def _locks(f: Figures) -> Found:
     top = foreign[0] if foreign else None
     if top is not None and top.samples * 2 >= sum(b.samples for b in own):
         what = f"{top.mode} on {top.target}" if top.mode else f"a lock on {top.target}"
-        return (
-            "locks",
+        return MeasuredCause(
+            Resource.LOCKS,
             evidence,
-            f"a session outside the run holds {what}: pid {top.pid}"
-            f" ({top.application or 'no application_name'}); end it or move it out of the queue's"
-            " hours: no claim or worker setting gets past a lock another session holds",
+            foreign_holder_fix(top.pid, top.application, what, "the claims wait for it"),
         )
     rows = waits.row_lock_share() >= 0.5
     if rows and not f.claim_skips_locked:
@@ -209,7 +210,7 @@ def _locks(f: Figures) -> Found:
         else:
             others = [f"-claim {other}" for other in SKIPPING_CLAIMS if other != name]
             how = f"use a claim that skips locked rows ({' or '.join(others)})"
-        return "locks", evidence, f"claims queue behind each other's row locks: {how}"
+        return MeasuredCause(Resource.LOCKS, evidence, f"claims queue behind each other's row locks: {how}")
     if own:  # the run's own sessions: the claim is not the cause, the holders are named
         remains = f"{_own(own)} ({waits.lock_text() or 'Lock'})"
     else:
@@ -219,8 +220,8 @@ def _locks(f: Figures) -> Found:
         if f.claim_skips_locked
         else ""
     )
-    return (
-        "locks",
+    return MeasuredCause(
+        Resource.LOCKS,
         evidence,
         f"{lead}what remains is {remains}: find the statement that takes it (pg_locks, the run's log)",
     )
@@ -240,7 +241,9 @@ def _wal(f: Figures) -> Found:
     if share is None or (f.waits is not None and f.waits.share("other") > share):
         return None  # a larger wait of another kind (server_waits) is what held the commits up
     what, fix = WAL_FLUSH
-    return "wal-flush", f"{what} {share:.0%} of the backends' time in a transaction", fix
+    return MeasuredCause(
+        Resource.WAL_FLUSH, f"{what} {share:.0%} of the backends' time in a transaction", fix
+    )
 
 
 def _server_waits(f: Figures) -> Found:
@@ -251,8 +254,8 @@ def _server_waits(f: Figures) -> Found:
         return None
     events = f.waits.other_text() or "waits not named"
     top = events.split(" ", 1)[0]
-    return (
-        "server-waits",
+    return MeasuredCause(
+        Resource.SERVER_WAITS,
         f"the backends spent {share:.0%} of their time in a transaction waiting on {events}: not a lock,"
         " the WAL or the disk",
         f"find what the queue's statements run that waits on {top}: a trigger or a function on the queue's"
@@ -265,8 +268,8 @@ def _server_cpu(f: Figures) -> Found:
     share = f.server_cpu_share
     if share is None or share < SERVER_CPU_SHARE:
         return None
-    return (
-        "server-cpu",
+    return MeasuredCause(
+        Resource.SERVER_CPU,
         f"the server's processes used {share:.0%} of its {f.server_cores} cores",
         "the server's CPU is the limit: a cheaper claim, fewer connections in flight, or more cores;"
         " more workers will not help",
@@ -277,12 +280,12 @@ def ordering(f: Figures) -> Found:
     bound = f.ordering_bound_per_s
     if not bound or f.achieved_per_s < ORDERING_SHARE * bound:  # no bound (none measured, or zero)
         return None
-    return (
-        "ordering",
+    return MeasuredCause(
+        Resource.ORDERING,
         f"{f.achieved_per_s:.0f}/s is {f.achieved_per_s / bound:.0%} of the ordering bound {bound:.0f}/s:"
         " each group takes one message at a time, and the busiest group sets the pace"
         + (f" ({f.hot_group})" if f.hot_group else ""),
-        "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work",
+        MORE_WORKERS_CANNOT,
     )
 
 
@@ -311,7 +314,7 @@ def _workers(f: Figures) -> Found:
                 f"each of the {f.groups} groups has a worker already: more would wait for a group; spread"
                 " the keys (more -orders), or shorten the work"
             )
-        return ("workers", evidence, fix)
+        return MeasuredCause(Resource.WORKERS, evidence, fix)
     target = f.offered_per_s if f.offered_per_s and not f.kept_up else None
     if target and f.service_ms:
         want = max(f.workers + 1, math.ceil(target * f.service_ms / 1000 / 0.8))  # 80% busy: bursts
@@ -320,9 +323,11 @@ def _workers(f: Figures) -> Found:
             fix = f"add workers up to {cap}, {why} (about {want} would serve {target:g}/s at 80% busy)"
             if f.spare_connections is not None and cap == f.workers + f.spare_connections:
                 fix += ": raise max_connections, or put a pooler in front"
-        return ("workers", evidence, fix)
+        return MeasuredCause(Resource.WORKERS, evidence, fix)
     fix = f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers"
-    return ("workers", evidence, fix + (f", up to {cap}, {why}" if cap is not None else ""))
+    return MeasuredCause(
+        Resource.WORKERS, evidence, fix + (f", up to {cap}, {why}" if cap is not None else "")
+    )
 
 
 def producer_held(f: Figures) -> Found:
@@ -333,21 +338,24 @@ def producer_held(f: Figures) -> Found:
     holder = next((h for h in f.holders if "producer" in h.blocked), None)
     if holder is None:
         return None
-    return (
-        "locks",
+    return MeasuredCause(
+        Resource.LOCKS,
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: {holder.text()}",
-        f"a session outside the run holds {holder.what}: pid {holder.pid}"
-        f" ({holder.application or 'no application_name'}); the producer's inserts wait for it (a lock on"
-        " the queue, or a row a foreign key of the queue points to): end it or move it out of the queue's"
-        " hours",
+        foreign_holder_fix(
+            holder.pid,
+            holder.application,
+            holder.what,
+            "the producer's inserts wait for it (a lock on the queue, or a row a foreign key of the queue"
+            " points to)",
+        ),
     )
 
 
 def _producer(f: Figures) -> Found:
     if f.arrived_share is None or f.arrived_share >= KEPT_UP:
         return None
-    return (
-        "producer",
+    return MeasuredCause(
+        Resource.PRODUCER,
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: the offered rate"
         " was not offered",
         "the producer set the pace: measure a higher rate with more producer throughput (a client host"

@@ -1,0 +1,68 @@
+"""A measured cause: the one shape of every verdict's finding (a resource check, a cause of hidden
+time, the limit itself): which resource, what was measured (the evidence), the one fix that follows,
+and, where causes share an amount, the share each explains. The resources are a closed list, and the
+fixes two checks would both give are written here once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Resource(StrEnum):
+    """What bounded a run, or explains a share of its time (docs/report.md lists them)."""
+
+    CLIENT_CPU = "client-cpu"
+    LOCKS = "locks"
+    SERVER_POLICY = "server-policy"
+    OUTAGE = "outage"
+    CLAIM_LOCKS = "claim-locks"
+    POLLING = "polling"
+    WAKEUP = "wakeup"
+    LEASE = "lease"
+    POOL = "pool"
+    CLAIM_PLAN = "claim-plan"
+    WAL_FLUSH = "wal-flush"
+    SERVER_WAITS = "server-waits"
+    SERVER_CPU = "server-cpu"
+    ORDERING = "ordering"
+    WORKERS = "workers"
+    PRODUCER = "producer"
+    DUE = "due"
+    UNEXPLAINED = "unexplained"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class MeasuredCause:
+    resource: Resource
+    evidence: str
+    fix: str | None = None  # the one thing to change; None where nothing in the queue's hands would
+    share: float | None = None  # of the amount the causes share (a cohort's hidden time); None: whole
+
+    def as_json(self) -> dict[str, Any]:
+        said: dict[str, Any] = {"resource": str(self.resource), "evidence": self.evidence}
+        if self.share is not None:
+            said["share"] = round(self.share, 3)
+        return said
+
+
+SEEN_MARGIN_S = 1.0  # a session seen in a sample (the lock census, twice a second) is taken to have
+# been there up to a second around it: a pause or a wait that close is its
+
+
+def foreign_holder_fix(pid: int, application: str, what: str, how: str) -> str:
+    """A session outside the run holds what the run's sessions needed: no claim or worker setting gets
+    past it. `how`: what of the run met it (e.g. 'the claims skip or wait for what it holds')."""
+    return (
+        f"a session outside the run holds {what}: pid {pid} ({application or 'no application_name'});"
+        f" {how}, so no claim or worker setting gets past it: end it, or move it out of the queue's hours"
+    )
+
+
+SEED_CLAIM_FIX = "try -claim indexed, which reads only each group's head"
+MORE_WORKERS_CANNOT = (
+    "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work:"
+    " each group takes one message at a time"
+)
