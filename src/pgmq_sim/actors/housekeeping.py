@@ -106,6 +106,8 @@ class Housekeeper:
         tally.add_counts(sample.counts, sample.lock_events, sample.other_events)
         if sample.blockers:
             tally.blocked(sample.blockers)
+            if self._census is not None:  # the census's holders: who blocked the run's sessions, when
+                self._census.blocked(self._clock(), sample.blockers)
 
     async def _take_census(self, tally: LockCensusTally) -> None:
         """Best effort, as the samples; the queue's rows are counted only while its tables are small."""

@@ -140,7 +140,6 @@ class SampleSession:
                     int(r.get_value(i, 6) or 0),
                     text_of(r, i, 7),
                     rows.get(pid, 0) if count_rows else None,
-                    text_of(r, i, 8),
                 )
             )
         return LockSample(float(r.get_value(0, 0) or 0), tuple(held), count_rows)
@@ -197,11 +196,16 @@ class SampleSession:
                 LockBlocker(
                     int(found.get_value(i, 0) or 0),
                     text_of(found, i, 1),
-                    text_of(found, i, 2),
-                    found.get_value(i, 3) == b"t",
+                    int(found.get_value(i, 2) or 0),
+                    text_of(found, i, 3),
                     text_of(found, i, 4),
-                    text_of(found, i, 5),
+                    found.get_value(i, 5) == b"t",
                     text_of(found, i, 6),
+                    text_of(found, i, 7),
+                    text_of(found, i, 8),
+                    float(found.get_value(i, 9) or 0),
+                    text_of(found, i, 10),
+                    text_of(found, i, 11),
                 )
                 for i in range(found.ntuples)
             ]

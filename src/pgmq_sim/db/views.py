@@ -9,7 +9,7 @@ import psycopg
 from pgmq_sim.db.connection import connect
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
-from pgmq_sim.model.facts import ServerCounters, StallFacts, StatementCounters, TablePulse
+from pgmq_sim.model.facts import LockBlocker, ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.model.timeouts import TIMEOUTS, ServerSetting, ServerTimeouts
 from pgmq_sim.sqlfiles import statement
 
@@ -75,7 +75,7 @@ class ServerViews:
         table: its groups' heads; a folder design's table is its own)."""
 
         def read(conn: psycopg.Connection) -> StallFacts:
-            blocked = conn.execute(statement("blocked_sessions"), (our_pids,)).fetchall()
+            blocked = [LockBlocker(*row) for row in conn.execute(statement("lock_blockers"), (our_pids,))]
             pending: list[tuple[Any, ...]] = []
             heads: list[tuple[Any, ...]] = []
             unlocked: set[int] = set()

@@ -118,8 +118,10 @@ class TablePulse(NamedTuple):
 
 class LockBlocker(NamedTuple):
     """A session that blocked one of the run's sessions waiting on a lock (pg_blocking_pids), and the
-    object waited on: one sample of it."""
+    object waited on: one sample of it (sql/lock_blockers.sql, the one census of blocking sessions)."""
 
+    waiter_pid: int
+    waiter: str  # the waiting session's application ('pgmq-sim producer')
     pid: int
     application: str
     state: str  # '' where the role may not see it
@@ -127,6 +129,9 @@ class LockBlocker(NamedTuple):
     lock: str  # the waiter's lock type: relation, tuple, transactionid, advisory, object, ...
     target: str  # the relation waited on, else the lock type
     mode: str  # the modes the blocker holds on it ('' when it only waits ahead in the queue)
+    xact_s: float = 0.0  # how long the blocker's transaction has been open (0 where not seen)
+    query: str = ""  # the start of its query ('' where not seen)
+    address: str = ""  # its client address ('' for a local socket)
 
 
 class HeldLocks(NamedTuple):
@@ -141,7 +146,6 @@ class HeldLocks(NamedTuple):
     advisory: int
     relation: str  # e.g. 'ExclusiveLock on msg_queue' ('' for none)
     rows: int | None  # rows of the queue's busiest table it has locked or changed (None: not counted)
-    blocks: str = ""  # the run's sessions it blocks, waiting on a lock ('pgmq-sim producer, ...')
 
 
 class LockSample(NamedTuple):
@@ -154,7 +158,7 @@ class LockSample(NamedTuple):
 
 @dataclass(frozen=True)
 class StallFacts:
-    blocked: list[tuple[Any, ...]]
+    blocked: list[LockBlocker]
     pending_by_type: list[tuple[Any, ...]]
     heads: list[tuple[Any, ...]]
     unlocked_heads: set[int]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import statistics
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.facts import LockSample
+from pgmq_sim.model.facts import LockBlocker, LockSample
 
 SHOWN = 5  # holders outside the run kept, most samples first
 
@@ -116,23 +117,44 @@ class LockCensusTally:
                         self._advisory += held.advisory
                         self._rows_max = max(self._rows_max, rows)
                     continue
-                if not (rows or held.advisory or held.relation or held.blocks):
-                    continue
-                key = (held.pid, held.application)
-                before = self._holders.get(key)
-                self._holders[key] = HolderSeen(
-                    held.pid,
-                    held.application,
-                    held.state,
-                    before.first_s if before else at_s,
-                    at_s,
-                    (before.samples if before else 0) + 1,
-                    max(held.advisory, before.advisory_max if before else 0),
-                    max(rows, before.rows_max if before else 0),
-                    held.relation or (before.relation if before else ""),
-                    max(held.xact_s, before.xact_s_max if before else 0.0),
-                    _union(before.blocked if before else "", held.blocks),
-                )
+                if rows or held.advisory or held.relation:
+                    self._see(held.pid, held.application, held.state, at_s, held.xact_s, held.advisory, rows,
+                              held.relation)  # fmt: skip
+
+    def blocked(self, at_s: float, blockers: Iterable[LockBlocker]) -> None:
+        """The wait sampler's blockers (sql/lock_blockers.sql): a session outside the run seen blocking
+        the run's sessions holds what they waited for, whatever it is (a parent row, a table)."""
+        with self._lock:
+            for b in blockers:
+                if not b.ours:
+                    self._see(b.pid, b.application, b.state, at_s, b.xact_s, blocked=b.waiter)
+
+    def _see(
+        self,
+        pid: int,
+        application: str,
+        state: str,
+        at_s: float,
+        xact_s: float,
+        advisory: int = 0,
+        rows: int = 0,
+        relation: str = "",
+        blocked: str = "",
+    ) -> None:
+        before = self._holders.get((pid, application))
+        self._holders[(pid, application)] = HolderSeen(
+            pid,
+            application,
+            state or (before.state if before else ""),
+            before.first_s if before else at_s,
+            max(at_s, before.last_s if before else at_s),
+            (before.samples if before else 0) + 1,
+            max(advisory, before.advisory_max if before else 0),
+            max(rows, before.rows_max if before else 0),
+            relation or (before.relation if before else ""),
+            max(xact_s, before.xact_s_max if before else 0.0),
+            _union(before.blocked if before else "", blocked),
+        )
 
     def census(self) -> LockCensus:
         with self._lock:

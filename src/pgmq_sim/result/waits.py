@@ -209,8 +209,9 @@ class WaitTally:
     def blocked(self, blockers: Iterable[LockBlocker]) -> None:
         """One sample of the sessions blocking the run's: each blocker once per object and mode."""
         with self._lock:
-            for b in set(blockers):
-                seen = BlockerSeen(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode, 1)
+            once = {(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode) for b in blockers}
+            for key in once:
+                seen = BlockerSeen(*key, samples=1)
                 before = self._blockers.get(seen.key)
                 samples = before.samples + 1 if before else 1
                 self._blockers[seen.key] = dataclasses.replace(seen, samples=samples)

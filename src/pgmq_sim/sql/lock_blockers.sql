@@ -1,8 +1,13 @@
--- $1: the run's sessions just seen waiting on a lock. Who blocks each (pg_blocking_pids), whether it
--- is one of the tool's sessions in this database, the object waited on and the modes the blocker
--- holds on it (none when it only waits ahead in the lock's queue). A session of another role shows
--- no state to a role without pg_read_all_stats.
-select b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''),
+-- $1: the run's sessions just seen waiting on a lock. The one place the tool asks who blocks them
+-- (pg_blocking_pids, which takes the lock manager's partition locks: asked only of those waiting):
+-- read by the wait sampler, for the wait profile and the lock census (result/waits, result/holders),
+-- and by the stall diagnosis. A row per waiter and blocker: the waiter's pid and application, the
+-- blocker's pid, application and state, whether it is one of the tool's sessions in this database,
+-- the object waited on and the modes the blocker holds on it (none when it only waits ahead in the
+-- lock's queue), how long its transaction has been open, its query's start and its address. A
+-- session of another role shows no state or query to a role without pg_read_all_stats.
+select w.pid, coalesce(wa.application_name, ''),
+       b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''),
        coalesce(b.application_name, '') like 'pgmq-sim%' and b.datname is not distinct from current_database(),
        w.locktype,
        case when w.relation is not null then w.relation::regclass::text else w.locktype end,
@@ -16,8 +21,12 @@ select b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''),
                    and h.transactionid is not distinct from w.transactionid
                    and h.classid is not distinct from w.classid
                    and h.objid is not distinct from w.objid
-                   and h.objsubid is not distinct from w.objsubid), '')
+                   and h.objsubid is not distinct from w.objsubid), ''),
+       coalesce(extract(epoch from now() - b.xact_start), 0)::float8,
+       left(coalesce(b.query, ''), 80), coalesce(host(b.client_addr), '')
 from pg_locks w
+join pg_stat_activity wa on wa.pid = w.pid
 cross join lateral unnest(pg_blocking_pids(w.pid)) as blocker(pid)
 join pg_stat_activity b on b.pid = blocker.pid
 where w.pid = any($1) and not w.granted
+order by b.pid, w.pid

@@ -39,9 +39,10 @@ def explain_stall(
     def pooler(address: str) -> str | None:
         return address if address in poolers else None
 
-    waiting: dict[tuple, list[str]] = {}
-    for worker_pid, *blocker in facts.blocked:
-        waiting.setdefault(tuple(blocker), []).append(str(worker_pid))
+    waiting: dict[tuple[int, str, str, float, str, str], list[str]] = {}
+    for b in facts.blocked:
+        blocker = (b.pid, b.application, b.state, b.xact_s, b.query, b.address)
+        waiting.setdefault(blocker, []).append(str(b.waiter_pid))
     for (pid, app, state, age, query, address), waiting_pids in waiting.items():
         held = f"a lock held by {_session(pid, app, state, age, query, pooler(address))}"
         producers = [p for p in waiting_pids if int(p) in producer_pids]
