@@ -16,7 +16,7 @@ from conftest import REPO
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.events import Fault
-from pgmq_sim.model.facts import AuditCounts, StallFacts
+from pgmq_sim.model.facts import AuditCounts, LockBlocker, StallFacts
 from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.stats import SecondSample, Timeline, WorkerCounters, WorkerStats
@@ -108,7 +108,7 @@ def test_stall_names_a_pooler_connection_and_a_session_hidden_from_the_role() ->
     )
     facts_ = facts(
         heads=[("type1", 1, 5, False, "900")],
-        blocked=[(100, 300, "", "", 0.0, "", "")],
+        blocked=[LockBlocker(100, "pgmq-sim w1", 300, "", "", False, "relation", "x", "")],
         lock_holders=[ours, pooled_holder],
     )
     causes = explain_stall(facts_, {"type1", "type2", "type3"}, pooled=True)
