@@ -185,7 +185,9 @@ def _report(
         console.print(escape(f"output: {outputs_text(settings)}"))
     worse_than_base: list[FigureChange] = []
     # a document costs the advice: made only for a file that holds it
-    needed = settings.json_path is not None or baseline is not None or settings.report_path is not None
+    needed = baseline is not None or any(
+        path is not None for path in (settings.json_path, settings.report_path, settings.plot_path)
+    )
     documents = [result_document(r) for r in results] if needed else []
     if baseline is not None and documents:
         changes = compare_runs(baseline, documents[0])
@@ -212,7 +214,7 @@ def _report(
             errors.append(str(exc))
     if settings.plot_path and results:
         try:
-            write_plot(settings.plot_path, results)
+            write_plot(settings.plot_path, documents, compare)
         except SimError as exc:
             errors.append(str(exc))
     if settings.junit_path and results:
