@@ -33,11 +33,12 @@ from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
 from pgmq_sim.render.files import STDOUT, result_document, write_json
 from pgmq_sim.render.junit import write_junit
+from pgmq_sim.render.lines import outputs_text
 from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.plot import write_plot
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.report import run_report, write_report
-from pgmq_sim.render.terminal import outputs_text, print_comparison, print_summary
+from pgmq_sim.render.terminal import print_comparison, print_summary
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.server import open_server
