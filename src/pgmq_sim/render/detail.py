@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -32,7 +34,7 @@ from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.limits import run_limit
 
 
-def print_detail(console: Console, result: RunResult) -> None:
+def print_detail(console: Console, result: RunResult, written: Sequence[tuple[str, object]] = ()) -> None:
     """Every row the run has, as -v asks."""
     table = head(result, detail=True)
     _design_rows(table, result)
@@ -66,7 +68,7 @@ def print_detail(console: Console, result: RunResult) -> None:
     table.add_row("workers' time", escape(time_split_text(result)))
     for fault in result.faults:
         table.add_row("fault", escape(fault_text(fault)))
-    table.add_row("output", escape(outputs_text(result.settings)))
+    table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     _print_workers(console, result)
     if result.sweep is not None:

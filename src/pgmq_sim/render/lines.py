@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -82,20 +84,12 @@ def fault_text(fault: Fault) -> str:
     return f"{fault.at_s:.1f} s {fault.kind}: {fault.detail}" + (f"; {effect}" if effect else "")
 
 
-def outputs_text(settings: Settings) -> str:
-    """Where the run's files went, and how to see what the summary leaves out."""
-    written = [
-        f"{name} {path}"
-        for name, path in (
-            ("report", settings.report_path),
-            ("JSON", settings.json_path),
-            ("plot", settings.plot_path),
-            ("JUnit", settings.junit_path),
-        )
-        if path is not None
-    ]
-    written.append(f"log {settings.logfile}")
-    text = "; ".join(written)
+def outputs_text(settings: Settings, written: Sequence[tuple[str, object]]) -> str:
+    """Where the run's files went (`written`: each output's label and path, as their options declare
+    them), and how to see what the summary leaves out."""
+    shown = [f"{label} {path}" for label, path in written]
+    shown.append(f"log {settings.logfile}")
+    text = "; ".join(shown)
     if settings.report_path is None and not settings.verbose:
         text += "; the detail: -v, or -report FILE.html"
     return text

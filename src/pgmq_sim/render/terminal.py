@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -36,11 +38,13 @@ SHORT_TYPES = 6  # more types than this: the short summary gives the overall rat
 OURS = ("packaged", "built-in")  # where the tool's own SQL files come from
 
 
-def print_summary(console: Console, result: RunResult, verbose: bool = False) -> None:
+def print_summary(
+    console: Console, result: RunResult, verbose: bool = False, written: Sequence[tuple[str, object]] = ()
+) -> None:
     """The answer in a screen: the run, its figures, the audit, the limit, and where the rest went
-    (-v prints the rest here too: print_detail)."""
+    (-v prints the rest here too: print_detail). `written`: each output file's label and path."""
     if verbose:
-        print_detail(console, result)
+        print_detail(console, result, written)
         return
     table = head(result, detail=False)
     if any(f.get("origin") not in OURS for f in result.files.values()):  # a file of the user's
@@ -60,7 +64,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     for kind, faults in faults_by_kind(result).items():
         table.add_row("fault", escape(fault_group_text(kind, faults)))
-    table.add_row("output", escape(outputs_text(result.settings)))
+    table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     if result.sweep is not None:
         console.print(f"[bold]{result.sweep.headline()}[/]")
