@@ -173,6 +173,32 @@ def test_import_graph_of_the_package_has_no_circle_and_keeps_its_layers() -> Non
     assert "no circles" in checked.stdout
 
 
+def test_the_house_sizes_hold_and_the_check_names_each_one_over(tmp_path: Path) -> None:
+    """No module over 500 lines, no class over 250, no function over 100 (tools/check_sizes.py);
+    the check names a module, a class and a method over their limits, and skips verdicts/."""
+    checked = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "check_sizes.py")], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout
+    package = tmp_path / "pgmq_sim"
+    (package / "render").mkdir(parents=True)
+    (package / "verdicts").mkdir()
+    method = "    def long(self) -> None:\n" + "        pass\n" * 101
+    (package / "render" / "big.py").write_text("class Big:\n" + method * 3 + "x = 1\n" * 200)
+    (package / "verdicts" / "big.py").write_text("x = 1\n" * 600)
+    checked = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "check_sizes.py"), str(package)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 1
+    assert "render/big.py: 507 lines (a module at most 500)" in checked.stdout
+    assert "render/big.py:1: class Big, 307 lines (at most 250)" in checked.stdout
+    assert "render/big.py:2: function long, 102 lines (at most 100)" in checked.stdout
+    assert "verdicts" not in checked.stdout
+
+
 def test_import_check_catches_a_circle_a_view_a_driver_and_each_forbidden_arrow(tmp_path: Path) -> None:
     package = tmp_path / "pgmq_sim"
     files = {
