@@ -10,14 +10,10 @@ from pgmq_sim.cli.option import (
     Output,
     Range,
 )
-from pgmq_sim.cli.outputs import (
-    check_plot_support,
-    check_report_path,
-    json_file,
-    plot_file,
-    report_file,
-)
+from pgmq_sim.cli.outputs import json_file, plot_file, report_file
 from pgmq_sim.model.kinds import ProgressMode
+from pgmq_sim.render.plot import check_plot_support
+from pgmq_sim.render.report import check_report_path
 
 OUTPUT_OPTIONS = (
     # -- outputs --------------------------------------------------------------------------------

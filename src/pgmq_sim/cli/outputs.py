@@ -13,12 +13,10 @@ from pgmq_sim.cli.option import CommandOptions
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
 from pgmq_sim.render.junit import write_junit
-from pgmq_sim.render.plot import check_plot_support, write_plot
-from pgmq_sim.render.report import check_report_path, run_report, write_report
+from pgmq_sim.render.plot import write_plot
+from pgmq_sim.render.report import run_report, write_report
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import Settings
-
-__all__ = ["check_plot_support", "check_report_path"]  # the outputs' own checks, for their options
 
 
 @dataclass(frozen=True)
