@@ -8,6 +8,7 @@ import dataclasses
 import json
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ from pgmq_sim.cli.audit_command import audit_command, checked_audit
 from pgmq_sim.cli.command import command
 from pgmq_sim.cli.command import main as cli_main
 from pgmq_sim.cli.diff_command import diff_command, diff_inputs
-from pgmq_sim.cli.flags import check_flags
+from pgmq_sim.cli.flag_table import flag_tables
+from pgmq_sim.cli.flags import check_flags, command_of
 from pgmq_sim.cli.option import SECTIONS, CommandOptions, Option
 from pgmq_sim.cli.options import AUDIT, DIFF, RUN
-from pgmq_sim.cli.plan import plan_run
-from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_toml
+from pgmq_sim.cli.plan import plan_run, settings_of
+from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_record, scenario_toml
 from pgmq_sim.errors import UsageError
 from pgmq_sim.launch import wants_locust
 from pgmq_sim.settings import Settings
@@ -112,12 +114,72 @@ def test_help_lists_every_option_under_its_section() -> None:
 
 
 def test_every_setting_is_filled_by_an_option() -> None:
-    """Settings keeps its fields (others read them); each comes from one option, or is made of some."""
-    fields = {f.name for f in dataclasses.fields(Settings)}
-    from_options = {o.field for o in RUN if o.field is not None}
-    assert from_options <= fields, from_options - fields
-    # made in cli/plan from -queue/-claim, -tx, -no-audit, -metrics-port; the profile from -rate-profile
-    assert fields - from_options == {"claim", "tx", "audit", "metrics_host", "metrics_port", "profile"}
+    """Settings is built from the options: each field but the profile (read from -rate-profile) is
+    one option's, and none is filled by hand."""
+    fields = [f.name for f in dataclasses.fields(Settings) if f.init]
+    from_options = [field for o in RUN for field in o.fields]
+    assert sorted(from_options) == sorted(fields)
+    assert not [
+        f.name for f in dataclasses.fields(Settings) if f.init and f.default is not dataclasses.MISSING
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WithFlavour(Settings):
+    flavour: str  # the throwaway option's field: what the run would read
+
+
+FLAVOUR = Option(
+    "flavour",
+    "text",
+    "the ice cream's flavour",
+    "workload",
+    default="vanilla",
+    metavar="NAME",
+    choices=("vanilla", "pistachio"),
+    example=("-flavour", "pistachio"),
+)
+
+
+def test_a_new_option_is_one_declaration(workdir: Path) -> None:
+    """A throwaway option, declared once, is a flag (both spellings, its default, its choices checked),
+    a line of --help in its section, a scenario file's key (-print-config writes it, -config reads it),
+    a setting (in the JSON's settings and its scenario) and a row of the docs' flag table."""
+    spec = RUN.with_options(FLAVOUR)
+    cmd = command_of(spec)(lambda **_: None)
+
+    def scenario(args: list[str]) -> Scenario:
+        check_flags(cmd, args)
+        with cmd.make_context("pgmq-sim", args) as ctx:
+            return scenario_of(spec, ctx)
+
+    param = next(p for p in cmd.params if p.name == "flavour")
+    assert set(param.opts) == {"-flavour", "--flavour"} and param.default == "vanilla"
+    with cmd.make_context("pgmq-sim", []) as ctx:
+        helped = cmd.get_help(ctx)
+    workload = helped.index("The workload:")
+    assert workload < helped.index("-flavour NAME") < helped.index("Time, capacity and sweeps:")
+    assert "The ice cream's flavour. [default: vanilla]" in " ".join(helped.split())
+    with pytest.raises(UsageError, match=r"unknown -flavour 'mint'; use one of: vanilla, pistachio"):
+        scenario(["-flavour", "mint"])
+
+    given = scenario(["-flavour", "pistachio", "-workers", "4"])
+    (workdir / "flavour.toml").write_text(scenario_toml(given))
+    assert 'flavour = "pistachio"' in (workdir / "flavour.toml").read_text()
+    from_file = scenario(["-config", "flavour.toml"])
+    assert from_file.sources["flavour"] == "file" and from_file.options["flavour"] == "pistachio"
+    (workdir / "bad.toml").write_text('flavour = "mint"\n')
+    with pytest.raises(UsageError, match=r"bad\.toml:1: flavour = 'mint': use one of: vanilla, pistachio"):
+        scenario(["-config", "bad.toml"])
+
+    settings = settings_of(from_file.options, spec, WithFlavour)
+    assert isinstance(settings, WithFlavour) and settings.flavour == "pistachio" and settings.workers == 4
+    assert settings.as_json()["flavour"] == "pistachio"
+    assert settings_of(scenario([]).options, spec, WithFlavour).as_json()["flavour"] == "vanilla"
+    record = scenario_record(scenario([]), {}, None)
+    assert record["scenario"]["flavour"] == "vanilla" and record["scenario_sources"]["flavour"] == "default"
+
+    assert "| `-flavour NAME` | `vanilla` | the ice cream's flavour |" in flag_tables((spec,))
 
 
 def test_every_option_is_defined_once_with_an_example_that_sets_it() -> None:

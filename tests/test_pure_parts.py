@@ -162,15 +162,35 @@ def test_modes_arrive_as_text_and_are_kept_as_names() -> None:
     assert [o.exit_code for o in Outcome] == [0, 0, 1, 3, 3, 3]
 
 
+def tool(name: str, *args: Path) -> subprocess.CompletedProcess[str]:
+    """One of tools/, run as .ci/run runs it."""
+    command = [sys.executable, str(REPO / "tools" / name), *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
 def test_import_graph_of_the_package_has_no_circle_and_keeps_its_layers() -> None:
-    checked = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "check_imports.py")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    checked = tool("check_imports.py")
     assert checked.returncode == 0, checked.stdout
     assert "no circles" in checked.stdout
+
+
+def test_the_house_sizes_hold_and_the_check_names_each_one_over(tmp_path: Path) -> None:
+    """No module over 500 lines, no class over 250, no function over 100 (tools/check_sizes.py);
+    the check names a module, a class and a method over their limits, in every part (verdicts/ too)."""
+    checked = tool("check_sizes.py")
+    assert checked.returncode == 0, checked.stdout
+    package = tmp_path / "pgmq_sim"
+    (package / "render").mkdir(parents=True)
+    (package / "verdicts").mkdir()
+    method = "    def long(self) -> None:\n" + "        pass\n" * 101
+    (package / "render" / "big.py").write_text("class Big:\n" + method * 3 + "x = 1\n" * 200)
+    (package / "verdicts" / "big.py").write_text("x = 1\n" * 600)
+    checked = tool("check_sizes.py", package)
+    assert checked.returncode == 1
+    assert "render/big.py: 507 lines (a module at most 500)" in checked.stdout
+    assert "render/big.py:1: class Big, 307 lines (at most 250)" in checked.stdout
+    assert "render/big.py:2: function long, 102 lines (at most 100)" in checked.stdout
+    assert "verdicts/big.py: 600 lines (a module at most 500)" in checked.stdout
 
 
 def test_import_check_catches_a_circle_a_view_a_driver_and_each_forbidden_arrow(tmp_path: Path) -> None:
@@ -195,12 +215,7 @@ def test_import_check_catches_a_circle_a_view_a_driver_and_each_forbidden_arrow(
         (package / name).write_text(text)
     for folder in ("render", "engine", "result", "verdicts", "model", "db", "actors"):
         (package / folder / "__init__.py").write_text("")
-    checked = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "check_imports.py"), str(package)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    checked = tool("check_imports.py", package)
     assert checked.returncode == 1
     out = checked.stdout
     assert "import circle: pgmq_sim.a <-> pgmq_sim.b" in out

@@ -6,12 +6,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
 from pgmq_sim.model.extras import Delay, PriorityRange
-from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode, choices
+from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode
 from pgmq_sim.model.profile_flag import parse_rate_profile
 from pgmq_sim.model.profiles import ConstantRate, RateProfile
 from pgmq_sim.model.skew import INT4_MAX, KeySkew
@@ -43,15 +43,6 @@ MAX_PAYLOAD_BYTES = 10_000_000
 MAX_BATCH = 1000
 MAX_WORKERS = 10_000
 MAX_ATTEMPTS = 60  # the backoff doubles per attempt: 2^60 x BASE is already forever
-E = TypeVar("E", bound=StrEnum)
-
-
-def parse_choice(kind: type[E], value: str, flag: str) -> E:
-    """A flag's text as one of its closed set of names, or a usage error listing them."""
-    try:
-        return kind(value)
-    except ValueError:
-        raise UsageError(f"unknown {flag} '{value}'; use one of: {choices(kind)}") from None
 
 
 MAX_SAMPLE_HZ = 100  # pg_stat_activity read more often costs the server more than it says
@@ -128,6 +119,9 @@ class Payload:
 
 @dataclass(frozen=True)
 class Settings:
+    """What the user asked for, checked: every field is filled from its option (cli/options_*, which
+    hold each one's default, choices, range and parser: cli/plan builds these from them)."""
+
     dsn: str | None
     delmsg: bool
     fill_db: int | None  # None: no count, only with -duration and -rate
@@ -139,62 +133,57 @@ class Settings:
     work: WorkTime
     orders: int
     poll_interval: float
-    claim: str = "seed"  # the queue design: a built-in's name (-claim, -queue) or a folder (-queue)
-    batch: int = 1  # messages one claim may take (-batch)
-    priority: PriorityRange | None = None  # -priority MIN-MAX: a uniform priority per message
-    delay: Delay | None = None  # -delay SHARE:MIN-MAX: that share of messages due later
-    archive: bool = False  # complete by the design's complete_archive.sql (move to its archive)
-    wakeup: WakeupMode = WakeupMode.POLL
-    audit: bool = True
-    stall_timeout: float = 30.0
-    json_path: Path | None = None
-    plot_path: Path | None = None
-    seed: int | None = None
-    progress: ProgressMode = ProgressMode.AUTO
-    reconnect_timeout: float = 60.0
-    replace_tables: bool = False
-    tx: TxMode = TxMode.SINGLE
-    lease: float = 30.0
-    fail_rate: float = 0.0
-    max_attempts: int = 5
-    backoff_ms: float = 100.0
-    chaos: str | None = None
-    chaos_allow_restart: bool = False
-    duration: float | None = None
-    pooler: PoolerMode = PoolerMode.AUTO
-    listen_dsn: str | None = None  # -wakeup notify's LISTEN, on a direct connection
-    pooler_admin: str | None = None  # the pooler's admin console: its view, and its faults
-    wait_sample_hz: float = 20.0  # pg_stat_activity samples per second for the wait profile (0: none)
-    types: int = 3
-    key_skew: KeySkew = field(default_factory=lambda: KeySkew("uniform"))
-    payload: Payload | None = None
-    rate_profile: str | None = None  # as given; parsed once into `profile`
-    speed: float = 1.0  # a replayed rate profile's time compression
-    profile: RateProfile | None = field(default=None, compare=False, repr=False)
-    sweep: SweepSpec | None = None
-    step_s: float | None = None  # None: DEFAULT_STEP_S (given without -sweep, refused)
-    settle_s: float | None = None  # None: as long as a step
-    slo_p99_ms: float | None = None
-    resolution_pct: float | None = None  # an adaptive sweep's; None: DEFAULT_RESOLUTION_PCT
-    repeat: int | None = None  # runs of each bisection step; None: 1
-    sweep_budget_s: float | None = None  # the whole search's bound
-    bystander: float | None = None  # transactions per second of a neighbour workload
-    checks: tuple[Check, ...] = ()  # -check: thresholds the run's figures must meet
-    junit_path: Path | None = None
-    drift: bool = False  # judge the drift of a run shorter than ten minutes (at least a minute)
-    check_abort: bool = False  # end the run at the first breach of a check that can only get worse
-    metrics_port: int | None = None  # serve live metrics for Prometheus
-    metrics_host: str | None = None  # ... on this address only; None: every interface
-    baseline_path: Path | None = None  # diff the run against this run's JSON
-    report_path: Path | None = None  # -report: the HTML page of the run
-    verbose: bool = False  # -v: the summary shows every row, not the answer alone
+    claim: str  # the queue design: a built-in's name (-claim, -queue) or a folder (-queue)
+    batch: int  # messages one claim may take (-batch)
+    priority: PriorityRange | None  # -priority MIN-MAX: a uniform priority per message
+    delay: Delay | None  # -delay SHARE:MIN-MAX: that share of messages due later
+    archive: bool  # complete by the design's complete_archive.sql (move to its archive)
+    wakeup: WakeupMode
+    audit: bool
+    stall_timeout: float
+    json_path: Path | None
+    plot_path: Path | None
+    seed: int | None
+    progress: ProgressMode
+    reconnect_timeout: float
+    replace_tables: bool
+    tx: TxMode
+    lease: float
+    fail_rate: float
+    max_attempts: int
+    backoff_ms: float
+    chaos: str | None
+    chaos_allow_restart: bool
+    duration: float | None
+    pooler: PoolerMode
+    listen_dsn: str | None  # -wakeup notify's LISTEN, on a direct connection
+    pooler_admin: str | None  # the pooler's admin console: its view, and its faults
+    wait_sample_hz: float  # pg_stat_activity samples per second for the wait profile (0: none)
+    types: int
+    key_skew: KeySkew
+    payload: Payload | None
+    rate_profile: str | None  # as given; parsed once into `profile`
+    speed: float  # a replayed rate profile's time compression
+    sweep: SweepSpec | None
+    step_s: float | None  # None: DEFAULT_STEP_S (given without -sweep, refused)
+    settle_s: float | None  # None: as long as a step
+    slo_p99_ms: float | None
+    resolution_pct: float | None  # an adaptive sweep's; None: DEFAULT_RESOLUTION_PCT
+    repeat: int | None  # runs of each bisection step; None: 1
+    sweep_budget_s: float | None  # the whole search's bound
+    bystander: float | None  # transactions per second of a neighbour workload
+    checks: tuple[Check, ...]  # -check: thresholds the run's figures must meet
+    junit_path: Path | None
+    drift: bool  # judge the drift of a run shorter than ten minutes (at least a minute)
+    check_abort: bool  # end the run at the first breach of a check that can only get worse
+    metrics_port: int | None  # serve live metrics for Prometheus
+    metrics_host: str | None  # ... on this address only; None: every interface
+    baseline_path: Path | None  # diff the run against this run's JSON
+    report_path: Path | None  # -report: the HTML page of the run
+    verbose: bool  # -v: the summary shows every row, not the answer alone
+    profile: RateProfile | None = field(default=None, init=False, compare=False, repr=False)  # read once
 
     def __post_init__(self) -> None:
-        # flags arrive as text; the modes are kept as their closed sets of names
-        object.__setattr__(self, "tx", parse_choice(TxMode, self.tx, "-tx"))
-        object.__setattr__(self, "wakeup", parse_choice(WakeupMode, self.wakeup, "-wakeup"))
-        object.__setattr__(self, "progress", parse_choice(ProgressMode, self.progress, "-progress"))
-        object.__setattr__(self, "pooler", parse_choice(PoolerMode, self.pooler, "-pooler"))
         if self.rate_profile is not None:  # read once, here: the producer follows it
             object.__setattr__(self, "profile", parse_rate_profile(self.rate_profile, self.rate, self.speed))
         _check_values(self)
@@ -284,9 +273,9 @@ class Settings:
         del data["payload"]
         data["sweep"] = str(self.sweep) if self.sweep else None
         data["checks"] = [str(c) for c in self.checks]
-        paths = ("schema", "next_msg", "json_path", "plot_path", "junit_path", "baseline_path", "report_path")
-        for key in paths:
-            data[key] = None if data[key] is None else str(data[key])
+        for key, value in data.items():
+            if isinstance(value, Path):
+                data[key] = str(value)
         return data
 
 
@@ -300,12 +289,8 @@ def _check_values(s: Settings) -> None:
             f"-workers {s.workers} leaves a message type without a worker;"
             f" use at least {s.types} (one per type)"
         )
-    if s.sweep is not None:
+    if s.sweep is not None:  # the options only a sweep reads are refused without one: cli/options_load
         _check_sweep(s, s.sweep)
-    else:
-        for flag, given in _sweep_only_flags(s).items():
-            if given is not None:
-                raise UsageError(f"{flag} goes with -sweep; drop it, or add -sweep rate=auto")
     _check_gating(s)
     profile = s.profile
     if profile is not None and s.duration is None and s.fill_db is None and profile.end_s is None:
@@ -358,18 +343,6 @@ def _check_sweep(s: Settings, sweep: SweepSpec) -> None:
             raise UsageError(
                 f"-sweep {sweep} needs -workers {max(sweep.values):g} or more (the largest step)"
             )
-
-
-def _sweep_only_flags(s: Settings) -> dict[str, object]:
-    """The flags only a sweep reads: without one they would do nothing, so they are refused."""
-    return {
-        "-step": s.step_s,
-        "-settle": s.settle_s,
-        "-slo": s.slo_p99_ms,
-        "-resolution": s.resolution_pct,
-        "-repeat": s.repeat,
-        "-sweep-budget": s.sweep_budget_s,
-    }
 
 
 def _check_gating(s: Settings) -> None:

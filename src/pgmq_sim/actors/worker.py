@@ -32,7 +32,7 @@ from pgmq_sim.actors.books import ProcessedCounter, WorkerBooks
 from pgmq_sim.actors.outage import Outage
 from pgmq_sim.actors.ownership import Owners
 from pgmq_sim.actors.waits import Bell, Halt, Why
-from pgmq_sim.actors.wakeup import Wakeup
+from pgmq_sim.actors.wakeup import Wakeup, WakeupSlot
 from pgmq_sim.db.claims import ClaimPort, SessionOpener
 from pgmq_sim.db.connection import is_connection_lost, server_reason
 from pgmq_sim.db.values import Claimed, SessionPlan
@@ -149,7 +149,133 @@ class WorkerPlan:
     opened: Callable[[], None] | None = None  # called once by each worker's first connect, done or not
 
 
-class WorkerLoop:
+class WorkerConnection:
+    """A worker's connection: opened (retrying while the server is away), lost, ended by the server,
+    crashed on purpose, closed; what it held goes back, and a commit in doubt is settled. WorkerLoop
+    is the message's side of the same worker."""
+
+    stats: WorkerStats
+    owner: str
+    backend_pid: int | None
+    _plan: WorkerPlan
+    _halt: Halt
+    _bell: Bell
+    _wakeup: WakeupSlot
+    _log: RunLog
+    _books: WorkerBooks
+    _timeline: Timeline
+    _rng: random.Random
+    _session: ClaimPort | None
+    _outage: Outage
+    _in_doubt: tuple[str, Claimed] | None
+    _crash_requested: bool
+    _claim_now: bool
+    _next: tuple[Claimed, ...]
+    _ended_in_a_row: int
+    _free_since: float | None
+
+    async def close(self) -> None:
+        """Roll back what is open (a statement still running is cancelled first) and close."""
+        self._wakeup.released()  # whatever it held rolls back (or, split, waits for recovery)
+        session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            with contextlib.suppress(psycopg.Error):
+                await session.abandon()
+        finally:
+            session.close()
+
+    async def _sleep(self, seconds: float) -> bool:
+        return await self._halt.sleep(seconds, self._bell)
+
+    async def _open(self) -> None:
+        """Connect (retrying while the server is away), prepare, and settle a commit in doubt."""
+        first = self.backend_pid is None
+        stats = self.stats
+        try:
+            session = await self._outage.open(
+                lambda: self._plan.open_session(stats.name, stats.queue_type, self.owner), first
+            )
+        finally:
+            if first and self._plan.opened is not None:
+                self._plan.opened()
+        self._session, self.backend_pid = session, session.backend_pid
+        if first:
+            self._free()
+        if self._in_doubt is not None:  # a commit whose answer was lost: asked until answered
+            await self._settle(session)
+
+    async def _settle(self, session: ClaimPort) -> None:
+        """A completion or failure sent without its answer: counted if it landed."""
+        assert self._in_doubt is not None
+        kind, claimed = self._in_doubt
+        landed = None
+        if kind == "complete":
+            worker = self.stats.name if self._plan.session.audited else None
+            landed = await session.was_completed(claimed, worker)
+            self._outage.answered()
+        self._in_doubt = None
+        self._books.settled(kind, claimed, landed)
+
+    async def _ended(self, session: ClaimPort, said: ServerReason) -> None:
+        """The server ended a statement and its transaction, not the session: roll back (the
+        message goes back to the queue), settle a completion it may have cut, count the reason and
+        claim again, waiting a little longer each time it repeats."""
+        self._timeline.reasons.met(self._plan.clock(), said, self.stats.name, self.backend_pid, lost=False)
+        self._log.event(
+            f"worker {self.stats.name}: the server ended a statement: {said.text()}; rolled back,"
+            " claiming again"
+        )
+        self._wakeup.released()
+        self._free()  # what it held rolled back
+        self._next = ()
+        await session.abandon()
+        if self._in_doubt is not None and self._in_doubt[0] == "complete":
+            await self._settle(session)  # answered with an error: the journal says what committed
+        self._in_doubt = None  # a failure's bookkeeping answered with an error: rolled back
+        if self._plan.session.mode == SessionMode.SPLIT:
+            self._renew_owner()  # what it held comes back through recovery, as after a loss
+        self._claim_now = True
+        self._ended_in_a_row += 1
+        first, cap = ERROR_BACKOFF_S
+        if self._ended_in_a_row > 1:
+            await self._sleep(min(cap, first * 2 ** (self._ended_in_a_row - 2)) * self._rng.uniform(0.5, 1.0))
+
+    async def _lost(self, exc: BaseException) -> None:
+        self._free()  # what it held rolled back (or, split, waits for recovery)
+        delay = self._outage.lost(exc, self.backend_pid)
+        if delay is None and self._plan.session.mode == SessionMode.SPLIT:
+            # what this worker took on the lost connection may have committed unseen: a new token,
+            # and the old one's messages come back through recovery within about a second
+            self._renew_owner()
+        await self.close()
+        if delay:  # refused again within the outage: its next backoff step
+            await self._sleep(delay)
+
+    def _free(self, since: float | None = None) -> None:
+        """The worker holds no message from `since` (now) on, unless it was free already."""
+        if self._free_since is None:
+            self._free_since = time.perf_counter() if since is None else since
+
+    def _crash(self) -> None:
+        self._crash_requested = False
+        self.stats.crashes += 1
+        self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
+        self._free()
+        self._wakeup.released()
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()  # no rollback, no completion: the server ends the session's transaction
+        self._renew_owner()
+
+    def _renew_owner(self) -> None:
+        """The old token's heartbeat stops (recovery takes its messages back); work on under a new one."""
+        self._plan.owners.drop(self.owner)
+        self.owner = self._plan.owners.new_token(self.stats.name)
+
+
+class WorkerLoop(WorkerConnection):
     """One queue worker's life: connect, then claim-work-complete, reconnecting when lost."""
 
     def __init__(
@@ -232,85 +358,6 @@ class WorkerLoop:
                 raise
             await self._ended(self._session, said)
 
-    async def close(self) -> None:
-        """Roll back what is open (a statement still running is cancelled first) and close."""
-        self._wakeup.released()  # whatever it held rolls back (or, split, waits for recovery)
-        session, self._session = self._session, None
-        if session is None:
-            return
-        try:
-            with contextlib.suppress(psycopg.Error):
-                await session.abandon()
-        finally:
-            session.close()
-
-    async def _sleep(self, seconds: float) -> bool:
-        return await self._halt.sleep(seconds, self._bell)
-
-    async def _open(self) -> None:
-        """Connect (retrying while the server is away), prepare, and settle a commit in doubt."""
-        first = self.backend_pid is None
-        stats = self.stats
-        try:
-            session = await self._outage.open(
-                lambda: self._plan.open_session(stats.name, stats.queue_type, self.owner), first
-            )
-        finally:
-            if first and self._plan.opened is not None:
-                self._plan.opened()
-        self._session, self.backend_pid = session, session.backend_pid
-        if first:
-            self._free()
-        if self._in_doubt is not None:  # a commit whose answer was lost: asked until answered
-            await self._settle(session)
-
-    async def _settle(self, session: ClaimPort) -> None:
-        """A completion or failure sent without its answer: counted if it landed."""
-        assert self._in_doubt is not None
-        kind, claimed = self._in_doubt
-        landed = None
-        if kind == "complete":
-            worker = self.stats.name if self._plan.session.audited else None
-            landed = await session.was_completed(claimed, worker)
-            self._outage.answered()
-        self._in_doubt = None
-        self._books.settled(kind, claimed, landed)
-
-    async def _ended(self, session: ClaimPort, said: ServerReason) -> None:
-        """The server ended a statement and its transaction, not the session: roll back (the
-        message goes back to the queue), settle a completion it may have cut, count the reason and
-        claim again, waiting a little longer each time it repeats."""
-        self._timeline.reasons.met(self._plan.clock(), said, self.stats.name, self.backend_pid, lost=False)
-        self._log.event(
-            f"worker {self.stats.name}: the server ended a statement: {said.text()}; rolled back,"
-            " claiming again"
-        )
-        self._wakeup.released()
-        self._free()  # what it held rolled back
-        self._next = ()
-        await session.abandon()
-        if self._in_doubt is not None and self._in_doubt[0] == "complete":
-            await self._settle(session)  # answered with an error: the journal says what committed
-        self._in_doubt = None  # a failure's bookkeeping answered with an error: rolled back
-        if self._plan.session.mode == SessionMode.SPLIT:
-            self._renew_owner()  # what it held comes back through recovery, as after a loss
-        self._claim_now = True
-        self._ended_in_a_row += 1
-        first, cap = ERROR_BACKOFF_S
-        if self._ended_in_a_row > 1:
-            await self._sleep(min(cap, first * 2 ** (self._ended_in_a_row - 2)) * self._rng.uniform(0.5, 1.0))
-
-    async def _lost(self, exc: BaseException) -> None:
-        self._free()  # what it held rolled back (or, split, waits for recovery)
-        delay = self._outage.lost(exc, self.backend_pid)
-        if delay is None and self._plan.session.mode == SessionMode.SPLIT:
-            # what this worker took on the lost connection may have committed unseen: a new token,
-            # and the old one's messages come back through recovery within about a second
-            self._renew_owner()
-        await self.close()
-        if delay:  # refused again within the outage: its next backoff step
-            await self._sleep(delay)
-
     async def _handle_one(self, session: ClaimPort) -> None:
         """Handle the message the last completion's round trip claimed, or claim one."""
         plan = self._plan
@@ -369,11 +416,6 @@ class WorkerLoop:
         self.stats.empty_claims += 1
         self._claim_now, self._after_completion = False, after_completion
         self._free(since)
-
-    def _free(self, since: float | None = None) -> None:
-        """The worker holds no message from `since` (now) on, unless it was free already."""
-        if self._free_since is None:
-            self._free_since = time.perf_counter() if since is None else since
 
     async def _process(self, session: ClaimPort, claimed: tuple[Claimed, ...]) -> None:
         """Work the claim's messages in the order returned, then complete them in one round trip
@@ -451,19 +493,3 @@ class WorkerLoop:
         self._in_doubt = None
         self._claim_now = self._wakeup.claim_due()
         self._books.failed(claimed, dead, self._claim_s + work_s + time.perf_counter() - sent, work_s)
-
-    def _crash(self) -> None:
-        self._crash_requested = False
-        self.stats.crashes += 1
-        self._log.event(f"worker {self.stats.name} crashed mid-work (injected); a new one takes its place")
-        self._free()
-        self._wakeup.released()
-        session, self._session = self._session, None
-        if session is not None:
-            session.close()  # no rollback, no completion: the server ends the session's transaction
-        self._renew_owner()
-
-    def _renew_owner(self) -> None:
-        """The old token's heartbeat stops (recovery takes its messages back); work on under a new one."""
-        self._plan.owners.drop(self.owner)
-        self.owner = self._plan.owners.new_token(self.stats.name)

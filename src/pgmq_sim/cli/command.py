@@ -22,6 +22,7 @@ from pgmq_sim.cli.diff_command import diff_line, print_diff
 from pgmq_sim.cli.flags import check_flags as refuse_flags
 from pgmq_sim.cli.flags import command_of
 from pgmq_sim.cli.options import RUN
+from pgmq_sim.cli.outputs import Finished, given_outputs, needs_documents, write_outputs
 from pgmq_sim.cli.plan import RunPlan, plan_run
 from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_record, scenario_toml
 from pgmq_sim.dsn import first_line
@@ -31,13 +32,11 @@ from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
-from pgmq_sim.render.files import STDOUT, result_document, write_json
-from pgmq_sim.render.junit import write_junit
+from pgmq_sim.render.files import STDOUT, result_document
+from pgmq_sim.render.lines import outputs_text
 from pgmq_sim.render.metrics import MetricsObserver
-from pgmq_sim.render.plot import write_plot
 from pgmq_sim.render.progress import TerminalObserver
-from pgmq_sim.render.report import run_report, write_report
-from pgmq_sim.render.terminal import outputs_text, print_comparison, print_summary
+from pgmq_sim.render.terminal import print_comparison, print_summary
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.server import open_server
@@ -141,7 +140,9 @@ def execute(scenario: Scenario) -> int:
                     result = results[-1]
                     if len(inputs) == 1:
                         verdicts.append(judge_run(result))
-                        print_summary(console, result, verdicts[-1], settings.verbose)
+                        print_summary(
+                            console, result, verdicts[-1], settings.verbose, given_outputs(RUN, settings)
+                        )
                     if result.error:  # the summary says it too; stderr gets the one line
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
@@ -185,13 +186,12 @@ def _report(
     record: dict[str, Any],
 ) -> int:
     """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
-    errors: list[str] = []
     if compare:
         print_comparison(console, results)
-        console.print(escape(f"output: {outputs_text(settings)}"))
+        console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
     worse_than_base: list[FigureChange] = []
     # a document costs the advice: made only for a file that holds it
-    needed = settings.json_path is not None or baseline is not None or settings.report_path is not None
+    needed = baseline is not None or needs_documents(RUN, settings)
     if needed and len(verdicts) < len(results):  # a comparison's cells, judged once here
         verdicts = [judge_run(r) for r in results]
     documents = [result_document(r, v) for r, v in zip(results, verdicts, strict=True)] if needed else []
@@ -211,33 +211,7 @@ def _report(
             "path": str(settings.baseline_path),
             **diff_json(differences, changes, worse_than_base),
         }
-    if settings.json_path and (results or failed):
-        document = {"runs": documents, "failed": failed} if compare else documents[0]
-        document = document | record  # the scenario it ran: -config FILE.json reruns it
-        try:
-            write_json(settings.json_path, document)
-        except SimError as exc:
-            errors.append(str(exc))
-    if settings.plot_path and results:
-        try:
-            write_plot(settings.plot_path, results)
-        except SimError as exc:
-            errors.append(str(exc))
-    if settings.junit_path and results:
-        try:
-            write_junit(settings.junit_path, results)
-        except SimError as exc:
-            errors.append(str(exc))
-    if settings.report_path and (results or failed):
-        try:
-            page = run_report(documents, __version__, failed, compare)
-        except Exception as exc:  # a page that cannot be drawn costs the page, never the run's exit
-            errors.append(f"cannot draw the -report page: {exc!r}; the run's JSON (-json) holds every figure")
-        else:
-            try:
-                write_report(settings.report_path, page)
-            except SimError as exc:
-                errors.append(str(exc))
+    errors = write_outputs(RUN, settings, Finished(results, documents, failed, compare, record))
     for error in errors:
         click.echo(f"pgmq-sim: error: {error}", err=True)
     code = max([r.exit_code for r in results] + [1 if failed or errors else 0])

@@ -1,7 +1,8 @@
 """What one option is: its name (the flag and the scenario file's key), its type, default, range,
-help and section, written once. The click flags, the file's keys, --help and the docs' flag table
-are read from it (cli/flags, cli/scenario, cli/flag_table); the settings are built from the values
-it checked (cli/plan)."""
+choices, parser, help and section, its rules with other options and, for an output file, how it is
+checked and written: all written once. The click flags, the file's keys, --help, the docs' flag
+table, the settings (cli/plan builds every field of Settings from its option), the checks before a
+run and the files written after it are read from it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
 from typing import Any, Literal
 
+from pgmq_sim.dsn import DSN_ENV, check_dsn
 from pgmq_sim.errors import UsageError
 
 Kind = Literal["switch", "int", "float", "text", "path", "version"]
@@ -74,6 +78,18 @@ SECTIONS = {  # the order of --help and of the docs' flag tables
 
 
 @dataclass(frozen=True)
+class Output:
+    """An output file: its name in the summary's output line, its check before the run (beside the
+    path's own: cli/outputs) and its writing at the end, from what the run left (`Finished`)."""
+
+    label: str
+    write: Callable[[Path, Any], None]  # (path, cli.outputs.Finished); a failure raises SimError
+    check: Callable[[Path], None] | None = None
+    rank: int = 0  # its place in the summary's output line
+    documents: bool = True  # written from the results' JSON documents (made only when a file needs them)
+
+
+@dataclass(frozen=True)
 class Option:
     """One option, once. `name` is the flag (-name, --name) and the scenario file's key."""
 
@@ -85,11 +101,17 @@ class Option:
     metavar: str | None = None
     shown_default: str | None = None  # what the default is, when `default` does not say it
     dest: str | None = None  # the parameter's name when it is not the key's (json -> json_path)
-    setting: str | None = ""  # the Settings field it fills: "" the parameter's name, None none
+    # the Settings field it fills: "" the parameter's name, None none; several: its parse's tuple
+    setting: str | tuple[str, ...] | None = ""
     range: Range | None = None
-    choices: tuple[str, ...] = ()
-    parse: Callable[[str], Any] | None = None  # the text read into its Settings field's value
+    choices: tuple[str, ...] | type[StrEnum] = ()  # an enum: its values, and the field holds the member
+    parse: Callable[[Any], Any] | None = None  # the text read into its Settings field's value
     validate: Callable[[str], object] | None = None  # the text checked, where nothing is parsed
+    fallback: Callable[[dict[str, Any]], Any] | None = None  # the field's value when none is given, from
+    # the other options (by parameter), where no constant default says it
+    needs: tuple[str, str] | None = None  # (an option it goes with, the fix when that one is missing)
+    conflicts: tuple[tuple[str, str], ...] = ()  # (an option it cannot go with, the line that says why)
+    output: Output | None = None  # a file the run writes
     form: Form = "value"
     table: str | None = None  # the key sits in this table of the file ([sweep])
     place: Place | None = None
@@ -107,7 +129,30 @@ class Option:
 
     @property
     def field(self) -> str | None:
-        return None if self.setting is None else self.setting or self.param
+        """Its Settings field (the first, where it fills several)."""
+        fields = self.fields
+        return fields[0] if fields else None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        if self.setting is None:
+            return ()
+        return self.setting if isinstance(self.setting, tuple) else (self.setting or self.param,)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Its choices' names."""
+        return tuple(str(c) for c in self.choices)
+
+    def value(self, given: Any) -> Any:
+        """A checked value as its Settings field holds it: parsed, a choice as its enum's member."""
+        if given is None:
+            return None
+        if self.parse is not None:
+            return self.parse(given)
+        if isinstance(self.choices, type):
+            return self.choices(given)
+        return given
 
     @property
     def flag(self) -> str:
@@ -129,11 +174,13 @@ class Option:
             problem = self.range.problem(value)
             if problem:
                 raise UsageError(f"{named} {shown} {problem}")
-        if self.choices and value not in self.choices:
+        if self.choices and value not in self.names:
             bad = f"{named} '{value}':" if where is not None else f"unknown {named} '{value}';"
-            raise UsageError(f"{bad} use one of: {', '.join(self.choices)}")
+            raise UsageError(f"{bad} use one of: {', '.join(self.names)}")
+        if self.validate is not None and where is None:  # a flag's text, checked as given
+            self.validate(value)
         reader = self.parse or self.validate
-        if reader is not None and where is not None:  # the command line's text is read by plan
+        if reader is not None and where is not None:  # a file's: its problem names the line
             try:
                 reader(value)
             except UsageError as exc:
@@ -162,6 +209,15 @@ class CommandOptions:
         """The options a scenario file may give."""
         return tuple(o for o in self.options if o.in_file)
 
+    @property
+    def outputs(self) -> tuple[Option, ...]:
+        """The output files the command writes."""
+        return tuple(o for o in self.options if o.output is not None)
+
+    def with_options(self, *more: Option) -> CommandOptions:
+        """These options and more (a test's throwaway option)."""
+        return CommandOptions(self.command, (*self.options, *more))
+
 
 def split_list(text: str) -> list[str]:
     """A comma list (-check, -fail-on) as the items a file gives as an array."""
@@ -172,3 +228,17 @@ def plain(text: str) -> str:
     """The docs' text as --help prints it: [links](page#anchor) as their words (page), no backticks."""
     linked = re.sub(r"\[([^\]]+)\]\(([^)#]+)[^)]*\)", r"\1 (\2)", text)
     return linked.replace("`", "").replace("\\|", "|")
+
+
+NOT_NEGATIVE = Range(0)
+POSITIVE = Range(0, low_open=True)
+PORT = Range(1, 65535, why="a TCP port")
+DSN_DEFAULT = f"`${DSN_ENV}`, else embedded"
+SEED_DSN = "postgres://test@localhost/test"  # the examples' server, with no password
+ADAPTIVE = ("-sweep", "rate=auto", "-wakeup", "notify")
+SWEEP_ONLY = ("sweep", "add -sweep rate=auto")  # the options only a sweep reads: needs=SWEEP_ONLY
+
+
+def dsn_check(flag: str) -> Callable[[str], None]:
+    """A DSN's text checked before any server is touched (the password never shown)."""
+    return lambda text: check_dsn(text, flag)

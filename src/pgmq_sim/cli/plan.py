@@ -4,69 +4,72 @@ loaded, every refusal that needs no server and no port made here, with one line 
 from __future__ import annotations
 
 import dataclasses
-import random
-from dataclasses import MISSING, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.actors.chaos import parse_chaos
 from pgmq_sim.cli.cells import parse_compare
 from pgmq_sim.cli.diff_command import load_run
+from pgmq_sim.cli.option import CommandOptions
 from pgmq_sim.cli.options import RUN
+from pgmq_sim.cli.outputs import check_outputs
 from pgmq_sim.cli.scenario import Scenario
 from pgmq_sim.designs.design import load_design
 from pgmq_sim.distributed.options import DistributedOptions, checked_fleet, distributed_mode  # no Locust
-from pgmq_sim.dsn import check_dsn
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
-from pgmq_sim.model.sweep import AUTO_WORKERS
-from pgmq_sim.render.files import STDOUT, check_output_path
-from pgmq_sim.render.plot import check_plot_support
-from pgmq_sim.render.report import check_report_path
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.settings import Settings, parse_listen_address, runs_by_time
+from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.checks import refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import setting_differences
 
-DEFAULT_FILL_DB = 1000
-DEFAULT_WORKERS = 5
 __all__ = ["RunPlan", "load_baseline", "parse_compare", "plan_run", "run_input"]  # parse_compare: cli/cells
-SETTINGS = {f.name: f for f in dataclasses.fields(Settings)}
-REQUIRED = {n for n, f in SETTINGS.items() if f.default is MISSING and f.default_factory is MISSING}
 
 
-def _settings(options: dict[str, Any]) -> Settings:
-    """The options become the settings: each its field, read by its definition's parser; a few
-    are combined or have defaults that depend on others."""
-    given: dict[str, Any] = {}
-    for option in RUN:
-        field = option.field
-        if field not in SETTINGS or (options[option.param] is None and field not in REQUIRED):
+def given(value: Any) -> bool:
+    return value is not None and value is not False
+
+
+def check_rules(spec: CommandOptions, options: dict[str, Any]) -> None:
+    """The rules the options declare between them: one that goes with another, two that conflict."""
+    for option in spec:
+        mine = options.get(option.param)
+        if not given(mine):
+            continue
+        if option.needs is not None:
+            name, fix = option.needs
+            needed = spec.by_name(name)
+            if needed is not None and not given(options.get(needed.param)):
+                raise UsageError(f"{option.flag} goes with {needed.flag}; drop it, or {fix}")
+        for name, why in option.conflicts:
+            other = spec.by_name(name)
+            theirs = options.get(other.param) if other is not None else None
+            if given(theirs) and theirs != mine:
+                raise UsageError(why.format(mine=mine, theirs=theirs))
+
+
+def settings_of(
+    options: dict[str, Any], spec: CommandOptions = RUN, kind: type[Settings] = Settings
+) -> Settings:
+    """The settings, every field from its option: the value given, else the option's default, else
+    its fallback (from the other options), read by the option's parser."""
+    check_rules(spec, options)
+    fields: dict[str, Any] = {}
+    for option in spec:
+        if not option.fields:
             continue
         value = options[option.param]
-        given[field] = option.parse(value) if option.parse is not None and value is not None else value
-    if options["queue"] is not None and options["claim"] is not None and options["queue"] != options["claim"]:
-        raise UsageError(
-            f"-queue {options['queue']} and -claim {options['claim']} both name the queue design; give one"
-        )
-    given["claim"] = options["queue"] or options["claim"] or "seed"
-    given["tx"] = options["tx"] or TxMode.SINGLE
-    sweep = given.get("sweep")
-    timed = runs_by_time(sweep, options["rate_profile"], options["duration"], options["rate"])
-    if given["fill_db"] is None and not timed:
-        given["fill_db"] = DEFAULT_FILL_DB
-    if sweep is not None and sweep.kind == "workers" and options["workers"] is None:
-        # the largest step; the others wait at the gate
-        given["workers"] = AUTO_WORKERS if sweep.adaptive else int(max(sweep.values))
-    if given["workers"] is None:
-        given["workers"] = DEFAULT_WORKERS
-    if options["metrics_port"] is not None:
-        given["metrics_host"], given["metrics_port"] = parse_listen_address(
-            options["metrics_port"], "-metrics-port"
-        )
-    if options["seed"] is None:  # one seed per invocation: every cell of a comparison runs the same workload
-        given["seed"] = random.SystemRandom().randrange(2**31)
-    settings = Settings(**given, audit=not options["no_audit"])
+        if value is None and option.fallback is not None:
+            read = option.fallback(options)
+        else:
+            read = option.value(value)
+        if len(option.fields) > 1:
+            fields.update(
+                zip(option.fields, read if read is not None else (None,) * len(option.fields), strict=True)
+            )
+        else:
+            fields[option.fields[0]] = read
+    settings = kind(**fields)
     refuse_unproduced(settings.checks, settings)
     refuse_unwatchable(settings.checks, settings)
     return settings
@@ -140,56 +143,30 @@ def plan_run(scenario: Scenario) -> RunPlan | None:
     mode = distributed_mode(options, scenario.given)
     if mode == "worker":
         return None
-    settings = _settings(options)
+    settings = settings_of(options)
     fleet = checked_fleet(options, settings) if mode == "master" else None
-    if settings.json_path == STDOUT and settings.logfile == "-":
-        raise UsageError("-json - and -logfile - would both write to stdout; send one of them to a file")
-    for dsn, flag_name in (
-        (settings.dsn, "-dsn"),
-        (settings.listen_dsn, "-listen-dsn"),
-        (settings.pooler_admin, "-pooler-admin"),
-    ):
-        if dsn is not None:
-            check_dsn(dsn, flag_name)  # before any server is touched
-    if settings.json_path:
-        check_output_path(settings.json_path, "-json")
-    if settings.plot_path:
-        check_output_path(settings.plot_path, "-plot")
-        check_plot_support(settings.plot_path)
-    if settings.junit_path:
-        check_output_path(settings.junit_path, "-junit")
-    if settings.report_path:
-        check_report_path(settings.report_path)
+    check_outputs(RUN, settings)
     tx_given = TxMode(options["tx"]) if options["tx"] is not None else None
     cells = (
         parse_compare(options["compare"], tx_given)
         if options["compare"]
         else [(settings.claim, settings.wakeup, tx_given)]
     )
-    baseline = load_baseline(settings, bool(options["compare"]))
-    if options["compare"] and settings.next_msg is not None:
-        raise UsageError(
-            "-compare runs each strategy's own claim, and -next-msg would replace them all;"
-            " drop -next-msg, or run it alone with -claim NAME -next-msg FILE"
-        )
+    baseline = load_baseline(settings)
     inputs = tuple(
         run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx or TxMode.SINGLE), tx)
         for name, wakeup, tx in cells
     )
     for given in inputs:
         given.settings.check_sweep_wakeup()  # a cell's wake-up is its own
-    if settings.chaos:
-        parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     return RunPlan(settings, inputs, baseline, fleet, log, scenario)
 
 
-def load_baseline(settings: Settings, compare: bool) -> dict[str, Any] | None:
+def load_baseline(settings: Settings) -> dict[str, Any] | None:
     """-baseline FILE: read and matched to this run's settings before anything runs."""
     if settings.baseline_path is None:
         return None
-    if compare:
-        raise UsageError("-baseline diffs one run; drop -compare, or diff a cell's JSON with pgmq-sim diff")
     base = load_run(settings.baseline_path)
     differences = setting_differences(base, {"settings": settings.as_json(), "server": base.get("server")})
     if differences:

@@ -303,18 +303,9 @@ class ClaimSession:
         return await self._claimed(answer.results[1], answer.results[2])
 
     def _columns(self, result: PGresult) -> tuple[int, int, int]:
-        """Where the claim's msg_id, queue_type and order_id are (by name; read once: a prepared
-        statement's columns do not change)."""
+        """Where the claim's columns are (read once: a prepared statement's columns do not change)."""
         if self._places is None:
-            names = [result.fname(i) for i in range(result.nfields)]
-            wanted = [c.encode() for c in CLAIM_COLUMNS]
-            missing = [c.decode() for c in wanted if c not in names]
-            if missing:
-                wanted_text = ", ".join(CLAIM_COLUMNS)
-                raise SimError(
-                    f"the claim returned no {', '.join(missing)} column; it must return {wanted_text}"
-                )
-            self._places = (names.index(wanted[0]), names.index(wanted[1]), names.index(wanted[2]))
+            self._places = claim_columns(result)
         return self._places
 
     async def _claimed(self, result: PGresult, clock: PGresult) -> tuple[Claimed, ...]:
@@ -328,31 +319,7 @@ class ClaimSession:
             if plan.seed_table or not self._split:
                 await self._run("commit")
             return ()
-        value, encoding = result.get_value, self._wire.encoding
-        at_id, at_type, at_order = self._columns(result)
-        claimed_at = (clock.get_value(0, 0) or b"").decode()
-        if plan.keyed:
-            claimed = [
-                Claimed(
-                    0,
-                    (value(i, at_type) or b"").decode(encoding),
-                    int(value(i, at_order) or 0),
-                    claimed_at,
-                    1,
-                    (value(i, at_id) or b"").decode(encoding),
-                )
-                for i in range(result.ntuples)
-            ]
-        else:
-            claimed = [
-                Claimed(
-                    int(value(i, at_id) or 0),
-                    (value(i, at_type) or b"").decode(encoding),
-                    int(value(i, at_order) or 0),
-                    claimed_at,
-                )
-                for i in range(result.ntuples)
-            ]
+        claimed = claimed_rows(result, clock, self._columns(result), plan.keyed, self._wire.encoding)
         if plan.mode == SessionMode.BASIC or not plan.seed_table:
             return tuple(claimed)
         # the seed's table counts each attempt on its row, in the claim's transaction (split: and
@@ -472,6 +439,50 @@ class ClaimSession:
         await self._wire.settle()
         if not self.closed and self._conn.pgconn.transaction_status != TransactionStatus.IDLE:
             await self._run("rollback")
+
+
+def claim_columns(result: PGresult) -> tuple[int, int, int]:
+    """Where the claim's msg_id, queue_type and order_id are, by name."""
+    names = [result.fname(i) for i in range(result.nfields)]
+    wanted = [c.encode() for c in CLAIM_COLUMNS]
+    missing = [c.decode() for c in wanted if c not in names]
+    if missing:
+        raise SimError(
+            f"the claim returned no {', '.join(missing)} column; it must return {', '.join(CLAIM_COLUMNS)}"
+        )
+    return names.index(wanted[0]), names.index(wanted[1]), names.index(wanted[2])
+
+
+def claimed_rows(
+    result: PGresult, clock: PGresult, places: tuple[int, int, int], keyed: bool, encoding: str
+) -> list[Claimed]:
+    """The claim's rows as messages (a keyed design's ids are text)."""
+    value = result.get_value
+    at_id, at_type, at_order = places
+    claimed_at = (clock.get_value(0, 0) or b"").decode()
+    if keyed:
+        claimed = [
+            Claimed(
+                0,
+                (value(i, at_type) or b"").decode(encoding),
+                int(value(i, at_order) or 0),
+                claimed_at,
+                1,
+                (value(i, at_id) or b"").decode(encoding),
+            )
+            for i in range(result.ntuples)
+        ]
+    else:
+        claimed = [
+            Claimed(
+                int(value(i, at_id) or 0),
+                (value(i, at_type) or b"").decode(encoding),
+                int(value(i, at_order) or 0),
+                claimed_at,
+            )
+            for i in range(result.ntuples)
+        ]
+    return claimed
 
 
 def called_statements(plan: SessionPlan) -> set[str]:

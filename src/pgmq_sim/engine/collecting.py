@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 
 import psycopg
 
@@ -49,83 +50,107 @@ def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
     )
 
 
-def collect(state: RunState, parts: RunParts) -> RunResult:
-    """Table health and the audit, when the server answers; then the result."""
+@dataclass
+class EndReadings:
+    """What the last phase read from the server (none of it when it did not answer)."""
+
+    produced: int
+    census: LockCensus | None
     health: TableHealth | None = None
     blocking: list[tuple[str, int, int, float]] | None = None
     verdict: AuditVerdict | None = None
     by_priority: dict[int, dict[str, float]] | None = None
-    settings, signals = state.settings, state.signals
-    produced = state.writer.committed
-    finished = WorkerCounters.total(state.stats).finished
     server_cost: ServerCost | None = None
     account: LatencyAccount | None = None
-    census = state.locks.census() if settings.wait_sample_hz else None  # the housekeeper has stopped
     skipped: str | None = None  # why the audit asked for did not run
+
+
+def collect(state: RunState, parts: RunParts) -> RunResult:
+    """Table health and the audit, when the server answers; then the result."""
+    settings, signals = state.settings, state.signals
+    census = state.locks.census() if settings.wait_sample_hz else None  # the housekeeper has stopped
+    end = EndReadings(state.writer.committed, census)
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
-    gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
     if not signals.hurry.is_set() and state.changed:
         try:
-            try:  # no answer at all (frozen) is final; a refusal (restarting) is waited out
-                call_bounded(state.views.ping, FIRST_ANSWER_S, signals, "server ping")
-            except psycopg.Error:
-                if gone:
-                    raise
-                call_bounded(db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, signals, "server")
-            server_cost = state.meters.server_cost(finished, role_transactions(state, parts))
-            if state.bystander is not None and not signals.interrupt.is_set() and not gone:
-                bystander = state.bystander  # alone again, its statements past the server's counters
-                call_bounded(
-                    lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander"
-                )
-            produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
-            call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
-            if settings.tx == TxMode.SPLIT and state.design.seed_table:  # held by stopped workers: back
-                back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
-                if back:
-                    state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
-            health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
-            if settings.retrying:
-                blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
-            if settings.audit:
-                verdict = call_bounded(
-                    lambda: judge_audit(
-                        db.audit_counts(produced, SHOW, settings.retrying),
-                        expected=produced,
-                        ordered=state.design.ordered,
-                        claim_sql=state.design.claim.text,
-                        at_least_once=state.design.at_least_once,
-                        complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
-                        retrying=settings.retrying,
-                    ),
-                    COLLECT_TIMEOUT_S,
-                    signals,
-                    "audit",
-                )
-                state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems) or "clean"))
-                for cause in verdict.causes:
-                    state.log.event(f"audit cause: {cause}")
-                if settings.priority is not None:
-                    by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
-                try:
-                    account = call_bounded(
-                        lambda: latency_account(state, db, census),
-                        COLLECT_TIMEOUT_S,
-                        signals,
-                        "latency account",
-                    )
-                except psycopg.Error as exc:  # the audit stands without it
-                    if is_connection_lost(exc):
-                        raise
-                    state.notes.append(f"latency account skipped: {reason(exc, *state.dsns)}")
+            _read_end(state, parts, db, end)
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
             state.notes.append(f"table health and audit skipped: {why}")
             state.log.event(f"audit skipped: {why}")
-            skipped = why
-    if settings.audit and verdict is None and skipped is None:
-        skipped = "a second signal" if signals.hurry.is_set() else "the run changed nothing to audit"
+            end.skipped = why
+    if settings.audit and end.verdict is None and end.skipped is None:
+        end.skipped = "a second signal" if signals.hurry.is_set() else "the run changed nothing to audit"
+    return _result(state, parts, end)
+
+
+def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings) -> None:
+    settings, signals = state.settings, state.signals
+    gone = state.outcome in (Outcome.SERVER_UNRESPONSIVE, Outcome.SERVER_LOST)
+    finished = WorkerCounters.total(state.stats).finished
+    try:  # no answer at all (frozen) is final; a refusal (restarting) is waited out
+        call_bounded(state.views.ping, FIRST_ANSWER_S, signals, "server ping")
+    except psycopg.Error:
+        if gone:
+            raise
+        call_bounded(db.server_clock, settings.reconnect_timeout + PING_TIMEOUT_S, signals, "server")
+    end.server_cost = state.meters.server_cost(finished, role_transactions(state, parts))
+    if state.bystander is not None and not signals.interrupt.is_set() and not gone:
+        bystander = state.bystander  # alone again, its statements past the server's counters
+        call_bounded(lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander")
+    produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
+    end.produced = produced
+    call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
+    if settings.tx == TxMode.SPLIT and state.design.seed_table:  # held by stopped workers: back
+        back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
+        if back:
+            state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
+    end.health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
+    if settings.retrying:
+        end.blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
+    if settings.audit:
+        _audit(state, parts, db, end)
+
+
+def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings) -> None:
+    settings, signals, produced = state.settings, state.signals, end.produced
+    verdict = call_bounded(
+        lambda: judge_audit(
+            db.audit_counts(produced, SHOW, settings.retrying),
+            expected=produced,
+            ordered=state.design.ordered,
+            claim_sql=state.design.claim.text,
+            at_least_once=state.design.at_least_once,
+            complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
+            retrying=settings.retrying,
+        ),
+        COLLECT_TIMEOUT_S,
+        signals,
+        "audit",
+    )
+    end.verdict = verdict
+    state.log.event(f"audit {verdict.verdict}: " + ("; ".join(verdict.problems) or "clean"))
+    for cause in verdict.causes:
+        state.log.event(f"audit cause: {cause}")
+    if settings.priority is not None:
+        end.by_priority = call_bounded(db.e2e_by_priority, COLLECT_TIMEOUT_S, signals, "latency")
+    try:
+        end.account = call_bounded(
+            lambda: latency_account(state, db, end.census),
+            COLLECT_TIMEOUT_S,
+            signals,
+            "latency account",
+        )
+    except psycopg.Error as exc:  # the audit stands without it
+        if is_connection_lost(exc):
+            raise
+        state.notes.append(f"latency account skipped: {reason(exc, *state.dsns)}")
+
+
+def _result(state: RunState, parts: RunParts, end: EndReadings) -> RunResult:
+    """The result of the run, from what it counted and what the last phase read."""
+    settings, census, verdict = state.settings, end.census, end.verdict
     source = state.source
     totals = WorkerCounters.total(state.stats)
     timeline = state.timeline.samples(state.elapsed)
@@ -150,21 +175,21 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         | {"tables": list(state.db.shape.tables)}
         | ({"ticker": state.ticker} if state.ticker is not None else {})
         | {"claim_reads_from": list(source_functions(state.design.claim.text))},
-        e2e_by_priority=by_priority,
+        e2e_by_priority=end.by_priority,
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,
         timeouts=state.timeouts,
-        latency=account,
+        latency=end.account,
         locks=census,
         files=state.given.files,
-        produced=produced,
+        produced=end.produced,
         elapsed_s=state.elapsed,
         outcome=state.outcome,
         stats=state.stats,
         runners=state.runners,
         keys=source.tally.distribution() if source else None,
         timeline=timeline,
-        health=health,
+        health=end.health,
         audit=verdict,
         stall_causes=state.causes,
         error=state.error,
@@ -177,13 +202,13 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
                 recovered=state.housekeeper.recovered if state.housekeeper else 0,
                 lost_ownership=totals.lost_ownership,
                 crashes=totals.crashes,
-                blocked_groups=tuple(blocking or ()),
+                blocked_groups=tuple(end.blocking or ()),
             )
             if settings.retrying
             else None
         ),
         snapshot=state.housekeeper.longest_hold() if state.housekeeper else None,
-        server_cost=server_cost,
+        server_cost=end.server_cost,
         client=ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu)),
         path=state.path,
         sweep=parts.goal.report(),
@@ -192,7 +217,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
-        audit_skipped=skipped if settings.audit and verdict is None else None,
+        audit_skipped=end.skipped if settings.audit and verdict is None else None,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
         else judge_drift(timeline, state.elapsed, settings.drift),

@@ -10,40 +10,23 @@ from __future__ import annotations
 
 import io
 import math
-import statistics
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.render.palette import FAULT_COLORS, PALETTE, PERCENTILES, SPLIT_COLORS
+from pgmq_sim.render.tracks import Track, nan
 from pgmq_sim.result.waits import CLASSES
 
 Doc = dict[str, Any]
 WIDTH_IN = 10.0  # inches at 72 points: the SVG's own size; the page scales it to its column
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-PERCENTILES = (("e2e_p50_ms", "p50", "-"), ("e2e_p95_ms", "p95", "--"), ("e2e_p99_ms", "p99", ":"))
-FAULT_COLORS = {
-    "kill-connection": "#d62728",
-    "kill-worker": "#9467bd",
-    "restart-server": "#000000",
-    "hold-xmin": "#8c564b",
-    "lock-table": "#bcbd22",
-    "outage": "#7f7f7f",
-}
-SPLIT_COLORS = {
-    "due": "#c7c7c7",
-    "ordering": "#9467bd",
-    "capacity": "#ff7f0e",
-    "hidden": "#d62728",
-    "service": "#2ca02c",
-}
 DENSE = 200  # points beyond which a line is drawn solid and thin
-MOST_POINTS = 600  # a timeline's points at most: a day's run is drawn in buckets of seconds
 SPLIT_TYPES = 12  # the types drawn in the latency split: the slowest p99s (the table lists them all)
 
 
 @contextmanager
-def _style(name: str) -> Iterator[None]:
+def style(name: str) -> Iterator[None]:
     import matplotlib
 
     with matplotlib.rc_context(
@@ -69,10 +52,26 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :]
 
 
-def _figure(height_in: float) -> Any:
+def figure(height_in: float) -> Any:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: drawn into a figure of its own for the report's SVG, or into its part of -plot's
+    picture (a subfigure), by the same code."""
+
+    name: str  # salts the SVG's ids
+    height_in: float
+    draw: Callable[[Any], None]  # into a matplotlib Figure or SubFigure
+
+    def svg(self) -> str:
+        with style(self.name):
+            fig = figure(self.height_in)
+            self.draw(fig)
+            return _svg(fig)
 
 
 def _mark(artists: Any, name: str) -> None:
@@ -83,91 +82,6 @@ def _mark(artists: Any, name: str) -> None:
             artist.set_gid(f"mark-{name}-{index}")
         for patch in getattr(artist, "patches", ()):  # a bar container
             patch.set_gid(f"mark-{name}-{index}")
-
-
-def _nan(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class Track:
-    """One run's seconds, as the timeline draws them."""
-
-    label: str
-    seconds: list[float]
-    processed: list[float]
-    arrived: list[float] | None  # paced runs
-    backlog: list[float]
-    dead_tuples: list[float]
-    percentiles: dict[str, list[float]]
-    faults: list[Doc]
-    steps: list[Doc]
-    step_unit: str
-    bound_per_s: float | None
-    bucket_s: int = 1  # seconds per point: a long run's seconds are drawn in buckets
-
-    @classmethod
-    def of(cls, doc: Doc, label: str, most: int = MOST_POINTS) -> Track:
-        """The run's seconds; past `most` of them, one point per bucket of seconds: the rates their
-        mean, the backlog, dead tuples, p95 and p99 their worst second, the p50 their median."""
-        samples = doc.get("timeline") or []
-        seconds = [float(s["second"] + 1) for s in samples]
-        scale = [1.0] * len(samples)
-        elapsed = float(doc.get("elapsed_s") or 0.0)
-        partial = elapsed - math.floor(elapsed)
-        if samples and 0.05 < partial < 1 and len(samples) > math.floor(elapsed):
-            scale[-1] = 1 / partial  # the last fraction of a second, as a per-second rate
-            seconds[-1] = samples[-1]["second"] + partial
-        paced = any(s.get("offered") for s in samples)
-        sweep = doc.get("sweep") or {}
-        bucket = max(1, math.ceil(len(samples) / most))
-        return cls(
-            label=label,
-            seconds=_buckets(seconds, bucket, max),
-            processed=_buckets(
-                [s["processed"] * k for s, k in zip(samples, scale, strict=True)], bucket, _mean
-            ),
-            arrived=_buckets([s["arrived"] * k for s, k in zip(samples, scale, strict=True)], bucket, _mean)
-            if paced
-            else None,
-            backlog=_buckets([float(s["backlog"]) for s in samples], bucket, _worst),
-            dead_tuples=_buckets([_nan(s.get("dead_tuples")) for s in samples], bucket, _worst),
-            percentiles={
-                key: _buckets(
-                    [_nan(s.get(key)) for s in samples], bucket, _median if key == "e2e_p50_ms" else _worst
-                )
-                for key, _, _ in PERCENTILES
-            },
-            faults=list(doc.get("faults") or []),
-            steps=list(sweep.get("steps") or []),
-            step_unit=" workers" if sweep.get("kind") == "workers" else "/s",
-            bound_per_s=doc.get("ordering_bound_per_s"),
-            bucket_s=bucket,
-        )
-
-
-def _buckets(values: list[float], size: int, merge: Callable[[list[float]], float]) -> list[float]:
-    if size == 1:
-        return values
-    return [merge(values[i : i + size]) for i in range(0, len(values), size)]
-
-
-def _known(values: list[float]) -> list[float]:
-    return [v for v in values if not math.isnan(v)]
-
-
-def _mean(values: list[float]) -> float:
-    known = _known(values)
-    return sum(known) / len(known) if known else math.nan
-
-
-def _worst(values: list[float]) -> float:
-    return max(_known(values), default=math.nan)
-
-
-def _median(values: list[float]) -> float:
-    known = _known(values)
-    return statistics.median(known) if known else math.nan
 
 
 def _draw_faults(axes: Sequence[Any], faults: list[Doc]) -> None:
@@ -223,13 +137,13 @@ def _draw_steps(axes: Sequence[Any], track: Track) -> None:
         )
 
 
-def timeline_chart(tracks: Sequence[Track], name: str = "timeline") -> str:
+def timeline_chart(tracks: Sequence[Track], name: str = "timeline") -> Chart:
     """Throughput, backlog and end-to-end latency over the run, sharing the time axis; one colour
     per series in a single run, one per run when several are drawn; faults and sweep steps marked
     (a single run's)."""
     single = len(tracks) == 1
-    with _style(name):
-        fig = _figure(7.2)
+
+    def draw(fig: Any) -> None:
         top = fig.add_subplot(3, 1, 1)
         axes = [top, fig.add_subplot(3, 1, 2, sharex=top), fig.add_subplot(3, 1, 3, sharex=top)]
         for index, track in enumerate(tracks):
@@ -301,14 +215,15 @@ def timeline_chart(tracks: Sequence[Track], name: str = "timeline") -> str:
         for ax in axes:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
-        return _svg(fig)
+
+    return Chart(name, 7.2, draw)
 
 
-def knee_chart(sweeps: Sequence[tuple[str, Doc]], name: str = "knee") -> str:
+def knee_chart(sweeps: Sequence[tuple[str, Doc]], name: str = "knee") -> Chart:
     """Achieved rate and end-to-end p99 against each step's setting: where the queue stops keeping
     up. Failed steps are crossed; an adaptive search's bracket is shaded and its hold starred."""
-    with _style(name):
-        fig = _figure(3.6)
+
+    def draw(fig: Any) -> None:
         ax = fig.add_subplot(1, 1, 1)
         p99_axis = ax.twinx()
         kind = "rate"
@@ -328,7 +243,7 @@ def knee_chart(sweeps: Sequence[tuple[str, Doc]], name: str = "knee") -> str:
                 ),
                 "achieved",
             )
-            p99 = [_nan((s.get("e2e_ms") or {}).get("p99")) for s in steps]
+            p99 = [nan((s.get("e2e_ms") or {}).get("p99")) for s in steps]
             _mark(p99_axis.plot(x, p99, "s--", color=color, alpha=0.6, label=f"{prefix}e2e p99"), "p99")
             failed = [s for s in steps if s.get("verdict") != "pass"]
             if failed:
@@ -379,15 +294,16 @@ def knee_chart(sweeps: Sequence[tuple[str, Doc]], name: str = "knee") -> str:
             fontsize="small",
             borderaxespad=0,
         )
-        return _svg(fig)
+
+    return Chart(name, 3.6, draw)
 
 
-def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> str:
+def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> Chart:
     """A comparison's cells side by side: throughput, and end-to-end p50 and p99."""
     labels = [label for label, _ in cells]
     rows = list(range(len(cells)))
-    with _style(name):
-        fig = _figure(0.9 + 0.32 * len(cells))
+
+    def draw(fig: Any) -> None:
         speed, latency = fig.subplots(1, 2, sharey=True)
         throughput = [float(doc.get("throughput_per_s") or 0.0) for _, doc in cells]
         bars = speed.barh(rows, throughput, color=PALETTE[0])
@@ -398,7 +314,7 @@ def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> str:
         speed.set_xlabel("messages per second")
         height = 0.4
         for offset, key, color in ((-height / 2, "p50", PALETTE[1]), (height / 2, "p99", PALETTE[3])):
-            values = [_nan(doc["latency_ms"]["e2e"].get(key)) for _, doc in cells]
+            values = [nan(doc["latency_ms"]["e2e"].get(key)) for _, doc in cells]
             drawn = latency.barh(
                 [r + offset for r in rows], values, height=height, color=color, label=f"e2e {key}"
             )
@@ -408,7 +324,8 @@ def cells_chart(cells: Sequence[tuple[str, Doc]], name: str = "cells") -> str:
             latency.set_xscale("log")
         latency.set_xlabel("end-to-end latency (ms)")
         latency.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
-        return _svg(fig)
+
+    return Chart(name, 0.9 + 0.32 * len(cells), draw)
 
 
 def split_rows(split: Doc, most: int | None = None) -> list[tuple[str, Doc]]:
@@ -424,12 +341,12 @@ def split_rows(split: Doc, most: int | None = None) -> list[tuple[str, Doc]]:
     return rows
 
 
-def split_chart(split: Doc, name: str = "latency-split") -> str:
+def split_chart(split: Doc, name: str = "latency-split") -> Chart:
     """Each cohort's end-to-end time split into its parts, a stacked bar per cohort."""
     rows = split_rows(split, SPLIT_TYPES)
     parts = list(split.get("parts") or SPLIT_COLORS)
-    with _style(name):
-        fig = _figure(0.9 + 0.3 * len(rows))
+
+    def draw(fig: Any) -> None:
         ax = fig.add_subplot(1, 1, 1)
         left = [0.0] * len(rows)
         for part in parts:
@@ -448,15 +365,16 @@ def split_chart(split: Doc, name: str = "latency-split") -> str:
         ax.set_xlabel("milliseconds of the cohort's end-to-end time")
         ax.set_xlim(0, max(left, default=1.0) * 1.15 or 1.0)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
-        return _svg(fig)
+
+    return Chart(name, 0.9 + 0.3 * len(rows), draw)
 
 
-def waits_chart(bars: Sequence[tuple[str, dict[str, float]]], name: str = "waits") -> str:
+def waits_chart(bars: Sequence[tuple[str, dict[str, float]]], name: str = "waits") -> Chart:
     """The wait profile: shares of the backends' time in a transaction, a stacked bar per run (or
     per sweep step)."""
     names = [n for n in CLASSES if any(shares.get(n) for _, shares in bars)]
-    with _style(name):
-        fig = _figure(0.9 + 0.28 * len(bars))
+
+    def draw(fig: Any) -> None:
         ax = fig.add_subplot(1, 1, 1)
         left = [0.0] * len(bars)
         for index, cls in enumerate(names):
@@ -473,4 +391,47 @@ def waits_chart(bars: Sequence[tuple[str, dict[str, float]]], name: str = "waits
         ax.set_xlabel("share of the run's backends' time in a transaction (sampled from pg_stat_activity)")
         if names:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", borderaxespad=0)
-        return _svg(fig)
+
+    return Chart(name, 0.9 + 0.28 * len(bars), draw)
+
+
+RUN_CHARTS = ("timeline", "knee", "split_chart", "waits_chart")  # a run's, in the order they are shown
+
+
+def run_charts(doc: Doc, key: str, label: str) -> dict[str, Chart | None]:
+    """A run's charts (None where its document has nothing to draw): the report's section of the
+    run, and -plot's picture of it."""
+    split = doc.get("latency_split")
+    sweep = doc.get("sweep")
+    wait_bars: list[tuple[str, dict[str, float]]] = []
+    if sweep:
+        unit = " workers" if sweep.get("kind") == "workers" else "/s"
+        for step in sorted(sweep.get("steps") or [], key=lambda s: (s["setting"], s["index"])):
+            if step.get("wait_profile"):
+                wait_bars.append(
+                    (f"{step['setting']:g}{unit} {step.get('limit') or ''}", step["wait_profile"])
+                )
+    elif (doc.get("waits") or {}).get("shares"):
+        wait_bars.append((label, doc["waits"]["shares"]))
+    return {
+        "timeline": timeline_chart([Track.of(doc, label)], f"{key}-timeline")
+        if doc.get("timeline")
+        else None,
+        "knee": knee_chart([(label, sweep)], f"{key}-knee") if sweep and sweep.get("steps") else None,
+        "split_chart": split_chart(split, f"{key}-split") if split else None,
+        "waits_chart": waits_chart(wait_bars, f"{key}-waits") if wait_bars else None,
+    }
+
+
+def comparison_charts(labelled: Sequence[tuple[str, Doc]]) -> dict[str, Chart | None]:
+    """A comparison's charts above its cells': the cells side by side, their timelines overlaid, their
+    knees."""
+    sweeps = [(label, doc["sweep"]) for label, doc in labelled if doc.get("sweep")]
+    timed = any(doc.get("timeline") for _, doc in labelled)
+    return {
+        "cells_chart": cells_chart(labelled, "cells") if labelled else None,
+        "overlay": timeline_chart([Track.of(doc, label) for label, doc in labelled], "cells-timeline")
+        if timed
+        else None,
+        "knees": knee_chart(sweeps, "cells-knee") if sweeps else None,
+    }

@@ -173,31 +173,7 @@ def run_view(doc: Doc, key: str, label: str | None = None, drawn: bool = True) -
     page shows the run's answer and scenario alone: `drawn` false)."""
     label = label or cell_label(doc)
     split = doc.get("latency_split")
-    sweep = doc.get("sweep")
-    waits = lookup(doc, "waits.shares")
-    wait_bars: list[tuple[str, dict[str, float]]] = []
-    if sweep:
-        unit = " workers" if sweep.get("kind") == "workers" else "/s"
-        for step in sorted(sweep.get("steps") or [], key=lambda s: (s["setting"], s["index"])):
-            if step.get("wait_profile"):
-                wait_bars.append(
-                    (f"{step['setting']:g}{unit} {step.get('limit') or ''}", step["wait_profile"])
-                )
-    elif waits:
-        wait_bars.append((label, waits))
-    if not drawn:
-        doc_charts: Doc = {"timeline": None, "knee": None, "split_chart": None, "waits_chart": None}
-    else:
-        doc_charts = {
-            "timeline": charts.timeline_chart([charts.Track.of(doc, label)], f"{key}-timeline")
-            if doc.get("timeline")
-            else None,
-            "knee": charts.knee_chart([(label, sweep)], f"{key}-knee")
-            if sweep and sweep.get("steps")
-            else None,
-            "split_chart": charts.split_chart(split, f"{key}-split") if split else None,
-            "waits_chart": charts.waits_chart(wait_bars, f"{key}-waits") if wait_bars else None,
-        }
+    doc_charts = svgs(charts.run_charts(doc, key, label) if drawn else dict.fromkeys(charts.RUN_CHARTS))
     return doc_charts | {
         "key": key,
         "label": label,
@@ -211,6 +187,10 @@ def run_view(doc: Doc, key: str, label: str | None = None, drawn: bool = True) -
         "settings": settings_rows(doc),
         "workers_open": len(doc.get("workers") or []) <= MANY_WORKERS,
     }
+
+
+def svgs(drawn: dict[str, charts.Chart | None]) -> Doc:
+    return {name: chart.svg() if chart else None for name, chart in drawn.items()}
 
 
 def _page(template: str, version: str, **context: Any) -> str:
@@ -231,21 +211,16 @@ def run_report(
         )
     cells = [run_view(doc, f"cell{index + 1}") for index, doc in enumerate(documents)]
     labelled = [(cell["label"], cell["doc"]) for cell in cells]
-    sweeps = [(label, doc["sweep"]) for label, doc in labelled if doc.get("sweep")]
     return _page(
         "compare.html.j2",
         version,
         title=f"pgmq-sim: {len(cells)} designs compared",
         cells=cells,
         failed=list(failed),
-        cells_chart=charts.cells_chart(labelled, "cells") if cells else None,
-        overlay=charts.timeline_chart(
-            [charts.Track.of(doc, label) for label, doc in labelled], "cells-timeline"
-        )
-        if any(doc.get("timeline") for _, doc in labelled)
-        else None,
-        knees=charts.knee_chart(sweeps, "cells-knee") if sweeps else None,
-        sweeps=bool(sweeps),
+        **{
+            name: chart.svg() if chart else None for name, chart in charts.comparison_charts(labelled).items()
+        },
+        sweeps=any(doc.get("sweep") for _, doc in labelled),
     )
 
 
@@ -272,7 +247,7 @@ def diff_report(
         fail_on=list(fail_on),
         overlay=charts.timeline_chart(
             [charts.Track.of(base, "base"), charts.Track.of(new, "new")], "diff-timeline"
-        )
+        ).svg()
         if base.get("timeline") and new.get("timeline")
         else None,
     )

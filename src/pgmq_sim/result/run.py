@@ -176,61 +176,28 @@ class RunResult:
         cls,
         *,
         settings: Settings,
-        server: str,
-        strategy: str,
-        ordered: bool,
-        files: dict[str, dict[str, str]],
-        produced: int,
         elapsed_s: float,
-        outcome: Outcome,
         stats: Sequence[WorkerStats],
         runners: Sequence[str] | None = None,
-        keys: KeyDistribution | None,
-        timeline: Sequence[SecondSample],
-        health: TableHealth | None,
-        audit: AuditVerdict | None,
-        stall_causes: Sequence[str] = (),
-        error: str | None = None,
-        faults: Sequence[Fault] = (),
-        notes: Sequence[str] = (),
-        retries: RetryFigures | None = None,
-        snapshot: SnapshotHold | None = None,
-        server_cost: ServerCost | None = None,
-        client: ClientCost | None = None,
-        path: RunPath | None = None,
-        sweep: SweepResult | None = None,
-        bystander: BystanderResult | None = None,
-        worker_backends_max: int | None = None,
-        pooler: PoolerView | None = None,
-        waits: WaitProfile | None = None,
-        spare_connections: int | None = None,
-        drift: DriftReport | None = None,
-        queue: dict[str, Any] | None = None,
-        e2e_by_priority: dict[int, dict[str, float]] | None = None,
-        claim_skips_locked: bool = False,
-        server_reasons: Sequence[ReasonCount] = (),
-        timeouts: ServerTimeouts | None = None,
-        latency: LatencyAccount | None = None,
-        locks: LockCensus | None = None,
-        audit_skipped: str | None = None,
+        **measured: Any,
     ) -> RunResult:
-        """The result from the workers' own counters and histograms, merged."""
+        """The result from the workers' own counters and histograms, merged; `measured` holds the
+        fields measured elsewhere (the server, the audit, the timeline, ...), by their names."""
         totals = WorkerCounters.total(stats)
         processed = totals.processed
         runners = runners or ["local"] * len(stats)
         claim = LatencyHistogram.merged(s.claim for s in stats)
         complete = LatencyHistogram.merged(s.complete for s in stats)
+        for name in _SEQUENCES:
+            if name in measured:
+                measured[name] = tuple(measured[name])
+        if measured.get("client") is None:
+            measured["client"] = ClientCost()
         return cls(
             settings=settings,
-            server=server,
-            strategy=strategy,
-            ordered=ordered,
-            files=files,
             target=settings.fill_db,
-            produced=produced,
             processed=processed,
             elapsed_s=elapsed_s,
-            outcome=outcome,
             per_type={t: sum(s.processed for s in stats if s.queue_type == t) for t in settings.queue_types},
             e2e_ms=LatencyHistogram.merged(s.e2e for s in stats).percentiles_ms(),
             claim_ms=claim.percentiles_ms(),
@@ -250,37 +217,10 @@ class RunResult:
                 )
                 for s, runner in zip(stats, runners, strict=True)
             ),
-            keys=keys,
             work_mean_ms=(totals.work_s / processed * 1000) if processed else settings.work.mean_ms,
-            timeline=tuple(timeline),
-            health=health,
-            audit=audit,
-            stall_causes=tuple(stall_causes),
-            error=error,
-            faults=tuple(faults),
-            notes=tuple(notes),
-            retries=retries,
-            snapshot=snapshot,
-            server_cost=server_cost,
-            client=client or ClientCost(),
-            path=path,
-            sweep=sweep,
-            bystander=bystander,
-            worker_backends_max=worker_backends_max,
-            pooler=pooler,
-            waits=waits,
-            spare_connections=spare_connections,
-            drift=drift,
-            queue=queue,
-            e2e_by_priority=e2e_by_priority,
-            claim_skips_locked=claim_skips_locked,
-            server_reasons=tuple(server_reasons),
-            timeouts=timeouts,
-            latency=latency,
-            locks=locks,
-            audit_skipped=audit_skipped,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
+            **measured,
         )
 
     @property
@@ -380,6 +320,9 @@ class RunResult:
     @property
     def breached(self) -> tuple[CheckResult, ...]:
         return tuple(c for c in self.checks if not c.passed)
+
+
+_SEQUENCES = ("timeline", "stall_causes", "faults", "notes", "server_reasons")  # kept as tuples
 
 
 def ordering_bound(groups: float, cycle_ms: float) -> float:

@@ -1,0 +1,244 @@
+"""-v: every row the run has, section by section."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pgmq_sim.render.lines import (
+    ACCOUNT_TYPES,
+    NAMES,
+    audit_rows,
+    client_text,
+    drift_not_judged,
+    fault_text,
+    files_text,
+    head,
+    latency_text,
+    ms,
+    outputs_text,
+    print_checks,
+    print_drift,
+    print_sweep,
+    processed_text,
+    role_cost_text,
+    server_cost_text,
+    throughput_text,
+    time_split_text,
+)
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.verdict import RunVerdict
+
+
+def print_detail(
+    console: Console, result: RunResult, verdict: RunVerdict, written: Sequence[tuple[str, object]] = ()
+) -> None:
+    """Every row the run has, as -v asks."""
+    table = head(result, detail=True)
+    _design_rows(table, result)
+    table.add_row("files", escape(files_text(result)))
+    table.add_row("seed", f"{result.settings.seed} (replay with -seed {result.settings.seed})")
+    table.add_row("processed", processed_text(result))
+    table.add_row("messages/s", throughput_text(result))
+    if result.producer is not None:
+        table.add_row("producer", result.producer.text())
+    _latency_rows(table, result)
+    table.add_row("empty claims", str(result.empty_claims))
+    if result.connections_lost or result.reconnects:
+        lost = [
+            f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{c.lost}"
+            for c in result.server_reasons
+            if c.lost
+        ]
+        causes = f"; lost to {', '.join(lost)}" if lost else ""
+        table.add_row(
+            "connections", escape(f"{result.connections_lost} lost, {result.reconnects} reconnects{causes}")
+        )
+    _bound_row(table, result)
+    _server_rows(table, result)
+    audit_rows(table, result)
+    _failure_rows(table, result)
+    _account_rows(table, result)
+    limit = verdict.limit
+    table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
+    if result.waits is not None:
+        table.add_row("server waits", escape(result.waits.text()))
+    table.add_row("workers' time", escape(time_split_text(verdict.time_split)))
+    for fault in result.faults:
+        table.add_row("fault", escape(fault_text(fault)))
+    table.add_row("output", escape(outputs_text(result.settings, written)))
+    console.print(table)
+    _print_workers(console, result)
+    if result.sweep is not None:
+        print_sweep(console, result.sweep)
+    if result.drift is not None:
+        print_drift(console, result.drift)
+    elif result.settings.drift:
+        console.print(drift_not_judged(result))
+    for note in result.notes:
+        console.print(f"note: {escape(note)}")
+    for cause in result.stall_causes:
+        console.print(f"[red]stall:[/] {escape(cause)}")
+    for line in verdict.advice:
+        console.print(f"[yellow]advice:[/] {escape(line)}")
+    if result.checks:
+        print_checks(console, result)
+
+
+def _design_rows(table: Table, result: RunResult) -> None:
+    """The queue design, or the batch, where they are not the seed's."""
+    queue = result.queue or {}
+    if queue and not queue.get("seed_table", True):
+        batch = f"; batch {result.settings.batch}" if result.settings.batch > 1 else ""
+        table.add_row(
+            "queue",
+            escape(
+                f"{queue['folder']} ({queue['origin']}): {queue['delivery']}, "
+                f"{'ordered' if queue['ordered'] else 'unordered'}, {queue['completion']} on completion;"
+                f" tables {', '.join(queue.get('tables', []))}{batch}"
+            ),
+        )
+    elif result.settings.batch > 1:
+        table.add_row("batch", f"up to {result.settings.batch} messages per claim")
+
+
+def _latency_rows(table: Table, result: RunResult) -> None:
+    """End-to-end, claim and completion percentiles, and per priority."""
+    e2e_label = "end-to-end ms" + ("" if result.settings.paced else " (incl. backlog wait)")
+    for label, values in (
+        (e2e_label, result.e2e_ms),
+        ("claim ms", result.claim_ms),
+        ("complete+commit ms", result.complete_ms),
+    ):
+        table.add_row(label, "  ".join(f"{k} {ms(v)}" for k, v in values.items()))
+    if result.e2e_by_priority:
+        levels = "; ".join(
+            f"{level}: p50 {v['p50']:.0f} p99 {v['p99']:.0f}"
+            for level, v in sorted(result.e2e_by_priority.items())
+        )
+        table.add_row("end-to-end ms by priority", escape(levels))
+
+
+def _bound_row(table: Table, result: RunResult) -> None:
+    """The ordering bound, what sets it, and how close the run came."""
+    bound, worker_bound = result.ordering_bound_per_s, result.worker_bound_per_s
+    if bound and worker_bound:
+        groups = result.bound_groups
+        if groups < result.groups:  # a hot key sets it
+            assert result.keys is not None
+            share = result.keys.expected_hot_share
+            what = f"hottest group {share:.1%} of messages: {groups:.1f} groups' worth"
+        else:
+            what = f"{result.groups} groups"
+        claim, complete = result.claim_ms["p50"] or 0.0, result.complete_ms["p50"] or 0.0
+        text = (
+            f"{bound:.0f}/s ({what}, one message each per {result.work_mean_ms:.2f} ms work"
+            f" + {claim:.2f} ms claim + {complete:.2f} ms completion, p50)"
+        )
+        text += f"; run reached {result.bound_share:.0%}"
+        if worker_bound < bound:
+            share = result.throughput_per_s / worker_bound
+            text += f"; {len(result.workers)} workers allow at most {worker_bound:.0f}/s ({share:.0%})"
+        table.add_row("ordering bound", text)
+
+
+def _server_rows(table: Table, result: RunResult) -> None:
+    """What the server said: its timeouts, the table, a neighbour's latency, the cost."""
+    if result.timeouts is not None and any(t.on for t in result.timeouts.settings):
+        table.add_row("server timeouts", escape(result.timeouts.text()))
+    if result.health:
+        h = result.health
+        table.add_row(
+            "table",
+            f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
+            f" + {h.index_bytes // 1024} KiB indexes, autovacuum x{h.autovacuum_runs}",
+        )
+    if result.bystander is not None:
+        b = result.bystander
+        beside = "  ".join(f"{k} {ms(v)}" for k, v in b.beside_ms.items())
+        alone = "  ".join(f"{k} {ms(v)}" for k, v in b.alone_ms.items())
+        why = b.incomparable_because
+        verdict = "comparable" if why is None else f"not comparable: {why}"
+        table.add_row(
+            "bystander ms",
+            f"{beside} beside the queue; alone (before and after): {alone} ({b.rate:g}/s, {b.errors} errors);"
+            f" {verdict}",
+        )
+    if result.server_cost is not None:
+        table.add_row("server cost", server_cost_text(result.server_cost))
+        if result.server_cost.roles is not None:
+            table.add_row("cost by role", role_cost_text(result.server_cost.roles))
+    if result.client.processes:
+        table.add_row("client", client_text(result))
+
+
+def _failure_rows(table: Table, result: RunResult) -> None:
+    """Retries, attempts, a held snapshot, the pooler's queue."""
+    if result.retries:
+        rt = result.retries
+        table.add_row(
+            "retries",
+            f"{rt.failed_attempts} failed attempts, {rt.dead_lettered} dead letters,"
+            f" {rt.recovered} recovered, {rt.crashes} worker crashes;"
+            f" heads blocked groups {rt.blocked_s_total:.1f} s",
+        )
+    if result.audit and result.audit.retrying:
+        a = result.audit
+        table.add_row(
+            "attempts",
+            f"{a.attempts} attempts, {a.redelivered} redelivered, {a.dead_lettered} dead-lettered,"
+            f" {a.failed_attempts} failed",
+        )
+    if result.snapshot and result.snapshot.held_s >= 1:
+        s = result.snapshot
+        table.add_row(
+            "oldest snapshot",
+            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}), the same backend_xmin each"
+            f" second{'' if s.xmin_age is None else f', {s.xmin_age:,} transactions behind'}; dead tuples"
+            f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
+        )
+    if result.pooler is not None:
+        p = result.pooler
+        table.add_row(
+            "pooler",
+            f"clients waiting for a server connection: up to {p.waiting_max}, longest"
+            f" {p.longest_wait_ms:.0f} ms, {p.waited_s:.2f} s in all; server connections active up to"
+            f" {p.servers_active_max} ({p.samples} samples)",
+        )
+
+
+def _account_rows(table: Table, result: RunResult) -> None:
+    """The latency account, overall and for the types whose slowest took longest."""
+    if result.latency is not None:
+        table.add_row("where the time went", escape(latency_text(result)))
+        slowest = sorted(
+            result.latency.per_type.items(), key=lambda tc: -(tc[1]["p99"].total_ms if "p99" in tc[1] else 0)
+        )
+        for queue_type, cohorts in slowest[:ACCOUNT_TYPES]:
+            said = "; ".join(f"{NAMES[name]} {c.text()}" for name, c in sorted(cohorts.items()))
+            table.add_row(f"  {queue_type}", escape(said))
+        if len(slowest) > ACCOUNT_TYPES:
+            table.add_row(
+                "", f"({len(slowest) - ACCOUNT_TYPES} more types: the JSON's latency_split, or the -report)"
+            )
+
+
+def _print_workers(console: Console, result: RunResult) -> None:
+    """A row per worker (and its runner, where there are several)."""
+    workers = Table(title="workers", title_justify="left")
+    columns = ["worker", "type", "processed", "empty claims", "busy", "conn. lost"]
+    runners = {w.runner for w in result.workers}
+    if len(runners) > 1:
+        columns.insert(1, "runner")
+    for column in columns:
+        workers.add_column(column, justify="left" if column in ("worker", "runner") else "right")
+    for w in result.workers:
+        cells = [w.name, w.queue_type, str(w.processed), str(w.empty_claims), f"{w.busy_share:.0%}"]
+        cells.append(str(w.connections_lost))
+        if len(runners) > 1:
+            cells.insert(1, w.runner)
+        workers.add_row(*cells)
+    console.print(workers)
