@@ -9,6 +9,7 @@ import time
 import psycopg
 
 from pgmq_sim.actors.bystander import BASELINE_S
+from pgmq_sim.actors.wakeup import CHANNEL
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
@@ -23,6 +24,7 @@ from pgmq_sim.model.kinds import Outcome, TxMode
 from pgmq_sim.model.locks import source_functions
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.roles import RoleTransactions
@@ -139,6 +141,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     )
     if census is not None:
         faults = held_pauses(faults, census.holders)
+    client = ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu))
+    books = parts.carrier.claim_books(state)
     server_reasons = reasons.counts()
     faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
     return RunResult.from_stats(
@@ -184,7 +188,17 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         ),
         snapshot=state.housekeeper.longest_hold() if state.housekeeper else None,
         server_cost=server_cost,
-        client=ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu)),
+        client=client,
+        claims=None
+        if books is None
+        else ClaimAccount.of(
+            books,
+            totals.finished,
+            state.elapsed,
+            client.cpu_us_per_msg,
+            server_cost.roles if server_cost is not None else None,
+            CHANNEL,
+        ),
         path=state.path,
         sweep=parts.goal.report(),
         bystander=state.bystander.result() if state.bystander else None,

@@ -19,6 +19,7 @@ from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
+from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.hidden import hidden_account
 from pgmq_sim.verdicts.limits import run_limit, time_split
 
@@ -79,9 +80,11 @@ def result_document(result: RunResult) -> dict[str, Any]:
     """A result's JSON document: the result, its limit, and the advice its figures call for."""
     limit = run_limit(result)
     hidden = hidden_account(result)
+    cost = cost_cause(result)
     return run_json(result) | {
         "limit": limit.as_json(),
         "hidden": hidden.as_json() if hidden is not None else None,
+        "cost": cost.as_json() if cost is not None else None,
         "time_split": time_split(result),
         "advice": advice(result, limit),
     }
@@ -138,6 +141,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,
         "server_cost": r.server_cost.as_json() if r.server_cost else None,
         "client": r.client.as_json(),
+        "claims": r.claims.as_json() if r.claims else None,
         "path": r.path.as_json() if r.path else None,
         "worker_backends_max": r.worker_backends_max,
         "pooler": r.pooler.as_json() if r.pooler else None,

@@ -63,6 +63,8 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     if result.connections_lost or result.reconnects:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
     _audit_rows(table, result, SHORT_CAUSES)
+    if result.claims is not None and result.claims.inflated:  # the limit's evidence names the cause
+        table.add_row("claims", escape(result.claims.reasons_text()))
     limit = run_limit(result)
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     for kind, faults in _faults_by_kind(result).items():
@@ -234,7 +236,8 @@ def print_detail(console: Console, result: RunResult) -> None:
             for level, v in sorted(result.e2e_by_priority.items())
         )
         table.add_row("end-to-end ms by priority", escape(levels))
-    table.add_row("empty claims", str(result.empty_claims))
+    claims = result.claims
+    table.add_row("claims", escape(claims.reasons_text()) if claims else f"{result.empty_claims} empty")
     if result.connections_lost or result.reconnects:
         lost = [
             f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{c.lost}"

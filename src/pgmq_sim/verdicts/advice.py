@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.limits import Limit, run_limit
 
 Rule = Callable[[RunResult], str | None]
@@ -131,7 +132,14 @@ def client_starved(r: RunResult) -> str | None:
     )
 
 
+def outside_notifier(r: RunResult) -> str | None:
+    """A session outside the run that woke the workers for nothing: the cost verdict's fix."""
+    cost = cost_cause(r)
+    return None if cost is None or cost.fix is None else f"cost {cost.resource}: {cost.fix}"
+
+
 RULES: tuple[Rule, ...] = (
+    outside_notifier,
     idle_workers,
     polling_latency,
     backlog_wait,

@@ -11,11 +11,12 @@ sweep's step) is judged by those checks alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
@@ -194,7 +195,10 @@ def _ms(ms: float) -> str:
 
 
 def run_limit(r: RunResult) -> Limit:
-    return judge(run_figures(r))
+    """The limit; a cause outside the run that inflated its costs is said beside it (verdicts/costs)."""
+    limit = judge(run_figures(r))
+    cost = cost_cause(r)
+    return limit if cost is None else replace(limit, evidence=f"{limit.evidence}; cost: {cost.evidence}")
 
 
 def time_split(r: RunResult) -> dict[str, float]:
