@@ -107,7 +107,3 @@ class ClaimTimer:
             spent = self._empty_pre + time.perf_counter() - self._empty_at
             self._empty_at = 0.0
             self.book.empty_s[INDEX[self.why]] += spent
-            if self.why is ClaimReason.NOTIFIED:
-                sender = self.book.senders.get(self.sender)
-                if sender is not None:
-                    sender.empty_s += spent

@@ -46,7 +46,6 @@ class SenderTally:
     last_at: float = 0.0
     took: int = 0
     empty: int = 0
-    empty_s: float = 0.0  # the empty claims' client time on the loop
     read_s: float = 0.0  # the listener's time handling these notifications
     application: str | None = None  # None: not looked up yet, or gone when it was
     own: bool | None = None  # one of the run's sessions ('pgmq-sim ...'); None: not looked up yet
@@ -83,7 +82,6 @@ class Sender:
     per_s: float
     took: int
     empty: int
-    empty_s: float
     read_s: float
 
     def name(self) -> str:
@@ -97,9 +95,9 @@ class Sender:
             "own": self.own,
             "notifications": self.notifications,
             "per_s": round(self.per_s, 1),
-            "claims_took": self.took,
+            "claims_took": self.took,  # the claims its credits woke, by outcome
             "claims_empty": self.empty,
-            "client_s": round(self.empty_s + self.read_s, 4),
+            "listener_s": round(self.read_s, 4),
         }
 
 
@@ -141,7 +139,7 @@ class ClaimAccount:
                 m = merged.setdefault(pid, SenderTally(first_at=s.first_at, last_at=s.last_at))
                 m.notifications += s.notifications
                 m.took, m.empty = m.took + s.took, m.empty + s.empty
-                m.empty_s, m.read_s = m.empty_s + s.empty_s, m.read_s + s.read_s
+                m.read_s += s.read_s
                 m.first_at, m.last_at = min(m.first_at, s.first_at), max(m.last_at, s.last_at)
                 m.application = m.application if m.application is not None else s.application
                 m.own = m.own if m.own is not None else s.own
@@ -156,7 +154,6 @@ class ClaimAccount:
                         s.notifications / max(1.0, s.last_at - s.first_at, min(elapsed_s, 1.0)),
                         s.took,
                         s.empty,
-                        s.empty_s,
                         s.read_s,
                     )
                     for pid, s in merged.items()
@@ -188,12 +185,17 @@ class ClaimAccount:
 
     @property
     def outside(self) -> tuple[Sender, ...]:
-        """The senders outside the run, the most empty claims first."""
-        return tuple(sorted((s for s in self.senders if not s.own), key=lambda s: -s.empty))
+        """The senders outside the run, the most claims woken first."""
+        return tuple(sorted((s for s in self.senders if not s.own), key=lambda s: -(s.took + s.empty)))
 
     @property
     def outside_empty(self) -> int:
-        return sum(s.empty for s in self.outside)
+        """The empty claims the senders outside the run made. Credits are alike: a claim an outside
+        credit woke that took a message took one the run's own notification told of, whose claim
+        then found it gone. So every claim their credits woke is one too many (up to the empty
+        claims that followed a notification), whichever claim came back empty."""
+        woken = sum(s.took + s.empty for s in self.outside)
+        return min(self.empty[ClaimReason.NOTIFIED], woken)
 
     @property
     def inflated(self) -> bool:
@@ -206,9 +208,12 @@ class ClaimAccount:
 
     @property
     def client_outside_s(self) -> float:
-        """The client's time for what the senders outside the run caused: their empty claims and
-        the listener's reading of their notifications (measured on the loop: at least this)."""
-        return sum(s.empty_s + s.read_s for s in self.outside)
+        """The client's time for what the senders outside the run caused: their empty claims (each
+        at the notified empty claims' mean) and the listener's reading of their notifications
+        (measured on the loop: at least this)."""
+        notified = ClaimReason.NOTIFIED
+        each = self.empty_s[notified] / self.empty[notified] if self.empty[notified] else 0.0
+        return self.outside_empty * each + sum(s.read_s for s in self.outside)
 
     @property
     def client_us_per_msg_without(self) -> float | None:
@@ -234,11 +239,11 @@ class ClaimAccount:
             f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
             f" ({top.per_s:,.0f}/s) on the run's channel"
             + (f" (and {others} other session(s) outside it)" if others > 0 else "")
-            + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims followed them"
+            + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims were theirs"
         )
         without = self.per_msg(self.empty_claims - self.outside_empty)
         if without is not None:
-            said += f"; without them {without:.2f} empty claims per message"
+            said += f"; without them {without:.3g} empty claims per message"
             cpu, cpu_without = self.client_us_per_msg, self.client_us_per_msg_without
             if cpu is not None and cpu_without is not None:
                 said += f" and at most {cpu_without:.0f} µs of client CPU per message (against {cpu:.0f})"
@@ -270,15 +275,14 @@ class ClaimAccount:
         )
 
     def as_json(self) -> dict[str, Any]:
-        notified_own = sum(s.empty for s in self.senders if s.own)
+        outside = self.outside_empty
         return {
             "claims": self.claims,
             "took": self.took,
             "empty": self.empty,
             "empty_notified_by": {
-                "own": notified_own,
-                "outside": self.outside_empty,
-                "unattributed": self.empty[ClaimReason.NOTIFIED] - notified_own - self.outside_empty,
+                "own": self.empty[ClaimReason.NOTIFIED] - outside,
+                "outside": outside,
             },
             "empty_per_msg": _round(self.per_msg(self.empty_claims)),
             "client_s_empty": {k: round(v, 4) for k, v in self.empty_s.items()},
@@ -300,6 +304,7 @@ class ClaimAccount:
 
 EMPTY_WORDS = {
     ClaimReason.START: "at the start (or after a lost listener)",
+    ClaimReason.NOTIFIED: "after notifications",
     ClaimReason.POLL: "polls",
     ClaimReason.FALLBACK: "at the notify fallback",
     ClaimReason.COMPLETION: "right after a completion",
