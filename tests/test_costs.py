@@ -176,7 +176,7 @@ def test_a_notification_flood_from_another_application_is_named_with_the_costs_w
     flooder.start()
     result = cli.run(
         "-duration 4 -rate 100 -wakeup notify -claim indexed -workers 6 -work-ms 1-2 -orders 50"
-        " -json run.json"
+        " -json run.json -report run.html"
     )
     flooder.join(10)
     assert flooder.error is None and flooder.sent >= 300, (flooder.error, flooder.sent)
@@ -199,3 +199,5 @@ def test_a_notification_flood_from_another_application_is_named_with_the_costs_w
     assert named in run["limit"]["evidence"]
     summary = " ".join(result.stdout.split())
     assert named in summary, result.stdout
+    page = (cli.workdir / "run.html").read_text()
+    assert f"<td>pid {flooder.pid}</td><td>flooder</td><td>no</td>" in page

@@ -277,6 +277,7 @@ class ClaimAccount:
     def as_json(self) -> dict[str, Any]:
         outside = self.outside_empty
         return {
+            "summary": self.reasons_text(),
             "claims": self.claims,
             "took": self.took,
             "empty": self.empty,
