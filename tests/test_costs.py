@@ -58,6 +58,12 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
     assert "at most 635 µs of client CPU per message (against 700)" in said
     body = account.as_json()
     assert body["empty_notified_by"] == {"own": 0, "outside": 910}
+    assert body["empty_cost_per_msg"]["notified"] == {
+        "empty": 0.91,
+        "client_us": 50.0,
+        "server_statement_us": None,
+        "server_blocks": None,
+    }
     assert [s["pid"] for s in body["senders"]] == [FLOODER_PID, RUN_PID]
     assert body["senders"][0]["own"] is False and body["senders"][1]["own"] is True
     assert "910 after notifications from outside the run, 5 at the notify fallback" in account.reasons_text()

@@ -274,6 +274,23 @@ class ClaimAccount:
             f": {', '.join(parts)}" if parts else ""
         )
 
+    def costs_by_reason(self) -> dict[str, dict[str, float | None]]:
+        """Per message, each reason's empty claims and what they cost: the client's time on the loop
+        (µs) and the server's statement time (µs) and buffers, the empty claims' share by count."""
+        empty, out = self.empty_claims, {}
+        for reason, n in self.empty.items():
+            share = n / empty if empty else 0.0
+            server_ms, blocks = self.server_empty_ms, self.server_empty_blocks
+            out[reason] = {
+                "empty": _round(self.per_msg(n)),
+                "client_us": _round(self.per_msg(self.empty_s[reason] * 1e6), 2),
+                "server_statement_us": None
+                if server_ms is None
+                else _round(self.per_msg(server_ms * share * 1000), 2),
+                "server_blocks": None if blocks is None else _round(self.per_msg(blocks * share), 2),
+            }
+        return out
+
     def as_json(self) -> dict[str, Any]:
         outside = self.outside_empty
         return {
@@ -286,7 +303,7 @@ class ClaimAccount:
                 "outside": outside,
             },
             "empty_per_msg": _round(self.per_msg(self.empty_claims)),
-            "client_s_empty": {k: round(v, 4) for k, v in self.empty_s.items()},
+            "empty_cost_per_msg": self.costs_by_reason(),
             "senders": [s.as_json() for s in self.senders],
             "inflated_by_outside": self.inflated,
             "without_outside": {
