@@ -16,7 +16,7 @@ import pytest
 from conftest import Cli
 from psycopg.conninfo import make_conninfo
 
-from pgmq_sim.actors.claim_reasons import ClaimTimer
+from pgmq_sim.actors.claim_reasons import ClaimTally
 from pgmq_sim.actors.waits import Halt, new_loop
 from pgmq_sim.actors.wakeup import NotifySlot, TypeCredits
 from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
@@ -116,21 +116,20 @@ def test_each_claim_is_counted_against_the_sender_whose_credit_woke_it() -> None
 
 
 @pytest.mark.unit
-def test_the_timer_counts_outcomes_by_reason_and_an_empty_claims_time() -> None:
+def test_the_tally_counts_outcomes_by_reason_and_an_empty_claims_time() -> None:
     book = ClaimBook()
     flood = book.sender(FLOODER_PID)
-    timer = ClaimTimer(book)  # a worker's first claim
-    timer.answered(1)  # the start
-    timer.woke(ClaimReason.NOTIFIED, FLOODER_PID)
-    timer.sending()
-    timer.answered(0)
+    tally = ClaimTally(book)  # a worker's first claim
+    tally.answered(1)
+    tally.woke(INDEX[ClaimReason.NOTIFIED], FLOODER_PID)
+    tally.answered(0)
     time.sleep(0.002)
-    timer.waiting()
-    timer.due(ClaimReason.RETRY)
-    timer.answered(0)
-    timer.waiting()
+    tally.waiting()
+    tally.woke(INDEX[ClaimReason.RETRY])
+    tally.answered(0)
+    tally.waiting()
     assert book.took[INDEX[ClaimReason.START]] == 1
-    assert book.empty[INDEX[ClaimReason.NOTIFIED]] == 1 and flood.empty == 1
+    assert book.empty[INDEX[ClaimReason.NOTIFIED]] == 1 and flood.empty == 1 and flood.took == 0
     assert book.empty[INDEX[ClaimReason.RETRY]] == 1
     assert book.empty_s[INDEX[ClaimReason.NOTIFIED]] >= 0.002
 

@@ -9,15 +9,13 @@ from collections import deque
 
 from pgmq_sim.result.claims import INDEX, ClaimBook, ClaimReason
 
+# each reason as its index in the book's counts (on every claim's path)
+START, NOTIFIED, POLL, FALLBACK, COMPLETION, RETRY = (INDEX[r] for r in ClaimReason)
 # where a claim's credit came from, beside a sender's backend pid (> 0)
 NO_SENDER = 0  # a credit no notification gave: the start, a lost listener
 AT_FALLBACK = -1  # the type's fallback woke the worker
 AFTER_COMPLETION = -2  # a completion claims again with no credit: the group it freed may hold the next
-SOURCE_REASON = {
-    NO_SENDER: ClaimReason.START,
-    AT_FALLBACK: ClaimReason.FALLBACK,
-    AFTER_COMPLETION: ClaimReason.COMPLETION,
-}
+SOURCE_REASON = {NO_SENDER: START, AT_FALLBACK: FALLBACK, AFTER_COMPLETION: COMPLETION}
 
 
 class Credits:
@@ -62,48 +60,37 @@ class Credits:
                 runs.popleft()
 
 
-class ClaimTimer:
+class ClaimTally:
     """A slot's count of its worker's claims by reason and outcome (actors' side of result/claims),
-    and an empty claim's time on the loop: from the wake to the send, and from the empty answer to
-    the next wait."""
+    and an empty claim's time on the loop, from its empty answer to the worker's next wait. On every
+    claim's path: a reason is kept as its index, and the clock is read only for an empty claim."""
+
+    __slots__ = ("_empty_at", "book", "reason", "sender")
 
     def __init__(self, book: ClaimBook) -> None:
         self.book = book
-        self.why = ClaimReason.START
-        self.sender = 0  # the pid whose notification woke the claim (why NOTIFIED)
-        self._woke_at = 0.0  # 0: the claim was not woken from a wait (a completion's, the start)
-        self._sent_at = 0.0
+        self.reason = START
+        self.sender = NO_SENDER  # the pid whose notification woke the claim (reason NOTIFIED)
         self._empty_at = 0.0  # an empty claim's answer, until the next wait starts
-        self._empty_pre = 0.0
 
-    def woke(self, why: ClaimReason, sender: int = 0) -> None:
-        self.why, self.sender = why, sender
-        self._woke_at = time.perf_counter()
-
-    def due(self, why: ClaimReason, sender: int = 0) -> None:
-        self.why, self.sender = why, sender
-        self._woke_at = 0.0
-
-    def sending(self) -> None:
-        self._sent_at = time.perf_counter()
+    def woke(self, reason: int, sender: int = NO_SENDER) -> None:
+        """Why the next claim is made (an index of REASONS), and whose credit it spends."""
+        self.reason, self.sender = reason, sender
 
     def answered(self, found: int) -> None:
-        book, i = self.book, INDEX[self.why]
-        sender = book.senders.get(self.sender) if self.why is ClaimReason.NOTIFIED else None
+        book, i, pid = self.book, self.reason, self.sender
         if found:
             book.took[i] += 1
-            if sender is not None:
+            if pid > 0 and (sender := book.senders.get(pid)) is not None:
                 sender.took += 1
             return
         book.empty[i] += 1
-        if sender is not None:
+        if pid > 0 and (sender := book.senders.get(pid)) is not None:
             sender.empty += 1
         self._empty_at = time.perf_counter()
-        self._empty_pre = self._sent_at - self._woke_at if self._woke_at else 0.0
 
     def waiting(self) -> None:
         """The worker starts to wait: an empty claim's time ends here."""
         if self._empty_at:
-            spent = self._empty_pre + time.perf_counter() - self._empty_at
+            self.book.empty_s[self.reason] += time.perf_counter() - self._empty_at
             self._empty_at = 0.0
-            self.book.empty_s[INDEX[self.why]] += spent

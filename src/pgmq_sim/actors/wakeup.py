@@ -30,16 +30,21 @@ from psycopg import pq
 from pgmq_sim.actors.claim_reasons import (
     AFTER_COMPLETION,
     AT_FALLBACK,
+    COMPLETION,
     NO_SENDER,
+    NOTIFIED,
+    POLL,
+    RETRY,
     SOURCE_REASON,
-    ClaimTimer,
+    START,
+    ClaimTally,
     Credits,
 )
 from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.connection import APPLICATION_NAME, reconnecting_async
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
-from pgmq_sim.result.claims import ClaimBook, ClaimReason
+from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.sqlfiles import statement
 
 CHANNEL = "pgmq_sim"
@@ -85,30 +90,30 @@ class PollSlot:
         self._interval = interval
         self._halt = halt
         self._bell = bell
-        self._timer = ClaimTimer(book or ClaimBook())
+        self._claims = ClaimTally(book or ClaimBook())
 
     def claiming(self) -> None:
-        self._timer.sending()
+        pass
 
     def claimed(self, found: int) -> None:
-        self._timer.answered(found)
+        self._claims.answered(found)
 
     def claim_due(self) -> bool:
-        self._timer.due(ClaimReason.COMPLETION)
+        self._claims.woke(COMPLETION)
         return True
 
     def released(self) -> None:
-        self._timer.due(ClaimReason.START)
+        self._claims.woke(START)
 
     def retrying(self) -> None:
-        self._timer.due(ClaimReason.RETRY)
+        self._claims.woke(RETRY)
 
     async def wait(self, after_completion: bool) -> bool:
-        timer = self._timer
-        timer.waiting()
+        claims = self._claims
+        claims.waiting()
         if not after_completion:
             await self._halt.sleep(self._interval, self._bell)
-        timer.woke(ClaimReason.COMPLETION if after_completion else ClaimReason.POLL)
+        claims.woke(COMPLETION if after_completion else POLL)
         return False  # polling is the mechanism itself, not a fallback
 
 
@@ -262,16 +267,15 @@ class NotifySlot:
         self._bell = bell
         self._active = False
         self._notified_at_start = 0
-        self._timer = ClaimTimer(credits.book)
+        self._claims = ClaimTally(credits.book)
 
     def claiming(self) -> None:
-        self._timer.sending()
         if not self._active:  # else claim_due kept it active and opened the window
             self._active = True
             self._notified_at_start = self._credits.start()
 
     def claimed(self, found: int) -> None:
-        self._timer.answered(found)
+        self._claims.answered(found)
         if self._active:
             self._credits.found(found, self._notified_at_start)
             self._active = found > 0
@@ -281,22 +285,22 @@ class NotifySlot:
         self._active = source is not None
         if source is not None:
             self._notified_at_start = self._credits.notified
-            self._timer.due(SOURCE_REASON.get(source, ClaimReason.NOTIFIED), source)
+            self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
         return self._active
 
     def released(self) -> None:
-        self._timer.due(ClaimReason.START)
+        self._claims.woke(START)
         if self._active:
             self._active = False
             self._credits.release()
 
     def retrying(self) -> None:
-        self._timer.due(ClaimReason.RETRY)
+        self._claims.woke(RETRY)
 
     async def wait(self, after_completion: bool) -> bool:
-        self._timer.waiting()
+        self._claims.waiting()
         source = await self._credits.wait(self._bell)
-        self._timer.woke(SOURCE_REASON.get(source, ClaimReason.NOTIFIED), source)
+        self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
         return source == AT_FALLBACK
 
 
