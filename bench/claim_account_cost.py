@@ -40,6 +40,7 @@ def with_account(empty_share: float) -> Callable[[], None]:
         if not sender.first_at:
             sender.first_at = began
         sender.last_at = began
+        sender.told += 1
         credits.add(PID, 1)
         sender.read_s += time.perf_counter() - began
         source = credits.take()  # a waiting worker takes its credit

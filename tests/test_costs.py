@@ -35,11 +35,11 @@ def book_with_flood() -> ClaimBook:
     book.empty_s[INDEX[ClaimReason.NOTIFIED]] = 0.05
     own = book.sender(RUN_PID)
     own.notifications, own.took, own.empty, own.first_at, own.last_at = 1000, 950, 10, 10.0, 14.0
-    own.application, own.own = "pgmq-sim producer", True
+    own.application, own.own, own.told = "pgmq-sim producer", True, 1000
     flood = book.sender(FLOODER_PID)
     flood.notifications, flood.took, flood.empty, flood.first_at, flood.last_at = 3000, 10, 900, 11.0, 13.0
     flood.read_s = 0.015
-    flood.application, flood.own = "flooder", False
+    flood.application, flood.own, flood.told = "flooder", False, 6000  # 'type1:2' each
     return book
 
 
@@ -50,7 +50,10 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
     assert account.outside_empty == 910 and account.inflated
     said = account.inflation_text()
     assert said is not None
-    assert f"pid {FLOODER_PID} (app 'flooder')" in said and "3,000 notifications (1,500/s)" in said
+    assert (
+        f"pid {FLOODER_PID} (app 'flooder')" in said
+        and "3,000 notifications (1,500/s) on the run's channel, telling of 6,000 messages" in said
+    )
     # its credits woke 910 claims: each one too many (the 10 that took messages took the run's)
     assert "910 of 915 empty claims were theirs" in said
     assert "without them 0.005 empty claims per message" in said

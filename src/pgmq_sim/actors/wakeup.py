@@ -374,9 +374,11 @@ class NotifyWakeup:
             queue_type, count = channel.removeprefix("pgmq.q_").removesuffix(".INSERT"), "1"
         else:
             queue_type, _, count = note.extra.decode().partition(":")
+        told = int(count) if count.isdigit() else 1
+        sender.told += told
         credits = self._types.get(queue_type)
         if credits is not None:  # else a type no worker serves
-            credits.arrived(int(count) if count.isdigit() else 1, note.be_pid)
+            credits.arrived(told, note.be_pid)
         sender.read_s += time.perf_counter() - began
 
     async def _name_senders(self, wire: Wire, timeout: float) -> None:

@@ -42,6 +42,7 @@ class SenderTally:
     """One backend's notifications on the run's channel, and the claims their credits woke."""
 
     notifications: int = 0
+    told: int = 0  # the messages they said arrived ('type1:3' tells of 3)
     first_at: float = 0.0  # the listener's monotonic clock
     last_at: float = 0.0
     took: int = 0
@@ -79,6 +80,7 @@ class Sender:
     application: str | None  # None: it ended before its application_name could be read
     own: bool
     notifications: int
+    told: int
     per_s: float
     took: int
     empty: int
@@ -94,6 +96,7 @@ class Sender:
             "application": self.application,
             "own": self.own,
             "notifications": self.notifications,
+            "messages_told": self.told,
             "per_s": round(self.per_s, 1),
             "claims_took": self.took,  # the claims its credits woke, by outcome
             "claims_empty": self.empty,
@@ -138,6 +141,7 @@ class ClaimAccount:
             for pid, s in book.senders.items():
                 m = merged.setdefault(pid, SenderTally(first_at=s.first_at, last_at=s.last_at))
                 m.notifications += s.notifications
+                m.told += s.told
                 m.took, m.empty = m.took + s.took, m.empty + s.empty
                 m.read_s += s.read_s
                 m.first_at, m.last_at = min(m.first_at, s.first_at), max(m.last_at, s.last_at)
@@ -151,6 +155,7 @@ class ClaimAccount:
                         s.application,
                         bool(s.own),
                         s.notifications,
+                        s.told,
                         s.notifications / max(1.0, s.last_at - s.first_at, min(elapsed_s, 1.0)),
                         s.took,
                         s.empty,
@@ -238,6 +243,7 @@ class ClaimAccount:
         said = (
             f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
             f" ({top.per_s:,.0f}/s) on the run's channel"
+            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
             + (f" (and {others} other session(s) outside it)" if others > 0 else "")
             + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims were theirs"
         )

@@ -25,10 +25,11 @@ def idle_workers(r: RunResult) -> str | None:
         if sum(1 for w in r.workers if w.queue_type == t) > groups
     ]
     claims = r.processed + r.empty_claims
-    if not crowded or r.empty_claims <= r.processed:
+    empty = r.empty_claims - (r.claims.outside_empty if r.claims else 0)  # not a notifier outside's
+    if not crowded or empty <= r.processed:
         return None
     return (
-        f"{r.empty_claims} of {claims} claims found nothing: {', '.join(crowded)} have more workers"
+        f"{empty} of {claims} claims found nothing: {', '.join(crowded)} have more workers"
         " than groups, and a group takes one worker at a time; use fewer workers or more -orders"
     )
 
