@@ -73,6 +73,19 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
 
 
 @pytest.mark.unit
+def test_a_few_empty_claims_from_outside_are_counted_but_not_named_a_cost() -> None:
+    """A notifier whose credits busy workers spent on messages: most of few empty claims, but 0.01
+    per message (a capacity-bound run through PgBouncer, docs/measurements.md)."""
+    book = book_with_flood()
+    book.empty[INDEX[ClaimReason.NOTIFIED]] = 10
+    flood = book.senders[FLOODER_PID]
+    flood.took, flood.empty = 0, 8
+    account = ClaimAccount.of([book], 1000, 5.0, 700.0, None)
+    assert account.outside_empty == 8 and not account.inflated and account.inflation_text() is None
+    assert "8 after notifications from outside the run" in account.reasons_text()
+
+
+@pytest.mark.unit
 def test_a_run_with_only_its_own_notifications_is_not_inflated() -> None:
     book = book_with_flood()
     del book.senders[FLOODER_PID]
@@ -162,6 +175,7 @@ class Flooder(threading.Thread):
                     time.monotonic() < deadline
                     and not conn.execute(
                         "select 1 from pg_stat_activity where application_name = 'pgmq-sim producer'"
+                        " and datname = current_database()"
                     ).fetchone()
                 ):
                     time.sleep(0.05)

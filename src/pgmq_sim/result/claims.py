@@ -35,6 +35,7 @@ class ClaimReason(StrEnum):
 REASONS = tuple(ClaimReason)
 INDEX = {reason: i for i, reason in enumerate(REASONS)}
 OUTSIDE_SHARE = 0.25  # of the empty claims, after notifications from outside the run: a named cause
+OUTSIDE_PER_MSG = 0.05  # and per message at least this many (a few empty claims are no cost to name)
 
 
 @dataclass
@@ -204,9 +205,10 @@ class ClaimAccount:
 
     @property
     def inflated(self) -> bool:
-        """A cause outside the run made a good share of the empty claims: the costs are not the queue's."""
-        empty = self.empty_claims
-        return empty > 0 and self.outside_empty >= OUTSIDE_SHARE * empty
+        """A cause outside the run made a good share of the empty claims, and a cost per message worth
+        naming: the costs are not the queue's."""
+        empty, outside = self.empty_claims, self.outside_empty
+        return empty > 0 and outside >= OUTSIDE_SHARE * empty and outside >= OUTSIDE_PER_MSG * self.messages
 
     def per_msg(self, value: float) -> float | None:
         return None if self.messages <= 0 else value / self.messages
