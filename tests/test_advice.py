@@ -23,6 +23,7 @@ from pgmq_sim.model.reasons import Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.account import PARTS, CohortSplit, LatencyAccount
+from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
 from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.result.holders import HolderSeen, LockCensus
 from pgmq_sim.result.run import RetryFigures, RunResult
@@ -134,6 +135,18 @@ BLOCKING = RetryFigures(
     blocked_groups=(("type2", 7, 3, 4.5),),
 )
 
+
+def flooded(run: RunResult) -> RunResult:
+    """The run with a session outside it (pid 777, 'flooder') waking 900 claims for nothing."""
+    book = ClaimBook()
+    book.took[INDEX[ClaimReason.NOTIFIED]] = run.processed
+    book.empty[INDEX[ClaimReason.NOTIFIED]] = 900
+    flood = book.sender(777)
+    flood.notifications, flood.empty, flood.application, flood.own = 900, 900, "flooder", False
+    claims = ClaimAccount.of([book], run.processed, run.elapsed_s, None, None, "pgmq_sim")
+    return dataclasses.replace(run, claims=claims)
+
+
 # each rule, a run that calls for it, and words its line must hold
 TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ...]]] = [
     (
@@ -142,6 +155,7 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
         ("5000 of 6000 claims", "more workers than groups"),
     ),
     (advice.polling_latency, result(rate=100.0, e2e_ms=500), ("poll every 1 s", "-wakeup notify")),
+    (advice.outside_notifier, flooded(result()), ("pid 777 (app 'flooder')", "channel pgmq_sim")),
     (advice.backlog_wait, result(e2e_ms=11_000), ("waiting in the prefilled backlog", "-rate R")),
     (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
     (advice.dead_tuples, result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ("50000 dead tuples",)),
@@ -596,6 +610,7 @@ ROW_WAITS = WaitProfile(
 BUSY = {"groups": 100, "busy_ms": 6.0, "rate": 1000.0, "offered": 1200, "backlog_at_end": 5000}
 # each limit and rule, a run that already does what its fix would say, and what must not be said
 ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
+    ("outside_notifier", flooded(result(wakeup="notify", rate=100.0)), ("-wakeup notify",)),
     ("client-cpu", LIMITS[0][1], ()),
     ("pool", LIMITS[1][1], ("run 12 workers",)),
     (

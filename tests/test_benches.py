@@ -29,6 +29,9 @@ class Quick:
 
 
 QUICK: dict[str, Quick] = {
+    "claim_account_cost.py": Quick(
+        "--repeat 1", ("per message: with the account", "target <= 2%"), dsn=False
+    ),
     "audit_cost.py": Quick(
         "--fill-db 1000 --repeat 1", ("workload    audit msg/s  no-audit msg/s", "seed shape")
     ),

@@ -123,6 +123,9 @@ class RecordingWakeup:
     def released(self) -> None:
         pass
 
+    def retrying(self) -> None:
+        pass
+
     async def wait(self, after_completion: bool) -> bool:
         self.waits.append(after_completion)
         return False

@@ -22,6 +22,7 @@ from pgmq_sim.actors.worker import ClaimGate, WorkerLoop, WorkerPlan, worker_ind
 from pgmq_sim.db.claims import ClaimPort, claim_sessions
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import SessionPlan
+from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, WorkTime
@@ -94,6 +95,11 @@ class Crew:
     def delivered(self) -> int:
         """Notifications the listener read (each a transaction on the server)."""
         return self.wakeup.delivered if isinstance(self.wakeup, NotifyWakeup) else 0
+
+    @property
+    def claim_book(self) -> ClaimBook | None:
+        """This process's claims by reason and outcome (once the wake-up is made)."""
+        return self.wakeup.book if self.wakeup is not None else None
 
     def active(self) -> int:
         """Workers the claim gate lets claim."""

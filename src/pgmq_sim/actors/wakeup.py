@@ -19,6 +19,7 @@ each notification over as it arrives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -26,10 +27,25 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import pq
 
+from pgmq_sim.actors.claim_reasons import (
+    AFTER_COMPLETION,
+    AT_FALLBACK,
+    COMPLETION,
+    NO_SENDER,
+    NOTIFIED,
+    POLL,
+    RETRY,
+    SOURCE_REASON,
+    START,
+    ClaimTally,
+    Credits,
+)
 from pgmq_sim.actors.waits import Bell, Halt, Why
-from pgmq_sim.db.connection import reconnecting_async
+from pgmq_sim.db.connection import APPLICATION_NAME, reconnecting_async
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.result.claims import ClaimBook
+from pgmq_sim.sqlfiles import statement
 
 CHANNEL = "pgmq_sim"
 PGMQ_CHANNEL = "pgmq.q_{}.INSERT"  # pgmq.enable_notify_insert's channel for a queue (pgmq lowers its name)
@@ -51,12 +67,17 @@ class WakeupSlot(Protocol):
     def released(self) -> None:
         """The worker dropped its message without completing it (lost connection, crash, stop)."""
 
+    def retrying(self) -> None:
+        """The next claim retries after a statement the server ended or a lost connection."""
+
     async def wait(self, after_completion: bool) -> bool:
         """Until a claim is worth trying (or the fallback, or the run's stop); True when the type's
         fallback woke it (no notification did)."""
 
 
 class Wakeup(Protocol):
+    book: ClaimBook
+
     def slot(self, queue_type: str, bell: Bell) -> WakeupSlot: ...
 
 
@@ -65,26 +86,34 @@ class PollSlot:
     empty claim. Right after a completion an empty claim is often a race over the group this
     worker just freed, so the first one claims again before sleeping."""
 
-    def __init__(self, interval: float, halt: Halt, bell: Bell) -> None:
+    def __init__(self, interval: float, halt: Halt, bell: Bell, book: ClaimBook | None = None) -> None:
         self._interval = interval
         self._halt = halt
         self._bell = bell
+        self._claims = ClaimTally(book or ClaimBook())
 
     def claiming(self) -> None:
         pass
 
     def claimed(self, found: int) -> None:
-        pass
+        self._claims.answered(found)
 
     def claim_due(self) -> bool:
+        self._claims.woke(COMPLETION)
         return True
 
     def released(self) -> None:
-        pass
+        self._claims.woke(START)
+
+    def retrying(self) -> None:
+        self._claims.woke(RETRY)
 
     async def wait(self, after_completion: bool) -> bool:
+        claims = self._claims
+        claims.waiting()
         if not after_completion:
             await self._halt.sleep(self._interval, self._bell)
+        claims.woke(COMPLETION if after_completion else POLL)
         return False  # polling is the mechanism itself, not a fallback
 
 
@@ -92,9 +121,10 @@ class PollWakeup:
     def __init__(self, interval: float, halt: Halt) -> None:
         self._interval = interval
         self._halt = halt
+        self.book = ClaimBook()
 
     def slot(self, queue_type: str, bell: Bell) -> WakeupSlot:
-        return PollSlot(self._interval, self._halt, bell)
+        return PollSlot(self._interval, self._halt, bell, self.book)
 
 
 class TypeCredits:
@@ -103,7 +133,8 @@ class TypeCredits:
     `known`: messages notified (or, at the start and after a lost listener, possibly present)
     that no claim of this process has taken yet; a completion claims again at once while it is
     above zero, since the group it freed may hold the next one. `credits`: notified messages
-    whose claim has not been tried, at most `known`; each wakes one claim. An empty claim, while
+    whose claim has not been tried, at most `known`; each wakes one claim, and the claim it wakes
+    is counted against the sender of its notification (result/claims). An empty claim, while
     no other worker of the type here claims or holds a message, proves that nothing notified
     before it started is claimable: `known` drops to what was notified since.
 
@@ -112,16 +143,21 @@ class TypeCredits:
     workers do not poll 500 times a second. One timer for the type, not one per waiting worker.
     """
 
-    def __init__(self, halt: Halt, fallback: float) -> None:
+    def __init__(self, halt: Halt, fallback: float, book: ClaimBook | None = None) -> None:
         self._halt = halt
         self._fallback = fallback
+        self.book = book or ClaimBook()
         self.known = UNKNOWN
-        self.credits = 0
+        self._credits = Credits()
         self.notified = 0  # ever, for what an empty claim can vouch for
         self.active = 0  # workers claiming or holding a message
         self._waiting: dict[Bell, float] = {}  # waiting workers, longest first, and since when
         self._fallback_at = time.monotonic()  # the type's last claim at the fallback
         self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def credits(self) -> int:
+        return self._credits.count
 
     @property
     def waiting(self) -> int:
@@ -136,16 +172,18 @@ class TypeCredits:
             if bell.ring(why):
                 count -= 1
 
-    def arrived(self, count: int) -> None:
+    def arrived(self, count: int, sender: int = NO_SENDER) -> None:
         self.notified += count
         self.known = min(UNKNOWN, self.known + count)
-        self.credits += count
+        self._credits.add(sender, count)
         self._wake(count, Why.CREDIT)
 
     def unknown(self) -> None:
         """Notifications may have been lost: claim once more everywhere, chain until proven empty."""
         self.known = UNKNOWN
-        self.credits = max(self.credits, len(self._waiting))
+        short = len(self._waiting) - self._credits.count
+        if short > 0:
+            self._credits.add(NO_SENDER, short)
         self._wake(len(self._waiting), Why.CREDIT)
 
     def start(self) -> int:
@@ -154,48 +192,51 @@ class TypeCredits:
 
     def found(self, hit: int, notified_at_start: int) -> None:
         """A claim took `hit` messages (a batch spends the credits of the messages it took)."""
+        credits = self._credits
         if hit:
             self.known = max(0, self.known - hit)
-            self.credits = max(0, min(self.credits - (hit - 1), self.known))
+            credits.keep(min(credits.count - (hit - 1), self.known))
             return
         if self.active == 1:
             self.known = self.notified - notified_at_start
-            self.credits = min(self.credits, self.known)
+            credits.keep(self.known)
         self.active -= 1
 
     def due(self) -> int | None:
-        """After a completion: the notified count a claim now starts from, or None (released)."""
-        if self.credits > 0:
-            self.credits -= 1
-            return self.notified
+        """After a completion: where the claim it chains comes from (a credit's sender, or
+        AFTER_COMPLETION), or None (released: it will wait)."""
+        if self._credits.count > 0:
+            return self._credits.take()
         if self.known > 0:
-            return self.notified
+            return AFTER_COMPLETION
         self.active -= 1
         return None
 
     def release(self) -> None:
         self.active -= 1
 
-    async def wait(self, bell: Bell) -> bool:
-        """Until a credit, the stop, or the type's fallback falls to this worker (True)."""
-        if self.credits > 0:
-            self.credits -= 1
-            return False
+    async def wait(self, bell: Bell) -> int:
+        """Until a credit (its sender), the stop, or the type's fallback falls to this worker
+        (AT_FALLBACK)."""
+        credits = self._credits
+        if credits.count > 0:
+            return credits.take()
         since = time.monotonic()
         try:
             while not self._halt.is_set():
                 self._waiting[bell] = since
                 self._arm()
                 why = await bell.wait(None)
-                if why is Why.FALLBACK or self._halt.is_set():
-                    return why is Why.FALLBACK
-                if self.credits > 0:
-                    self.credits -= 1
-                    return False
+                if why is Why.FALLBACK:
+                    return AT_FALLBACK
+                if self._halt.is_set():
+                    break
+                if credits.count > 0:
+                    return credits.take()
                 # a credit another claim took first (or a ring for something else): wait on
         finally:
             self._waiting.pop(bell, None)
-        return False
+        return NO_SENDER
 
     def _arm(self) -> None:
         """The fallback's timer, for when the longest-waiting worker will have waited an interval."""
@@ -219,13 +260,14 @@ class TypeCredits:
 
 class NotifySlot:
     """A worker's side of its type's credits: whether it is counted as active (claiming or
-    holding a message), and from which notification its current claim vouches."""
+    holding a message), from which notification its current claim vouches, and why it claims."""
 
     def __init__(self, credits: TypeCredits, bell: Bell) -> None:
         self._credits = credits
         self._bell = bell
         self._active = False
         self._notified_at_start = 0
+        self._claims = ClaimTally(credits.book)
 
     def claiming(self) -> None:
         if not self._active:  # else claim_due kept it active and opened the window
@@ -233,24 +275,33 @@ class NotifySlot:
             self._notified_at_start = self._credits.start()
 
     def claimed(self, found: int) -> None:
+        self._claims.answered(found)
         if self._active:
             self._credits.found(found, self._notified_at_start)
             self._active = found > 0
 
     def claim_due(self) -> bool:
-        notified = self._credits.due() if self._active else None
-        self._active = notified is not None
-        if notified is not None:
-            self._notified_at_start = notified
+        source = self._credits.due() if self._active else None
+        self._active = source is not None
+        if source is not None:
+            self._notified_at_start = self._credits.notified
+            self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
         return self._active
 
     def released(self) -> None:
+        self._claims.woke(START)
         if self._active:
             self._active = False
             self._credits.release()
 
+    def retrying(self) -> None:
+        self._claims.woke(RETRY)
+
     async def wait(self, after_completion: bool) -> bool:
-        return await self._credits.wait(self._bell)
+        self._claims.waiting()
+        source = await self._credits.wait(self._bell)
+        self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
+        return source == AT_FALLBACK
 
 
 # The server reads notifications for an idle LISTEN session in transactions it dates from that
@@ -259,6 +310,8 @@ class NotifySlot:
 # keeps that date within a second of now, for anyone watching for long transactions.
 RESTATE_S = 1.0
 ANSWER_TIMEOUT_S = 10.0  # the listener's own statements: past this, the connection is given up
+LAST_NAMES_S = 1.0  # at the run's end, naming the last senders waits at most this
+SENDERS_SQL = statement("notify_senders").encode()
 
 
 class NotifyWakeup:
@@ -282,7 +335,8 @@ class NotifyWakeup:
         self._reconnect_timeout = reconnect_timeout
         self._halt = halt
         self._bell = halt.bell()  # rung by the halt and by the listener's loss
-        self._types = {t: TypeCredits(halt, fallback) for t in types}
+        self.book = ClaimBook()
+        self._types = {t: TypeCredits(halt, fallback, self.book) for t in types}
         self.delivered = 0  # the listener's transactions: one to read each notification
         self._wire: Wire | None = None
 
@@ -308,15 +362,43 @@ class NotifyWakeup:
         self._bell.ring(Why.CREDIT)  # the task reconnects
 
     def _notified(self, note: pq.PGnotify) -> None:
+        began = time.perf_counter()
         self.delivered += 1
+        sender = self.book.sender(note.be_pid)  # the backend that sent it: the run's, or not
+        sender.notifications += 1
+        if not sender.first_at:
+            sender.first_at = began
+        sender.last_at = began
         channel = note.relname.decode()
         if channel != CHANNEL:  # pgmq's: pgmq.q_TYPE.INSERT, no payload: one message
             queue_type, count = channel.removeprefix("pgmq.q_").removesuffix(".INSERT"), "1"
         else:
             queue_type, _, count = note.extra.decode().partition(":")
+        told = int(count) if count.isdigit() else 1
+        sender.told += told
         credits = self._types.get(queue_type)
         if credits is not None:  # else a type no worker serves
-            credits.arrived(int(count) if count.isdigit() else 1)
+            credits.arrived(told, note.be_pid)
+        sender.read_s += time.perf_counter() - began
+
+    async def _name_senders(self, wire: Wire, timeout: float) -> None:
+        """The application of each sender not yet named, from pg_stat_activity (every role sees
+        application_name): the run's own sessions are named 'pgmq-sim ...'. A sender already gone
+        stays unnamed."""
+        pids = self.book.unnamed()
+        if not pids:
+            return
+        answer = await wire.within(timeout, SENDERS_SQL, [("{" + ",".join(map(str, pids)) + "}").encode()])
+        result = answer.results[0]
+        found: dict[int, str] = {}
+        for row in range(result.ntuples):
+            backend, application = result.get_value(row, 0), result.get_value(row, 1)
+            found[int(backend or b"0")] = (application or b"").decode(wire.encoding, "replace")
+        for pid in pids:
+            sender = self.book.senders[pid]
+            sender.application = found.get(pid)
+            own = sender.application is not None and sender.application.split(" ")[0] == APPLICATION_NAME
+            sender.own = own
 
     async def run(self) -> None:
         """Until the run stops: a statement each second (see RESTATE_S); a lost listener is
@@ -329,16 +411,29 @@ class NotifyWakeup:
                 wire = self._wire
                 if wire is not None and not wire.closed:
                     try:
-                        await wire.within(ANSWER_TIMEOUT_S, b"select")
+                        if self.book.unnamed():
+                            await self._name_senders(wire, ANSWER_TIMEOUT_S)
+                        else:
+                            await wire.within(ANSWER_TIMEOUT_S, b"select")
                         self.delivered += 1
                         continue
                     except (psycopg.Error, TimeoutError):  # lost, or ended by the server: listen again
                         pass
                 await self._reconnect()
         finally:
-            if self._wire is not None:
-                self._wire.close()
-            self._halt.forget(self._bell)
+            try:
+                await self._name_last()
+            finally:
+                if self._wire is not None:
+                    self._wire.close()
+                self._halt.forget(self._bell)
+
+    async def _name_last(self) -> None:
+        """The senders of the run's last second, named before the listener closes (bounded)."""
+        wire = self._wire
+        if wire is not None and not wire.closed and not wire.busy and self.book.unnamed():
+            with contextlib.suppress(psycopg.Error, TimeoutError):
+                await self._name_senders(wire, LAST_NAMES_S)
 
     async def _reconnect(self) -> None:
         if self._wire is not None:

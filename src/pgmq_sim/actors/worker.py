@@ -228,6 +228,7 @@ class WorkerConnection:
             " claiming again"
         )
         self._wakeup.released()
+        self._wakeup.retrying()
         self._free()  # what it held rolled back
         self._next = ()
         await session.abandon()
@@ -250,6 +251,7 @@ class WorkerConnection:
             # and the old one's messages come back through recovery within about a second
             self._renew_owner()
         await self.close()
+        self._wakeup.retrying()
         if delay:  # refused again within the outage: its next backoff step
             await self._sleep(delay)
 

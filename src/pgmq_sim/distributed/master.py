@@ -33,6 +33,7 @@ from pgmq_sim.engine.bounded import TICK_S
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.result.claims import ClaimBook
 
 JOIN_WAIT_LOCAL_S = 60.0  # worker processes this master started: they start in about a second
 JOIN_WAIT_REMOTE_S = 600.0  # --master: someone has to start the workers on the other hosts
@@ -142,6 +143,9 @@ class LocustCarrier:
 
     def wakeups(self, state: RunState) -> int | None:
         return None  # each worker process listens for itself and does not report it
+
+    def claim_books(self, state: RunState) -> list[ClaimBook] | None:
+        return None  # each worker process counts its own claims and does not report them
 
     def crash(self, state: RunState, names: list[str]) -> None:
         """The processes that run these workers make them die mid-work."""

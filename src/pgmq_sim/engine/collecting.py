@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import psycopg
 
 from pgmq_sim.actors.bystander import BASELINE_S
+from pgmq_sim.actors.wakeup import CHANNEL
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
@@ -24,6 +25,7 @@ from pgmq_sim.model.kinds import Outcome, TxMode
 from pgmq_sim.model.locks import source_functions
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.roles import RoleTransactions
@@ -164,6 +166,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings) -> RunResult:
     )
     if census is not None:
         faults = held_pauses(faults, census.holders)
+    client = ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu))
     server_reasons = reasons.counts()
     faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
     return RunResult.from_stats(
@@ -209,7 +212,8 @@ def _result(state: RunState, parts: RunParts, end: EndReadings) -> RunResult:
         ),
         snapshot=state.housekeeper.longest_hold() if state.housekeeper else None,
         server_cost=end.server_cost,
-        client=ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu)),
+        client=client,
+        claims=_claims(state, parts, totals.finished, client, end.server_cost),
         path=state.path,
         sweep=parts.goal.report(),
         bystander=state.bystander.result() if state.bystander else None,
@@ -239,3 +243,14 @@ def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | Non
         ),
     )
     return None if account is None else dataclasses.replace(account, seconds=time.perf_counter() - began)
+
+
+def _claims(
+    state: RunState, parts: RunParts, finished: int, client: ClientCost, server_cost: ServerCost | None
+) -> ClaimAccount | None:
+    """The claims by outcome and reason (the cost account), where the carrier kept their books."""
+    books = parts.carrier.claim_books(state)
+    if books is None:
+        return None
+    roles = server_cost.roles if server_cost is not None else None
+    return ClaimAccount.of(books, finished, state.elapsed, client.cpu_us_per_msg, roles, CHANNEL)

@@ -10,6 +10,7 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.loop import poll
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.result.stats import WorkerCounters
 
 CONNECTED_WAIT_S = 30.0  # the producer waits at most this for the workers' first sessions
@@ -98,6 +99,10 @@ class LoopCarrier:
 
     def wakeups(self, state: RunState) -> int | None:
         return self.crew.delivered if self.crew is not None else 0
+
+    def claim_books(self, state: RunState) -> list[ClaimBook] | None:
+        book = self.crew.claim_book if self.crew is not None else None
+        return [book] if book is not None else []
 
     def stop(self, state: RunState) -> None:
         if state.loop is not None:

@@ -10,6 +10,7 @@ from typing import Protocol
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.result.claims import ClaimBook
 
 
 class WorkerCarrier(Protocol):
@@ -44,6 +45,9 @@ class WorkerCarrier(Protocol):
 
     def wakeups(self, state: RunState) -> int | None:
         """Notifications its listeners read (each a transaction on the server); None: not known."""
+
+    def claim_books(self, state: RunState) -> list[ClaimBook] | None:
+        """Its workers' claims by reason and outcome; None: not reported (worker processes')."""
 
     def stop(self, state: RunState) -> None:
         """The run is stopping (its stop event is set): end the workers' waits."""

@@ -46,7 +46,8 @@ def print_detail(
     if result.producer is not None:
         table.add_row("producer", result.producer.text())
     _latency_rows(table, result)
-    table.add_row("empty claims", str(result.empty_claims))
+    claims = result.claims
+    table.add_row("claims", escape(claims.reasons_text()) if claims else f"{result.empty_claims} empty")
     if result.connections_lost or result.reconnects:
         lost = [
             f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{c.lost}"

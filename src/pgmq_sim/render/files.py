@@ -80,6 +80,7 @@ def result_document(result: RunResult, verdict: RunVerdict) -> dict[str, Any]:
     return run_json(result) | {
         "limit": verdict.limit.as_json(),
         "hidden": hidden.as_json() if hidden is not None else None,
+        "cost": verdict.cost_json(),
         "time_split": verdict.time_split,
         "advice": list(verdict.advice),
     }
@@ -136,6 +137,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,
         "server_cost": r.server_cost.as_json() if r.server_cost else None,
         "client": r.client.as_json(),
+        "claims": r.claims.as_json() if r.claims else None,
         "path": r.path.as_json() if r.path else None,
         "worker_backends_max": r.worker_backends_max,
         "pooler": r.pooler.as_json() if r.pooler else None,

@@ -63,6 +63,8 @@ def print_summary(
     if result.connections_lost or result.reconnects:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
     audit_rows(table, result, SHORT_CAUSES)
+    if result.claims is not None and result.claims.inflated:  # the limit's evidence names the cause
+        table.add_row("claims", escape(result.claims.reasons_text()))
     limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     for kind, faults in faults_by_kind(result).items():

@@ -17,6 +17,7 @@ from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.checks import CheckResult
+from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.holders import LockCensus
@@ -170,6 +171,7 @@ class RunResult:
     latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
+    claims: ClaimAccount | None = None  # what the claims did and why they were made (the cost account)
 
     @classmethod
     def from_stats(

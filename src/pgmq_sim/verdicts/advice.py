@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.limits import Limit, run_limit
 
 Rule = Callable[[RunResult], str | None]
@@ -24,10 +25,11 @@ def idle_workers(r: RunResult) -> str | None:
         if sum(1 for w in r.workers if w.queue_type == t) > groups
     ]
     claims = r.processed + r.empty_claims
-    if not crowded or r.empty_claims <= r.processed:
+    empty = r.empty_claims - (r.claims.outside_empty if r.claims else 0)  # not a notifier outside's
+    if not crowded or empty <= r.processed:
         return None
     return (
-        f"{r.empty_claims} of {claims} claims found nothing: {', '.join(crowded)} have more workers"
+        f"{empty} of {claims} claims found nothing: {', '.join(crowded)} have more workers"
         " than groups, and a group takes one worker at a time; use fewer workers or more -orders"
     )
 
@@ -131,7 +133,14 @@ def client_starved(r: RunResult) -> str | None:
     )
 
 
+def outside_notifier(r: RunResult) -> str | None:
+    """A session outside the run that woke the workers for nothing: the cost verdict's fix."""
+    cost = cost_cause(r)
+    return None if cost is None or cost.fix is None else f"cost {cost.resource}: {cost.fix}"
+
+
 RULES: tuple[Rule, ...] = (
+    outside_notifier,
     idle_workers,
     polling_latency,
     backlog_wait,

@@ -29,6 +29,7 @@ class Resource(StrEnum):
     ORDERING = "ordering"
     WORKERS = "workers"
     PRODUCER = "producer"
+    NOTIFIER = "notifier"  # a cost's cause: a session outside the run notifying its channel
     DUE = "due"
     UNEXPLAINED = "unexplained"
     NONE = "none"

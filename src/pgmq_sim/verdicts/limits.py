@@ -18,6 +18,7 @@ from typing import Any
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, MeasuredCause, Resource
+from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
@@ -187,7 +188,15 @@ def _ms(ms: float) -> str:
 
 
 def run_limit(r: RunResult) -> Limit:
-    return judge(run_figures(r))
+    return with_cost(judge(run_figures(r)), cost_cause(r))
+
+
+def with_cost(limit: Limit, cost: MeasuredCause | None) -> Limit:
+    """The limit; a cause outside the run that inflated its costs is said beside it (verdicts/costs)."""
+    if cost is None:
+        return limit
+    said = dataclasses.replace(limit.cause, evidence=f"{limit.evidence}; cost: {cost.evidence}")
+    return dataclasses.replace(limit, cause=said)
 
 
 def time_split(r: RunResult) -> dict[str, float]:

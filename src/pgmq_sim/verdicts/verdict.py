@@ -1,16 +1,19 @@
 """A run's verdicts, judged once from its result and read by every view (the summary, the detail,
-the JSON document, the report): its limit, what hid its slowest messages, the advice, and where the
-workers' time went."""
+the JSON document, the report): its limit, what hid its slowest messages, what inflated its costs, the
+advice, and where the workers' time went."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
+from pgmq_sim.verdicts.cause import MeasuredCause
+from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.figures import run_figures
 from pgmq_sim.verdicts.hidden import HiddenAccount
-from pgmq_sim.verdicts.limits import Limit, judge, time_split
+from pgmq_sim.verdicts.limits import Limit, judge, time_split, with_cost
 
 
 @dataclass(frozen=True)
@@ -19,9 +22,14 @@ class RunVerdict:
     hidden: HiddenAccount | None
     advice: tuple[str, ...]
     time_split: dict[str, float]
+    cost: MeasuredCause | None = None  # a cause outside the run that inflated its costs
+
+    def cost_json(self) -> dict[str, Any] | None:
+        return None if self.cost is None else self.cost.as_json() | {"fix": self.cost.fix}
 
 
 def judge_run(r: RunResult) -> RunVerdict:
     figures = run_figures(r)
-    limit = judge(figures)
-    return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r))
+    cost = cost_cause(r)
+    limit = with_cost(judge(figures), cost)
+    return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost)

@@ -1,0 +1,94 @@
+"""What the cost account adds to each message's path, measured apart from the noise of a whole run.
+
+At a steady rate with -wakeup notify a message costs the client one notification read, one credit
+given and taken, and one claim that took it; about one in ten messages also costs an empty claim.
+This times the account's own share of each (result/claims, actors/claim_reasons): the sender's
+tally and two clock reads per notification, a credit kept with its sender, a claim counted by
+reason and outcome with its clock reads, an empty claim's time. The same operations without the
+account (a bare integer credit, no count) are timed beside them; the difference per message is
+printed against the 150 µs of client CPU a message may cost at 800/s (docs/measurements.md).
+
+    python bench/claim_account_cost.py [--empty-share 0.1] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from pgmq_sim.actors.claim_reasons import COMPLETION, NOTIFIED, ClaimTally, Credits
+from pgmq_sim.result.claims import ClaimBook
+
+LOOPS = 200_000
+PID = 4242
+
+
+def with_account(empty_share: float) -> Callable[[], None]:
+    book = ClaimBook()
+    tally = ClaimTally(book)
+    credits = Credits()
+    every = round(1 / empty_share) if empty_share else 0
+    count = 0
+
+    def message() -> None:
+        nonlocal count
+        began = time.perf_counter()  # the listener reads a notification
+        sender = book.sender(PID)
+        sender.notifications += 1
+        if not sender.first_at:
+            sender.first_at = began
+        sender.last_at = began
+        sender.told += 1
+        credits.add(PID, 1)
+        sender.read_s += time.perf_counter() - began
+        source = credits.take()  # a waiting worker takes its credit
+        tally.waiting()
+        tally.woke(NOTIFIED, source)
+        tally.answered(1)
+        count += 1
+        if every and count % every == 0:  # an empty claim now and then
+            tally.woke(COMPLETION)
+            tally.answered(0)
+            tally.waiting()
+
+    return message
+
+
+def without_account(empty_share: float) -> Callable[[], None]:
+    state = {"credits": 0}
+
+    def message() -> None:
+        state["credits"] += 1
+        state["credits"] -= 1
+
+    return message
+
+
+def per_call_us(message: Callable[[], None]) -> float:
+    """The process's CPU per call (not the wall clock: the machine is shared)."""
+    began = time.process_time()
+    for _ in range(LOOPS):
+        message()
+    return (time.process_time() - began) / LOOPS * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--empty-share", type=float, default=0.1, help="empty claims per message (0.1)")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds, median reported (5)")
+    args = parser.parse_args()
+    added, bare = [], []
+    for _ in range(args.repeat):  # interleaved
+        added.append(per_call_us(with_account(args.empty_share)))
+        bare.append(per_call_us(without_account(args.empty_share)))
+    a, b = statistics.median(added), statistics.median(bare)
+    print(f"per message: with the account {a:.2f} us, without {b:.2f} us: the account adds {a - b:.2f} us")
+    print(f"against 150 us of client CPU per message at 800/s: {(a - b) / 150:.2%} (target <= 2%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""What the claims did and why they were made: the cost account.
+
+Every claim is counted by its outcome (it took messages, or came back empty) and by why it was
+made: the start (or a lost listener: nothing said whether messages waited), a notification (the
+run's own, or one from a session outside the run, named by its backend pid and application), a
+poll, the notify fallback, a completion claiming again (its group may hold the next), or a retry
+after a statement the server ended or a lost connection. A process's workers share one `ClaimBook`,
+written on their event loop; the result (`ClaimAccount`) splits the client's CPU and the server's
+cost per message the same way.
+
+The client's time for an empty claim is measured on the loop (a clock read when the worker wakes,
+sends, is answered empty and waits again): the worker's own code, not the socket's reads, so it is
+at least what the claim cost. The server's share of the empty claims (pg_stat_statements, where
+readable) is the same statement answering the same nothing: shared by count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pgmq_sim.result.roles import Role, RoleCosts
+
+
+class ClaimReason(StrEnum):
+    START = "start"  # the worker's first claim, the claim gate reopening, a lost listener
+    NOTIFIED = "notified"  # a notification's credit (whose: the sender's pid)
+    POLL = "poll"  # the poll interval passed
+    FALLBACK = "fallback"  # notify's fallback: no notification woke it
+    COMPLETION = "completion"  # a completion claims again: its group (or the queue) may hold the next
+    RETRY = "retry"  # after a statement the server ended (a cancel, a timeout) or a lost connection
+
+
+REASONS = tuple(ClaimReason)
+INDEX = {reason: i for i, reason in enumerate(REASONS)}
+OUTSIDE_SHARE = 0.25  # of the empty claims, after notifications from outside the run: a named cause
+OUTSIDE_PER_MSG = 0.05  # and per message at least this many (a few empty claims are no cost to name)
+
+
+@dataclass
+class SenderTally:
+    """One backend's notifications on the run's channel, and the claims their credits woke."""
+
+    notifications: int = 0
+    told: int = 0  # the messages they said arrived ('type1:3' tells of 3)
+    first_at: float = 0.0  # the listener's monotonic clock
+    last_at: float = 0.0
+    took: int = 0
+    empty: int = 0
+    read_s: float = 0.0  # the listener's time handling these notifications
+    application: str | None = None  # None: not looked up yet, or gone when it was
+    own: bool | None = None  # one of the run's sessions ('pgmq-sim ...'); None: not looked up yet
+
+
+class ClaimBook:
+    """One process's claims by reason and outcome, and the senders of the notifications it read.
+    Written on the workers' loop only."""
+
+    def __init__(self) -> None:
+        self.took = [0] * len(REASONS)
+        self.empty = [0] * len(REASONS)
+        self.empty_s = [0.0] * len(REASONS)
+        self.senders: dict[int, SenderTally] = {}
+
+    def sender(self, pid: int) -> SenderTally:
+        tally = self.senders.get(pid)
+        if tally is None:
+            tally = self.senders[pid] = SenderTally()
+        return tally
+
+    def unnamed(self) -> list[int]:
+        return [pid for pid, s in self.senders.items() if s.own is None]
+
+
+@dataclass(frozen=True)
+class Sender:
+    """A session that notified the run's channel, as the account shows it."""
+
+    pid: int
+    application: str | None  # None: it ended before its application_name could be read
+    own: bool
+    notifications: int
+    told: int
+    per_s: float
+    took: int
+    empty: int
+    read_s: float
+
+    def name(self) -> str:
+        app = "ended before it was named" if self.application is None else f"app '{self.application}'"
+        return f"pid {self.pid} ({app})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "application": self.application,
+            "own": self.own,
+            "notifications": self.notifications,
+            "messages_told": self.told,
+            "per_s": round(self.per_s, 1),
+            "claims_took": self.took,  # the claims its credits woke, by outcome
+            "claims_empty": self.empty,
+            "listener_s": round(self.read_s, 4),
+        }
+
+
+@dataclass(frozen=True)
+class ClaimAccount:
+    """The run's claims by outcome and reason, the senders of its notifications, and what the claims
+    a cause outside the run made cost the client and the server."""
+
+    messages: int
+    took: dict[str, int]
+    empty: dict[str, int]
+    empty_s: dict[str, float]
+    senders: tuple[Sender, ...]  # the most notifications first
+    client_us_per_msg: float | None  # the client's CPU per message, as measured (logins apart)
+    server_empty_ms: float | None  # the empty claims' statement time on the server (pg_stat_statements)
+    server_empty_blocks: float | None
+    channel: str = ""  # the run's channel, to name in the fix
+
+    @classmethod
+    def of(
+        cls,
+        books: list[ClaimBook],
+        messages: int,
+        elapsed_s: float,
+        client_us_per_msg: float | None,
+        roles: RoleCosts | None,
+        channel: str = "",
+    ) -> ClaimAccount:
+        took = dict.fromkeys(REASONS, 0)
+        empty = dict.fromkeys(REASONS, 0)
+        empty_s = dict.fromkeys(REASONS, 0.0)
+        merged: dict[int, SenderTally] = {}
+        for book in books:
+            for reason, i in INDEX.items():
+                took[reason] += book.took[i]
+                empty[reason] += book.empty[i]
+                empty_s[reason] += book.empty_s[i]
+            for pid, s in book.senders.items():
+                m = merged.setdefault(pid, SenderTally(first_at=s.first_at, last_at=s.last_at))
+                m.notifications += s.notifications
+                m.told += s.told
+                m.took, m.empty = m.took + s.took, m.empty + s.empty
+                m.read_s += s.read_s
+                m.first_at, m.last_at = min(m.first_at, s.first_at), max(m.last_at, s.last_at)
+                m.application = m.application if m.application is not None else s.application
+                m.own = m.own if m.own is not None else s.own
+        senders = tuple(
+            sorted(
+                (
+                    Sender(
+                        pid,
+                        s.application,
+                        bool(s.own),
+                        s.notifications,
+                        s.told,
+                        s.notifications / max(1.0, s.last_at - s.first_at, min(elapsed_s, 1.0)),
+                        s.took,
+                        s.empty,
+                        s.read_s,
+                    )
+                    for pid, s in merged.items()
+                ),
+                key=lambda s: -s.notifications,
+            )
+        )
+        shares = roles.statements if roles is not None else None
+        server = shares[Role.EMPTY_CLAIMS] if shares is not None else None
+        return cls(
+            messages,
+            {r.value: n for r, n in took.items()},
+            {r.value: n for r, n in empty.items()},
+            {r.value: s for r, s in empty_s.items()},
+            senders,
+            client_us_per_msg,
+            None if server is None else server.exec_ms,
+            None if server is None else server.blks_hit + server.blks_read,
+            channel,
+        )
+
+    @property
+    def claims(self) -> int:
+        return sum(self.took.values()) + self.empty_claims
+
+    @property
+    def empty_claims(self) -> int:
+        return sum(self.empty.values())
+
+    @property
+    def outside(self) -> tuple[Sender, ...]:
+        """The senders outside the run, the most claims woken first."""
+        return tuple(sorted((s for s in self.senders if not s.own), key=lambda s: -(s.took + s.empty)))
+
+    @property
+    def outside_empty(self) -> int:
+        """The empty claims the senders outside the run made. Credits are alike: a claim an outside
+        credit woke that took a message took one the run's own notification told of, whose claim
+        then found it gone. So every claim their credits woke is one too many (up to the empty
+        claims that followed a notification), whichever claim came back empty."""
+        woken = sum(s.took + s.empty for s in self.outside)
+        return min(self.empty[ClaimReason.NOTIFIED], woken)
+
+    @property
+    def inflated(self) -> bool:
+        """A cause outside the run made a good share of the empty claims, and a cost per message worth
+        naming: the costs are not the queue's."""
+        empty, outside = self.empty_claims, self.outside_empty
+        return empty > 0 and outside >= OUTSIDE_SHARE * empty and outside >= OUTSIDE_PER_MSG * self.messages
+
+    def per_msg(self, value: float) -> float | None:
+        return None if self.messages <= 0 else value / self.messages
+
+    @property
+    def client_outside_s(self) -> float:
+        """The client's time for what the senders outside the run caused: their empty claims (each
+        at the notified empty claims' mean) and the listener's reading of their notifications
+        (measured on the loop: at least this)."""
+        notified = ClaimReason.NOTIFIED
+        each = self.empty_s[notified] / self.empty[notified] if self.empty[notified] else 0.0
+        return self.outside_empty * each + sum(s.read_s for s in self.outside)
+
+    @property
+    def client_us_per_msg_without(self) -> float | None:
+        """The client's CPU per message less what the senders outside the run caused (at most this)."""
+        if self.client_us_per_msg is None or self.messages <= 0:
+            return None
+        return max(0.0, self.client_us_per_msg - self.client_outside_s * 1e6 / self.messages)
+
+    @property
+    def server_outside_ms(self) -> float | None:
+        """The server's statement time for the empty claims the senders outside the run caused."""
+        if self.server_empty_ms is None or not self.empty_claims:
+            return None
+        return self.server_empty_ms * self.outside_empty / self.empty_claims
+
+    def inflation_text(self) -> str | None:
+        """The cause outside the run, named, and the figures without it; None when there is none."""
+        if not self.inflated:
+            return None
+        top = self.outside[0]
+        others = len(self.outside) - 1
+        said = (
+            f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
+            f" ({top.per_s:,.0f}/s) on the run's channel"
+            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
+            + (f" (and {others} other session(s) outside it)" if others > 0 else "")
+            + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims were theirs"
+        )
+        without = self.per_msg(self.empty_claims - self.outside_empty)
+        if without is not None:
+            said += f"; without them {without:.3g} empty claims per message"
+            cpu, cpu_without = self.client_us_per_msg, self.client_us_per_msg_without
+            if cpu is not None and cpu_without is not None:
+                said += f" and at most {cpu_without:.0f} µs of client CPU per message (against {cpu:.0f})"
+            server = self.server_outside_ms
+            if server is not None and self.messages:
+                per = server / self.messages * 1000
+                said += f"; their claims took {per:.0f} µs of the server's statement time per message"
+        return said
+
+    def reasons_text(self) -> str:
+        """e.g. '9,000 took messages, 22,057 came back empty (2.45 per message): 21,600 after
+        notifications from outside the run, 400 after the run's own, 57 at the notify fallback'."""
+        took, empty = sum(self.took.values()), self.empty_claims
+        parts: list[str] = []
+        outside = self.outside_empty if self.senders else 0
+        for reason in REASONS:
+            n = self.empty[reason.value]
+            if reason == ClaimReason.NOTIFIED and outside:
+                parts.append(f"{outside:,} after notifications from outside the run")
+                n -= outside
+                if n:
+                    parts.append(f"{n:,} after the run's own")
+            elif n:
+                parts.append(f"{n:,} {EMPTY_WORDS[reason]}")
+        per = self.per_msg(empty)
+        rate = f" ({per:.2f} per message)" if per is not None else ""
+        return f"{took:,} took messages, {empty:,} came back empty{rate}" + (
+            f": {', '.join(parts)}" if parts else ""
+        )
+
+    def costs_by_reason(self) -> dict[str, dict[str, float | None]]:
+        """Per message, each reason's empty claims and what they cost: the client's time on the loop
+        (µs) and the server's statement time (µs) and buffers, the empty claims' share by count."""
+        empty, out = self.empty_claims, {}
+        for reason, n in self.empty.items():
+            share = n / empty if empty else 0.0
+            server_ms, blocks = self.server_empty_ms, self.server_empty_blocks
+            out[reason] = {
+                "empty": _round(self.per_msg(n)),
+                "client_us": _round(self.per_msg(self.empty_s[reason] * 1e6), 2),
+                "server_statement_us": None
+                if server_ms is None
+                else _round(self.per_msg(server_ms * share * 1000), 2),
+                "server_blocks": None if blocks is None else _round(self.per_msg(blocks * share), 2),
+            }
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        outside = self.outside_empty
+        return {
+            "summary": self.reasons_text(),
+            "claims": self.claims,
+            "took": self.took,
+            "empty": self.empty,
+            "empty_notified_by": {
+                "own": self.empty[ClaimReason.NOTIFIED] - outside,
+                "outside": outside,
+            },
+            "empty_per_msg": _round(self.per_msg(self.empty_claims)),
+            "empty_cost_per_msg": self.costs_by_reason(),
+            "senders": [s.as_json() for s in self.senders],
+            "inflated_by_outside": self.inflated,
+            "without_outside": {
+                "empty_per_msg": _round(self.per_msg(self.empty_claims - self.outside_empty)),
+                "client_cpu_us_per_msg_at_most": _round(self.client_us_per_msg_without, 1),
+                "server_statement_ms_outside": _round(self.server_outside_ms, 3),
+            },
+            "sources": {
+                "client_s": "the workers' own time on the loop for each empty claim (at least its CPU)",
+                "server": "pg_stat_statements, the empty claims' share by count"
+                if self.server_empty_ms is not None
+                else None,
+            },
+        }
+
+
+EMPTY_WORDS = {
+    ClaimReason.START: "at the start (or after a lost listener)",
+    ClaimReason.NOTIFIED: "after notifications",
+    ClaimReason.POLL: "polls",
+    ClaimReason.FALLBACK: "at the notify fallback",
+    ClaimReason.COMPLETION: "right after a completion",
+    ClaimReason.RETRY: "retries after a cancel or a lost connection",
+}
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)

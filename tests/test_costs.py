@@ -1,0 +1,225 @@
+"""The cost account: every claim counted by what it did and why it was made, and a session outside
+the run that notifies the run's channel named, by pid and application, with the figures without it.
+
+The unit tests drive a type's credits and a claim book directly; the integration test floods a
+real run's channel from a session of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+import psycopg
+import pytest
+from conftest import Cli
+from psycopg.conninfo import make_conninfo
+
+from pgmq_sim.actors.claim_reasons import ClaimTally
+from pgmq_sim.actors.waits import Halt, new_loop
+from pgmq_sim.actors.wakeup import NotifySlot, TypeCredits
+from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
+
+RUN_PID, FLOODER_PID = 101, 202
+
+
+def book_with_flood() -> ClaimBook:
+    """A run of 1,000 messages whose own notifications woke 950 claims (10 empty), and whose
+    channel a session outside the run flooded: 3,000 notifications over 2 s, 900 empty claims."""
+    book = ClaimBook()
+    book.took[INDEX[ClaimReason.NOTIFIED]] = 960
+    book.took[INDEX[ClaimReason.COMPLETION]] = 40
+    book.empty[INDEX[ClaimReason.NOTIFIED]] = 910
+    book.empty[INDEX[ClaimReason.FALLBACK]] = 5
+    book.empty_s[INDEX[ClaimReason.NOTIFIED]] = 0.05
+    own = book.sender(RUN_PID)
+    own.notifications, own.took, own.empty, own.first_at, own.last_at = 1000, 950, 10, 10.0, 14.0
+    own.application, own.own, own.told = "pgmq-sim producer", True, 1000
+    flood = book.sender(FLOODER_PID)
+    flood.notifications, flood.took, flood.empty, flood.first_at, flood.last_at = 3000, 10, 900, 11.0, 13.0
+    flood.read_s = 0.015
+    flood.application, flood.own, flood.told = "flooder", False, 6000  # 'type1:2' each
+    return book
+
+
+@pytest.mark.unit
+def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it() -> None:
+    account = ClaimAccount.of([book_with_flood()], 1000, 5.0, 700.0, None, "pgmq_sim")
+    assert account.claims == 1000 + 915 and account.empty_claims == 915
+    assert account.outside_empty == 910 and account.inflated
+    said = account.inflation_text()
+    assert said is not None
+    assert (
+        f"pid {FLOODER_PID} (app 'flooder')" in said
+        and "3,000 notifications (1,500/s) on the run's channel, telling of 6,000 messages" in said
+    )
+    # its credits woke 910 claims: each one too many (the 10 that took messages took the run's)
+    assert "910 of 915 empty claims were theirs" in said
+    assert "without them 0.005 empty claims per message" in said
+    # 910 empty claims at 50 ms / 910 each, and 15 ms reading its notifications, over 1,000 messages
+    assert "at most 635 µs of client CPU per message (against 700)" in said
+    body = account.as_json()
+    assert body["empty_notified_by"] == {"own": 0, "outside": 910}
+    assert body["empty_cost_per_msg"]["notified"] == {
+        "empty": 0.91,
+        "client_us": 50.0,
+        "server_statement_us": None,
+        "server_blocks": None,
+    }
+    assert [s["pid"] for s in body["senders"]] == [FLOODER_PID, RUN_PID]
+    assert body["senders"][0]["own"] is False and body["senders"][1]["own"] is True
+    assert "910 after notifications from outside the run, 5 at the notify fallback" in account.reasons_text()
+
+
+@pytest.mark.unit
+def test_a_few_empty_claims_from_outside_are_counted_but_not_named_a_cost() -> None:
+    """A notifier whose credits busy workers spent on messages: most of few empty claims, but 0.01
+    per message (a capacity-bound run through PgBouncer, docs/measurements.md)."""
+    book = book_with_flood()
+    book.empty[INDEX[ClaimReason.NOTIFIED]] = 10
+    flood = book.senders[FLOODER_PID]
+    flood.took, flood.empty = 0, 8
+    account = ClaimAccount.of([book], 1000, 5.0, 700.0, None)
+    assert account.outside_empty == 8 and not account.inflated and account.inflation_text() is None
+    assert "8 after notifications from outside the run" in account.reasons_text()
+
+
+@pytest.mark.unit
+def test_a_run_with_only_its_own_notifications_is_not_inflated() -> None:
+    book = book_with_flood()
+    del book.senders[FLOODER_PID]
+    book.empty[INDEX[ClaimReason.NOTIFIED]] = 10
+    account = ClaimAccount.of([book], 1000, 5.0, 700.0, None)
+    assert not account.inflated and account.inflation_text() is None
+    assert "10 after notifications," in account.reasons_text()  # no outside: no split to say
+    assert "15 came back empty (0.01 per message)" in account.reasons_text()
+
+
+@pytest.mark.unit
+def test_each_claim_is_counted_against_the_sender_whose_credit_woke_it() -> None:
+    """Credits are taken oldest first, each with its sender; a claim that finds nothing proves the
+    older credits empty."""
+    book = ClaimBook()
+    for pid in (RUN_PID, FLOODER_PID):
+        book.sender(pid)
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, 5.0, book)
+        slot = NotifySlot(credits, halt.bell())
+        slot.claiming()
+        slot.claimed(0)  # the start: nothing there
+        credits.arrived(1, RUN_PID)
+        credits.arrived(3, FLOODER_PID)
+        await slot.wait(after_completion=False)  # the run's credit, the oldest
+        slot.claiming()
+        slot.claimed(1)
+        assert slot.claim_due()  # a flooder's credit: claimed again behind the completion
+        slot.claimed(0)  # nothing: the flooder's other credits are proven empty
+        assert credits.credits == 0
+        assert not slot.claim_due()  # nothing known: released to wait
+
+    loop = new_loop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(body(), 5))
+    finally:
+        loop.close()
+    assert book.empty[INDEX[ClaimReason.START]] == 1
+    assert book.took[INDEX[ClaimReason.NOTIFIED]] == 1 and book.empty[INDEX[ClaimReason.NOTIFIED]] == 1
+    assert (book.senders[RUN_PID].took, book.senders[RUN_PID].empty) == (1, 0)
+    assert (book.senders[FLOODER_PID].took, book.senders[FLOODER_PID].empty) == (0, 1)
+
+
+@pytest.mark.unit
+def test_the_tally_counts_outcomes_by_reason_and_an_empty_claims_time() -> None:
+    book = ClaimBook()
+    flood = book.sender(FLOODER_PID)
+    tally = ClaimTally(book)  # a worker's first claim
+    tally.answered(1)
+    tally.woke(INDEX[ClaimReason.NOTIFIED], FLOODER_PID)
+    tally.answered(0)
+    time.sleep(0.002)
+    tally.waiting()
+    tally.woke(INDEX[ClaimReason.RETRY])
+    tally.answered(0)
+    tally.waiting()
+    assert book.took[INDEX[ClaimReason.START]] == 1
+    assert book.empty[INDEX[ClaimReason.NOTIFIED]] == 1 and flood.empty == 1 and flood.took == 0
+    assert book.empty[INDEX[ClaimReason.RETRY]] == 1
+    assert book.empty_s[INDEX[ClaimReason.NOTIFIED]] >= 0.002
+
+
+FLOOD = "select " + ", ".join(f"pg_notify('pgmq_sim', 'type{n}:1')" for n in (1, 2, 3))
+
+
+class Flooder(threading.Thread):
+    """A session of another application notifying the run's channel, once the run's producer is
+    there, at about `rate` a second, until `count` were sent or `seconds` passed."""
+
+    def __init__(self, dsn: str, rate: float, count: int, seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.rate, self.count, self.seconds = dsn, rate, count, seconds
+        self.pid = 0
+        self.sent = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with psycopg.connect(
+                make_conninfo(self.dsn, application_name="flooder"), autocommit=True
+            ) as conn:
+                self.pid = conn.info.backend_pid
+                deadline = time.monotonic() + 30
+                while (
+                    time.monotonic() < deadline
+                    and not conn.execute(
+                        "select 1 from pg_stat_activity where application_name = 'pgmq-sim producer'"
+                        " and datname = current_database()"
+                    ).fetchone()
+                ):
+                    time.sleep(0.05)
+                began = time.monotonic()
+                while self.sent < self.count and time.monotonic() - began < self.seconds:
+                    conn.execute(FLOOD)  # one of each type a round trip: a busy machine's Python is slow
+                    self.sent += 3
+                    ahead = began + self.sent / self.rate - time.monotonic()
+                    if ahead > 0:
+                        time.sleep(ahead)
+        except BaseException as exc:  # the test says so
+            self.error = exc
+
+
+@pytest.mark.integration
+def test_a_notification_flood_from_another_application_is_named_with_the_costs_without_it(
+    cli: Cli,
+) -> None:
+    flooder = Flooder(cli.dsn, rate=450, count=1350, seconds=3.0)
+    flooder.start()
+    result = cli.run(
+        "-duration 4 -rate 100 -wakeup notify -claim indexed -workers 6 -work-ms 1-2 -orders 50"
+        " -json run.json -report run.html"
+    )
+    flooder.join(10)
+    assert flooder.error is None and flooder.sent >= 300, (flooder.error, flooder.sent)
+    assert result.returncode == 0, result.stderr
+    run = json.loads((cli.workdir / "run.json").read_text())
+    claims = run["claims"]
+    senders = {s["pid"]: s for s in claims["senders"]}
+    outside = senders[flooder.pid]
+    assert outside["application"] == "flooder" and outside["own"] is False
+    assert outside["notifications"] == flooder.sent
+    assert any(s["own"] and s["application"] == "pgmq-sim producer" for s in senders.values())
+    empty = sum(claims["empty"].values())
+    assert empty == run["empty_claims"]
+    woken = outside["claims_took"] + outside["claims_empty"]  # each one too many
+    assert claims["empty_notified_by"]["outside"] == min(claims["empty"]["notified"], woken)
+    assert claims["empty_notified_by"]["outside"] > empty / 2, claims
+    assert claims["inflated_by_outside"]
+    named = f"pid {flooder.pid} (app 'flooder')"
+    assert run["cost"]["resource"] == "notifier" and named in run["cost"]["evidence"]
+    assert named in run["limit"]["evidence"]
+    summary = " ".join(result.stdout.split())
+    assert named in summary, result.stdout
+    page = (cli.workdir / "run.html").read_text()
+    assert f"<td>pid {flooder.pid}</td><td>flooder</td><td>no</td>" in page
