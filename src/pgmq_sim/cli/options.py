@@ -18,6 +18,7 @@ from pgmq_sim.dsn import DSN_ENV, check_dsn
 from pgmq_sim.model.checks import Check
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import PoolerMode, ProgressMode, TxMode, WakeupMode
+from pgmq_sim.model.pressure import SUITES, is_number, parse_phases
 from pgmq_sim.model.skew import INT4_MAX, KeySkew
 from pgmq_sim.model.sweep import SweepSpec, parse_duration, parse_slo
 from pgmq_sim.settings import (
@@ -59,6 +60,10 @@ def _listen(text: str) -> object:
 
 def _dsn(flag: str) -> Callable[[str], None]:
     return lambda text: check_dsn(text, flag)
+
+
+def _phase(text: str) -> object:
+    return float(text) if is_number(text) else parse_phases(text)
 
 
 def _compare(text: str) -> object:
@@ -365,6 +370,31 @@ RUN_OPTIONS = (
         metavar="S",
         range=POSITIVE,
         example=("-duration", "30", "-rate", "100"),
+    ),
+    Option(
+        "phase",
+        "text",
+        "a run in phases under one audit, each measured apart (`name=N duration=S [rate=R]"
+        " [pressure=P]; ...`; in a scenario file a `[[phase]]` table each); with `-suite`, each"
+        " phase's seconds; see [Scenarios](docs/scenarios.md#phases)",
+        "time",
+        metavar="PHASES|S",
+        shown_default="none (`60` with `-suite`)",
+        setting=None,
+        form="phases",
+        numbers=True,
+        validate=_phase,
+        example=("-phase", "name=base duration=2 rate=50; name=held duration=2 pressure=idle-in-tx"),
+    ),
+    Option(
+        "suite",
+        "text",
+        "`pressure`: a run per pressure (baseline, pressure, recovery, `-phase` S each) for the design"
+        " or each `-compare` cell, scored in one table; see [Faults](docs/faults.md#pressure-suite)",
+        "time",
+        metavar="pressure",
+        choices=SUITES,
+        example=("-suite", "pressure", "-rate", "50"),
     ),
     Option(
         "sweep",

@@ -19,12 +19,13 @@ from pgmq_sim.dsn import check_dsn
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.pressure import EXAMPLE, SUITE_PRESSURES, is_number, parse_phases, suite_phases
 from pgmq_sim.model.sweep import AUTO_WORKERS
 from pgmq_sim.render.files import STDOUT, check_output_path
 from pgmq_sim.render.plot import check_plot_support
 from pgmq_sim.render.report import check_report_path
 from pgmq_sim.runlog import RunLog
-from pgmq_sim.settings import Settings, parse_listen_address, runs_by_time
+from pgmq_sim.settings import DEFAULT_SUITE_PHASE_S, Settings, parse_listen_address, runs_by_time
 from pgmq_sim.verdicts.checks import refuse_unproduced, refuse_unwatchable
 from pgmq_sim.verdicts.diff import setting_differences
 
@@ -52,7 +53,25 @@ def _settings(options: dict[str, Any]) -> Settings:
     given["claim"] = options["queue"] or options["claim"] or "seed"
     given["tx"] = options["tx"] or TxMode.SINGLE
     sweep = given.get("sweep")
+    phase = options["phase"]
+    if options["suite"] is not None:
+        if phase is not None and not is_number(phase):
+            raise UsageError(
+                "-suite pressure makes each cell's phases; give -phase SECONDS (each phase's length)"
+            )
+        if not options["rate"]:
+            raise UsageError("-suite pressure runs each phase at -rate R; give -rate (e.g. -rate 200)")
+        given["suite_phase_s"] = float(phase) if phase is not None else DEFAULT_SUITE_PHASE_S
+        if given["suite_phase_s"] <= 0:
+            raise UsageError(f"-phase {phase}: give each phase's seconds, above 0")
+    elif phase is not None:
+        if is_number(phase):
+            raise UsageError(
+                f"-phase {phase} (seconds) goes with -suite pressure; a run in phases gives each: {EXAMPLE}"
+            )
+        given["phases"] = parse_phases(phase)
     timed = runs_by_time(sweep, options["rate_profile"], options["duration"], options["rate"])
+    timed = timed or phase is not None or options["suite"] is not None
     if given["fill_db"] is None and not timed:
         given["fill_db"] = DEFAULT_FILL_DB
     if sweep is not None and sweep.kind == "workers" and options["workers"] is None:
@@ -176,12 +195,26 @@ def plan_run(scenario: Scenario) -> RunPlan | None:
         run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx or TxMode.SINGLE), tx)
         for name, wakeup, tx in cells
     )
+    if settings.suite is not None:
+        inputs = tuple(suite_cell(given, pressure) for given in inputs for pressure in SUITE_PRESSURES)
     for given in inputs:
         given.settings.check_sweep_wakeup()  # a cell's wake-up is its own
     if settings.chaos:
         parse_chaos(settings.chaos)  # a bad spec is a usage error before anything happens
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     return RunPlan(settings, inputs, baseline, fleet, log, scenario)
+
+
+def suite_cell(given: RunInput, pressure: str) -> RunInput:
+    """A -suite pressure cell: the design's run in three phases, the pressure in the middle one
+    (a lock held for the whole phase stops every claim for as long: the stall bound waits it out)."""
+    settings = given.settings
+    seconds = settings.suite_phase_s
+    stall = max(settings.stall_timeout, seconds + 10) if pressure == "lock-table" else settings.stall_timeout
+    phases = suite_phases(pressure, seconds, settings.rate)
+    return dataclasses.replace(
+        given, settings=dataclasses.replace(settings, phases=phases, fill_db=None, stall_timeout=stall)
+    )
 
 
 def load_baseline(settings: Settings, compare: bool) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ from pgmq_sim.cli.option import SECTIONS, CommandOptions, Option, split_list
 from pgmq_sim.dsn import holds_secret
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.pressure import PHASE_KEYS, is_number, parse_phases
 from pgmq_sim.paths import describe_path
 
 FLAG, FILE, DEFAULT = "flag", "file", "default"
@@ -257,6 +258,8 @@ class _Reader:
             return option.checked(",".join(raw), where)
         if option.form == "compare":
             return option.checked(self.cells(raw, where), where)
+        if option.form == "phases" and not _is_number(raw):
+            return option.checked(self.phases(raw, where), where)
         if option.form == "slo":
             number = raw.get("e2e-p99") if isinstance(raw, dict) and len(raw) == 1 else None
             if not _is_number(number):
@@ -350,6 +353,25 @@ class _Reader:
             texts.append("/".join(parts))
         return ",".join(texts)
 
+    def phases(self, raw: Any, where: str) -> str:
+        """[[phase]] tables as -phase's text."""
+        if not (isinstance(raw, list) and raw and all(isinstance(phase, dict) for phase in raw)):
+            raise UsageError(
+                f'{where}phase = {_shown(raw)}: give seconds (with suite), or a table per phase: [[phase]]'
+                ' with name = "baseline", duration = 20, rate = 100, pressure = "idle-in-tx"'
+            )
+        texts = []
+        for index, phase in enumerate(raw):
+            unknown = sorted(set(phase) - set(PHASE_KEYS))
+            if unknown:
+                raise UsageError(
+                    f"{self.where('phase', str(index))}unknown key {unknown[0]} in a [[phase]] table;"
+                    f" a phase has {', '.join(PHASE_KEYS)}"
+                )
+            items = {k: f"{v:g}" if _is_number(v) else str(v) for k, v in phase.items()}
+            texts.append(" ".join(f"{key}={value}" for key, value in items.items()))
+        return "; ".join(texts)
+
     def sweep(self, option: Option, raw: Any, values: dict[str, Any]) -> None:
         where = self.where("sweep")
         if not isinstance(raw, dict):
@@ -416,6 +438,8 @@ def file_value(option: Option, value: Any, written: str | None = None) -> Any:
                 cell["wakeup" if dimension in tuple(WakeupMode) else "tx"] = dimension
             cells.append(cell)
         return cells
+    if option.form == "phases":
+        return float(value) if is_number(value) else [p.as_table() for p in parse_phases(value)]
     if option.form == "slo":
         return {"e2e-p99": _plain_number(float(value.partition("=")[2].strip().removesuffix("ms")))}
     if option.form == "sweep":

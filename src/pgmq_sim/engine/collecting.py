@@ -141,7 +141,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         faults = held_pauses(faults, census.holders)
     server_reasons = reasons.counts()
     faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
-    return RunResult.from_stats(
+    result = RunResult.from_stats(
         settings=settings,
         server=state.server.label,
         strategy=state.design.label,
@@ -194,9 +194,10 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         spare_connections=state.spare_connections,
         audit_skipped=skipped if settings.audit and verdict is None else None,
         drift=None
-        if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
+        if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
         else judge_drift(timeline, state.elapsed, settings.drift),
     )
+    return dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
 
 
 def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:

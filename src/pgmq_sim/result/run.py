@@ -20,6 +20,7 @@ from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.holders import LockCensus
+from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.result.waits import WaitProfile
@@ -170,6 +171,7 @@ class RunResult:
     latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
+    phases: tuple[PhaseResult, ...] = ()  # a run in phases: each measured apart
 
     @classmethod
     def from_stats(
