@@ -35,6 +35,7 @@ from pgmq_sim.render.files import STDOUT, result_document, write_json
 from pgmq_sim.render.junit import write_junit
 from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.plot import write_plot
+from pgmq_sim.render.pressure import print_scorecards
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.report import run_report, write_report
 from pgmq_sim.render.terminal import outputs_text, print_comparison, print_summary
@@ -45,6 +46,7 @@ from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.checks import judged
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
+from pgmq_sim.verdicts.pressure import scorecard, suite_json
 
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 REPORT_WIDTH = 120  # when stdout is a file or pipe; a terminal uses its own width
@@ -132,7 +134,7 @@ def execute(scenario: Scenario) -> int:
                             "strategy": given.design.label,
                             "wakeup": given.settings.wakeup,
                             "tx": given.settings.tx,
-                        }
+                        } | ({"pressure": pressure_of(given)} if settings.suite else {})
                         failed.append(cell | {"error": str(exc)})
                         click.echo(f"pgmq-sim: error: {cell_label(given)}: {exc}", err=True)
                         continue
@@ -166,7 +168,13 @@ def effective(plan: RunPlan) -> dict[str, Any]:
 
 def cell_label(given: RunInput) -> str:
     label = f"{given.design.label}/{given.settings.wakeup}"
-    return label + ("/split" if given.settings.tx == TxMode.SPLIT else "")
+    label += "/split" if given.settings.tx == TxMode.SPLIT else ""
+    return label + (f" under {pressure_of(given)}" if given.settings.suite else "")
+
+
+def pressure_of(given: RunInput) -> str:
+    """A -suite pressure cell's pressure."""
+    return next((str(p.pressure) for p in given.settings.phases if p.pressure is not None), "none")
 
 
 def _report(
@@ -180,7 +188,11 @@ def _report(
 ) -> int:
     """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
     errors: list[str] = []
-    if compare:
+    cells = scorecard(results, failed) if settings.suite else None
+    if cells is not None:
+        print_scorecards(console, cells, settings.suite_phase_s)
+        console.print(escape(f"output: {outputs_text(settings)}"))
+    elif compare:
         print_comparison(console, results)
         console.print(escape(f"output: {outputs_text(settings)}"))
     worse_than_base: list[FigureChange] = []
@@ -204,7 +216,9 @@ def _report(
             **diff_json(differences, changes, worse_than_base),
         }
     if settings.json_path and (results or failed):
-        document = {"runs": documents, "failed": failed} if compare else documents[0]
+        document: dict[str, Any] = {"runs": documents, "failed": failed} if compare else documents[0]
+        if cells is not None:
+            document["suite"] = suite_json(cells, settings.suite_phase_s)
         document = document | record  # the scenario it ran: -config FILE.json reruns it
         try:
             write_json(settings.json_path, document)
@@ -222,7 +236,8 @@ def _report(
             errors.append(str(exc))
     if settings.report_path and (results or failed):
         try:
-            page = run_report(documents, __version__, failed, compare)
+            suite = suite_json(cells, settings.suite_phase_s) if cells is not None else None
+            page = run_report(documents, __version__, failed, compare, suite)
         except Exception as exc:  # a page that cannot be drawn costs the page, never the run's exit
             errors.append(f"cannot draw the -report page: {exc!r}; the run's JSON (-json) holds every figure")
         else:

@@ -357,7 +357,7 @@ class _Reader:
         """[[phase]] tables as -phase's text."""
         if not (isinstance(raw, list) and raw and all(isinstance(phase, dict) for phase in raw)):
             raise UsageError(
-                f'{where}phase = {_shown(raw)}: give seconds (with suite), or a table per phase: [[phase]]'
+                f"{where}phase = {_shown(raw)}: give seconds (with suite), or a table per phase: [[phase]]"
                 ' with name = "baseline", duration = 20, rate = 100, pressure = "idle-in-tx"'
             )
         texts = []

@@ -219,7 +219,11 @@ def _page(template: str, version: str, **context: Any) -> str:
 
 
 def run_report(
-    documents: Sequence[Doc], version: str, failed: Sequence[Doc] = (), compare: bool = False
+    documents: Sequence[Doc],
+    version: str,
+    failed: Sequence[Doc] = (),
+    compare: bool = False,
+    suite: Doc | None = None,
 ) -> str:
     """The page of a run (one document) or of a comparison (a document per cell)."""
     if not compare:
@@ -246,6 +250,7 @@ def run_report(
         else None,
         knees=charts.knee_chart(sweeps, "cells-knee") if sweeps else None,
         sweeps=bool(sweeps),
+        suite=suite,
     )
 
 

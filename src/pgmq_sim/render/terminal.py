@@ -10,6 +10,7 @@ from pgmq_sim.model.checks import number
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
@@ -69,6 +70,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
         table.add_row("fault", escape(fault_group_text(kind, faults)))
     table.add_row("output", escape(outputs_text(result.settings)))
     console.print(table)
+    print_phases(console, result.phases, detail=False)
     if result.sweep is not None:
         console.print(f"[bold]{result.sweep.headline()}[/]")
         if result.sweep.limit_line():
@@ -357,6 +359,7 @@ def print_detail(console: Console, result: RunResult) -> None:
             cells.insert(1, w.runner)
         workers.add_row(*cells)
     console.print(workers)
+    print_phases(console, result.phases, detail=True)
     if result.sweep is not None:
         print_sweep(console, result.sweep)
     if result.drift is not None:
