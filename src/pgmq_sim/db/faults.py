@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import psycopg
 from psycopg import sql
@@ -23,6 +23,15 @@ PRESSURE_NAME = "pressure"  # its sessions are "pgmq-sim pressure" in pg_stat_ac
 class ServerFaults:
     def __init__(self, sessions: Sessions) -> None:
         self.sessions = sessions
+
+    @contextlib.contextmanager
+    def _pressure(self) -> Iterator[psycopg.Connection]:
+        """A session of a fault's own, named so that it is told from the run's."""
+        conn = connect(self.sessions.dsn, PRESSURE_NAME)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     def terminate(self, pids: list[int]) -> int:
         """End these backends; how many were ended."""
@@ -46,7 +55,7 @@ class ServerFaults:
         """Hold a snapshot (what='hold_snapshot'), an exclusive lock on the queue's tables
         ('lock_queue') or an XID ('idle_in_tx') in an open transaction for `seconds`, or until the
         run stops; `holding` is told the session once it holds."""
-        with self.sessions.connection() as conn:
+        with self._pressure() as conn:
             conn.rollback()  # a transaction of its own, with its own isolation and lock bound
             if what != "lock_queue":
                 conn.execute("set transaction isolation level repeatable read")
@@ -87,7 +96,7 @@ class ServerFaults:
 
         def scan(index: int) -> None:
             try:
-                with self.sessions.connection() as conn:
+                with self._pressure() as conn:
                     pids.append(conn.info.backend_pid)
                     conn.rollback()
                     ready.wait()

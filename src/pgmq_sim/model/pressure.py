@@ -74,11 +74,9 @@ class Pressure:
             value = float(amount)
         except ValueError:
             value = math.nan
-        low = 0 if name == "pool-exhaustion" else 1 if whole else 0
-        if not (math.isfinite(value) and value >= low and (value > 0 or low == 0)) or (
-            whole and not value.is_integer()
-        ):
-            need = f"a whole number of {low} or more" if whole else "a number above 0"
+        positive = value >= 0 if name == "pool-exhaustion" else value > 0
+        if not (math.isfinite(value) and positive) or (whole and not value.is_integer()):
+            need = "a whole number" if whole else "a number above 0"
             raise UsageError(f"pressure '{text.strip()}': give {name}:N with N {need}")
         return cls(name, value)
 
