@@ -15,6 +15,7 @@ from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
+from pgmq_sim.engine.phased import phase_accounts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
@@ -197,7 +198,10 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
         else judge_drift(timeline, state.elapsed, settings.drift),
     )
-    return dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
+    phases = parts.goal.phases(state, timeline)
+    if phases and account is not None:  # the journal answered: each phase's own account
+        phases = phase_accounts(state, db, census, phases)
+    return dataclasses.replace(result, phases=phases)
 
 
 def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:

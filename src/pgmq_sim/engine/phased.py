@@ -6,17 +6,29 @@ its recovery."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import psycopg
+
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.dsn import reason
+from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.goals import DeadlineGoal
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.steps import Edge, StepSetting, allowance, step_figures
+from pgmq_sim.errors import SimError
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.pressure import PhaseSpec
 from pgmq_sim.model.profiles import number_text
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.costs import ServerCost
+from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult, recovery
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.verdicts.limits import judge
+
+ACCOUNT_TIMEOUT_S = 600.0
 
 
 class PhasedGoal:
@@ -127,9 +139,52 @@ def measure_phase(
         faults=tuple(
             f"{f.at_s:.1f} s {f.kind}: {f.detail}"
             for f in state.faults
-            if (ends[index - 1] if index else 0.0) <= f.at_s < ends[index]
+            if within(f, ends[index - 1] if index else 0.0, ends[index])
         ),
     )
+
+
+def within(fault: Fault, start_s: float, end_s: float) -> bool:
+    """A fault row in the phase from start_s to end_s (a hold's end at the phase's end is its)."""
+    if fault.kind.endswith(" end"):
+        return start_s < fault.at_s <= end_s + 0.5
+    return start_s <= fault.at_s < end_s
+
+
+def phase_accounts(
+    state: RunState, db: QueueDatabase, census: LockCensus | None, phases: tuple[PhaseResult, ...]
+) -> tuple[PhaseResult, ...]:
+    """Each phase's latency account, from the messages enqueued in it (placed on the server's clock
+    through the lock census's reading of it; none without one)."""
+    offset = census.server_offset_s if census is not None else None
+    if offset is None:
+        return phases
+    free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
+    ordered = state.design.ordered
+
+    def account_of(phase: PhaseResult) -> LatencyAccount | None:
+        window = (phase.started_s + offset, phase.started_s + phase.seconds + offset)
+        return db.account_between(
+            ordered,
+            free_at_end,
+            lambda origin, journeys, free: LatencyAccount.of(journeys, free, ordered, origin - offset),
+            window,
+        )
+
+    accounted: list[PhaseResult] = []
+    for phase in phases:
+        try:
+            account = call_bounded(
+                lambda phase=phase: account_of(phase),  # type: ignore[misc]
+                ACCOUNT_TIMEOUT_S,
+                state.signals,
+                f"latency account of phase {phase.name}",
+            )
+        except (SimError, psycopg.Error) as exc:  # the run's figures stand without it
+            state.notes.append(f"phase {phase.name}: latency account skipped: {reason(exc, *state.dsns)}")
+            return tuple(accounted) + phases[len(accounted) :]
+        accounted.append(dataclasses.replace(phase, account=account))
+    return tuple(accounted)
 
 
 def with_recovery(phases: list[PhaseResult], samples: list[SecondSample]) -> list[PhaseResult]:

@@ -8,7 +8,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pgmq_sim.model.journeys import MEDIAN, P99
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.phased import PhaseResult, SuiteCell
+
+NAMES = {MEDIAN: "median", P99: "slowest 1%"}
+
+
+def account_text(account: LatencyAccount) -> str:
+    """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
+    cohorts = ((NAMES[MEDIAN], account.median), (NAMES[P99], account.p99))
+    return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
 
 
 def _ms(value: float | None) -> str:
@@ -45,6 +55,8 @@ def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) 
     for p in phases:
         console.print(f"[bold]{escape(p.name)}[/] waits: {escape(p.waits)}")
         console.print(f"  limit {escape(p.limit or '-')}: {escape(p.limit_evidence or '')}")
+        if p.account is not None:
+            console.print(f"  where the time went: {escape(account_text(p.account))}")
         for fault in p.faults:
             console.print(f"  fault {escape(fault)}")
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgmq_sim.model.pressure import RECOVERY_HOLD_S, RECOVERY_P99_FACTOR
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.stats import SecondSample
 
 
@@ -32,7 +33,7 @@ class PhaseResult:
     faults: tuple[str, ...] = ()  # the fault rows that began in the phase
     recovery_s: float | None = None  # after a pressure phase: until back to the baseline's
     recovered: bool | None = None  # None: not measured (no pressure before it, or no baseline)
-    account: dict[str, Any] | None = field(default=None, compare=False)  # the phase's latency account
+    account: LatencyAccount | None = field(default=None, compare=False)  # of the messages enqueued in it
 
     @property
     def p99_ms(self) -> float | None:
@@ -47,7 +48,7 @@ class PhaseResult:
 
     def as_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "account"}
-        return data | {"latency_account": self.account}
+        return data | {"latency_account": self.account.as_json() if self.account is not None else None}
 
 
 def recovery(
