@@ -116,8 +116,10 @@ def test_every_setting_is_filled_by_an_option() -> None:
     fields = {f.name for f in dataclasses.fields(Settings)}
     from_options = {o.field for o in RUN if o.field is not None}
     assert from_options <= fields, from_options - fields
-    # made in cli/plan from -queue/-claim, -tx, -no-audit, -metrics-port; the profile from -rate-profile
-    assert fields - from_options == {"claim", "tx", "audit", "metrics_host", "metrics_port", "profile"}
+    # made in cli/plan from -queue/-claim, -tx, -no-audit, -metrics-port, -phase; the profile from
+    # -rate-profile or the phases
+    made = {"claim", "tx", "audit", "metrics_host", "metrics_port", "profile", "phases", "suite_phase_s"}
+    assert fields - from_options == made
 
 
 def test_every_option_is_defined_once_with_an_example_that_sets_it() -> None:
