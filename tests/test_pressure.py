@@ -69,6 +69,17 @@ def test_idle_in_tx_holds_an_xid_and_dead_tuples_grow_in_its_phase(cli: Cli, dsn
     assert by["recovery"]["recovered"] is not None  # measured, one way or the other
     assert by["baseline"]["throughput_per_s"] > 0 and by["pressure"]["e2e_ms"]["p99"] is not None
     assert document["audit"]["verdict"] == "pass"
+    accounts = [by[name]["latency_account"]["overall"]["p99"] for name in ("baseline", "pressure")]
+    assert all(a["messages"] >= 1 for a in accounts) and accounts[0] != accounts[1]
+
+
+@pytest.mark.integration
+def test_each_sweep_step_has_its_own_latency_account(cli: Cli) -> None:
+    result = cli.run("-sweep rate=40,80 -step 2 -workers 4 -poll-interval 0.1 -json out.json")
+    assert result.returncode == 0, result.stderr
+    steps = json.loads((cli.workdir / "out.json").read_text())["sweep"]["steps"]
+    p99s = [s["latency_account"]["overall"]["p99"] for s in steps]
+    assert len(p99s) == 2 and all(p["messages"] >= 1 for p in p99s) and p99s[0] != p99s[1]
 
 
 @pytest.mark.integration

@@ -15,7 +15,7 @@ from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
-from pgmq_sim.engine.phased import phase_accounts
+from pgmq_sim.engine.phased import windowed
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
@@ -198,10 +198,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
         else judge_drift(timeline, state.elapsed, settings.drift),
     )
-    phases = parts.goal.phases(state, timeline)
-    if phases and account is not None:  # the journal answered: each phase's own account
-        phases = phase_accounts(state, db, census, phases)
-    return dataclasses.replace(result, phases=phases)
+    result = dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
+    # the journal answered: each phase's and each sweep step's own account
+    return windowed(state, db, census, result) if account is not None else result
 
 
 def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:

@@ -25,6 +25,7 @@ from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult, recovery
+from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.verdicts.limits import judge
 
@@ -151,40 +152,63 @@ def within(fault: Fault, start_s: float, end_s: float) -> bool:
     return start_s <= fault.at_s < end_s
 
 
-def phase_accounts(
-    state: RunState, db: QueueDatabase, census: LockCensus | None, phases: tuple[PhaseResult, ...]
-) -> tuple[PhaseResult, ...]:
-    """Each phase's latency account, from the messages enqueued in it (placed on the server's clock
-    through the lock census's reading of it; none without one)."""
+def window_accounts(
+    state: RunState, db: QueueDatabase, census: LockCensus | None, windows: list[tuple[str, float, float]]
+) -> list[LatencyAccount | None]:
+    """The latency account of the messages enqueued in each (what, start, end) window of the run's
+    clock (a phase, a sweep's step), placed on the server's clock through the lock census's reading
+    of it; none without one, and none from the first that cannot be read on."""
     offset = census.server_offset_s if census is not None else None
     if offset is None:
-        return phases
+        return [None] * len(windows)
     free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
     ordered = state.design.ordered
 
-    def account_of(phase: PhaseResult) -> LatencyAccount | None:
-        window = (phase.started_s + offset, phase.started_s + phase.seconds + offset)
+    def account_of(start: float, end: float) -> LatencyAccount | None:
         return db.account_between(
             ordered,
             free_at_end,
             lambda origin, journeys, free: LatencyAccount.of(journeys, free, ordered, origin - offset),
-            window,
+            (start + offset, end + offset),
         )
 
-    accounted: list[PhaseResult] = []
-    for phase in phases:
+    accounts: list[LatencyAccount | None] = []
+    for what, start, end in windows:
         try:
-            account = call_bounded(
-                lambda phase=phase: account_of(phase),  # type: ignore[misc]
-                ACCOUNT_TIMEOUT_S,
-                state.signals,
-                f"latency account of phase {phase.name}",
+            accounts.append(
+                call_bounded(
+                    lambda start=start, end=end: account_of(start, end),  # type: ignore[misc]
+                    ACCOUNT_TIMEOUT_S,
+                    state.signals,
+                    f"latency account of {what}",
+                )
             )
         except (SimError, psycopg.Error) as exc:  # the run's figures stand without it
-            state.notes.append(f"phase {phase.name}: latency account skipped: {reason(exc, *state.dsns)}")
-            return tuple(accounted) + phases[len(accounted) :]
-        accounted.append(dataclasses.replace(phase, account=account))
-    return tuple(accounted)
+            state.notes.append(f"{what}: latency account skipped: {reason(exc, *state.dsns)}")
+            break
+    return accounts + [None] * (len(windows) - len(accounts))
+
+
+def windowed(state: RunState, db: QueueDatabase, census: LockCensus | None, result: RunResult) -> RunResult:
+    """A run's phases and a sweep's steps, each with the account of its own messages."""
+    windows = [(f"phase {p.name}", p.started_s, p.started_s + p.seconds) for p in result.phases]
+    steps = result.sweep.steps if result.sweep is not None else ()
+    windows += [(f"step {s.index + 1}", s.started_s, s.started_s + s.seconds) for s in steps]
+    if not windows:
+        return result
+    accounts = window_accounts(state, db, census, windows)
+    phases = tuple(dataclasses.replace(p, account=a) for p, a in zip(result.phases, accounts, strict=False))
+    sweep = result.sweep
+    if sweep is not None:
+        found = accounts[len(phases) :]
+        sweep = dataclasses.replace(
+            sweep,
+            steps=tuple(
+                dataclasses.replace(s, latency_account=a.as_json() if a is not None else None)
+                for s, a in zip(sweep.steps, found, strict=True)
+            ),
+        )
+    return dataclasses.replace(result, phases=phases, sweep=sweep)
 
 
 def with_recovery(phases: list[PhaseResult], samples: list[SecondSample]) -> list[PhaseResult]:
