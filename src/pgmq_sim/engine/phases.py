@@ -420,6 +420,11 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
             did = server_faults.readers(count, seconds, state.stop, tables, holding)
         elif kind == FaultKind.POOL_EXHAUSTION:
             spare = max(0, (state.spare_connections or 0) - SLOTS_KEPT)  # *0: every spare slot
+            if not count and not spare:
+                raise UsageError(
+                    "no spare connection slot is known (behind a pooler, or none left but the tool's"
+                    " own); give the count: pool-exhaustion:N"
+                )
             did = server_faults.take_slots(count or spare, seconds, state.stop, holding)
         else:
             what = {FaultKind.LOCK_TABLE: "lock_queue", FaultKind.IDLE_IN_TX: "idle_in_tx"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pgmq_sim.model.pressure import SUITE_PRESSURES
 from pgmq_sim.result.phased import SuiteCell
 from pgmq_sim.result.run import RunResult
 
@@ -44,14 +45,18 @@ def suite_cell(result: RunResult) -> SuiteCell | None:
 
 
 def scorecard(results: Sequence[RunResult], failed: Sequence[dict[str, str]]) -> list[SuiteCell]:
-    """Every cell, in the order run; a cell that could not start is skipped with its error."""
+    """Every cell, by design as they ran and pressure as the suite orders them; a cell that could
+    not start is skipped with its error."""
     cells = [cell for cell in map(suite_cell, results) if cell is not None]
-    cells += [
-        SuiteCell(f["strategy"], f.get("pressure", "?"), skipped=f["error"])
-        for f in failed
-        if "pressure" in f
-    ]
-    return cells
+    cells += [SuiteCell(f["strategy"], f["pressure"], skipped=f["error"]) for f in failed if "pressure" in f]
+    designs = list(dict.fromkeys(c.design for c in cells))
+    names = [p.partition(":")[0] for p in SUITE_PRESSURES]
+
+    def place(cell: SuiteCell) -> tuple[int, int]:
+        name = cell.pressure.partition(":")[0]
+        return designs.index(cell.design), names.index(name) if name in names else len(names)
+
+    return sorted(cells, key=place)
 
 
 def suite_json(cells: Sequence[SuiteCell], phase_s: float) -> dict[str, Any]:
