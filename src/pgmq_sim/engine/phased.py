@@ -60,19 +60,20 @@ class PhasedGoal:
             not self.edges or state.clock() >= self.ends[len(self.edges) - 1]
         ):
             self.edges.append(Edge.read(state))
-            if len(self.edges) <= len(self.specs):
-                self._begin(state, self.specs[len(self.edges) - 1])
+            index = len(self.edges) - 1
+            if index < len(self.specs):
+                self._begin(state, self.specs[index], self.ends[index - 1] if index else 0.0)
         return self._deadline.reached(state, parts)
 
-    def _begin(self, state: RunState, phase: PhaseSpec) -> None:
+    def _begin(self, state: RunState, phase: PhaseSpec, at_s: float) -> None:
         state.log.event(f"phase {phase.name} begins" + (f" under {phase.pressure}" if phase.pressure else ""))
         pressure = phase.pressure
         if pressure is not None and pressure.name == "burst":
-            rate = state.settings.rate_schedule.rate_at(state.clock())
+            rate = state.settings.rate_schedule.rate_at(at_s)
             detail = (
                 f"rate x{number_text(pressure.amount or 1)}: {rate:g}/s for {number_text(phase.duration_s)} s"
             )
-            state.record_fault(Fault(state.clock(), "burst", detail))
+            state.record_fault(Fault(at_s, "burst", detail))
 
     def phases(self, state: RunState, samples: list[SecondSample]) -> tuple[PhaseResult, ...]:
         """Each phase that began, measured; a phase the run's end cut short ends there."""
