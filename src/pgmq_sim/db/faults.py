@@ -15,6 +15,8 @@ from psycopg import sql
 
 from pgmq_sim.db.connection import connect
 from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.dsn import reason
+from pgmq_sim.errors import SimError
 from pgmq_sim.sqlfiles import statement
 
 PRESSURE_NAME = "pressure"  # its sessions are "pgmq-sim pressure" in pg_stat_activity
@@ -107,7 +109,7 @@ class ServerFaults:
                         conn.commit()
                         scans[index] += 1
             except (psycopg.Error, threading.BrokenBarrierError) as exc:
-                errors.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
+                errors.append(f"{type(exc).__name__}: {reason(exc, self.sessions.dsn)}")
                 with contextlib.suppress(threading.BrokenBarrierError):
                     ready.abort()
 
@@ -116,6 +118,8 @@ class ServerFaults:
             thread.start()
         with contextlib.suppress(threading.BrokenBarrierError):
             ready.wait()
+        if not pids:
+            raise SimError(f"no reader got a session: {errors[0] if errors else 'none answered'}")
         holding(f"{len(pids)} reader(s), pid {', '.join(map(str, sorted(pids)))}")
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()) + 10)
@@ -134,8 +138,10 @@ class ServerFaults:
                 try:
                     held.append(connect(self.sessions.dsn, PRESSURE_NAME, autocommit=True))
                 except psycopg.Error as exc:
-                    refused = f"; the next was refused: {str(exc).strip().splitlines()[-1]}"
+                    refused = f"; the next was refused: {reason(exc, self.sessions.dsn)}"
                     break
+            if not held:
+                raise SimError(f"no session could be opened{refused}")
             pids = sorted(conn.info.backend_pid for conn in held)
             shown = ", ".join(map(str, pids[:10])) + (", ..." if len(pids) > 10 else "")
             holding(f"{len(held)} of {count} idle session(s) held, pid {shown}{refused}")

@@ -16,16 +16,17 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import FaultKind
 from pgmq_sim.model.profiles import IDLE_WAIT_S, ConstantRate, RateProfile, number_text
 
-# each pressure, the fault that makes it (burst: the phase's rate, no session), its amount's default
-PRESSURES: dict[str, tuple[FaultKind | None, float | None, str]] = {
-    "idle-in-tx": (FaultKind.IDLE_IN_TX, None, "a transaction that took an XID left open"),
-    "readers": (FaultKind.READERS, 4, "N sessions scanning the queue's tables in REPEATABLE READ"),
-    "kill-backends": (FaultKind.KILL_CONNECTION, 1, "pg_terminate_backend of R worker sessions a second"),
-    "restart-server": (FaultKind.RESTART_SERVER, None, "the server restarted at the phase's start"),
-    "pool-exhaustion": (FaultKind.POOL_EXHAUSTION, 0, "N idle sessions held (0: every spare slot)"),
-    "burst": (None, 1.5, "the phase's rate times F"),
-    "hold-xmin": (FaultKind.HOLD_XMIN, None, "a repeatable-read snapshot held"),
-    "lock-table": (FaultKind.LOCK_TABLE, None, "an ACCESS EXCLUSIVE lock on the queue's tables"),
+# each pressure: the fault that makes it (burst: none, the phase's rate times F) and its amount's
+# default (readers:N sessions, kill-backends:R a second, pool-exhaustion:N sessions, 0 every spare)
+PRESSURES: dict[str, tuple[FaultKind | None, float | None]] = {
+    "idle-in-tx": (FaultKind.IDLE_IN_TX, None),
+    "readers": (FaultKind.READERS, 4),
+    "kill-backends": (FaultKind.KILL_CONNECTION, 1),
+    "restart-server": (FaultKind.RESTART_SERVER, None),
+    "pool-exhaustion": (FaultKind.POOL_EXHAUSTION, 0),
+    "burst": (None, 1.5),
+    "hold-xmin": (FaultKind.HOLD_XMIN, None),
+    "lock-table": (FaultKind.LOCK_TABLE, None),
 }
 # -suite pressure's cells, in order
 SUITE_PRESSURES = (
@@ -64,7 +65,7 @@ class Pressure:
         name, colon, amount = text.strip().partition(":")
         if name not in PRESSURES:
             raise UsageError(f"unknown pressure '{name}'; use one of: {', '.join(PRESSURES)}")
-        _fault, default, _ = PRESSURES[name]
+        default = PRESSURES[name][1]
         if not colon:
             return cls(name, default)
         if default is None:
@@ -161,10 +162,6 @@ def is_number(text: str) -> bool:
         return math.isfinite(float(text))
     except ValueError:
         return False
-
-
-def phases_text(phases: tuple[PhaseSpec, ...]) -> str:
-    return "; ".join(p.text() for p in phases)
 
 
 def suite_phases(pressure: str, seconds: float, rate: float) -> tuple[PhaseSpec, ...]:
