@@ -92,7 +92,9 @@ def lookup(doc: Doc, key: str) -> Any:
 def cell_label(doc: Doc) -> str:
     settings = doc.get("settings") or {}
     label = f"{doc.get('strategy')}/{settings.get('wakeup')}"
-    return label + ("/split" if settings.get("tx") == "split" else "")
+    label += "/split" if settings.get("tx") == "split" else ""
+    pressures = [p["pressure"] for p in settings.get("phases") or () if p.get("pressure")]
+    return label + "".join(f" under {p}" for p in pressures)
 
 
 def load_text(doc: Doc) -> str:
@@ -239,7 +241,9 @@ def run_report(
     return _page(
         "compare.html.j2",
         version,
-        title=f"pgmq-sim: {len(cells)} designs compared",
+        title=f"pgmq-sim: pressure scorecard, {len(cells)} cells"
+        if suite is not None
+        else f"pgmq-sim: {len(cells)} designs compared",
         cells=cells,
         failed=list(failed),
         cells_chart=charts.cells_chart(labelled, "cells") if cells else None,
