@@ -307,15 +307,7 @@ def _check_values(s: Settings) -> None:
     """The combinations a run can keep, one line each (each value's own range is its option's:
     cli/options)."""
     if s.suite is not None and not s.phases:
-        for value, flag in (
-            (s.sweep, "-sweep"),
-            (s.duration, "-duration"),
-            (s.rate_profile, "-rate-profile"),
-        ):
-            if value is not None:
-                raise UsageError(
-                    f"-suite pressure sets each cell's time and rate (-phase S, -rate R); drop {flag}"
-                )
+        _refuse_timing(s, "-suite pressure sets each cell's time and rate (-phase S, -rate R)")
     if s.fill_db is None and not (
         s.phases or s.suite or runs_by_time(s.sweep, s.rate_profile, s.duration, s.rate)
     ):
@@ -361,10 +353,15 @@ def _check_values(s: Settings) -> None:
         )
 
 
+def _refuse_timing(s: Settings, why: str) -> None:
+    """A run whose phases set its time and rates takes no other."""
+    for value, flag in ((s.sweep, "-sweep"), (s.duration, "-duration"), (s.rate_profile, "-rate-profile")):
+        if value is not None:
+            raise UsageError(f"{why}; drop {flag}")
+
+
 def _check_phases(s: Settings) -> None:
-    for given, flag in ((s.sweep, "-sweep"), (s.duration, "-duration"), (s.rate_profile, "-rate-profile")):
-        if given is not None:
-            raise UsageError(f"-phase sets the run's time and rates phase by phase; drop {flag}")
+    _refuse_timing(s, "-phase sets the run's time and rates phase by phase")
     first = s.phases[0]
     if first.rate is None and first.rate_profile is None and not s.rate:
         raise UsageError(f"phase {first.name} has no rate: give it rate = R, or give -rate R")
