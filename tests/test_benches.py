@@ -89,6 +89,10 @@ QUICK: dict[str, Quick] = {
         " --workers 4 --work-ms 5-10",
         ("max sustainable", "s at the knee", "adaptive sweeps checked from outside"),
     ),
+    "phase_overhead.py": Quick(
+        "--rate 200 --duration 2 --repeat 1",
+        ("run     msg/s  client us/msg", "phased", "the phases' share of the client's CPU per message"),
+    ),
     "steady_rate.py": Quick(
         "--rates 800 --duration 2 --repeat 1",
         ("wake-up@rate  msg/s  empty/msg", "targets at notify@800:", "client CPU per message"),

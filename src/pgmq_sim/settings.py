@@ -12,6 +12,7 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.kinds import PoolerMode, ProgressMode, SessionMode, TxMode, WakeupMode
+from pgmq_sim.model.pressure import EXAMPLE, PhaseSpec, phase_profile
 from pgmq_sim.model.profile_flag import parse_rate_profile
 from pgmq_sim.model.profiles import ConstantRate, RateProfile
 from pgmq_sim.model.skew import INT4_MAX, KeySkew
@@ -28,6 +29,7 @@ DRIFT_MIN_S = 600.0  # a run this long or longer judges its drift by minutes
 SHORT_DRIFT_S = 60.0  # -drift on a shorter run: at least this long, judged by tenths
 POLLS_PER_STEP = 3  # an adaptive sweep's step spans at least this many poll intervals
 DEFAULT_RESOLUTION_PCT = 5.0
+DEFAULT_SUITE_PHASE_S = 60.0
 
 
 def runs_by_time(
@@ -165,6 +167,9 @@ class Settings:
     rate_profile: str | None  # as given; parsed once into `profile`
     speed: float  # a replayed rate profile's time compression
     sweep: SweepSpec | None
+    phases: tuple[PhaseSpec, ...]  # a run in phases (-phase, [[phase]])
+    suite: str | None  # -suite pressure: a cell per pressure
+    suite_phase_s: float | None  # -phase S with -suite: each phase's length (None: not given)
     step_s: float | None  # None: DEFAULT_STEP_S (given without -sweep, refused)
     settle_s: float | None  # None: as long as a step
     slo_p99_ms: float | None
@@ -186,6 +191,13 @@ class Settings:
     def __post_init__(self) -> None:
         if self.rate_profile is not None:  # read once, here: the producer follows it
             object.__setattr__(self, "profile", parse_rate_profile(self.rate_profile, self.rate, self.speed))
+        if self.phases:
+            _check_phases(self)
+            speed = self.speed
+            profile = phase_profile(
+                self.phases, self.rate, lambda text, base: parse_rate_profile(text, base, speed)
+            )
+            object.__setattr__(self, "profile", profile)
         _check_values(self)
 
     def check_sweep_wakeup(self) -> None:
@@ -243,9 +255,14 @@ class Settings:
         return queue_types(self.types)
 
     @property
+    def suite_seconds(self) -> float:
+        """-suite: each phase's length."""
+        return self.suite_phase_s or DEFAULT_SUITE_PHASE_S
+
+    @property
     def paced(self) -> bool:
         """Messages arrive while the workers run (at -rate or a -rate-profile), not prefilled."""
-        return bool(self.rate or self.rate_profile or self.sweep)
+        return bool(self.rate or self.rate_profile or self.sweep or self.phases)
 
     @property
     def rate_schedule(self) -> RateProfile:
@@ -272,6 +289,7 @@ class Settings:
         data["delay"] = str(self.delay) if self.delay else None
         del data["payload"]
         data["sweep"] = str(self.sweep) if self.sweep else None
+        data["phases"] = [p.as_table() for p in self.phases]
         data["checks"] = [str(c) for c in self.checks]
         for key, value in data.items():
             if isinstance(value, Path):
@@ -282,7 +300,16 @@ class Settings:
 def _check_values(s: Settings) -> None:
     """The combinations a run can keep, one line each (each value's own range is its option's:
     cli/options)."""
-    if s.fill_db is None and not runs_by_time(s.sweep, s.rate_profile, s.duration, s.rate):
+    if s.suite_phase_s is not None and (s.suite is None or s.suite_phase_s <= 0):
+        raise UsageError(
+            f"-phase {s.suite_phase_s:g}: seconds go with -suite pressure (each phase's, above 0); a run in"
+            f" phases gives each: {EXAMPLE}"
+        )
+    if s.suite is not None and not s.phases:
+        _refuse_timing(s, "-suite pressure sets each cell's time and rate (-phase S, -rate R)")
+    if s.fill_db is None and not (
+        s.phases or s.suite or runs_by_time(s.sweep, s.rate_profile, s.duration, s.rate)
+    ):
         raise UsageError("a run needs -fill-db N, or -duration S with -rate R to run by time alone")
     if s.workers < s.types:
         raise UsageError(
@@ -318,6 +345,26 @@ def _check_values(s: Settings) -> None:
             f"-stall-timeout {s.stall_timeout:g} s would call a run stalled while a failed message"
             f" waits {s.longest_backoff_s:g} s for its last attempt (-backoff-ms {s.backoff_ms:g} x"
             f" 2^{s.max_attempts - 2}); give a longer -stall-timeout or a smaller -backoff-ms"
+        )
+
+
+def _refuse_timing(s: Settings, why: str) -> None:
+    """A run whose phases set its time and rates takes no other."""
+    for value, flag in ((s.sweep, "-sweep"), (s.duration, "-duration"), (s.rate_profile, "-rate-profile")):
+        if value is not None:
+            raise UsageError(f"{why}; drop {flag}")
+
+
+def _check_phases(s: Settings) -> None:
+    _refuse_timing(s, "-phase sets the run's time and rates phase by phase")
+    first = s.phases[0]
+    if first.rate is None and first.rate_profile is None and not s.rate:
+        raise UsageError(f"phase {first.name} has no rate: give it rate = R, or give -rate R")
+    locked = [p for p in s.phases if p.pressure is not None and p.pressure.name == "lock-table"]
+    if locked and max(p.duration_s for p in locked) >= s.stall_timeout:
+        raise UsageError(
+            f"-phase: a lock-table phase of {max(p.duration_s for p in locked):g} s stops every claim for"
+            f" longer than -stall-timeout {s.stall_timeout:g} s; give a longer -stall-timeout"
         )
 
 

@@ -9,6 +9,9 @@ SPEC is a comma list of faults:  KIND[*COUNT](@AT | /EVERY[@FROM])[+FOR]
   pause-pooler@5s+3s        the pooler pauses the run's database from 5 s for 3 s (PAUSE, RESUME)
   kill-pooler@5s            the pooler drops every client and server connection of it (KILL, RESUME)
   reconnect-pooler@5s       the pooler closes its server connections as each is released (RECONNECT)
+  idle-in-tx@5s+10s         a session's transaction writes (takes an XID) and stays open for 10 s
+  readers*4@5s+10s          4 sessions scan the queue's tables in REPEATABLE READ transactions, in a loop
+  pool-exhaustion*20@5s+10s 20 idle sessions are held open (*0: every spare slot but the tool's own)
 The pooler's faults go through its admin console (-pooler-admin).
 Times are seconds since the workers started; a unit of s or ms may follow a number.
 """
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import FaultKind, choices
+from pgmq_sim.model.pressure import PhaseSpec
 
 NUMBER = r"(\d+(?:\.\d+)?)(ms|s)?"
 FAULT = re.compile(
@@ -55,10 +59,13 @@ class FaultSpec:
     at_s: float  # the first (or only) time
     every_s: float | None
     duration_s: float | None
+    until_s: float | None = None  # a repeated fault's last time (a phase's end)
 
     def times(self, until_s: float) -> list[float]:
         if self.every_s is None:
             return [self.at_s]
+        if self.until_s is not None:
+            until_s = min(until_s, self.until_s - 1e-9)
         count = int((until_s - self.at_s) / self.every_s) + 1 if until_s >= self.at_s else 0
         return [self.at_s + i * self.every_s for i in range(max(0, count))]
 
@@ -85,7 +92,7 @@ def parse_chaos(text: str) -> list[FaultSpec]:
         start = _seconds(match.group("start"))
         at = _seconds(match.group("at")) if every is None else (every if start is None else start)
         count = int(match.group("count") or 1)
-        if count < 1:
+        if count < (0 if kind == FaultKind.POOL_EXHAUSTION else 1):
             raise UsageError(f"-chaos '{item}': the count must be at least 1")
         faults.append(FaultSpec(kind, count, at or 0.0, every, duration))
     if not faults:
@@ -100,7 +107,8 @@ class FaultActions:
     kill_connections: Callable[[int], str]
     kill_worker: Callable[[int], str]
     restart_server: Callable[[], str]
-    hold: Callable[[str, float], str]  # ('hold_snapshot' | 'lock_queue', seconds)
+    # a held fault (count, seconds), told once it holds (its sessions' pids); what it did at the end
+    hold: Callable[[FaultKind, int, float, Callable[[str], None]], str]
     pooler: Callable[[FaultKind, float | None], str]  # a pooler fault, and how long a pause lasts
 
 
@@ -142,6 +150,7 @@ class FaultSchedule(threading.Thread):
 
     def _fire(self, spec: FaultSpec) -> None:
         began = self._clock()
+        started: list[float] = []
         try:
             if spec.kind == FaultKind.KILL_CONNECTION:
                 detail = self._actions.kill_connections(spec.count)
@@ -153,15 +162,24 @@ class FaultSchedule(threading.Thread):
                 detail = self._actions.pooler(spec.kind, None)
             else:
                 assert spec.duration_s is not None
-                self._record(Fault(began, spec.kind, f"for {spec.duration_s:g} s"))
+                length = f"for {spec.duration_s:g} s"
                 if spec.kind.pooler:
+                    self._record(Fault(began, spec.kind, length))
                     detail = self._actions.pooler(spec.kind, spec.duration_s)
                 else:
-                    what = "hold_snapshot" if spec.kind == FaultKind.HOLD_XMIN else "lock_queue"
-                    detail = self._actions.hold(what, spec.duration_s)
+
+                    def holding(what: str) -> None:
+                        started.append(began)
+                        self._record(Fault(began, spec.kind, f"{length}: {what}"))
+
+                    detail = self._actions.hold(spec.kind, spec.count, spec.duration_s, holding)
                 self._record(Fault(self._clock(), spec.kind + " end", detail))
                 return
         except Exception as exc:  # a fault that could not be injected is itself recorded
+            if spec.kind.held and not spec.kind.pooler and started:  # it held, then broke: its end
+                detail = f"ended early: {type(exc).__name__}: {self._describe(exc)}"
+                self._record(Fault(self._clock(), spec.kind + " end", detail))
+                return
             if self._halt.is_set():
                 detail = "not injected: the run ended first"
             else:
@@ -172,6 +190,25 @@ class FaultSchedule(threading.Thread):
         deadline = time.monotonic() + timeout
         for helper in self._helpers:
             helper.join(max(0.0, deadline - time.monotonic()))
+
+
+def pressure_faults(phases: tuple[PhaseSpec, ...]) -> list[FaultSpec]:
+    """The faults that make the phases' pressures, each over its phase (a burst is the phase's
+    rate: no fault)."""
+    faults, at = [], 0.0
+    for phase in phases:
+        pressure, length = phase.pressure, phase.duration_s
+        kind = pressure.fault if pressure is not None else None
+        if pressure is not None and kind is not None:
+            amount = pressure.amount
+            if kind == FaultKind.KILL_CONNECTION:  # R a second, over the phase
+                faults.append(FaultSpec(kind, 1, at, 1 / (amount or 1), None, until_s=at + length))
+            elif kind == FaultKind.RESTART_SERVER:
+                faults.append(FaultSpec(kind, 1, at, None, None))
+            else:
+                faults.append(FaultSpec(kind, int(amount if amount is not None else 1), at, None, length))
+        at += length
+    return faults
 
 
 def pick(rng: random.Random, items: list[int], count: int) -> list[int]:

@@ -35,6 +35,7 @@ from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
 from pgmq_sim.render.files import STDOUT, result_document
 from pgmq_sim.render.lines import outputs_text
 from pgmq_sim.render.metrics import MetricsObserver
+from pgmq_sim.render.pressure import print_scorecards
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.terminal import print_comparison, print_summary
 from pgmq_sim.result.observer import RunObserver
@@ -44,6 +45,7 @@ from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.checks import judged
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
+from pgmq_sim.verdicts.pressure import scorecard, suite_json
 from pgmq_sim.verdicts.verdict import RunVerdict, judge_run
 
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -133,7 +135,7 @@ def execute(scenario: Scenario) -> int:
                             "strategy": given.design.label,
                             "wakeup": given.settings.wakeup,
                             "tx": given.settings.tx,
-                        }
+                        } | ({"pressure": pressure_of(given)} if settings.suite else {})
                         failed.append(cell | {"error": str(exc)})
                         click.echo(f"pgmq-sim: error: {cell_label(given)}: {exc}", err=True)
                         continue
@@ -172,7 +174,13 @@ def effective(plan: RunPlan) -> dict[str, Any]:
 
 def cell_label(given: RunInput) -> str:
     label = f"{given.design.label}/{given.settings.wakeup}"
-    return label + ("/split" if given.settings.tx == TxMode.SPLIT else "")
+    label += "/split" if given.settings.tx == TxMode.SPLIT else ""
+    return label + (f" under {pressure_of(given)}" if given.settings.suite else "")
+
+
+def pressure_of(given: RunInput) -> str:
+    """A -suite pressure cell's pressure."""
+    return next((str(p.pressure) for p in given.settings.phases if p.pressure is not None), "none")
 
 
 def _report(
@@ -186,7 +194,11 @@ def _report(
     record: dict[str, Any],
 ) -> int:
     """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
-    if compare:
+    cells = scorecard(results, failed) if settings.suite else None
+    if cells is not None:
+        print_scorecards(console, cells, settings.suite_seconds)
+        console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
+    elif compare:
         print_comparison(console, results)
         console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
     worse_than_base: list[FigureChange] = []
@@ -211,7 +223,8 @@ def _report(
             "path": str(settings.baseline_path),
             **diff_json(differences, changes, worse_than_base),
         }
-    errors = write_outputs(RUN, settings, Finished(results, documents, failed, compare, record))
+    suite = suite_json(cells, settings.suite_seconds) if cells is not None else None
+    errors = write_outputs(RUN, settings, Finished(results, documents, failed, compare, record, suite))
     for error in errors:
         click.echo(f"pgmq-sim: error: {error}", err=True)
     code = max([r.exit_code for r in results] + [1 if failed or errors else 0])

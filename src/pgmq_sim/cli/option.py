@@ -19,7 +19,7 @@ from pgmq_sim.errors import UsageError
 
 Kind = Literal["switch", "int", "float", "text", "path", "version"]
 # how a value is written in a scenario file, when it is not one TOML value of its kind
-Form = Literal["value", "list", "compare", "sweep", "slo"]
+Form = Literal["value", "list", "compare", "sweep", "slo", "phases"]
 # what a path is: read (relative to the scenario file), written (relative to the current directory),
 # a queue design (a name or a folder), or a rate profile (a form or a CSV file)
 Place = Literal["in", "out", "design", "profile"]

@@ -29,7 +29,8 @@ DEFAULT_WORKERS = 5
 
 
 def _by_time(given: dict[str, Any]) -> bool:
-    return runs_by_time(given["sweep"], given["rate_profile"], given["duration"], given["rate"])
+    phased = given.get("phase") is not None or given.get("suite") is not None  # phases set the time
+    return phased or runs_by_time(given["sweep"], given["rate_profile"], given["duration"], given["rate"])
 
 
 def _workers(given: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ from pgmq_sim.cli.option import (
     Range,
 )
 from pgmq_sim.model.extras import Delay, PriorityRange
+from pgmq_sim.model.pressure import SUITES, PhaseSpec, is_number, parse_phases
 from pgmq_sim.model.skew import KeySkew
 from pgmq_sim.model.sweep import SweepSpec, parse_duration, parse_slo
 from pgmq_sim.settings import (
@@ -28,6 +29,11 @@ def _drawn_seed(_: dict[str, Any]) -> int:
 
 def _budget(text: str) -> float:
     return parse_duration(text, "-sweep-budget")
+
+
+def _phase(text: str) -> tuple[tuple[PhaseSpec, ...], float | None]:
+    """-phase: a run's phases, or (with -suite) each phase's seconds."""
+    return ((), float(text)) if is_number(text) else (parse_phases(text), None)
 
 
 LOAD_OPTIONS = (
@@ -126,6 +132,33 @@ LOAD_OPTIONS = (
         metavar="S",
         range=POSITIVE,
         example=("-duration", "30", "-rate", "100"),
+    ),
+    Option(
+        "phase",
+        "text",
+        "a run in phases under one audit, each measured apart (`name=N duration=S [rate=R]"
+        " [pressure=P]; ...`; in a scenario file a `[[phase]]` table each); with `-suite`, each"
+        " phase's seconds; see [Scenarios](docs/scenarios.md#phases)",
+        "time",
+        metavar="PHASES|S",
+        shown_default="none (`60` with `-suite`)",
+        setting=("phases", "suite_phase_s"),
+        parse=_phase,
+        fallback=lambda _: ((), None),
+        form="phases",
+        numbers=True,
+        example=("-phase", "name=base duration=2 rate=50; name=held duration=2 pressure=idle-in-tx"),
+    ),
+    Option(
+        "suite",
+        "text",
+        "`pressure`: a run per pressure (baseline, pressure, recovery, `-phase` S each) for the design"
+        " or each `-compare` cell, scored in one table; see [Faults](docs/faults.md#pressure-suite)",
+        "time",
+        metavar="pressure",
+        choices=SUITES,
+        needs=("rate", "give -rate R: each phase runs at it (e.g. -rate 200)"),
+        example=("-suite", "pressure", "-rate", "50"),
     ),
     Option(
         "sweep",

@@ -28,12 +28,14 @@ class Finished:
     failed: list[dict[str, str]]  # comparison cells that ended in an error before running
     compare: bool
     record: dict[str, Any]  # the scenario the run ran: -config FILE.json reruns it
+    suite: dict[str, Any] | None = None  # -suite pressure: the scorecards
 
 
 def json_file(path: Path, done: Finished) -> None:
     if done.results or done.failed:
         document = {"runs": done.documents, "failed": done.failed} if done.compare else done.documents[0]
-        write_json(path, document | done.record)
+        suite = {"suite": done.suite} if done.suite is not None else {}
+        write_json(path, document | suite | done.record)
 
 
 def plot_file(path: Path, done: Finished) -> None:
@@ -50,7 +52,7 @@ def report_file(path: Path, done: Finished) -> None:
     if not (done.results or done.failed):
         return
     try:
-        page = run_report(done.documents, __version__, done.failed, done.compare)
+        page = run_report(done.documents, __version__, done.failed, done.compare, done.suite)
     except Exception as exc:  # a page that cannot be drawn costs the page, never the run's exit
         raise SimError(
             f"cannot draw the -report page: {exc!r}; the run's JSON (-json) holds every figure"

@@ -18,6 +18,7 @@ from pgmq_sim.distributed.options import DistributedOptions, checked_fleet, dist
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.pressure import SUITE_PRESSURES, suite_phases
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.checks import refuse_unproduced, refuse_unwatchable
@@ -70,6 +71,10 @@ def settings_of(
         else:
             fields[option.fields[0]] = read
     settings = kind(**fields)
+    if settings.suite is not None and settings.phases:
+        raise UsageError(
+            "-suite pressure makes each cell's phases; give -phase SECONDS (each phase's length)"
+        )
     refuse_unproduced(settings.checks, settings)
     refuse_unwatchable(settings.checks, settings)
     return settings
@@ -157,10 +162,24 @@ def plan_run(scenario: Scenario) -> RunPlan | None:
         run_input(dataclasses.replace(settings, claim=name, wakeup=wakeup, tx=tx or TxMode.SINGLE), tx)
         for name, wakeup, tx in cells
     )
+    if settings.suite is not None:
+        inputs = tuple(suite_cell(given, pressure) for given in inputs for pressure in SUITE_PRESSURES)
     for given in inputs:
         given.settings.check_sweep_wakeup()  # a cell's wake-up is its own
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     return RunPlan(settings, inputs, baseline, fleet, log, scenario)
+
+
+def suite_cell(given: RunInput, pressure: str) -> RunInput:
+    """A -suite pressure cell: the design's run in three phases, the pressure in the middle one
+    (a lock held for the whole phase stops every claim for as long: the stall bound waits it out)."""
+    settings = given.settings
+    seconds = settings.suite_seconds
+    stall = max(settings.stall_timeout, seconds + 10) if pressure == "lock-table" else settings.stall_timeout
+    phases = suite_phases(pressure, seconds, settings.rate)
+    return dataclasses.replace(
+        given, settings=dataclasses.replace(settings, phases=phases, fill_db=None, stall_timeout=stall)
+    )
 
 
 def load_baseline(settings: Settings) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from pgmq_sim.cli.option import CommandOptions, Option
 from pgmq_sim.cli.scenario_values import PROFILE_FORMS, example_line, is_design_path
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.pressure import PHASE_KEYS
 from pgmq_sim.paths import describe_path
 
 VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")  # the whole value: "$PGMQ_SIM_DSN"
@@ -201,6 +202,8 @@ class _Reader:
             return option.checked(",".join(raw), where)
         if option.form == "compare":
             return option.checked(self.cells(raw, where), where)
+        if option.form == "phases" and not _is_number(raw):
+            return option.checked(self.phases(raw, where), where)
         if option.form == "slo":
             number = raw.get("e2e-p99") if isinstance(raw, dict) and len(raw) == 1 else None
             if not _is_number(number):
@@ -293,6 +296,25 @@ class _Reader:
                     parts.append(str(cell[key]))
             texts.append("/".join(parts))
         return ",".join(texts)
+
+    def phases(self, raw: Any, where: str) -> str:
+        """[[phase]] tables as -phase's text."""
+        if not (isinstance(raw, list) and raw and all(isinstance(phase, dict) for phase in raw)):
+            raise UsageError(
+                f"{where}phase = {_shown(raw)}: give seconds (with suite), or a table per phase: [[phase]]"
+                ' with name = "baseline", duration = 20, rate = 100, pressure = "idle-in-tx"'
+            )
+        texts = []
+        for index, phase in enumerate(raw):
+            unknown = sorted(set(phase) - set(PHASE_KEYS))
+            if unknown:
+                raise UsageError(
+                    f"{self.where('phase', str(index))}unknown key {unknown[0]} in a [[phase]] table;"
+                    f" a phase has {', '.join(PHASE_KEYS)}"
+                )
+            items = {k: f"{v:g}" if _is_number(v) else str(v) for k, v in phase.items()}
+            texts.append(" ".join(f"{key}={value}" for key, value in items.items()))
+        return "; ".join(texts)
 
     def sweep(self, option: Option, raw: Any, values: dict[str, Any]) -> None:
         where = self.where("sweep")

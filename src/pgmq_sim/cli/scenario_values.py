@@ -13,6 +13,7 @@ from pgmq_sim.cli.cells import split_cell
 from pgmq_sim.cli.option import Option, split_list
 from pgmq_sim.dsn import holds_secret
 from pgmq_sim.model.kinds import WakeupMode
+from pgmq_sim.model.pressure import is_number, parse_phases
 
 PROFILE_FORMS = ("ramp", "step", "burst")
 
@@ -39,6 +40,8 @@ def file_value(option: Option, value: Any, written: str | None = None) -> Any:
                 cell["wakeup" if dimension in tuple(WakeupMode) else "tx"] = dimension
             cells.append(cell)
         return cells
+    if option.form == "phases":
+        return float(value) if is_number(value) else [p.as_table() for p in parse_phases(value)]
     if option.form == "slo":
         return {"e2e-p99": _plain_number(float(value.partition("=")[2].strip().removesuffix("ms")))}
     if option.form == "sweep":

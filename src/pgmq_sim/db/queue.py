@@ -165,6 +165,23 @@ class QueueDatabase(QueueInstall):
         db/account.read_account); None where nothing was journaled."""
         return self.sessions.retrying(lambda conn: read_account(conn, ordered, free_at_end, consume))
 
+    def account_between(
+        self,
+        ordered: bool,
+        free_at_end: list[tuple[str, str]],
+        consume: Callable[[float, Iterator[Journey], list[FreeSpans]], T],
+        window: tuple[float, float],
+    ) -> T | None:
+        """The account of the messages enqueued in `window` (the server's epoch), by the same
+        statements over a view of the journal that holds them alone."""
+        lo, hi = (float(t) for t in window)
+
+        def read(conn: psycopg.Connection) -> T | None:
+            conn.execute(statement("journal_window").format(lo=repr(lo), hi=repr(hi)).encode())
+            return read_account(conn, ordered, free_at_end, consume)
+
+        return self.sessions.retrying(read)
+
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""
         return [(str(t), int(o), int(n), float(b)) for t, o, n, b in self.sessions.all("group_blocking")]

@@ -17,6 +17,7 @@ from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.parts import RunParts
+from pgmq_sim.engine.phased import windowed
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
@@ -84,7 +85,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
             end.skipped = why
     if settings.audit and end.verdict is None and end.skipped is None:
         end.skipped = "a second signal" if signals.hurry.is_set() else "the run changed nothing to audit"
-    return _result(state, parts, end)
+    return _result(state, parts, end, db)
 
 
 def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings) -> None:
@@ -150,7 +151,7 @@ def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings
         state.notes.append(f"latency account skipped: {reason(exc, *state.dsns)}")
 
 
-def _result(state: RunState, parts: RunParts, end: EndReadings) -> RunResult:
+def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabase) -> RunResult:
     """The result of the run, from what it counted and what the last phase read."""
     settings, census, verdict = state.settings, end.census, end.verdict
     source = state.source
@@ -169,7 +170,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings) -> RunResult:
     client = ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu))
     server_reasons = reasons.counts()
     faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
-    return RunResult.from_stats(
+    result = RunResult.from_stats(
         settings=settings,
         server=state.server.label,
         strategy=state.design.label,
@@ -223,9 +224,12 @@ def _result(state: RunState, parts: RunParts, end: EndReadings) -> RunResult:
         spare_connections=state.spare_connections,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,
         drift=None
-        if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
+        if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
         else judge_drift(timeline, state.elapsed, settings.drift),
     )
+    result = dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
+    # the journal answered: each phase's and each sweep step's own account
+    return windowed(state, db, census, result) if end.account is not None else result
 
 
 def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:

@@ -7,6 +7,8 @@ import time
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import nothing_remains
+from pgmq_sim.result.phased import PhaseResult
+from pgmq_sim.result.stats import SecondSample
 
 DRAIN_GRACE_S = 2.0  # beyond the longest work time: a worker that does not finish is cut off
 
@@ -23,6 +25,9 @@ class CountGoal:
 
     def report(self) -> None:
         return None
+
+    def phases(self, state: RunState, samples: list[SecondSample]) -> tuple[PhaseResult, ...]:
+        return ()
 
     def reached(self, state: RunState, parts: RunParts) -> bool:
         counter, target = state.counter, state.settings.fill_db
@@ -48,6 +53,9 @@ class DeadlineGoal:
 
     def report(self) -> None:
         return None
+
+    def phases(self, state: RunState, samples: list[SecondSample]) -> tuple[PhaseResult, ...]:
+        return ()
 
     def reached(self, state: RunState, parts: RunParts) -> bool:
         if state.clock() < self.duration_s:

@@ -11,6 +11,8 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.claims import ClaimBook
+from pgmq_sim.result.phased import PhaseResult
+from pgmq_sim.result.stats import SecondSample
 
 
 class WorkerCarrier(Protocol):
@@ -85,6 +87,9 @@ class Goal(Protocol):
 
     def report(self) -> SweepResult | None:
         """What the goal found beyond the run's own figures (a sweep's steps)."""
+
+    def phases(self, state: RunState, samples: list[SecondSample]) -> tuple[PhaseResult, ...]:
+        """The run's phases, each measured (none but a run in phases has them)."""
 
     @property
     def drains(self) -> bool:

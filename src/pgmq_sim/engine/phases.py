@@ -9,6 +9,7 @@ import json
 import random
 import time
 import uuid
+from collections.abc import Callable
 
 import psycopg
 
@@ -39,6 +40,7 @@ from pgmq_sim.verdicts.policies import conflicts, run_shape
 
 STOP_GRACE_S = 2.0
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
+SLOTS_KEPT = 3  # pool exhaustion's *0 leaves these free: the tool's own readings, a reconnect
 
 
 def check(state: RunState, parts: RunParts) -> None:
@@ -55,7 +57,7 @@ def check(state: RunState, parts: RunParts) -> None:
         + (1 if settings.bystander else 0)
         + parts.carrier.connections(state)
         + parts.feed.connections(state)
-        + sum(1 for f in state.chaos if f.kind.held and not f.kind.pooler)
+        + sum(f.kind.sessions(f.count) for f in state.chaos)
     )
     lefts = [left for left in (budget, role_left) if left is not None]
     state.spare_connections = min(lefts) - needed if lefts else None
@@ -411,11 +413,24 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
         server_faults.crash_restart()
         return "crash restart: a backend was SIGKILLed, the postmaster reset every session"
 
-    def hold(what: str, seconds: float) -> str:
+    def hold(kind: FaultKind, count: int, seconds: float, holding: Callable[[str], None]) -> str:
         before = state.timeline.last_dead_tuples()
-        server_faults.hold(what, seconds, state.stop, state.db.shape.tables)
+        tables = state.db.shape.tables
+        if kind == FaultKind.READERS:
+            did = server_faults.readers(count, seconds, state.stop, tables, holding)
+        elif kind == FaultKind.POOL_EXHAUSTION:
+            spare = max(0, (state.spare_connections or 0) - SLOTS_KEPT)  # *0: every spare slot
+            if not count and not spare:
+                raise UsageError(
+                    "no spare connection slot is known (behind a pooler, or none left but the tool's"
+                    " own); give the count: pool-exhaustion:N"
+                )
+            did = server_faults.take_slots(count or spare, seconds, state.stop, holding)
+        else:
+            what = {FaultKind.LOCK_TABLE: "lock_queue", FaultKind.IDLE_IN_TX: "idle_in_tx"}
+            did = server_faults.hold(what.get(kind, "hold_snapshot"), seconds, state.stop, tables, holding)
         after = state.timeline.last_dead_tuples()
-        return f"released; dead tuples {before} -> {after}"
+        return f"{did}; dead tuples {before} -> {after}"
 
     def pooler(kind: FaultKind, seconds: float | None) -> str:
         console = state.pooler

@@ -16,6 +16,7 @@ from pgmq_sim.engine.feeds import Paced, Prefill
 from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
 from pgmq_sim.engine.looped import LoopCarrier
 from pgmq_sim.engine.parts import Goal, RunParts, WorkerCarrier
+from pgmq_sim.engine.phased import PhasedGoal
 from pgmq_sim.engine.state import RunInput, RunState
 from pgmq_sim.engine.sweeping import TOP_UP_MIN, SteppedRate, SweepGoal, TopUp
 from pgmq_sim.engine.watching import watch
@@ -38,6 +39,8 @@ def parts_for(state: RunState, carrier: WorkerCarrier) -> RunParts:
     settings = state.settings
     if settings.sweep is not None:
         return sweep_parts(state, settings.sweep, carrier)
+    if settings.phases:
+        return RunParts(carrier=carrier, feed=Paced(settings.rate_schedule), goal=PhasedGoal(settings.phases))
     feed = Paced(settings.rate_schedule) if settings.paced else Prefill()
     # a profile that ends (a replay) bounds a run that has no count
     until = settings.duration or (settings.rate_schedule.end_s if settings.fill_db is None else None)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.bystander import Bystander
-from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos
+from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos, pressure_faults
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.pgqd import Pgqd
 from pgmq_sim.actors.producer import BatchWriter, MessageSource
@@ -133,6 +133,7 @@ class RunState:
             self.clock,
         )
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
+        self.chaos += pressure_faults(settings.phases)
         self.notes.extend(self.given.notes)
         self.meters = Meters(self.views, self.server, self.signals, self.notes)
 

@@ -14,7 +14,8 @@ from pgmq_sim.engine.steps import Edge, StepSetting, measure_step
 from pgmq_sim.model.profiles import IDLE_WAIT_S
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import MAX_STEPS, StepResult, SweepResult, SweepSpec
-from pgmq_sim.result.stats import WorkerCounters
+from pgmq_sim.result.phased import PhaseResult
+from pgmq_sim.result.stats import SecondSample, WorkerCounters
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
 
@@ -132,6 +133,9 @@ class SweepGoal:
     def _setting_text(self) -> str:
         value = self._value
         return f"{value:g} msg/s" if self.spec.kind == "rate" else f"{value:g} workers"
+
+    def phases(self, state: RunState, samples: list[SecondSample]) -> tuple[PhaseResult, ...]:
+        return ()
 
     def report(self) -> SweepResult:
         search = None

@@ -54,11 +54,28 @@ class FaultKind(StrEnum):
     PAUSE_POOLER = "pause-pooler"
     KILL_POOLER = "kill-pooler"
     RECONNECT_POOLER = "reconnect-pooler"
+    IDLE_IN_TX = "idle-in-tx"
+    READERS = "readers"
+    POOL_EXHAUSTION = "pool-exhaustion"
 
     @property
     def held(self) -> bool:
         """A fault that holds something for a while (+DURATION) rather than happening once."""
-        return self in (FaultKind.HOLD_XMIN, FaultKind.LOCK_TABLE, FaultKind.PAUSE_POOLER)
+        return self in (
+            FaultKind.HOLD_XMIN,
+            FaultKind.LOCK_TABLE,
+            FaultKind.PAUSE_POOLER,
+            FaultKind.IDLE_IN_TX,
+            FaultKind.READERS,
+            FaultKind.POOL_EXHAUSTION,
+        )
+
+    def sessions(self, count: int) -> int:
+        """Server sessions it holds (what the connection check counts; pool exhaustion takes what it
+        finds, on purpose)."""
+        if self == FaultKind.READERS:
+            return count
+        return 1 if self.held and not self.pooler and self != FaultKind.POOL_EXHAUSTION else 0
 
     @property
     def pooler(self) -> bool:

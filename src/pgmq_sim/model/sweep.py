@@ -153,6 +153,7 @@ class StepResult:
     limit: str | None = None  # the resource that bounded the step (limits.py)
     limit_evidence: str | None = None
     wait_profile: dict[str, float] | None = None
+    latency_account: dict[str, Any] | None = None  # the account of the messages enqueued in the step
 
     def as_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)

@@ -29,6 +29,7 @@ from pgmq_sim.render.lines import (
     throughput_text,
     time_split_text,
 )
+from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.verdict import RunVerdict
 
@@ -73,6 +74,7 @@ def print_detail(
     table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     _print_workers(console, result)
+    print_phases(console, result.phases, detail=True)
     if result.sweep is not None:
         print_sweep(console, result.sweep)
     if result.drift is not None:

@@ -145,6 +145,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "latency_split": r.latency.as_json() if r.latency else None,
         "locks": r.locks.as_json() if r.locks else None,
         "sweep": sweep_json(r.sweep) if r.sweep else None,
+        "phases": [p.as_json() for p in r.phases],
         "bystander": r.bystander.as_json() if r.bystander else None,
         "drift": r.drift.as_json() if r.drift else None,
         "checks": [c.as_json() for c in r.checks],

@@ -13,6 +13,7 @@ from pgmq_sim.model.checks import number
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
+from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
@@ -140,9 +141,13 @@ NAMES = {MEDIAN: "median", P99: "slowest 1%"}
 
 
 def latency_text(result: RunResult) -> str:
-    """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
     assert result.latency is not None
-    cohorts = ((NAMES[MEDIAN], result.latency.median), (NAMES[P99], result.latency.p99))
+    return account_text(result.latency)
+
+
+def account_text(account: LatencyAccount) -> str:
+    """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
+    cohorts = ((NAMES[MEDIAN], account.median), (NAMES[P99], account.p99))
     return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
 
 

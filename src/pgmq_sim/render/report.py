@@ -92,7 +92,9 @@ def lookup(doc: Doc, key: str) -> Any:
 def cell_label(doc: Doc) -> str:
     settings = doc.get("settings") or {}
     label = f"{doc.get('strategy')}/{settings.get('wakeup')}"
-    return label + ("/split" if settings.get("tx") == "split" else "")
+    label += "/split" if settings.get("tx") == "split" else ""
+    pressures = [p["pressure"] for p in settings.get("phases") or () if p.get("pressure")]
+    return label + "".join(f" under {p}" for p in pressures)
 
 
 def load_text(doc: Doc) -> str:
@@ -199,7 +201,11 @@ def _page(template: str, version: str, **context: Any) -> str:
 
 
 def run_report(
-    documents: Sequence[Doc], version: str, failed: Sequence[Doc] = (), compare: bool = False
+    documents: Sequence[Doc],
+    version: str,
+    failed: Sequence[Doc] = (),
+    compare: bool = False,
+    suite: Doc | None = None,
 ) -> str:
     """The page of a run (one document) or of a comparison (a document per cell)."""
     if not compare:
@@ -214,13 +220,16 @@ def run_report(
     return _page(
         "compare.html.j2",
         version,
-        title=f"pgmq-sim: {len(cells)} designs compared",
+        title=f"pgmq-sim: pressure scorecard, {len(cells)} cells"
+        if suite is not None
+        else f"pgmq-sim: {len(cells)} designs compared",
         cells=cells,
         failed=list(failed),
         **{
             name: chart.svg() if chart else None for name, chart in charts.comparison_charts(labelled).items()
         },
         sweeps=any(doc.get("sweep") for _, doc in labelled),
+        suite=suite,
     )
 
 

@@ -26,6 +26,7 @@ from pgmq_sim.render.lines import (
     processed_text,
     throughput_text,
 )
+from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.figures import KEPT_UP
 from pgmq_sim.verdicts.verdict import RunVerdict
@@ -71,6 +72,8 @@ def print_summary(
         table.add_row("fault", escape(fault_group_text(kind, faults)))
     table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
+    print_phases(console, result.phases, detail=False)
+    print_phases(console, result.phases, detail=False)
     if result.sweep is not None:
         console.print(f"[bold]{result.sweep.headline()}[/]")
         if result.sweep.limit_line():

@@ -21,6 +21,7 @@ from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.holders import LockCensus
+from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.result.waits import WaitProfile
@@ -172,6 +173,7 @@ class RunResult:
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
     claims: ClaimAccount | None = None  # what the claims did and why they were made (the cost account)
+    phases: tuple[PhaseResult, ...] = ()  # a run in phases: each measured apart
 
     @classmethod
     def from_stats(

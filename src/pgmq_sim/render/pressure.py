@@ -1,0 +1,92 @@
+"""A run's phases and -suite pressure's scorecards on the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from pgmq_sim.render.lines import account_text
+from pgmq_sim.result.phased import PhaseResult, SuiteCell
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _number(value: float | int | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) -> None:
+    """A row per phase; with detail, each phase's waits, limit and faults below."""
+    if not phases:
+        return
+    table = Table(title="phases (one queue, one audit)", title_justify="left")
+    for column in ("phase", "pressure", "msg/s", "e2e p50 ms", "e2e p99 ms", "backlog", "dead tuples", "MB"):
+        table.add_column(column, justify="left" if column in ("phase", "pressure") else "right")
+    table.add_column("limit / recovery")
+    for p in phases:
+        table.add_row(
+            escape(p.name),
+            escape(p.pressure or "-"),
+            f"{p.throughput_per_s:.0f}",
+            _ms(p.e2e_ms.get("p50")),
+            _ms(p.p99_ms),
+            str(p.backlog_end),
+            _number(p.dead_tuples_end),
+            _number(p.table_mb_end),
+            escape(p.recovery_text() or (p.limit or "-")),
+        )
+    console.print(table)
+    if not detail:
+        return
+    for p in phases:
+        console.print(f"[bold]{escape(p.name)}[/] waits: {escape(p.waits)}")
+        console.print(f"  limit {escape(p.limit or '-')}: {escape(p.limit_evidence or '')}")
+        if p.account is not None:
+            console.print(f"  where the time went: {escape(account_text(p.account))}")
+        for fault in p.faults:
+            console.print(f"  fault {escape(fault)}")
+
+
+def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: float) -> None:
+    """One scorecard per design, side by side in the order they ran."""
+    designs = list(dict.fromkeys(c.design for c in cells))
+    for design in designs:
+        table = Table(
+            title=f"pressure scorecard: {design} (baseline, pressure, recovery; {phase_s:g} s each)",
+            title_justify="left",
+        )
+        columns = ("pressure", "audit", "lost", "dup", "order", "msg/s", "p99 ms", "recovery", "dead peak")
+        for column in columns:
+            table.add_column(
+                column, justify="left" if column in ("pressure", "audit", "recovery") else "right"
+            )
+        table.add_column("limit during the pressure")
+        for c in (c for c in cells if c.design == design):
+            if c.skipped is not None:
+                table.add_row(escape(c.pressure), "skipped", *["-"] * 7, escape(c.skipped))
+                continue
+            recovery = (
+                "-"
+                if c.recovered is None
+                else f"{c.recovery_s:.0f} s"
+                if c.recovered
+                else f"not in {phase_s:g} s"
+            )
+            table.add_row(
+                escape(c.pressure),
+                c.audit or "not run",
+                _number(c.lost),
+                _number(c.duplicated),
+                _number(c.out_of_order),
+                _number(c.throughput_per_s),
+                _ms(c.p99_ms),
+                recovery,
+                _number(c.dead_tuples_peak),
+                escape(c.limit or "-"),
+            )
+        console.print(table)

@@ -1,0 +1,94 @@
+"""A run's phases as measured: each phase's figures from its own edges and seconds, the recovery
+after a pressure, and -suite pressure's scorecard rows read from the cells' runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgmq_sim.model.pressure import RECOVERY_HOLD_S, RECOVERY_P99_FACTOR
+from pgmq_sim.result.account import LatencyAccount
+from pgmq_sim.result.stats import SecondSample
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    name: str
+    pressure: str | None
+    started_s: float
+    seconds: float
+    offered_per_s: float
+    throughput_per_s: float
+    e2e_ms: dict[str, float | None]  # p50, p99 of the messages completed in the phase
+    backlog_end: int
+    backlog_max: int
+    dead_tuples_end: int | None
+    dead_tuples_peak: int | None
+    table_mb_end: float | None
+    waits: str  # the server's waits in the phase, in words
+    wait_profile: dict[str, float] | None
+    limit: str | None
+    limit_evidence: str | None
+    faults: tuple[str, ...] = ()  # the fault rows that began in the phase
+    recovery_s: float | None = None  # after a pressure phase: until back to the baseline's
+    recovered: bool | None = None  # None: not measured (no pressure before it, or no baseline)
+    account: LatencyAccount | None = field(default=None, compare=False)  # of the messages enqueued in it
+
+    @property
+    def p99_ms(self) -> float | None:
+        return self.e2e_ms.get("p99")
+
+    def recovery_text(self) -> str:
+        if self.recovered is None:
+            return ""
+        if self.recovered:
+            return f"recovered in {self.recovery_s:.0f} s"
+        return f"not recovered in {self.seconds:.0f} s"
+
+    def as_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "account"}
+        return data | {"latency_account": self.account.as_json() if self.account is not None else None}
+
+
+def recovery(
+    samples: Sequence[SecondSample], start_s: float, end_s: float, backlog: int, p99_ms: float | None
+) -> float | None:
+    """Seconds from `start_s` until the backlog is back to `backlog` and each second's end-to-end
+    p99 within RECOVERY_P99_FACTOR of `p99_ms`, for RECOVERY_HOLD_S whole seconds in a row (or up to
+    the phase's end); None: not within [start_s, end_s)."""
+    bound = None if p99_ms is None else p99_ms * RECOVERY_P99_FACTOR
+    seconds = [s for s in samples if s.second >= int(start_s) and s.second + 1 <= end_s + 1e-9]
+    run = 0
+    for index, s in enumerate(seconds):
+        fine = s.backlog <= backlog and (
+            bound is None or (s.e2e_p99_ms is not None and s.e2e_p99_ms <= bound)
+        )
+        run = run + 1 if fine else 0
+        if run >= RECOVERY_HOLD_S or (fine and index == len(seconds) - 1):
+            first = seconds[index - run + 1]
+            return max(0.0, first.second - start_s)
+    return None
+
+
+@dataclass(frozen=True)
+class SuiteCell:
+    """One -suite pressure cell: a design under one pressure, its baseline, the pressure and the
+    recovery; or why it was skipped."""
+
+    design: str
+    pressure: str
+    audit: str | None = None  # passed, failed; None: not run
+    lost: int | None = None
+    duplicated: int | None = None
+    out_of_order: int | None = None
+    throughput_per_s: float | None = None  # during the pressure
+    p99_ms: float | None = None
+    recovery_s: float | None = None
+    recovered: bool | None = None
+    dead_tuples_peak: int | None = None
+    limit: str | None = None
+    skipped: str | None = None  # the reason the server or role could not take it
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)

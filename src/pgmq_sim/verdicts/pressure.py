@@ -1,0 +1,63 @@
+"""-suite pressure's scorecard read from its cells' runs: per design and pressure, the audit, the
+figures under the pressure and the recovery after it; a pressure the server or role could not take
+is a skipped row with the reason, never a pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pgmq_sim.model.pressure import SUITE_PRESSURES
+from pgmq_sim.result.phased import SuiteCell
+from pgmq_sim.result.run import RunResult
+
+NOT_INJECTED = "not injected: "
+
+
+def suite_cell(result: RunResult) -> SuiteCell | None:
+    """The cell a run in phases scores (None: not a run with a pressure phase)."""
+    index = next((i for i, p in enumerate(result.phases) if p.pressure is not None), None)
+    if index is None:
+        return None
+    pressed = result.phases[index]
+    assert pressed.pressure is not None
+    after = result.phases[index + 1] if index + 1 < len(result.phases) else None
+    refused = [f.partition(NOT_INJECTED)[2] for f in pressed.faults if NOT_INJECTED in f]
+    if refused and len(refused) == len(pressed.faults):  # it never acted on the queue
+        return SuiteCell(result.strategy, pressed.pressure, skipped=refused[0])
+    audit = result.audit
+    return SuiteCell(
+        result.strategy,
+        pressed.pressure,
+        audit=audit.verdict if audit is not None else None,
+        lost=audit.missing if audit is not None else None,
+        duplicated=audit.duplicates if audit is not None else None,
+        out_of_order=audit.order_violations if audit is not None else None,
+        throughput_per_s=pressed.throughput_per_s,
+        p99_ms=pressed.p99_ms,
+        recovery_s=after.recovery_s if after is not None else None,
+        recovered=after.recovered if after is not None else None,
+        dead_tuples_peak=max(
+            (p.dead_tuples_peak for p in result.phases if p.dead_tuples_peak is not None), default=None
+        ),
+        limit=pressed.limit,
+    )
+
+
+def scorecard(results: Sequence[RunResult], failed: Sequence[dict[str, str]]) -> list[SuiteCell]:
+    """Every cell, by design as they ran and pressure as the suite orders them; a cell that could
+    not start is skipped with its error."""
+    cells = [cell for cell in map(suite_cell, results) if cell is not None]
+    cells += [SuiteCell(f["strategy"], f["pressure"], skipped=f["error"]) for f in failed if "pressure" in f]
+    designs = list(dict.fromkeys(c.design for c in cells))
+    names = [p.partition(":")[0] for p in SUITE_PRESSURES]
+
+    def place(cell: SuiteCell) -> tuple[int, int]:
+        name = cell.pressure.partition(":")[0]
+        return designs.index(cell.design), names.index(name) if name in names else len(names)
+
+    return sorted(cells, key=place)
+
+
+def suite_json(cells: Sequence[SuiteCell], phase_s: float) -> dict[str, Any]:
+    return {"kind": "pressure", "phase_s": phase_s, "cells": [c.as_json() for c in cells]}
