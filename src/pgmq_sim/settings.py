@@ -300,11 +300,13 @@ class Settings:
 def _check_values(s: Settings) -> None:
     """The combinations a run can keep, one line each (each value's own range is its option's:
     cli/options)."""
-    if s.suite_phase_s is not None and (s.suite is None or s.suite_phase_s <= 0):
+    if s.suite_phase_s is not None and s.suite is None:
         raise UsageError(
-            f"-phase {s.suite_phase_s:g}: seconds go with -suite pressure (each phase's, above 0); a run in"
-            f" phases gives each: {EXAMPLE}"
+            f"-phase {s.suite_phase_s:g} (seconds) goes with -suite pressure; a run in phases gives each:"
+            f" {EXAMPLE}"
         )
+    if s.suite_phase_s is not None and s.suite_phase_s <= 0:
+        raise UsageError(f"-phase {s.suite_phase_s:g}: give each phase's seconds, above 0")
     if s.suite is not None and not s.phases:
         _refuse_timing(s, "-suite pressure sets each cell's time and rate (-phase S, -rate R)")
     if s.fill_db is None and not (
