@@ -305,6 +305,8 @@ def _check_values(s: Settings) -> None:
             f"-phase {s.suite_phase_s:g} (seconds) goes with -suite pressure; a run in phases gives each:"
             f" {EXAMPLE}"
         )
+    if s.suite is not None and not s.rate:  # -rate's default is 0: none
+        raise UsageError("-suite pressure runs each phase at -rate R; give -rate (e.g. -rate 200)")
     if s.suite_phase_s is not None and s.suite_phase_s <= 0:
         raise UsageError(f"-phase {s.suite_phase_s:g}: give each phase's seconds, above 0")
     if s.suite is not None and not s.phases:

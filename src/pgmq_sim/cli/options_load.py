@@ -157,7 +157,6 @@ LOAD_OPTIONS = (
         "time",
         metavar="pressure",
         choices=SUITES,
-        needs=("rate", "give -rate R: each phase runs at it (e.g. -rate 200)"),
         example=("-suite", "pressure", "-rate", "50"),
     ),
     Option(
