@@ -26,6 +26,10 @@ APPLICATION_NAME = "pgmq-sim"
 CONNECT_TIMEOUT_S = 5
 CANCEL_TIMEOUT_S = 2.0
 ADMIN_LOCK_TIMEOUT_MS = 3_000
+# the tool's own statements (its install, prefill, run record, journal lookups, audit, account,
+# samples) run under this bound, not the role's statement_timeout: the longest the tool waits for
+# any of them (the audit's, engine/collecting)
+OWN_STATEMENT_TIMEOUT_MS = 600_000
 
 # Lost connections, restarts, fail-overs: worth a new connection. Anything else is a real error.
 LOST = (psycopg.OperationalError, psycopg.InterfaceError)
@@ -99,18 +103,26 @@ def limit_lock_waits(conn: psycopg.Connection) -> None:
     """Open the tool's transaction with a bound on lock waits: a lock held elsewhere must not hang
     the schema, the diagnosis or the audit. The role's own timeouts are the queue's policy, not the
     tool's: its install, audit and diagnosis are not ended by them (their waits are bounded by the
-    tool). SET LOCAL ends with the transaction."""
+    tool's own). SET LOCAL ends with the transaction."""
     conn.execute(own_limits(conn))
 
 
-def own_limits(conn: psycopg.Connection) -> str:
-    """The SET LOCALs of a transaction of the tool's own: its lock bound, and none of the role's
-    timeouts (transaction_timeout from PostgreSQL 17)."""
+def own_limits(conn: psycopg.Connection | psycopg.AsyncConnection[Any]) -> str:
+    """The SET LOCALs of a transaction of the tool's own: its own bounds on statements and lock
+    waits, and none of the role's idle or transaction timeouts (transaction_timeout from
+    PostgreSQL 17). Sent with the BEGIN in one round trip, the transaction is never idle under the
+    role's settings; SET LOCAL holds behind any pooler (a startup `options` does not)."""
     return (
-        f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}; set local statement_timeout = 0;"
+        f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS};"
+        f" set local statement_timeout = {OWN_STATEMENT_TIMEOUT_MS};"
         " set local idle_in_transaction_session_timeout = 0"
         + ("; set local transaction_timeout = 0" if conn.info.server_version >= 170000 else "")
     )
+
+
+def own_begin(conn: psycopg.Connection | psycopg.AsyncConnection[Any]) -> str:
+    """BEGIN a transaction of the tool's own, its bounds set in the same round trip."""
+    return f"begin; {own_limits(conn)}"
 
 
 OPEN_ATTEMPTS = 3
@@ -120,16 +132,18 @@ OPEN_ATTEMPTS = 3
 def admin_connection(dsn: str) -> Iterator[psycopg.Connection]:
     """The tool's own connection for one operation, its first transaction open with a lock bound.
     A role's idle-in-transaction timeout of a few milliseconds may end the session between the
-    driver's BEGIN and the bound that lifts it: nothing was done yet, so it is opened again."""
+    driver's BEGIN and the bound that lifts it (or its statement timeout cancel the bound itself):
+    nothing was done yet, so it is opened again."""
     for attempt in range(1, OPEN_ATTEMPTS + 1):
         conn = connect(dsn)
         try:
             limit_lock_waits(conn)
             break
         except psycopg.Error as exc:
-            lost = is_connection_lost(exc, conn.closed)
+            # or its statement_timeout of a few ms canceled the SET LOCALs themselves
+            again = is_connection_lost(exc, conn.closed) or isinstance(exc, psycopg.errors.QueryCanceled)
             conn.close()
-            if attempt == OPEN_ATTEMPTS or not lost:
+            if attempt == OPEN_ATTEMPTS or not again:
                 raise
     try:
         yield conn

@@ -8,7 +8,7 @@ import socket
 
 import psycopg
 
-from pgmq_sim.db.connection import connect_checked, own_limits
+from pgmq_sim.db.connection import connect_checked, own_begin
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.facts import PathFacts
 from pgmq_sim.model.kinds import PoolerMode
@@ -43,8 +43,8 @@ def probe(dsn: str) -> PathFacts:
         first, second = _pid(a), _pid(b)
         again = _pid(a)
         try:  # a transaction (begun with its limits in one round trip: never idle before they hold)
-            a.execute(f"begin; {own_limits(a)}")
-            a.execute("select 1")
+            a.execute(own_begin(a))
+            row = a.execute(statement("connection_facts")).fetchone()  # the tool's own: its bounds
             a.execute("commit")
         except psycopg.Error as exc:
             if STATEMENT_POOLING in str(exc):
@@ -53,7 +53,6 @@ def probe(dsn: str) -> PathFacts:
                     " them: connect through a transaction or session pool"
                 ) from None
             raise
-        row = a.execute(statement("connection_facts")).fetchone()
         assert row is not None
         seen_port, superuser, sees_all, version, server_tls = row
         tls = (server_tls or "TLS") if a.pgconn.ssl_in_use else None

@@ -193,6 +193,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
         audit_skipped=skipped if settings.audit and verdict is None else None,
+        ended_by=state.ended_by,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
         else judge_drift(timeline, state.elapsed, settings.drift),

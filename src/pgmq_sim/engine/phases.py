@@ -28,6 +28,7 @@ from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.ending import name_the_ending
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
@@ -471,6 +472,7 @@ def halt(state: RunState, parts: RunParts) -> None:
     described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:
         state.outcome, state.error = described
+    name_the_ending(state)
     if not state.changed:
         return
     state.log.event(f"{state.outcome}: {state.counter.count} processed in {state.elapsed:.2f} s")

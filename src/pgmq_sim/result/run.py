@@ -11,7 +11,7 @@ from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
-from pgmq_sim.model.reasons import ReasonCount
+from pgmq_sim.model.reasons import ReasonCount, RunEnding
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.account import LatencyAccount
@@ -170,6 +170,7 @@ class RunResult:
     latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
+    ended_by: RunEnding | None = None  # the server's error that ended a run that died
 
     @classmethod
     def from_stats(
@@ -213,6 +214,7 @@ class RunResult:
         latency: LatencyAccount | None = None,
         locks: LockCensus | None = None,
         audit_skipped: str | None = None,
+        ended_by: RunEnding | None = None,
     ) -> RunResult:
         """The result from the workers' own counters and histograms, merged."""
         totals = WorkerCounters.total(stats)
@@ -279,6 +281,7 @@ class RunResult:
             latency=latency,
             locks=locks,
             audit_skipped=audit_skipped,
+            ended_by=ended_by,
             claim_total_s=claim.cumulative_ms(())[1] / 1000,
             complete_total_s=complete.cumulative_ms(())[1] / 1000,
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.ending import ended
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
@@ -32,6 +33,7 @@ from pgmq_sim.verdicts.resources import (
 )
 
 RESOURCES = (
+    "error",  # a run that died of an error that is neither a server policy nor an outage
     "client-cpu",
     "locks",
     "server-policy",
@@ -194,6 +196,11 @@ def _ms(ms: float) -> str:
 
 
 def run_limit(r: RunResult) -> Limit:
+    """A run that died is judged by what ended it (verdicts/ending); one that ended as asked, by
+    its figures."""
+    found = ended(r)
+    if found is not None:
+        return Limit(found[0], found[1], None, found[2])
     return judge(run_figures(r))
 
 

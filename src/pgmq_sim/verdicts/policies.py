@@ -162,11 +162,11 @@ def policies_met(
             continue
         s = timeouts.get(name) if timeouts is not None else None
         said = timeouts.said(s) if s is not None and timeouts is not None else name
-        found.append(PolicyMet(name, said, met, _fix(met.cause, timeouts, s, shape)))
+        found.append(PolicyMet(name, said, met, policy_fix(met.cause, timeouts, s, shape)))
     return tuple(sorted(found, key=lambda p: -p.count))
 
 
-def _fix(cause: Cause, t: ServerTimeouts | None, s: ServerSetting | None, shape: RunShape) -> str:
+def policy_fix(cause: Cause, t: ServerTimeouts | None, s: ServerSetting | None, shape: RunShape) -> str:
     name = s.name if s is not None else str(cause)
     raised = t.raise_it(s, remedy_value(shape)) if t is not None and s is not None else f"raise {name}"
     if cause in (Cause.IDLE_IN_TRANSACTION, Cause.TRANSACTION_TIMEOUT):
