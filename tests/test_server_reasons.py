@@ -156,6 +156,10 @@ def test_a_3ms_statement_timeout_on_the_database_spares_the_prefill_and_is_the_t
     result = cli.run("-fill-db 4000 -workers 6 -orders 50 -work-ms 0 -claim indexed -json out.json")
     doc = json.loads((cli.workdir / "out.json").read_text())
     assert doc["produced"] == 4000, said(result.stdout + result.stderr)  # the COPY of 4000 rows: whole
+    assert (
+        f"note: statement_timeout = 3ms (ALTER DATABASE {database} SET) is shorter than some of the team's"
+        " statements will take" in said(result.stdout)
+    ), result.stdout
     setting = doc["server_timeouts"]["settings"]["statement_timeout"]
     assert (setting["ms"], setting["set_by"]) == (3, f"ALTER DATABASE {database} SET")
     if result.returncode != 0:  # died: judged by what ended it, naming the setting and where it is set

@@ -382,9 +382,12 @@ class ClaimSession:
             return await self._complete_each(claimed)
         plan, text = self._plan, self._text
         journal_first = plan.audited  # its row's answer precedes the completion's
+        bounds = text.journal_bounds if plan.audited else None  # the tool's bounds around its row
         parts = ["begin"] if self._split else []
         for c in claimed:
-            if plan.audited:
+            if bounds is not None:
+                parts += [bounds[0], text.journal(c), bounds[1]]
+            elif plan.audited:
                 parts.append(text.journal(c))
             parts.append(text.complete(c, owned=self._split))
         parts += ["commit", CLOCKS]
@@ -394,7 +397,8 @@ class ClaimSession:
         answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
         results = answer.results
         first = 1 if self._split else 0
-        per = 2 if journal_first else 1
+        per = (4 if bounds is not None else 2) if journal_first else 1
+        at_journal = 1 if bounds is not None else 0  # within a message's results
         done_at = first + per * len(claimed)
         if len(results) < done_at + 2:  # a completion, the commit or the clocks did not answer
             raise answer.failure() or SimError("the completion's round trip ended without its commit")
@@ -409,7 +413,7 @@ class ClaimSession:
             if plan.seed_table:
                 added.append((done.get_value(0, 0) or b"").decode() if done.ntuples else None)
             else:  # the journal's row says when the message arrived (or was due)
-                journal = results[first + per * i] if journal_first else None
+                journal = results[first + per * i + at_journal] if journal_first else None
                 added.append(
                     (journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None
                 )
@@ -430,8 +434,9 @@ class ClaimSession:
         server_s = 0.0
         for c in claimed:
             parts = ["begin", self._text.complete(c, owned=True)]
-            if self._plan.audited:
-                parts.append(self._text.journal(c))
+            bounds = self._text.journal_bounds
+            if self._plan.audited:  # last before the commit: the team's bounds need not come back
+                parts += [bounds[0], self._text.journal(c)] if bounds is not None else [self._text.journal(c)]
             parts += ["commit", CLOCKS]
             answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
             if answer.lost is not None:
@@ -445,7 +450,7 @@ class ClaimSession:
                 added.append(None)
                 continue
             results = answer.results
-            journal = results[2] if self._plan.audited else None
+            journal = results[3 if bounds is not None else 2] if self._plan.audited else None
             # at least once: a second delivery's completion finds the message gone (journaled all the same)
             finished.append(self._changed(COMPLETE, results[1]) > 0)
             added.append((journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None)

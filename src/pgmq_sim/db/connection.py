@@ -107,16 +107,18 @@ def limit_lock_waits(conn: psycopg.Connection) -> None:
     conn.execute(own_limits(conn))
 
 
-def own_limits(conn: psycopg.Connection | psycopg.AsyncConnection[Any]) -> str:
+def own_limits(conn: psycopg.Connection | psycopg.AsyncConnection[Any], local: bool = True) -> str:
     """The SET LOCALs of a transaction of the tool's own: its own bounds on statements and lock
     waits, and none of the role's idle or transaction timeouts (transaction_timeout from
     PostgreSQL 17). Sent with the BEGIN in one round trip, the transaction is never idle under the
-    role's settings; SET LOCAL holds behind any pooler (a startup `options` does not)."""
+    role's settings; SET LOCAL holds behind any pooler (a startup `options` does not). Not local:
+    for a session the tool holds alone (no transaction pooler)."""
+    set_ = "set local" if local else "set"
     return (
-        f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS};"
-        f" set local statement_timeout = {OWN_STATEMENT_TIMEOUT_MS};"
-        " set local idle_in_transaction_session_timeout = 0"
-        + ("; set local transaction_timeout = 0" if conn.info.server_version >= 170000 else "")
+        f"{set_} lock_timeout = {ADMIN_LOCK_TIMEOUT_MS};"
+        f" {set_} statement_timeout = {OWN_STATEMENT_TIMEOUT_MS};"
+        f" {set_} idle_in_transaction_session_timeout = 0"
+        + (f"; {set_} transaction_timeout = 0" if conn.info.server_version >= 170000 else "")
     )
 
 

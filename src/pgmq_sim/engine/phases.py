@@ -266,8 +266,10 @@ def prepare(state: RunState, parts: RunParts) -> None:
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
     settings, design = state.settings, state.design
     assert state.path is not None
+    on = state.timeouts.settings if state.timeouts is not None else ()
+    team = tuple((t.name, t.ms) for t in on if t.on and t.name in ("statement_timeout", "lock_timeout"))
     state.session = session = session_plan(
-        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type
+        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type, team
     )
     state.writer.prepared = not state.path.transaction_pooled
     state.writer.id_type = state.id_type

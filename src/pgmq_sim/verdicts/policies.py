@@ -18,6 +18,9 @@ from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.settings import Settings
 
 
+SHORT_STATEMENT_MS = 100  # a statement_timeout below it cancels some of any queue's statements
+
+
 @dataclass(frozen=True)
 class RunShape:
     """What of a run a server timeout can cut."""
@@ -85,6 +88,18 @@ def conflicts(t: ServerTimeouts, shape: RunShape) -> list[Conflict]:
                     f" its work ({shape.work_flag}; the claim does not skip locked rows): the server"
                     " will cancel those claims and they are tried again; to avoid it: a claim with FOR"
                     f" UPDATE SKIP LOCKED, or {t.raise_it(s, remedy_value(shape))}",
+                    refuse=False,
+                )
+            )
+        elif s.name == "statement_timeout" and s.ms < SHORT_STATEMENT_MS:
+            found.append(
+                Conflict(
+                    s.name,
+                    f"{t.said(s)} is shorter than some of the team's statements will take (a new session's"
+                    " first ones, a commit waiting for the WAL, a claim scanning a backlog): the server"
+                    " will cancel those claims, completions and enqueues, and they are rolled back and"
+                    " tried again (the tool's own work runs under its own bounds); to avoid it:"
+                    f" {t.raise_it(s, remedy_value(shape))}",
                     refuse=False,
                 )
             )
