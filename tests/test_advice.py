@@ -238,6 +238,22 @@ def died(cause: Cause, sqlstate: str, message: str, **changes: Any) -> RunResult
 TIMED_OUT = died(Cause.STATEMENT_TIMEOUT, "57014", "canceling statement due to statement timeout")
 BROKEN = died(Cause.OTHER, "42P01", 'relation "gone" does not exist')
 
+
+def stalled_by_policy() -> RunResult:
+    """A run stalled: every claim canceled by the database's 1 ms statement_timeout to its end."""
+    run = result(processed=0)
+    cancels = ReasonCount(
+        Cause.STATEMENT_TIMEOUT, "57014", "canceling statement due to statement timeout",
+        61, 0.1, run.elapsed_s - 0.2, 4, ("w1", "w2", "w3", "w4"), 0,
+    )  # fmt: skip
+    timeout = ServerSetting("statement_timeout", 1, "1ms", "database")
+    return dataclasses.replace(
+        run,
+        outcome=Outcome.STALLED,
+        server_reasons=(cancels,),
+        timeouts=ServerTimeouts("queue", "q", (timeout,)),
+    )
+
 # each limit, a run whose figures put it there, and words its evidence and its fix must hold
 LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
@@ -353,6 +369,12 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         ("ALTER DATABASE q SET statement_timeout = '1s'", "ALTER ROLE queue SET statement_timeout = '1s'"),
     ),
     ("error", BROKEN, ("the run died at", "worker w10 met an error (42P01)", "does not exist"), ("check",)),
+    (
+        "server-policy",  # no message could pass: the run stalled while the setting canceled every claim
+        stalled_by_policy(),
+        ("no message passed in the last", "statement_timeout = 1ms (ALTER DATABASE q SET)", "61 time(s)"),
+        ("ALTER DATABASE q SET statement_timeout = '1s'",),
+    ),
     (
         "claim-locks",  # 12 workers, each claim locking every head: the others' claims came back empty
         result(workers=12, empty=468, latency=account(hidden=900, service=8), locks=SELF_LOCKING),

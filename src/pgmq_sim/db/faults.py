@@ -9,6 +9,7 @@ import threading
 import psycopg
 from psycopg import sql
 
+from pgmq_sim.db.connection import limit_lock_waits
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.sqlfiles import statement
 
@@ -37,6 +38,7 @@ class ServerFaults:
             conn.rollback()  # a transaction of its own, with its own isolation and lock bound
             if what == "hold_snapshot":
                 conn.execute("set transaction isolation level repeatable read")
+            limit_lock_waits(conn)  # the tool's bounds: the role's idle timeout must not end the hold
             conn.execute(f"set local lock_timeout = {int(max(seconds, 1) * 1000)}")
             if what == "lock_queue":
                 names = sql.SQL(", ").join(sql.Identifier(*name.split(".", 1)) for name in tables)

@@ -18,7 +18,11 @@ STATEMENT_POOLING = "transaction blocks not allowed"
 
 
 def _pid(conn: psycopg.Connection) -> int:
+    """The serving backend, asked in a transaction of the tool's own (a role's statement_timeout of
+    a millisecond cancels a new backend's first statements)."""
+    conn.execute(own_begin(conn))
     row = conn.execute("select pg_backend_pid()").fetchone()
+    conn.execute("commit")
     assert row is not None
     return int(row[0])
 
@@ -40,9 +44,9 @@ def probe(dsn: str) -> PathFacts:
     both are open mean transaction pooling; a backend handed from a closed client to a new one
     means a pooler keeping sessions. Raises UsageError for statement pooling (no transactions)."""
     with connect_checked(dsn, autocommit=True) as a, connect_checked(dsn, autocommit=True) as b:
-        first, second = _pid(a), _pid(b)
-        again = _pid(a)
-        try:  # a transaction (begun with its limits in one round trip: never idle before they hold)
+        try:  # transactions (begun with their limits in one round trip: never idle before they hold)
+            first, second = _pid(a), _pid(b)
+            again = _pid(a)
             a.execute(own_begin(a))
             row = a.execute(statement("connection_facts")).fetchone()  # the tool's own: its bounds
             a.execute("commit")

@@ -6,7 +6,7 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.connection import connect, own_begin
+from pgmq_sim.db.connection import connect, limit_lock_waits, own_begin
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
 from pgmq_sim.model.facts import ServerCounters, StallFacts, StatementCounters, TablePulse
@@ -105,6 +105,7 @@ class ServerViews:
                 except psycopg.errors.LockNotAvailable:
                     pending, heads, unlocked = [], [], set()
             conn.rollback()
+            limit_lock_waits(conn)  # the next transaction is the tool's too: its bounds again
             holders = conn.execute(statement("lock_holders"), (our_pids,)).fetchall()
             facts = conn.execute(statement("connection_facts")).fetchone()
             return StallFacts(blocked, pending, heads, unlocked, holders, bool(facts and facts[2]))

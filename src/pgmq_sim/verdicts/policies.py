@@ -17,7 +17,6 @@ from pgmq_sim.model.reasons import Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.settings import Settings
 
-
 SHORT_STATEMENT_MS = 100  # a statement_timeout below it cancels some of any queue's statements
 
 
