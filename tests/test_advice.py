@@ -254,6 +254,7 @@ def stalled_by_policy() -> RunResult:
         timeouts=ServerTimeouts("queue", "q", (timeout,)),
     )
 
+
 # each limit, a run whose figures put it there, and words its evidence and its fix must hold
 LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
