@@ -61,6 +61,17 @@ def conflicts(t: ServerTimeouts, shape: RunShape) -> list[Conflict]:
             continue
         if s.name in ("idle_in_transaction_session_timeout", "transaction_timeout") and shape.in_transaction:
             found += _work_in_transaction(t, s, shape)
+        elif s.name == "idle_in_transaction_session_timeout" and s.ms < SHORT_STATEMENT_MS:
+            found.append(
+                Conflict(
+                    s.name,
+                    f"{t.said(s)} is shorter than a busy client may pause between two round trips of one"
+                    " transaction (-tx split claims in two: the claim, then its attempt's bookkeeping): the"
+                    " server will end those sessions, and the workers reconnect and claim again; to avoid"
+                    f" it: {t.raise_it(s, remedy_value(shape))}",
+                    refuse=False,
+                )
+            )
         elif s.name == "idle_session_timeout" and shape.idle_s * 1000 >= s.ms:
             waits = "the fallback an idle worker waits for a notification" if shape.notify else (
                 "the sleep of an idle worker between empty claims"
