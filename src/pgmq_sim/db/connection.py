@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.generators import execute
+from psycopg.pq import ExecStatus, TransactionStatus
 
 from pgmq_sim.dsn import check_dsn, first_line, redact, scrub
 from pgmq_sim.errors import SimError
@@ -103,8 +105,16 @@ def limit_lock_waits(conn: psycopg.Connection) -> None:
     """Open the tool's transaction with a bound on lock waits: a lock held elsewhere must not hang
     the schema, the diagnosis or the audit. The role's own timeouts are the queue's policy, not the
     tool's: its install, audit and diagnosis are not ended by them (their waits are bounded by the
-    tool's own). SET LOCAL ends with the transaction."""
-    conn.execute(own_limits(conn))
+    tool's own). SET LOCAL ends with the transaction. The BEGIN goes with them, in one round trip
+    (psycopg's own BEGIN would leave the session idle in a transaction for one, under the role's
+    idle-in-transaction timeout); psycopg then sees the transaction open and carries on in it."""
+    if conn.pgconn.transaction_status != TransactionStatus.IDLE:
+        conn.execute(own_limits(conn))
+        return
+    conn.pgconn.send_query(own_begin(conn).encode())
+    for result in conn.wait(execute(conn.pgconn)):
+        if result.status == ExecStatus.FATAL_ERROR:
+            raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
 
 
 def own_limits(conn: psycopg.Connection | psycopg.AsyncConnection[Any], local: bool = True) -> str:

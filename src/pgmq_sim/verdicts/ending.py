@@ -13,6 +13,7 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.policies import RunShape, policy_fix, remedy_value, run_shape
 
 LOST = frozenset({Cause.CLOSED, Cause.TERMINATED, Cause.SHUTDOWN, Cause.CRASH, Cause.NOT_ACCEPTING})
+SESSION_POLICIES = frozenset({Cause.IDLE_IN_TRANSACTION, Cause.TRANSACTION_TIMEOUT, Cause.IDLE_SESSION})
 
 Found = tuple[str, str, str | None]
 
@@ -25,10 +26,11 @@ def ending_line(ending: RunEnding, timeouts: ServerTimeouts | None, shape: RunSh
     return f"{ending.who} failed: {what}: {said.text()}; {_fix(said, timeouts, shape)}"
 
 
-def _cause(said: ServerReason, timeouts: ServerTimeouts | None) -> str:
+def _cause(said: ServerReason, timeouts: ServerTimeouts | None, many: bool = False) -> str:
     s = timeouts.get(said.setting) if timeouts is not None and said.setting else None
     if s is not None and timeouts is not None:
-        return f"the server's {timeouts.said(s)} ended its statement"
+        ended = "session" if said.cause in SESSION_POLICIES else "statement"
+        return f"the server's {timeouts.said(s)} ended " + (f"{ended}s" if many else f"its {ended}")
     return said.label
 
 
@@ -83,7 +85,7 @@ def _stalled(r: RunResult, shape: RunShape) -> Found | None:
     top = max(met, key=lambda m: m.count)
     said = top.reason
     evidence = (
-        f"no message passed in the last {r.settings.stall_timeout:g} s while {_cause(said, r.timeouts)}"
+        f"no message passed in the last {r.settings.stall_timeout:g} s while {_cause(said, r.timeouts, True)}"
         f" {top.count} time(s) ({said.text()}, {top.when()}, {top.who()})"
     )
     return "server-policy", evidence, _fix(said, r.timeouts, shape)
