@@ -29,6 +29,7 @@ from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.ending import name_the_ending
+from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
@@ -39,7 +40,6 @@ from pgmq_sim.model.skew import hottest_share, key_sampler
 from pgmq_sim.verdicts.policies import conflicts, run_shape
 
 STOP_GRACE_S = 2.0
-TOOL_TABLES = ("pgmq_sim_run", "pgmq_sim_owners", "pgmq_sim_enqueued", "pgmq_sim_bystander")
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
 
 
@@ -124,23 +124,6 @@ def check(state: RunState, parts: RunParts) -> None:
             " `pgmq-sim audit` checks such a queue before a new run replaces it"
         )
     parts.carrier.open(state)
-
-
-def refuse_foreign_owners(state: RunState, names: list[str]) -> None:
-    """A table or function of the tool's that another role owns (an earlier run as a superuser made
-    it) would stop the run halfway, 'permission denied': refused before anything changes, named
-    with its owner and the fix."""
-    owned = call_bounded(lambda: state.db.foreign_owners(names), 30, state.signals, "owner check", True)
-    if owned:
-        name, owner = owned[0]
-        role = state.timeouts.role if state.timeouts is not None else "the run's role"
-        more = f" (and {', '.join(n for n, _ in owned[1:])})" if len(owned) > 1 else ""
-        kind = "FUNCTION" if name.startswith("pgmq_sim_") and name not in TOOL_TABLES else "TABLE"
-        raise UsageError(
-            f"{kind.lower()} {name}{more} belongs to role {owner} (an earlier run as {owner} made it), and"
-            f" this run's role {role} may not replace it: as {owner}, ALTER {kind} {name} OWNER TO {role}"
-            f" (or drop it), or run as {owner}"
-        )
 
 
 def check_timeouts(state: RunState) -> None:
