@@ -19,7 +19,7 @@ from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
 from pgmq_sim.model.kinds import Outcome, PoolerMode
 from pgmq_sim.model.locks import source_functions
-from pgmq_sim.model.reasons import Cause, ReasonCount
+from pgmq_sim.model.reasons import Cause, ReasonCount, RunEnding, ServerReason
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.account import PARTS, CohortSplit, LatencyAccount
@@ -239,6 +239,38 @@ def policed(**changes: Any) -> RunResult:
     )
 
 
+def died(cause: Cause, sqlstate: str, message: str, **changes: Any) -> RunResult:
+    """A run that died of one server error (a worker's), its workers busy: its figures alone would
+    say `workers`. The database's statement_timeout is 3 ms."""
+    timeout = ServerSetting("statement_timeout", 3, "3ms", "database")
+    return dataclasses.replace(
+        result(**{"groups": 100, "busy_ms": 6.0, "rate": 1000.0, "offered": 1200} | changes),
+        outcome=Outcome.FAILED,
+        ended_by=RunEnding("worker w10", ServerReason(cause, sqlstate, message)),
+        timeouts=ServerTimeouts("queue", "q", (timeout,)),
+    )
+
+
+TIMED_OUT = died(Cause.STATEMENT_TIMEOUT, "57014", "canceling statement due to statement timeout")
+BROKEN = died(Cause.OTHER, "42P01", 'relation "gone" does not exist')
+
+
+def stalled_by_policy() -> RunResult:
+    """A run stalled: every claim canceled by the database's 1 ms statement_timeout to its end."""
+    run = result(processed=0)
+    cancels = ReasonCount(
+        Cause.STATEMENT_TIMEOUT, "57014", "canceling statement due to statement timeout",
+        61, 0.1, run.elapsed_s - 0.2, 4, ("w1", "w2", "w3", "w4"), 0,
+    )  # fmt: skip
+    timeout = ServerSetting("statement_timeout", 1, "1ms", "database")
+    return dataclasses.replace(
+        run,
+        outcome=Outcome.STALLED,
+        server_reasons=(cancels,),
+        timeouts=ServerTimeouts("queue", "q", (timeout,)),
+    )
+
+
 # each limit, a run whose figures put it there, and words its evidence and its fix must hold
 LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
@@ -342,6 +374,23 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
         policed(),
         ("idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3000 session(s)", "75%"),
         ("use -tx split", "ALTER ROLE queue SET idle_in_transaction_session_timeout = '1s'"),
+    ),
+    (
+        "server-policy",  # the run died of it: its cause, not what it measured before
+        TIMED_OUT,
+        (
+            "the run died at",
+            "worker w10 met the server's statement_timeout = 3ms (ALTER DATABASE q SET) ended its statement",
+            "(57014)",
+        ),
+        ("ALTER DATABASE q SET statement_timeout = '1s'", "ALTER ROLE queue SET statement_timeout = '1s'"),
+    ),
+    ("error", BROKEN, ("the run died at", "worker w10 met an error (42P01)", "does not exist"), ("check",)),
+    (
+        "server-policy",  # no message could pass: the run stalled while the setting canceled every claim
+        stalled_by_policy(),
+        ("no message passed in the last", "statement_timeout = 1ms (ALTER DATABASE q SET)", "61 time(s)"),
+        ("ALTER DATABASE q SET statement_timeout = '1s'",),
     ),
     (
         "claim-locks",  # 12 workers, each claim locking every head: the others' claims came back empty
@@ -641,6 +690,7 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
     ("producer", LIMITS[9][1], ()),
     ("outage", LIMITS[8][1], ()),
     ("server-policy", policed(tx="split"), ("-tx split",)),
+    ("error", BROKEN, ()),
     ("server-cpu", result(server_cost=ServerCost(1000, 1e6, {"xact_commit": 3000}, None, None, 2.0 * 8)), ()),
     ("idle_workers", result(workers=12, groups=2, empty=5000), ()),
     ("polling_latency", result(rate=100.0, e2e_ms=500, wakeup="notify"), ("-wakeup notify",)),
@@ -726,3 +776,16 @@ def test_the_runs_own_blockers_are_summed_and_a_foreign_one_named_when_it_holds_
     assert "pid 4242 (report job; outside the run; idle in transaction) holding" in both.evidence
     rare = limit(*workers, dataclasses.replace(report, samples=10))  # a sixth of the workers': not the cause
     assert rare.fix is not None and rare.fix.startswith("claims queue behind each other's row locks")
+
+
+def test_a_run_that_died_names_its_cause_and_the_fix_in_one_line() -> None:
+    from pgmq_sim.verdicts.ending import ending_line
+    from pgmq_sim.verdicts.policies import run_shape
+
+    assert TIMED_OUT.ended_by is not None
+    line = ending_line(TIMED_OUT.ended_by, TIMED_OUT.timeouts, run_shape(TIMED_OUT.settings, False))
+    assert line.startswith(
+        "worker w10 failed: the server's statement_timeout = 3ms (ALTER DATABASE q SET) ended its statement:"
+    ), line
+    assert "raise it where it is set (ALTER DATABASE q SET statement_timeout = '1s')" in line, line
+    assert "for the queue's role only (ALTER ROLE queue SET statement_timeout = '1s')" in line, line

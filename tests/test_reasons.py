@@ -101,7 +101,10 @@ def test_a_timeout_no_message_could_pass_refuses_and_one_some_would_pass_is_said
     batched = conflicts(timeouts(IDLE_TX), run_shape(settings(work=WorkTime(3, 4), batch=2), True))
     assert [c.refuse for c in batched] == [True]  # a batch's work idles the transaction: 6 ms at least
     assert conflicts(timeouts(IDLE_TX), run_shape(settings(work=WorkTime(1, 4)), True)) == []
-    assert conflicts(timeouts(IDLE_TX), run_shape(settings(work=WorkTime(10, 20), tx="split"), True)) == []
+    # split: the work idles no transaction, but a busy client's pause between the claim's two round
+    # trips may (measured: 92% of the attempts ended at 5 ms on a shared host): said, not refused
+    (split,) = conflicts(timeouts(IDLE_TX), run_shape(settings(work=WorkTime(10, 20), tx="split"), True))
+    assert not split.refuse and "a busy client may pause between two round trips" in split.line
 
 
 def test_idle_sessions_and_claims_that_wait_on_locks_are_said_against_their_timeouts() -> None:

@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
 from checks import free_port, wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
+from psycopg.conninfo import conninfo_to_dict
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +43,30 @@ def test_a_foreign_table_is_refused_and_kept(cli: Cli, db: psycopg.Connection) -
     assert db.execute("select to_regclass('msg_failures')").fetchone()[0] is not None
     # said explicitly, the tables are replaced
     assert cli.run("-fill-db 20 -workers 3 -work-ms 0 -replace-tables").returncode == 0
+
+
+def test_a_tool_table_owned_by_another_role_is_refused_naming_its_owner(
+    cli: Cli, db: psycopg.Connection, dsn: str
+) -> None:
+    """A run as the superuser makes the tool's tables; a run as a plain role then could not replace
+    them ('permission denied for table pgmq_sim_run' halfway): it is refused before anything
+    changes, in one line naming the table, its owner and the fix, and the first run's data stay."""
+    assert cli.run("-fill-db 20 -workers 3 -work-ms 0").returncode == 0
+    owner = db.execute("select current_user").fetchone()[0]
+    role = f"plain_{uuid.uuid4().hex[:8]}"
+    db.execute(f"create role {role} login")
+    db.execute(f"grant all on schema public to {role}")
+    try:
+        params = conninfo_to_dict(dsn)
+        plain = f"postgresql://{role}@/{params['dbname']}?host={params['host']}&port={params['port']}"
+        result = cli.run("-dsn", plain, "-fill-db 20 -workers 3", dsn=False)
+        assert_one_line_error(
+            result, 2, "msg_failures", "pgmq_sim_run", f"belongs to role {owner}", f"OWNER TO {role}"
+        )
+        assert db.execute("select count(*) from msg_queue").fetchone() == (20,)
+    finally:
+        db.execute(f"drop owned by {role}")
+        db.execute(f"drop role {role}")
 
 
 def test_a_foreign_notify_function_is_refused_and_kept(cli: Cli, db: psycopg.Connection) -> None:

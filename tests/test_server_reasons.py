@@ -142,3 +142,45 @@ def test_statement_and_lock_timeouts_met_during_a_run_are_ridden_through_and_nam
     assert rows["lock_timeout"]["count"] == met["lock-timeout"]["count"]
     log = (cli.workdir / "msg_queue.log").read_text()
     assert "the server ended a statement: canceling statement due to statement timeout (57014)" in log
+
+
+def test_a_3ms_statement_timeout_on_the_database_spares_the_prefill_and_is_the_teams_own(
+    cli: Cli, db: psycopg.Connection, dsn: str
+) -> None:
+    """`ALTER DATABASE ... SET statement_timeout = '3ms'`: the prefill (COPY, the tool's own work)
+    survives it, whole; the workers' set-up (their PREPAREs) too; their claims and completions are
+    the team's and ride through it. The run completes, or is judged by the setting, never by
+    what it measured before it died."""
+    database = conninfo_to_dict(dsn)["dbname"]
+    db.execute(f"alter database {database} set statement_timeout = '3ms'")
+    result = cli.run("-fill-db 4000 -workers 6 -orders 50 -work-ms 0 -claim indexed -json out.json")
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert doc["produced"] == 4000, said(result.stdout + result.stderr)  # the COPY of 4000 rows: whole
+    assert (
+        f"note: statement_timeout = 3ms (ALTER DATABASE {database} SET) is shorter than some of the team's"
+        " statements will take" in said(result.stdout)
+    ), result.stdout
+    setting = doc["server_timeouts"]["settings"]["statement_timeout"]
+    assert (setting["ms"], setting["set_by"]) == (3, f"ALTER DATABASE {database} SET")
+    if result.returncode != 0:  # died: judged by what ended it, naming the setting and where it is set
+        assert doc["limit"]["resource"] == "server-policy", doc["limit"]
+        assert f"ALTER DATABASE {database} SET" in doc["error"], doc["error"]
+        return
+    assert doc["audit"]["verdict"] == "pass" and doc["processed"] == 4000
+    assert doc["limit"]["resource"] not in ("workers", "polling", "none") or doc["error"] is None
+
+
+def test_a_3ms_statement_timeout_on_the_database_is_ridden_through_by_a_rate_run(
+    cli: Cli, db: psycopg.Connection, dsn: str
+) -> None:
+    """The same setting during a run at a rate: the producer's enqueues, the claims and the
+    completions it cancels are rolled back, counted and tried again; the tool's set-up and its
+    record are not canceled; the run lasts its duration and the audit passes."""
+    database = conninfo_to_dict(dsn)["dbname"]
+    db.execute(f"alter database {database} set statement_timeout = '3ms'")
+    result = cli.run("-duration 4 -rate 200 -workers 6 -orders 50 -work-ms 0-1 -claim indexed -json out.json")
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    assert result.returncode == 0, said(result.stdout + result.stderr)
+    assert doc["outcome"] == "completed" and doc["error"] is None and doc["ended_by"] is None
+    assert doc["audit"]["verdict"] == "pass" and doc["produced"] >= doc["processed"] > 0
+    assert doc["elapsed_s"] >= 4

@@ -62,10 +62,12 @@ class Outage:
         self._reconnected_at = 0.0
         self._pending: tuple[float, ServerReason, int | None] | None = None  # a termination not yet named
         self._refused = False  # the server refused a reconnect within the outage
+        self._policy_losses = 0  # sessions the server's own timeouts ended since a statement answered
 
     @property
     def going_on(self) -> bool:
-        return self._backoff is not None
+        """An outage, or sessions the server's timeouts ended, since a statement last answered."""
+        return self._backoff is not None or self._policy_losses > 0
 
     def backoff(self) -> Backoff:
         """The outage's backoff, or a fresh one for a first connect."""
@@ -134,6 +136,7 @@ class Outage:
 
     def answered(self) -> None:
         """A statement answered: the outage, if one was going on, is over."""
+        self._policy_losses = 0
         if self._backoff is None:
             return
         if self._refusals:
@@ -149,6 +152,16 @@ class Outage:
         backoff's next wait (raises past -reconnect-timeout). The caller closes the session either
         way."""
         now = time.monotonic()
+        said = server_reason(exc, self._dsn)
+        if said.policy:  # the server's own timeout ended the session: counted, no outage, reconnect now
+            at_s = self._clock()
+            self._stats.connections_lost += 1
+            self._timeline.lost(at_s, outage=False)
+            self._timeline.reasons.met(at_s, said, self._stats.name, pid, lost=True)
+            self._log.event(f"worker {self._stats.name} lost its connection: {said.text()}; reconnecting")
+            self._reconnected = False  # the reconnect is counted
+            self._policy_losses += 1  # again before any answer: a short backoff, doubling to 1 s
+            return 0.0 if self._policy_losses < 2 else min(1.0, 0.01 * 2 ** (self._policy_losses - 2))
         backoff = self._backoff
         if backoff is not None and now - self._reconnected_at < SAME_OUTAGE_S:
             self._refusals += 1
@@ -168,10 +181,9 @@ class Outage:
         self.settle()
         self._backoff, self._since, self._refusals, self._reconnected = self._new_backoff(), now, 0, False
         self._refused = False
-        said = server_reason(exc, self._dsn)
         at_s = self._clock()
         self._stats.connections_lost += 1
-        self._timeline.lost(at_s, outage=not said.policy)
+        self._timeline.lost(at_s, outage=True)
         if said.cause == Cause.TERMINATED:  # a command or a shutdown: the reconnect tells
             self._pending = (at_s, said, pid)
         else:

@@ -130,6 +130,7 @@ class BatchWriter:
         self._log = log
         self._evidence = evidence
         self._wire: Wire | None = None
+        self._doubt = False  # a write was sent and its answer lost: looked for before it is written again
         self._recorded_at = time.monotonic()
         self.prepared = True  # named statements for the one-message insert (not behind a tx pooler)
         self.id_type: str | None = None  # a folder design's own ids: its enqueue returns them
@@ -137,6 +138,7 @@ class BatchWriter:
         self.connections_lost = 0
         self.writes = 0  # the producer's transactions
         self.records = 0  # the tool's: the run record raised
+        self.own = False  # the tool's own writes (the prefill): under its bounds, not the role's timeouts
 
     async def _sleep(self, seconds: float) -> bool:
         if self._bell is None:
@@ -144,26 +146,41 @@ class BatchWriter:
         return await self._halt.sleep(seconds, self._bell)
 
     async def write(self, rows: list[Message]) -> None:
-        """Write the batch once, whatever the connection does, or raise past the deadline."""
-        wire = self._wire
+        """Write the batch once, whatever the connection does, or raise past the deadline. A write
+        the server ended (its statement or lock timeout, a deadlock) rolled back: it is counted by
+        its reason and written again, after a short backoff when it repeats."""
         ended = 0
-        while wire is not None:  # the usual case: one round trip, nothing in doubt
+        while True:
             try:
-                await self._write(wire, rows)
+                await self._write_once(rows)
                 return
             except psycopg.Error as exc:
-                if self._lost(exc):
-                    self._on_lost(exc, False)
-                    break
-                if not server_reason(exc, self._dsn).retried or self._halt.is_set():
+                if self._lost(exc) or not server_reason(exc, self._dsn).retried or self._halt.is_set():
                     raise
                 self._met(exc, lost=False)
                 if self.committed >= rows[-1].msg_id:  # it landed; the run record's count after it did not
                     return
+                if len(rows) > 1 and not self.own:  # a catch-up batch the role's timeout ends: the
+                    for row in rows:  # application's shape, one enqueue each, each ridden through
+                        if row.msg_id > self.committed:
+                            await self.write([row])
+                    return
                 ended += 1
                 if ended > 1 and await self._sleep(min(1.0, 0.01 * 2 ** (ended - 2))):
                     raise
-        await self._write_again(rows, in_doubt=wire is not None)
+
+    async def _write_once(self, rows: list[Message]) -> None:
+        wire = self._wire
+        if wire is not None and not self._doubt:  # the usual case: one round trip, nothing in doubt
+            try:
+                await self._write(wire, rows)
+                return
+            except psycopg.Error as exc:
+                if not self._lost(exc):
+                    raise
+                self._on_lost(exc, False)
+                self._doubt = True
+        await self._write_again(rows)
 
     def _met(self, exc: BaseException, lost: bool) -> None:
         """A write the server ended (lost: the session with it), counted by its reason and said."""
@@ -177,9 +194,11 @@ class BatchWriter:
 
     async def _write(self, wire: Wire, rows: list[Message]) -> None:
         if self._evidence == Evidence.LOG:
-            await write_logged(wire, rows, functions=not self.prepared, keyed=self.id_type is not None)
+            await write_logged(
+                wire, rows, functions=not self.prepared, keyed=self.id_type is not None, own=self.own
+            )
         else:
-            await write_batch(wire, rows, self._evidence, self.prepared, self._enqueue)
+            await write_batch(wire, rows, self._evidence, self.prepared, self._enqueue, self.own)
         self.writes += 1
         self.committed = target = rows[-1].msg_id
         if self._evidence != Evidence.RECORD and time.monotonic() - self._recorded_at >= RECORD_EVERY_S:
@@ -197,7 +216,7 @@ class BatchWriter:
             self.connections_lost += 1
             self._met(exc, lost=True)
 
-    async def _write_again(self, rows: list[Message], in_doubt: bool) -> None:
+    async def _write_again(self, rows: list[Message]) -> None:
         """Connect (again), and write the batch, unless it was sent and its lost commit answer had
         landed (it is looked for before it is written again)."""
         target = rows[-1].msg_id
@@ -208,15 +227,17 @@ class BatchWriter:
                     self._dsn, self._evidence, self.prepared, self._enqueue, self.id_type
                 )
             wire = self._wire
-            if in_doubt and await landed(wire, target, self._evidence):
-                self.committed = target  # the lost commit went through
-                return
+            if self._doubt:
+                if await landed(wire, target, self._evidence):
+                    self.committed = target  # the lost commit went through
+                    self._doubt = False
+                    return
+                self._doubt = False
             await self._write(wire, rows)
 
         def on_lost(exc: BaseException) -> None:
-            nonlocal in_doubt
-            self._on_lost(exc, in_doubt)
-            in_doubt = True
+            self._on_lost(exc, self._doubt)
+            self._doubt = True
 
         def give_up(exc: BaseException) -> BaseException:
             return ServerLostError(
@@ -245,6 +266,7 @@ class BatchWriter:
 
 async def prefill(writer: BatchWriter, source: MessageSource, count: int, halt: Halt) -> None:
     """COPY the backlog in chunks, each its own transaction, checking for a stop between them."""
+    writer.own = True  # the backlog is the tool's set-up, not the team's traffic
     try:
         while source.generated < count and not halt.is_set():
             await writer.write(source.take(min(PREFILL_CHUNK, count - source.generated)))

@@ -108,9 +108,11 @@ def session_plan(
     transaction_pooled: bool = False,
     pooled: bool = False,
     id_type: str | None = None,
+    team_timeouts: tuple[tuple[str, int], ...] = (),
 ) -> SessionPlan:
     """What each worker's session runs, from the settings and the design: the same in every process.
-    `id_type`: the type of the id a design's enqueue returns as msg_id (its own ids), if it does."""
+    `id_type`: the type of the id a design's enqueue returns as msg_id (its own ids), if it does;
+    `team_timeouts`: the role's statement and lock timeouts that are on (name, ms)."""
     return SessionPlan(
         design.claim.text,
         design.deletes,
@@ -130,6 +132,7 @@ def session_plan(
         id_type=id_type or "bigint",
         builtin_claim=design.claim.origin in ("built-in", "packaged"),
         keyed=id_type is not None,
+        team_timeouts=team_timeouts,
     )
 
 

@@ -10,6 +10,7 @@ enqueue goes with the tool's log row, in one transaction and one round trip.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pgmq_sim.db.connection import connect_async
+from pgmq_sim.db.connection import connect_async, own_begin
 from pgmq_sim.db.statements import (
     ENQUEUE,
     ENQUEUE_ARGUMENTS,
@@ -60,14 +61,16 @@ async def open_writer(
     """The producer's connection, its statements PREPAREd where a session keeps them."""
     conn = await connect_async(dsn, "producer")
     try:
-        if prepared:
+        if prepared:  # the tool's set-up: under its own bounds (a PREPARE plans the statement)
             statements = (
                 producer_statements(enqueue, id_type)
                 if evidence == Evidence.LOG
                 else [design_statement(ENQUEUE, enqueue, ENQUEUE_ARGUMENTS)]
             )
+            await conn.execute(own_begin(conn))
             for s in statements:
                 await conn.execute(prepare(s))
+            await conn.execute("commit")
     except BaseException:
         await conn.close()
         raise
@@ -88,16 +91,30 @@ def enqueue_params(m: Message) -> list[bytes | None]:
 
 
 async def write_batch(
-    wire: Wire, messages: Sequence[Message], evidence: Evidence, prepared: bool, enqueue: str
+    wire: Wire,
+    messages: Sequence[Message],
+    evidence: Evidence,
+    prepared: bool,
+    enqueue: str,
+    own: bool = False,
 ) -> None:
     """Write the seed table's messages, all or none: one INSERT (the design's enqueue.sql) for one
     message, else one COPY. The connection is in autocommit, so the statement is its transaction,
-    unless the record must count it too."""
-    if evidence == Evidence.RECORD:
+    unless the record must count it too. `own`: the tool's own write (the prefill), a COPY in a
+    transaction under the tool's bounds, whatever the role's timeouts."""
+    if own or evidence == Evidence.RECORD:
         with wire.aside() as conn:
-            async with conn.transaction():
+            await conn.execute(own_begin(conn) if own else "begin")
+            try:
                 await copy_rows(conn, messages)
-                await conn.execute(statement("run_produced"), (messages[-1].msg_id,))
+                if evidence == Evidence.RECORD:
+                    await conn.execute(statement("run_produced"), (messages[-1].msg_id,))
+                await conn.execute("commit")
+            except BaseException:
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("rollback")
+                raise
     elif len(messages) == 1:
         params = enqueue_params(messages[0])
         if prepared:
@@ -112,12 +129,15 @@ async def write_batch(
             await copy_rows(conn, messages)
 
 
-async def write_logged(wire: Wire, messages: Sequence[Message], functions: bool, keyed: bool = False) -> None:
+async def write_logged(
+    wire: Wire, messages: Sequence[Message], functions: bool, keyed: bool = False, own: bool = False
+) -> None:
     """A folder design's enqueues, each with the tool's log row, all or none: one transaction and
     one round trip per chunk (the first chunk's commit is the only one a single message needs).
     A design of its own ids answers each enqueue with its id, which the log rows carry: a second
     round trip in the same transaction (the enqueue runs as written; nothing is read inside it)."""
     conn = wire.connection
+    begin = own_begin(conn) if own else "begin"  # own: the prefill, under the tool's bounds
     for start in range(0, len(messages), LOGGED_CHUNK):
         enqueues, logs = [], []
         for m in messages[start : start + LOGGED_CHUNK]:
@@ -131,10 +151,10 @@ async def write_logged(wire: Wire, messages: Sequence[Message], functions: bool,
             calls = []
             for enqueue, log in zip(enqueues, logs, strict=True):
                 calls += [enqueue, call(LOGGED, log, functions)]
-            await _all_or_none(wire, f"begin; {'; '.join(calls)}; commit")
+            await _all_or_none(wire, f"{begin}; {'; '.join(calls)}; commit")
             continue
-        answer = await _all_or_none(wire, f"begin; {'; '.join(enqueues)}")
-        keys = [_returned_id(result, wire.encoding) for result in answer.results[1:]]
+        answer = await _all_or_none(wire, f"{begin}; {'; '.join(enqueues)}")
+        keys = [_returned_id(result, wire.encoding) for result in answer.results[-len(enqueues) :]]
         logged = [
             call(LOGGED, f"{log}, {sql.Literal(key).as_string(conn)}", functions)
             for log, key in zip(logs, keys, strict=True)
@@ -178,21 +198,29 @@ async def copy_rows(conn: psycopg.AsyncConnection[Any], messages: Sequence[Messa
 
 
 async def landed(wire: Wire, msg_id: int, evidence: Evidence) -> bool:
-    """After a lost commit answer: did the write that ended with msg_id land?"""
+    """After a lost commit answer: did the write that ended with msg_id land? Asked in a transaction
+    of the tool's own (the role's statement timeout must not leave it in doubt again)."""
+    name = {
+        Evidence.RECORD: "run_produced_count",
+        Evidence.JOURNAL: "message_landed_journal",
+        Evidence.LOG: "message_landed_log",
+    }.get(evidence, "message_landed")
+    answer = await _own(wire, statement(name).replace("$1", str(int(msg_id))))
+    value = answer.results[-2].get_value(0, 0)  # the last before the commit's
     if evidence == Evidence.RECORD:
-        answer = await wire.checked(statement("run_produced_count").encode())
-        value = answer.results[0].get_value(0, 0)
         return value is not None and int(value) >= msg_id
-    name = {Evidence.JOURNAL: "message_landed_journal", Evidence.LOG: "message_landed_log"}.get(
-        evidence, "message_landed"
-    )
-    answer = await wire.checked(statement(name).encode(), [str(msg_id).encode()])
-    return answer.results[0].get_value(0, 0) == b"t"
+    return value == b"t"
+
+
+async def _own(wire: Wire, text: str) -> Answer:
+    """One statement in a transaction of the tool's own, in one round trip."""
+    return await _all_or_none(wire, f"{own_begin(wire.connection)}; {text}; commit")
 
 
 async def record_produced(wire: Wire, produced: int) -> None:
-    """Raise the run record's count (autocommit: a transaction of the tool's own)."""
-    await wire.checked(statement("run_produced").encode(), [str(produced).encode()])
+    """Raise the run record's count: a transaction of the tool's own, under its own bounds, in one
+    round trip (the count is a number: written into the text)."""
+    await _own(wire, statement("run_produced").replace("$1", str(int(produced))))
 
 
 def produced_count(conn: psycopg.Connection, journal: bool, logged: bool = False) -> int:

@@ -16,7 +16,7 @@ from psycopg import sql
 from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGresult
 
-from pgmq_sim.db.connection import connect_async
+from pgmq_sim.db.connection import connect_async, own_begin
 from pgmq_sim.db.session_text import SessionText
 from pgmq_sim.db.statements import (
     CLAIM,
@@ -225,6 +225,9 @@ class ClaimSession:
     async def open(
         cls, conn: psycopg.AsyncConnection[Any], plan: SessionPlan, queue_type: str, worker: str, owner: str
     ) -> ClaimSession:
+        # the set-up is the tool's own (a PREPARE's planning may outlast a short statement_timeout
+        # of the role's): one transaction under the tool's bounds; what it sets outlives it
+        await conn.execute(own_begin(conn))
         if not (conn.info.parameter_status("DateStyle") or "").startswith("ISO"):
             await conn.execute("set datestyle = 'ISO'")  # the server's text is read as ISO 8601
         called = called_statements(plan)
@@ -235,6 +238,7 @@ class ClaimSession:
                     await conn.execute(prepare(s))
         if plan.mode == SessionMode.SPLIT and plan.seed_table:  # alive before its first claim
             await conn.execute(statement("owner_beat"), ([owner],))
+        await conn.execute("commit")
         return cls(Wire(conn), plan, queue_type, worker, owner)
 
     def __init__(self, wire: Wire, plan: SessionPlan, queue_type: str, worker: str, owner: str) -> None:
@@ -268,15 +272,20 @@ class ClaimSession:
         With the journal the answer is exact (its row names the worker). Without it, a message
         still pending did not complete; a completed one may have been completed by another
         worker after ours rolled back, so the answer is None: unknown."""
-        ident = claimed.shown_id.encode()
+        ident = self._text.literal(claimed.shown_id)
         if worker is not None:
             asked = "journaled_by_keyed" if claimed.key is not None else "journaled_by"
-            answer = await self._wire.checked(statement(asked).encode(), [ident, worker.encode()])
-            return answer.results[0].get_value(0, 0) == b"t"
+            text = statement(asked).replace("$1", ident).replace("$2", self._text.literal(worker))
+            return await self._own(text) == b"t"
         if not self._plan.seed_table:  # a folder design's table is its own: without the journal, no telling
             return None
-        answer = await self._wire.checked(statement("completed_message").encode(), [ident])
-        return None if answer.results[0].get_value(0, 0) == b"t" else False
+        return None if await self._own(statement("completed_message").replace("$1", ident)) == b"t" else False
+
+    async def _own(self, text: str) -> bytes | None:
+        """A question of the tool's own (was a commit in doubt done?), in a transaction under its
+        own bounds: the role's statement timeout must not leave it in doubt again. Its one value."""
+        answer = await self._run(f"{own_begin(self._conn)}; {text}; commit")
+        return answer.results[-2].get_value(0, 0)
 
     async def _run(self, text: str) -> Answer:
         """One round trip that must succeed as a whole."""
@@ -340,9 +349,12 @@ class ClaimSession:
             return await self._complete_each(claimed)
         plan, text = self._plan, self._text
         journal_first = plan.audited  # its row's answer precedes the completion's
+        bounds = text.journal_bounds if plan.audited else None  # the tool's bounds around its row
         parts = ["begin"] if self._split else []
         for c in claimed:
-            if plan.audited:
+            if bounds is not None:
+                parts += [bounds[0], text.journal(c), bounds[1]]
+            elif plan.audited:
                 parts.append(text.journal(c))
             parts.append(text.complete(c, owned=self._split))
         parts += ["commit", CLOCKS]
@@ -352,7 +364,8 @@ class ClaimSession:
         answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
         results = answer.results
         first = 1 if self._split else 0
-        per = 2 if journal_first else 1
+        per = (4 if bounds is not None else 2) if journal_first else 1
+        at_journal = 1 if bounds is not None else 0  # within a message's results
         done_at = first + per * len(claimed)
         if len(results) < done_at + 2:  # a completion, the commit or the clocks did not answer
             raise answer.failure() or SimError("the completion's round trip ended without its commit")
@@ -367,7 +380,7 @@ class ClaimSession:
             if plan.seed_table:
                 added.append((done.get_value(0, 0) or b"").decode() if done.ntuples else None)
             else:  # the journal's row says when the message arrived (or was due)
-                journal = results[first + per * i] if journal_first else None
+                journal = results[first + per * i + at_journal] if journal_first else None
                 added.append(
                     (journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None
                 )
@@ -388,8 +401,9 @@ class ClaimSession:
         server_s = 0.0
         for c in claimed:
             parts = ["begin", self._text.complete(c, owned=True)]
-            if self._plan.audited:
-                parts.append(self._text.journal(c))
+            bounds = self._text.journal_bounds
+            if self._plan.audited:  # last before the commit: the team's bounds need not come back
+                parts += [bounds[0], self._text.journal(c)] if bounds is not None else [self._text.journal(c)]
             parts += ["commit", CLOCKS]
             answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
             if answer.lost is not None:
@@ -403,7 +417,7 @@ class ClaimSession:
                 added.append(None)
                 continue
             results = answer.results
-            journal = results[2] if self._plan.audited else None
+            journal = results[3 if bounds is not None else 2] if self._plan.audited else None
             # at least once: a second delivery's completion finds the message gone (journaled all the same)
             finished.append(self._changed(COMPLETE, results[1]) > 0)
             added.append((journal.get_value(0, 1) or b"").decode() if journal and journal.ntuples else None)

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.generators import execute
+from psycopg.pq import ExecStatus, TransactionStatus
 
 from pgmq_sim.dsn import check_dsn, first_line, redact, scrub
 from pgmq_sim.errors import SimError
@@ -26,6 +28,10 @@ APPLICATION_NAME = "pgmq-sim"
 CONNECT_TIMEOUT_S = 5
 CANCEL_TIMEOUT_S = 2.0
 ADMIN_LOCK_TIMEOUT_MS = 3_000
+# the tool's own statements (its install, prefill, run record, journal lookups, audit, account,
+# samples) run under this bound, not the role's statement_timeout: the longest the tool waits for
+# any of them (the audit's, engine/collecting)
+OWN_STATEMENT_TIMEOUT_MS = 600_000
 
 # Lost connections, restarts, fail-overs: worth a new connection. Anything else is a real error.
 LOST = (psycopg.OperationalError, psycopg.InterfaceError)
@@ -99,18 +105,36 @@ def limit_lock_waits(conn: psycopg.Connection) -> None:
     """Open the tool's transaction with a bound on lock waits: a lock held elsewhere must not hang
     the schema, the diagnosis or the audit. The role's own timeouts are the queue's policy, not the
     tool's: its install, audit and diagnosis are not ended by them (their waits are bounded by the
-    tool). SET LOCAL ends with the transaction."""
-    conn.execute(own_limits(conn))
+    tool's own). SET LOCAL ends with the transaction. The BEGIN goes with them, in one round trip
+    (psycopg's own BEGIN would leave the session idle in a transaction for one, under the role's
+    idle-in-transaction timeout); psycopg then sees the transaction open and carries on in it."""
+    if conn.pgconn.transaction_status != TransactionStatus.IDLE:
+        conn.execute(own_limits(conn))
+        return
+    conn.pgconn.send_query(own_begin(conn).encode())
+    for result in conn.wait(execute(conn.pgconn)):
+        if result.status == ExecStatus.FATAL_ERROR:
+            raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
 
 
-def own_limits(conn: psycopg.Connection) -> str:
-    """The SET LOCALs of a transaction of the tool's own: its lock bound, and none of the role's
-    timeouts (transaction_timeout from PostgreSQL 17)."""
+def own_limits(conn: psycopg.Connection | psycopg.AsyncConnection[Any], local: bool = True) -> str:
+    """The SET LOCALs of a transaction of the tool's own: its own bounds on statements and lock
+    waits, and none of the role's idle or transaction timeouts (transaction_timeout from
+    PostgreSQL 17). Sent with the BEGIN in one round trip, the transaction is never idle under the
+    role's settings; SET LOCAL holds behind any pooler (a startup `options` does not). Not local:
+    for a session the tool holds alone (no transaction pooler)."""
+    set_ = "set local" if local else "set"
     return (
-        f"set local lock_timeout = {ADMIN_LOCK_TIMEOUT_MS}; set local statement_timeout = 0;"
-        " set local idle_in_transaction_session_timeout = 0"
-        + ("; set local transaction_timeout = 0" if conn.info.server_version >= 170000 else "")
+        f"{set_} lock_timeout = {ADMIN_LOCK_TIMEOUT_MS};"
+        f" {set_} statement_timeout = {OWN_STATEMENT_TIMEOUT_MS};"
+        f" {set_} idle_in_transaction_session_timeout = 0"
+        + (f"; {set_} transaction_timeout = 0" if conn.info.server_version >= 170000 else "")
     )
+
+
+def own_begin(conn: psycopg.Connection | psycopg.AsyncConnection[Any]) -> str:
+    """BEGIN a transaction of the tool's own, its bounds set in the same round trip."""
+    return f"begin; {own_limits(conn)}"
 
 
 OPEN_ATTEMPTS = 3
@@ -120,16 +144,18 @@ OPEN_ATTEMPTS = 3
 def admin_connection(dsn: str) -> Iterator[psycopg.Connection]:
     """The tool's own connection for one operation, its first transaction open with a lock bound.
     A role's idle-in-transaction timeout of a few milliseconds may end the session between the
-    driver's BEGIN and the bound that lifts it: nothing was done yet, so it is opened again."""
+    driver's BEGIN and the bound that lifts it (or its statement timeout cancel the bound itself):
+    nothing was done yet, so it is opened again."""
     for attempt in range(1, OPEN_ATTEMPTS + 1):
         conn = connect(dsn)
         try:
             limit_lock_waits(conn)
             break
         except psycopg.Error as exc:
-            lost = is_connection_lost(exc, conn.closed)
+            # or its statement_timeout of a few ms canceled the SET LOCALs themselves
+            again = is_connection_lost(exc, conn.closed) or isinstance(exc, psycopg.errors.QueryCanceled)
             conn.close()
-            if attempt == OPEN_ATTEMPTS or not lost:
+            if attempt == OPEN_ATTEMPTS or not again:
                 raise
     try:
         yield conn

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import psycopg
 from psycopg import sql
 
-from pgmq_sim.db.connection import connect
+from pgmq_sim.db.connection import connect, limit_lock_waits
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import SimError
@@ -61,6 +61,7 @@ class ServerFaults:
             conn.rollback()  # a transaction of its own, with its own isolation and lock bound
             if what != "lock_queue":
                 conn.execute("set transaction isolation level repeatable read")
+            limit_lock_waits(conn)  # the tool's bounds: the role's idle timeout must not end the hold
             conn.execute(f"set local lock_timeout = {int(max(seconds, 1) * 1000)}")
             pid = conn.info.backend_pid
             if what == "lock_queue":

@@ -8,7 +8,7 @@ import socket
 
 import psycopg
 
-from pgmq_sim.db.connection import connect_checked, own_limits
+from pgmq_sim.db.connection import connect_checked, own_begin
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.facts import PathFacts
 from pgmq_sim.model.kinds import PoolerMode
@@ -18,7 +18,11 @@ STATEMENT_POOLING = "transaction blocks not allowed"
 
 
 def _pid(conn: psycopg.Connection) -> int:
+    """The serving backend, asked in a transaction of the tool's own (a role's statement_timeout of
+    a millisecond cancels a new backend's first statements)."""
+    conn.execute(own_begin(conn))
     row = conn.execute("select pg_backend_pid()").fetchone()
+    conn.execute("commit")
     assert row is not None
     return int(row[0])
 
@@ -40,11 +44,11 @@ def probe(dsn: str) -> PathFacts:
     both are open mean transaction pooling; a backend handed from a closed client to a new one
     means a pooler keeping sessions. Raises UsageError for statement pooling (no transactions)."""
     with connect_checked(dsn, autocommit=True) as a, connect_checked(dsn, autocommit=True) as b:
-        first, second = _pid(a), _pid(b)
-        again = _pid(a)
-        try:  # a transaction (begun with its limits in one round trip: never idle before they hold)
-            a.execute(f"begin; {own_limits(a)}")
-            a.execute("select 1")
+        try:  # transactions (begun with their limits in one round trip: never idle before they hold)
+            first, second = _pid(a), _pid(b)
+            again = _pid(a)
+            a.execute(own_begin(a))
+            row = a.execute(statement("connection_facts")).fetchone()  # the tool's own: its bounds
             a.execute("commit")
         except psycopg.Error as exc:
             if STATEMENT_POOLING in str(exc):
@@ -53,7 +57,6 @@ def probe(dsn: str) -> PathFacts:
                     " them: connect through a transaction or session pool"
                 ) from None
             raise
-        row = a.execute(statement("connection_facts")).fetchone()
         assert row is not None
         seen_port, superuser, sees_all, version, server_tls = row
         tls = (server_tls or "TLS") if a.pgconn.ssl_in_use else None

@@ -53,6 +53,11 @@ class QueueDatabase(QueueInstall):
         rows = self.sessions.all("owned_functions", (names,))
         return {name: (bool(e), bool(ours)) for name, e, ours in rows}
 
+    def foreign_owners(self, names: list[str]) -> list[tuple[str, str, str]]:
+        """Of these tables and functions of the tool's, those another role owns: (name, owner,
+        'table' or 'function')."""
+        return [(str(n), str(o), str(k)) for n, o, k in self.sessions.all("foreign_owners", (names,))]
+
     def previous_run(self) -> PreviousRun | None:
         """The last run's record; ask only when `tables()` says pgmq_sim_run exists."""
         row = self.sessions.one("run_record")

@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.pq.abc import PGresult
 
-from pgmq_sim.db.connection import connect_async
+from pgmq_sim.db.connection import connect_async, own_limits
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.db.wire import Answer, Wire
 from pgmq_sim.model.facts import HeldLocks, LockBlocker, LockSample, TablePulse
@@ -74,7 +74,9 @@ class SampleSession:
         self._wire = None
         conn = await connect_async(self._dsn, "housekeeper")
         try:
-            if self._prepared:
+            if self._prepared:  # a session of its own (no transaction pooler): the tool's bounds for
+                # the session, not the role's timeouts, so its samples are not canceled by them
+                await conn.execute(own_limits(conn, local=False))
                 await conn.execute(f"prepare {WAIT_COUNTS} as {statement('wait_counts')}")
         except BaseException:
             await conn.close()

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from pgmq_sim.db.connection import ADMIN_LOCK_TIMEOUT_MS, OWN_STATEMENT_TIMEOUT_MS
 from pgmq_sim.db.statements import CLAIM, COMPLETE, FAIL, FAILURE, JOURNAL, TAKE, call
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.model.kinds import SessionMode
@@ -36,6 +37,7 @@ class SessionText:
         self._claim_tail = f", {int(plan.batch)}, {{group}}, {self.owner if self.split else 'null'}, {lease}"
         self._claim_any = self.call(CLAIM, self.type + self._claim_tail.format(group="null"))
         self._quoted_types: dict[str, str] = {}
+        self.journal_bounds = journal_bounds(plan.team_timeouts)
 
     def literal(self, value: object) -> str:
         return sql.Literal(value).as_string(self._conn)
@@ -104,6 +106,20 @@ class SessionText:
         """A folder design's fail.sql: $1 msg_id, $2 attempt, $3 error, $4 retry_at."""
         at = "null" if retry_at is None else f"'{retry_at.decode()}'::timestamptz"
         return self.call(FAIL, f"{self.ident(claimed)}, {attempt}, {self.literal(error)}, {at}")
+
+
+def journal_bounds(team: tuple[tuple[str, int], ...]) -> tuple[str, str] | None:
+    """Where the role sets a statement or lock timeout: the statements before and after the journal's
+    row that put it under the tool's bounds and give the team's statements theirs back (one each:
+    set_config, local to the transaction). None where the role sets neither: nothing is sent."""
+    if not team:
+        return None
+    own = {"statement_timeout": OWN_STATEMENT_TIMEOUT_MS, "lock_timeout": ADMIN_LOCK_TIMEOUT_MS}
+
+    def setting(values: dict[str, int]) -> str:
+        return "select " + ", ".join(f"set_config('{name}', '{ms}', true)" for name, ms in values.items())
+
+    return setting({name: own[name] for name, _ in team}), setting(dict(team))
 
 
 def free(claimed: Claimed) -> str:

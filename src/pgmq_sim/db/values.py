@@ -81,6 +81,9 @@ class SessionPlan:
     builtin_claim: bool = False  # the claim is a built-in design's file (its batch is written in)
     claim_returns: str = ""  # the claim's columns as a function returns them ("msg_id bigint, ..."), for
     # functions (behind a transaction pooler); read from the claim's own description at the install
+    # the role's statement or lock timeout in ms, when on: the journal's row, the tool's bookkeeping
+    # in the team's transaction, runs under the tool's bound between two SET LOCALs (db/session_text)
+    team_timeouts: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SessionMode(self.mode))  # as it arrives from another process

@@ -6,12 +6,14 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.connection import connect
+from pgmq_sim.db.connection import connect, limit_lock_waits, own_begin
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
 from pgmq_sim.model.facts import LockBlocker, ServerCounters, StallFacts, StatementCounters, TablePulse
-from pgmq_sim.model.timeouts import TIMEOUTS, ServerSetting, ServerTimeouts
+from pgmq_sim.model.timeouts import TIMEOUTS, UNIT_MS, ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.sqlfiles import statement
+
+READ_ATTEMPTS = 3  # the timeouts' read, canceled by a statement_timeout shorter than it
 
 
 class ServerViews:
@@ -53,9 +55,24 @@ class ServerViews:
 
     def timeouts(self) -> ServerTimeouts:
         """The timeouts this role's sessions get in this database, and where each is set: read on a
-        session of its own (the tool's own transactions set theirs locally)."""
+        session of its own (the tool's own transactions set theirs locally). A statement_timeout
+        shorter than the read itself (a new backend's first look at pg_settings takes a few ms)
+        cancels it: it is read again, warm, and at last under the tool's own bound, from the
+        settings' values at the session's start and the role's and database's catalog."""
         with connect(self.dsn, autocommit=True) as conn:  # no transaction for the role's timeouts to end
-            rows = conn.execute(statement("server_timeouts"), (list(TIMEOUTS),)).fetchall()
+            rows = None
+            for _ in range(READ_ATTEMPTS):
+                try:
+                    rows = conn.execute(statement("server_timeouts"), (list(TIMEOUTS),)).fetchall()
+                    break
+                except psycopg.errors.QueryCanceled:
+                    continue
+            if rows is None:
+                conn.execute(own_begin(conn))
+                rows = conn.execute(statement("server_timeouts_own"), (list(TIMEOUTS),)).fetchall()
+                conn.execute("commit")
+                rows = [(r[0], r[1], r[2], shown_ms(int(r[1]) * UNIT_MS.get(r[2] or "ms", 1)) if int(r[1])
+                         else "0", *r[4:]) for r in rows]  # fmt: skip
         role, database = (str(rows[0][7]), str(rows[0][8])) if rows else ("", "")
         read = {str(r[0]): ServerSetting.read(str(r[0]), int(r[1]), r[2], str(r[3]), str(r[4]), r[5], r[6])
                 for r in rows}  # fmt: skip
@@ -88,6 +105,7 @@ class ServerViews:
                 except psycopg.errors.LockNotAvailable:
                     pending, heads, unlocked = [], [], set()
             conn.rollback()
+            limit_lock_waits(conn)  # the next transaction is the tool's too: its bounds again
             holders = conn.execute(statement("lock_holders"), (our_pids,)).fetchall()
             facts = conn.execute(statement("connection_facts")).fetchone()
             return StallFacts(blocked, pending, heads, unlocked, holders, bool(facts and facts[2]))

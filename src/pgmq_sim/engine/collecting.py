@@ -223,6 +223,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,
+        ended_by=state.ended_by,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
         else judge_drift(timeline, state.elapsed, settings.drift),

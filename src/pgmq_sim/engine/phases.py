@@ -29,6 +29,8 @@ from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.ending import name_the_ending
+from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
@@ -95,6 +97,7 @@ def check(state: RunState, parts: RunParts) -> None:
         foreign += try_folder_design(state)
     if state.design.requires == "pgq":
         find_ticker(state)
+    refuse_foreign_owners(state, [name for name, (exists, ours) in tables.items() if exists and ours])
     if foreign and not settings.replace_tables:
         raise UsageError(
             f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
@@ -248,8 +251,10 @@ def prepare(state: RunState, parts: RunParts) -> None:
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
     settings, design = state.settings, state.design
     assert state.path is not None
+    on = state.timeouts.settings if state.timeouts is not None else ()
+    team = tuple((t.name, t.ms) for t in on if t.on and t.name in ("statement_timeout", "lock_timeout"))
     state.session = session = session_plan(
-        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type
+        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type, team
     )
     state.writer.prepared = not state.path.transaction_pooled
     state.writer.id_type = state.id_type
@@ -486,6 +491,7 @@ def halt(state: RunState, parts: RunParts) -> None:
     described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:
         state.outcome, state.error = described
+    name_the_ending(state)
     if not state.changed:
         return
     state.log.event(f"{state.outcome}: {state.counter.count} processed in {state.elapsed:.2f} s")

@@ -12,6 +12,7 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.engine import phases
 from pgmq_sim.engine.bounded import Signals, outcome_of
 from pgmq_sim.engine.collecting import collect
+from pgmq_sim.engine.ending import met
 from pgmq_sim.engine.feeds import Paced, Prefill
 from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
 from pgmq_sim.engine.looped import LoopCarrier
@@ -103,6 +104,7 @@ def execute(state: RunState, parts: RunParts) -> RunResult:
         if not state.changed:
             raise SimError(text) from None
         state.outcome, state.error = Outcome.FAILED, text
+        met(state, "the run", exc)
     finally:
         phases.halt(state, parts)
         state.log.on_failure(None)

@@ -30,6 +30,7 @@ from pgmq_sim.engine.loop import RunLoop
 from pgmq_sim.engine.meters import Meters
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.reasons import RunEnding
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.costs import ProcessCpu
 from pgmq_sim.result.holders import LockCensusTally
@@ -76,6 +77,7 @@ class RunState:
     elapsed: float = 0.0
     outcome: Outcome = Outcome.COMPLETED
     error: str | None = None
+    ended_by: RunEnding | None = None  # the server's error that ended the run (engine/ending)
     causes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)  # appended by the schedule's threads

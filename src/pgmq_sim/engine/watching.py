@@ -108,10 +108,11 @@ def diagnose_stall(state: RunState, behind: int = 0) -> None:
     except psycopg.Error as exc:
         state.causes = [f"could not inspect the queue: {reason(exc, *state.dsns)}"]
         return
-    causes = explain_stall(facts, served, pooled, producers)
-    causes += reasons_since(
+    # what the server ended meanwhile first: a policy that cancels every claim is why none passed
+    causes = reasons_since(
         state.timeline.reasons.counts(), state.timeouts, state.elapsed - state.settings.stall_timeout
     )
+    causes += explain_stall(facts, served, pooled, producers)
     if behind:
         stalled_s = state.settings.stall_timeout
         causes.insert(0, f"the producer wrote nothing for {stalled_s:g} s while {behind} messages were due")

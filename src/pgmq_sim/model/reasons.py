@@ -116,6 +116,20 @@ class ServerReason:
         return self
 
 
+@dataclass(frozen=True)
+class RunEnding:
+    """The server's error that ended a run (or cut it short), and whose statement met it: the
+    producer, a worker, the run's own phase (the install, the prefill...)."""
+
+    who: str
+    reason: ServerReason
+
+    def as_json(self) -> dict[str, Any]:
+        r = self.reason
+        return {"who": self.who, "cause": str(r.cause), "sqlstate": r.sqlstate, "message": r.message,
+                "setting": r.setting}  # fmt: skip
+
+
 def classify(sqlstate: str | None, message: str | None) -> ServerReason:
     """The cause of an error, from its SQLSTATE and the server's primary message."""
     said = " ".join((message or "").split()) or "no message"

@@ -83,6 +83,12 @@ class ServerTimeouts:
         scope = f" IN DATABASE {database}" if s.source == "database user" else ""
         return f"ALTER ROLE {role}{scope} SET {s.name} = '{value}'"
 
+    def set_there(self, s: ServerSetting, value: str) -> str | None:
+        """The statement that changes the setting where it is set ('ALTER DATABASE q SET
+        statement_timeout = '1s''), where a statement does."""
+        where = self.where(s)
+        return f"{where} {s.name} = '{value}'" if where.startswith("ALTER ") else None
+
     def said(self, s: ServerSetting) -> str:
         """'idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET)'"""
         return f"{s.name} = {s.shown} ({self.where(s)})"

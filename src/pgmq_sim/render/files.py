@@ -92,6 +92,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "version": JSON_VERSION,
         "outcome": r.outcome,
         "error": r.error,
+        "ended_by": r.ended_by.as_json() if r.ended_by else None,
         "server": r.server,
         "strategy": r.strategy,
         "queue": r.queue,

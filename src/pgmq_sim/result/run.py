@@ -11,7 +11,7 @@ from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
-from pgmq_sim.model.reasons import ReasonCount
+from pgmq_sim.model.reasons import ReasonCount, RunEnding
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.account import LatencyAccount
@@ -174,6 +174,7 @@ class RunResult:
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
     claims: ClaimAccount | None = None  # what the claims did and why they were made (the cost account)
     phases: tuple[PhaseResult, ...] = ()  # a run in phases: each measured apart
+    ended_by: RunEnding | None = None  # the server's error that ended a run that died
 
     @classmethod
     def from_stats(

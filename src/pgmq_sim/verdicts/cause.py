@@ -13,6 +13,7 @@ from typing import Any
 class Resource(StrEnum):
     """What bounded a run, or explains a share of its time (docs/report.md lists them)."""
 
+    ERROR = "error"  # a run that died of an error that is neither a server policy nor an outage
     CLIENT_CPU = "client-cpu"
     LOCKS = "locks"
     SERVER_POLICY = "server-policy"

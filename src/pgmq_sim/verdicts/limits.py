@@ -19,6 +19,7 @@ from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, MeasuredCause, Resource
 from pgmq_sim.verdicts.costs import cost_cause
+from pgmq_sim.verdicts.ending import ended
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
@@ -188,7 +189,14 @@ def _ms(ms: float) -> str:
 
 
 def run_limit(r: RunResult) -> Limit:
-    return with_cost(judge(run_figures(r)), cost_cause(r))
+    return with_cost(limit_of(r, run_figures(r)), cost_cause(r))
+
+
+def limit_of(r: RunResult, figures: Figures) -> Limit:
+    """A run that died is judged by what ended it (verdicts/ending); one that ended as asked, by
+    its figures."""
+    found = ended(r)
+    return Limit(found, None) if found is not None else judge(figures)
 
 
 def with_cost(limit: Limit, cost: MeasuredCause | None) -> Limit:

@@ -136,12 +136,28 @@ def reason_faults(reasons: Sequence[ReasonCount], timeouts: ServerTimeouts | Non
             rows.append(Fault(r.first_s, POLICY, detail, count=r.count, last_s=r.last_s, sessions=r.sessions))
         elif r.lost < r.count:
             what = "refused connections" if said.cause == Cause.TOO_MANY_CONNECTIONS else "ended statements"
-            detail = f"{said.label}: the server {what} of {who}: {said.text()}"
+            label = _cancel_label(timeouts) if said.cause == Cause.CANCELED else said.label
+            detail = f"{label}: the server {what} of {who}: {said.text()}"
             count = r.count - r.lost
             rows.append(
                 Fault(r.first_s, SERVER_ERROR, detail, count=count, last_s=r.last_s, sessions=r.sessions)
             )
     return rows
+
+
+def _cancel_label(timeouts: ServerTimeouts | None) -> str:
+    """A cancel 'by user request' the run met. The run's own cancels (a statement it gave up on past
+    its bound, or at its end) are never counted here; with the role's statement_timeout on,
+    PostgreSQL says 'user request' for that timeout when it fires as one statement of a round trip
+    ends and the next begins (the next statement resets the timeout's flag, not the pending cancel)."""
+    s = timeouts.get("statement_timeout") if timeouts is not None else None
+    if s is None or timeouts is None or not s.on:
+        return "a cancel request the run did not send (another session's pg_cancel_backend)"
+    return (
+        f"a cancel the run did not send: most likely the server's {timeouts.said(s)} firing between"
+        " two statements of one round trip (PostgreSQL then says 'user request'), else another"
+        " session's pg_cancel_backend"
+    )
 
 
 def _open(b: float, end_s: float | None) -> bool:

@@ -17,6 +17,8 @@ from pgmq_sim.model.reasons import Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.settings import Settings
 
+SHORT_STATEMENT_MS = 100  # a statement_timeout below it cancels some of any queue's statements
+
 
 @dataclass(frozen=True)
 class RunShape:
@@ -59,6 +61,17 @@ def conflicts(t: ServerTimeouts, shape: RunShape) -> list[Conflict]:
             continue
         if s.name in ("idle_in_transaction_session_timeout", "transaction_timeout") and shape.in_transaction:
             found += _work_in_transaction(t, s, shape)
+        elif s.name == "idle_in_transaction_session_timeout" and s.ms < SHORT_STATEMENT_MS:
+            found.append(
+                Conflict(
+                    s.name,
+                    f"{t.said(s)} is shorter than a busy client may pause between two round trips of one"
+                    " transaction (-tx split claims in two: the claim, then its attempt's bookkeeping): the"
+                    " server will end those sessions, and the workers reconnect and claim again; to avoid"
+                    f" it: {t.raise_it(s, remedy_value(shape))}",
+                    refuse=False,
+                )
+            )
         elif s.name == "idle_session_timeout" and shape.idle_s * 1000 >= s.ms:
             waits = "the fallback an idle worker waits for a notification" if shape.notify else (
                 "the sleep of an idle worker between empty claims"
@@ -85,6 +98,18 @@ def conflicts(t: ServerTimeouts, shape: RunShape) -> list[Conflict]:
                     f" its work ({shape.work_flag}; the claim does not skip locked rows): the server"
                     " will cancel those claims and they are tried again; to avoid it: a claim with FOR"
                     f" UPDATE SKIP LOCKED, or {t.raise_it(s, remedy_value(shape))}",
+                    refuse=False,
+                )
+            )
+        elif s.name == "statement_timeout" and s.ms < SHORT_STATEMENT_MS:
+            found.append(
+                Conflict(
+                    s.name,
+                    f"{t.said(s)} is shorter than some of the team's statements will take (a new session's"
+                    " first ones, a commit waiting for the WAL, a claim scanning a backlog): the server"
+                    " will cancel those claims, completions and enqueues, and they are rolled back and"
+                    " tried again (the tool's own work runs under its own bounds); to avoid it:"
+                    f" {t.raise_it(s, remedy_value(shape))}",
                     refuse=False,
                 )
             )
@@ -162,11 +187,11 @@ def policies_met(
             continue
         s = timeouts.get(name) if timeouts is not None else None
         said = timeouts.said(s) if s is not None and timeouts is not None else name
-        found.append(PolicyMet(name, said, met, _fix(met.cause, timeouts, s, shape)))
+        found.append(PolicyMet(name, said, met, policy_fix(met.cause, timeouts, s, shape)))
     return tuple(sorted(found, key=lambda p: -p.count))
 
 
-def _fix(cause: Cause, t: ServerTimeouts | None, s: ServerSetting | None, shape: RunShape) -> str:
+def policy_fix(cause: Cause, t: ServerTimeouts | None, s: ServerSetting | None, shape: RunShape) -> str:
     name = s.name if s is not None else str(cause)
     raised = t.raise_it(s, remedy_value(shape)) if t is not None and s is not None else f"raise {name}"
     if cause in (Cause.IDLE_IN_TRANSACTION, Cause.TRANSACTION_TIMEOUT):

@@ -13,7 +13,7 @@ from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.figures import run_figures
 from pgmq_sim.verdicts.hidden import HiddenAccount
-from pgmq_sim.verdicts.limits import Limit, judge, time_split, with_cost
+from pgmq_sim.verdicts.limits import Limit, limit_of, time_split, with_cost
 
 
 @dataclass(frozen=True)
@@ -31,5 +31,5 @@ class RunVerdict:
 def judge_run(r: RunResult) -> RunVerdict:
     figures = run_figures(r)
     cost = cost_cause(r)
-    limit = with_cost(judge(figures), cost)
+    limit = with_cost(limit_of(r, figures), cost)
     return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost)
