@@ -323,3 +323,66 @@ def test_the_seed_table_refuses_what_it_cannot_hold(cli: Cli) -> None:
     assert_one_line_error(cli.run("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
     assert_one_line_error(cli.run("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
     assert_one_line_error(cli.run("-fill-db 50 -archive"), 2, "-archive")
+
+
+# A team's text key: 48 bits of milliseconds, then random hex; the customer inside a jsonb document.
+# Ids made within one millisecond do not sort in enqueue order.
+TIME_RANDOM = {
+    "schema.sql": """
+        drop table if exists doc_queue;
+        create table doc_queue (
+            id text primary key default
+                lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0')
+                || md5(random()::text),
+            topic text not null,
+            data jsonb not null,
+            state text not null default 'new'
+        );
+        create index doc_queue_open on doc_queue (topic, (data->>'customer'), id) where state <> 'done';
+    """,
+    "enqueue.sql": """
+        insert into doc_queue (topic, data) values ($2, jsonb_build_object('customer', $3))
+        returning id as msg_id
+    """,
+    "claim.sql": """
+        with heads as (
+            select distinct on ((data->>'customer')) id from doc_queue
+            where topic = $1 and state <> 'done'
+            order by (data->>'customer'), id
+        ),
+        picked as (
+            select d.id from heads h join doc_queue d on d.id = h.id
+            where d.state = 'new'
+            limit $2
+            for update of d skip locked
+        )
+        update doc_queue d set state = 'running' from picked where d.id = picked.id
+        returning d.id as msg_id, d.topic as queue_type, (d.data->>'customer')::bigint as order_id
+    """,
+    "complete.sql": "update doc_queue set state = 'done' where id = $1",
+    "pending.sql": "select id from doc_queue where state <> 'done'",
+}
+
+
+def test_ids_that_do_not_sort_in_enqueue_order_are_the_measured_cause(cli: Cli) -> None:
+    """The claim takes each customer's smallest id: right, were the ids in enqueue order. The audit
+    fails, and its cause is what the rows say (ids inverted, made within one millisecond), not the
+    claim's ordering by customer, which is the group's own key."""
+    folder(cli.workdir, "docs", **{**{k: None for k in OUTBOX}, **TIME_RANDOM})
+    result = cli.run("-queue ./docs -fill-db 400 -workers 4 -orders 5 -work-ms 0-1 -json d.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "d.json").read_text())["audit"]
+    assert audit["duplicates"] == audit["missing"] == 0 and audit["order_violations"] > 5, audit
+    facts = audit["order_facts"]
+    assert facts["keyed"] and facts["ids_inverted"] * 2 > facts["pairs"], facts
+    (cause,) = audit["causes"]
+    measured = cause.index("measured from the rows: the design's ids do not increase in enqueue order:")
+    assert f"{facts['ids_inverted']} of {facts['pairs']} pair(s) inverted" in cause
+    assert "all enqueued within the same millisecond" in cause or "all enqueued less than 1 ms apart" in cause
+    later, later_id, earlier, earlier_id = facts["example"]
+    assert f"msg_id {later} has id {later_id}, below msg_id {earlier}'s {earlier_id}" in cause
+    assert later_id < earlier_id and int(later) > int(earlier)
+    assert "customer" not in cause  # the group's own key is no cause
+    assert "(a guess, not measured)" in cause and cause.index("(a guess") > measured
+    assert "make the design's ids increase in enqueue order" in audit["fix"]
+    assert "ids do not increase in enqueue order" in " ".join(result.stdout.split())
