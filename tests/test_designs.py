@@ -5,6 +5,7 @@ folder is refused before anything changes."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -386,3 +387,29 @@ def test_ids_that_do_not_sort_in_enqueue_order_are_the_measured_cause(cli: Cli) 
     assert "(a guess, not measured)" in cause and cause.index("(a guess") > measured
     assert "make the design's ids increase in enqueue order" in audit["fix"]
     assert "ids do not increase in enqueue order" in " ".join(result.stdout.split())
+
+
+def test_autovacuum_off_on_the_queue_table_is_read_before_the_run_and_named(cli: Cli) -> None:
+    """Issue 43, case 3, on a team's table: its schema.sql turns autovacuum off for the queue table.
+    The census reads the reloption before the run; the note, the table row and the advice name it
+    with the dead tuples left and the table's growth per hour."""
+    schema = OUTBOX["schema.sql"].replace("sent_at timestamptz\n        );", "sent_at timestamptz\n        )"
+                                          " with (autovacuum_enabled = false, fillfactor = 50);")  # fmt: skip
+    assert "autovacuum_enabled = false" in schema
+    folder(cli.workdir, **{"schema.sql": schema})
+    result = cli.run("-queue ./outbox -duration 3 -rate 200 -workers 3 -work-ms 0-1 -orders 20 -json v.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "v.json").read_text())
+    census = doc["server_settings"]
+    assert census["tables"]["public.outbox"] == ["autovacuum_enabled=false", "fillfactor=50"], census
+    off = "table public.outbox's own reloption autovacuum_enabled=false"
+    assert census["autovacuum_off"] == off and census["settings"]["autovacuum"]["value"] == "on"
+    assert census["settings"]["synchronous_commit"]["set_by"] and census["read_ms"] > 0
+    assert census["connection_slots"]["role"] and census["pg_stat_statements"]
+    (named,) = [a for a in doc["advice"] if a.startswith(f"autovacuum off ({off}): dead tuples ")]
+    found = re.search(r"dead tuples [\d,]+ -> ([\d,]+), table ", named)
+    dead = int(found.group(1).replace(",", "")) if found else 0
+    assert dead > 100 and "MB per hour; nothing reclaims them" in named, named
+    out = " ".join(result.stdout.split())
+    assert f"note: autovacuum is off for the queue's tables ({off})" in out
+    assert "autovacuum off (table public.outbox" in out and "autovacuum x" not in out

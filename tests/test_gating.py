@@ -86,6 +86,28 @@ def test_a_table_growing_before_any_autovacuum_is_not_judged_and_after_one_it_is
 
 
 @pytest.mark.unit
+def test_autovacuum_off_is_named_with_its_dead_tuples_and_growth_and_never_stable() -> None:
+    """Issue 43, case 3: autovacuum off on the server, 0 autovacuums, a table growing: read before the
+    run, it is named (the setting and where it is set) with the dead tuples and the growth per hour,
+    however short the run, and neither "stable" nor "not judged: no autovacuum"."""
+    off = "autovacuum = off (the server's configuration file (/srv/pg/postgresql.auto.conf:3))"
+    for minutes, asked in ((12, False), (1, True)):
+        samples = [
+            SecondSample(s, 800, 800, 3, 5.0, 8.0, 20.0, dead_tuples=160 * s, table_mb=0.88 + s * 0.064,
+                         autovacuums=0, snapshot_age_s=0.1, rss_mb=60.0)
+            for s in range(minutes * 60)
+        ]  # fmt: skip
+        report = judge_drift(samples, minutes * 60, asked=asked, autovacuum_off=off)
+        assert report is not None and report.verdict == "drifting", report
+        (named,) = report.drifting  # the table's growth is said once, with its cause
+        assert named.startswith(f"autovacuum off ({off}): dead tuples "), named
+        assert "MB, +230 MB per hour; nothing reclaims them" in named, named
+        assert "not judged" not in report.table_note and "autovacuum off" in report.table_note
+        unknown = judge_drift(samples, minutes * 60, asked=asked)  # the setting not read: as before
+        assert unknown is not None and "not judged" in unknown.table_note
+
+
+@pytest.mark.unit
 def test_a_short_wobble_is_not_a_drift_however_steep_per_hour() -> None:
     # 60 s judged in tenths: memory 60 -> 62 MB is +200% per hour but 3% over the run
     samples = [

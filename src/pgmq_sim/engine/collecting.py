@@ -154,6 +154,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,
         timeouts=state.timeouts,
+        census=state.census,
         latency=account,
         locks=census,
         files=state.given.files,
@@ -195,7 +196,9 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         audit_skipped=skipped if settings.audit and verdict is None else None,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
-        else judge_drift(timeline, state.elapsed, settings.drift),
+        else judge_drift(
+            timeline, state.elapsed, settings.drift, state.census.autovacuum_off() if state.census else None
+        ),
     )
 
 

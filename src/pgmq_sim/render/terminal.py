@@ -266,12 +266,18 @@ def print_detail(console: Console, result: RunResult) -> None:
         table.add_row("ordering bound", text)
     if result.timeouts is not None and any(t.on for t in result.timeouts.settings):
         table.add_row("server timeouts", escape(result.timeouts.text()))
+    census = result.census
+    shaping = census and [x for x in (census.autovacuum_off(), census.synchronous_commit_off()) if x]
+    if census and shaping:
+        table.add_row("server settings", escape(census.text()))
     if result.health:
         h = result.health
+        off = census.autovacuum_off() if census else None
         table.add_row(
             "table",
             f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
-            f" + {h.index_bytes // 1024} KiB indexes, autovacuum x{h.autovacuum_runs}",
+            f" + {h.index_bytes // 1024} KiB indexes, "
+            + (escape(f"autovacuum off ({off})") if off else f"autovacuum x{h.autovacuum_runs}"),
         )
     if result.bystander is not None:
         b = result.bystander

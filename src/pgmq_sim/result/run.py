@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
@@ -167,6 +168,7 @@ class RunResult:
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
     server_reasons: tuple[ReasonCount, ...] = ()  # why the server ended statements and sessions, by cause
     timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read before it
+    census: ServerCensus | None = None  # the settings that shape the queue, read before it
     latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
@@ -210,6 +212,7 @@ class RunResult:
         claim_skips_locked: bool = False,
         server_reasons: Sequence[ReasonCount] = (),
         timeouts: ServerTimeouts | None = None,
+        census: ServerCensus | None = None,
         latency: LatencyAccount | None = None,
         locks: LockCensus | None = None,
         audit_skipped: str | None = None,
@@ -276,6 +279,7 @@ class RunResult:
             claim_skips_locked=claim_skips_locked,
             server_reasons=tuple(server_reasons),
             timeouts=timeouts,
+            census=census,
             latency=latency,
             locks=locks,
             audit_skipped=audit_skipped,

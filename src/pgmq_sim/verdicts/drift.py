@@ -151,7 +151,12 @@ def dead_rose_behind(cut: Sequence[Window]) -> tuple[int, int] | None:
     return (first, last) if last - first >= max(DEAD_ROSE, first / 2) else None
 
 
-def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False) -> DriftReport | None:
+def judge_drift(
+    samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False, autovacuum_off: str | None = None
+) -> DriftReport | None:
+    """`autovacuum_off`: what keeps autovacuum from the queue's tables (the setting and where it is
+    set, or the table's reloption), read before the run: the table is then judged from the start, and
+    the run is never stable, for nothing reclaims what it leaves dead."""
     length = window_length(elapsed_s, asked)
     if length is None:
         return None
@@ -167,7 +172,7 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
     held = rose is not None
     # held: vacuum reclaims nothing anyway. In a short run (autovacuum wakes once a minute by
     # default) the table still grows after the first vacuum until the next one reuses its space
-    table_cut = cut if held else after_autovacuum(cut, 2 if short else 1)
+    table_cut = cut if held or autovacuum_off else after_autovacuum(cut, 2 if short else 1)
     trends = tuple(
         t for f in FIGURES if (t := trend(f, table_cut if f.name == "table" else cut, short)) is not None
     )
@@ -175,19 +180,41 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
         f"{f.label} {t.per_hour:+,.3g} {f.unit} per hour, {t.share_over_run:+.0%} over the run"
         for f in FIGURES
         if (t := next((t for t in trends if t.figure == f.name and t.drifting), None)) is not None
+        and not (autovacuum_off and f.name == "table")  # said with its cause, below
     ]
     if rose is not None:
         drifting.append(
             f"a snapshot held {snapshot_max:.0f} s while dead tuples rose {rose[0]:,} -> {rose[1]:,}:"
             " vacuum could remove nothing behind it"
         )
+    if autovacuum_off:
+        drifting.append(unvacuumed(cut, autovacuum_off))
     counts = [s.autovacuums for s in samples if s.autovacuums is not None]
     autovacuums = counts[-1] - counts[0] if counts else None
     note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), short)
+    if autovacuum_off:
+        note = f"{note.partition(',')[0]}, judged from the start (autovacuum off)"
     if long_held and not held:
         note += f"; a snapshot held {snapshot_max:.0f} s, but dead tuples did not rise behind it"
     bounds = {f.name: f.bound_per_h for f in FIGURES}
     return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note, bounds)
+
+
+def unvacuumed(cut: Sequence[Window], off: str) -> str:
+    """Autovacuum off, named with what it left: the dead tuples and the table's growth per hour."""
+    return unvacuumed_at([(w.start_s + w.seconds / 2, w.dead_tuples, w.table_mb) for w in cut], off)
+
+
+def unvacuumed_at(points: Sequence[tuple[float, int | None, float | None]], off: str) -> str:
+    """From (seconds, dead tuples, table MB) points: a drift's windows, or a run's seconds."""
+    dead = [d for _, d, _ in points if d is not None]
+    sized = [(t, mb) for t, _, mb in points if mb is not None]
+    rose = f"dead tuples {dead[0]:,} -> {dead[-1]:,}" if dead else "dead tuples not read"
+    grew = "table size not read"
+    if len(sized) >= 2 and sized[-1][0] > sized[0][0]:
+        (t0, first), (t1, last) = sized[0], sized[-1]
+        grew = f"table {first:.3g} -> {last:.3g} MB, {(last - first) / (t1 - t0) * 3600:+,.3g} MB per hour"
+    return f"autovacuum off ({off}): {rose}, {grew}; nothing reclaims them"
 
 
 def _table_note(
