@@ -397,7 +397,9 @@ def test_autovacuum_off_on_the_queue_table_is_read_before_the_run_and_named(cli:
                                           " with (autovacuum_enabled = false, fillfactor = 50);")  # fmt: skip
     assert "autovacuum_enabled = false" in schema
     folder(cli.workdir, **{"schema.sql": schema})
-    result = cli.run("-queue ./outbox -duration 3 -rate 200 -workers 3 -work-ms 0-1 -orders 20 -json v.json")
+    result = cli.run(
+        "-queue ./outbox -duration 3 -rate 200 -workers 3 -work-ms 0-1 -orders 20 -json v.json -v"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     doc = json.loads((cli.workdir / "v.json").read_text())
     census = doc["server_settings"]
@@ -412,4 +414,4 @@ def test_autovacuum_off_on_the_queue_table_is_read_before_the_run_and_named(cli:
     assert dead > 100 and "MB per hour; nothing reclaims them" in named, named
     out = " ".join(result.stdout.split())
     assert f"note: autovacuum is off for the queue's tables ({off})" in out
-    assert "autovacuum off (table public.outbox" in out and "autovacuum x" not in out
+    assert "autovacuum off: table public.outbox" in out and "autovacuum x" not in out

@@ -277,7 +277,7 @@ def print_detail(console: Console, result: RunResult) -> None:
             "table",
             f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
             f" + {h.index_bytes // 1024} KiB indexes, "
-            + (escape(f"autovacuum off ({off})") if off else f"autovacuum x{h.autovacuum_runs}"),
+            + (escape(f"autovacuum off: {off}") if off else f"autovacuum x{h.autovacuum_runs}"),
         )
     if result.bystander is not None:
         b = result.bystander
