@@ -383,7 +383,7 @@ class RunResult:
 
     @property
     def breached(self) -> tuple[CheckResult, ...]:
-        return tuple(c for c in self.checks if not c.passed)
+        return tuple(c for c in self.checks if c.passed is False)  # not judged: no breach
 
 
 def ordering_bound(groups: float, cycle_ms: float) -> float:

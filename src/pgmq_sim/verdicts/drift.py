@@ -125,6 +125,24 @@ def trend(figure: DriftFigure, cut: Sequence[Window], short: bool) -> Trend | No
     return Trend(figure.name, ys[0], ys[-1], per_hour, share_h, share_run, p, drifting)
 
 
+def unjudged(report: DriftReport, figure: str) -> str | None:
+    """Why the drift verdict would call this figure's move no drift whatever its bound: noise (p at or
+    above the significance), a short run's wobble (the line moved within the figure's floor), or no
+    line at all (the table before its autovacuums). None: the move is judged by its bound."""
+    t = report.trend(figure)
+    if t is None:
+        return f"no trend ({report.table_note})" if figure == "table" else "no trend: too few windows"
+    if t.p >= SIGNIFICANCE and t.per_hour != 0:  # a flat line (every window alike) is no noise
+        return f"noise: p = {t.p:.2g}, not below {SIGNIFICANCE} (the drift verdict: {report.verdict})"
+    floor = next(f.floor for f in FIGURES if f.name == figure)
+    if report.window_s < 60 and abs(t.share_over_run) <= floor:
+        return (
+            f"a short run's wobble: {t.share_over_run:+.0%} over the run, within {floor:.0%}"
+            f" (the drift verdict: {report.verdict})"
+        )
+    return None
+
+
 def after_autovacuum(cut: Sequence[Window], nth: int) -> Sequence[Window]:
     """The windows from the one before the nth whose autovacuum count rose (nothing: fewer ran)."""
     counts = [w.autovacuums for w in cut]
