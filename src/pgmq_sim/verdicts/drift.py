@@ -227,7 +227,13 @@ def unvacuumed_at(points: Sequence[tuple[float, int | None, float | None]], off:
     """From (seconds, dead tuples, table MB) points: a drift's windows, or a run's seconds."""
     dead = [d for _, d, _ in points if d is not None]
     sized = [(t, mb) for t, _, mb in points if mb is not None]
-    rose = f"dead tuples {dead[0]:,} -> {dead[-1]:,}" if dead else "dead tuples not read"
+    rose = (
+        f"dead tuples {dead[0]:,} -> {dead[-1]:,}"
+        if len(dead) > 1
+        else f"{dead[0]:,} dead tuples"
+        if dead
+        else "dead tuples not read"
+    )
     grew = "table size not read"
     if len(sized) >= 2 and sized[-1][0] > sized[0][0]:
         (t0, first), (t1, last) = sized[0], sized[-1]
