@@ -79,13 +79,13 @@ class ServerViews:
                 except psycopg.Error as exc:
                     readable = f"not readable: {first_line(exc)}"
         settings = [r for r in rows if r[5] is None]
-        role, database = (str(settings[0][6]), str(settings[0][7])) if settings else ("", "")
+        role, database = (str(settings[0][7]), str(settings[0][8])) if settings else ("", "")
         read = {str(r[0]): CensusSetting(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in settings}
         return ServerCensus(
             role,
             database,
             tuple(read[n] for n in CENSUS if n in read),
-            tuple(TableOptions(str(r[0]), tuple(r[5])) for r in rows if r[5] is not None),
+            tuple(TableOptions(str(r[0]), tuple(r[5]), tuple(r[6])) for r in rows if r[5] is not None),
             slots,
             readable,
             (time.perf_counter() - began) * 1000,

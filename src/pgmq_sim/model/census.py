@@ -38,10 +38,12 @@ class CensusSetting:
 
 @dataclass(frozen=True)
 class TableOptions:
-    """A queue table's own storage options (pg_class.reloptions): autovacuum_enabled=false, fillfactor=50."""
+    """A queue table's own storage options (pg_class.reloptions: autovacuum_enabled=false,
+    fillfactor=50) and its triggers, whose writes every enqueue, claim and completion pays."""
 
     table: str
     options: tuple[str, ...]
+    triggers: tuple[str, ...] = ()
 
     def option(self, name: str) -> str | None:
         return next((o.partition("=")[2] for o in self.options if o.partition("=")[0] == name), None)
@@ -174,6 +176,9 @@ class ServerCensus:
         options = [f"{t.table} ({', '.join(t.options)})" for t in self.tables if t.options]
         if options:
             parts.append("table options: " + "; ".join(options))
+        triggers = [f"{t.table} ({', '.join(t.triggers)})" for t in self.tables if t.triggers]
+        if triggers:
+            parts.append("triggers (each write of the queue runs them): " + "; ".join(triggers))
         return "; ".join(parts)
 
     def as_json(self) -> dict[str, Any]:
@@ -191,6 +196,7 @@ class ServerCensus:
                 for s in self.settings
             },
             "tables": {t.table: list(t.options) for t in self.tables},
+            "triggers": {t.table: list(t.triggers) for t in self.tables if t.triggers},
             "autovacuum_off": self.autovacuum_off(),
             "synchronous_commit_off": self.synchronous_commit_off(),
             "connection_slots": self.slots.as_json(),

@@ -267,8 +267,11 @@ def print_detail(console: Console, result: RunResult) -> None:
     if result.timeouts is not None and any(t.on for t in result.timeouts.settings):
         table.add_row("server timeouts", escape(result.timeouts.text()))
     census = result.census
-    shaping = census and [x for x in (census.autovacuum_off(), census.synchronous_commit_off()) if x]
-    if census and shaping:
+    if census and (
+        census.autovacuum_off()
+        or census.synchronous_commit_off()
+        or any(t.options or t.triggers for t in census.tables)
+    ):  # only where a setting shapes the figures: the JSON and the report keep the whole census
         table.add_row("server settings", escape(census.text()))
     if result.health:
         h = result.health
