@@ -196,9 +196,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         audit_skipped=skipped if settings.audit and verdict is None else None,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None  # changes on purpose
-        else judge_drift(
-            timeline, state.elapsed, settings.drift, state.census.autovacuum_off() if state.census else None
-        ),
+        else judge_drift(timeline, state.elapsed, settings.drift, state.census),
     )
 
 

@@ -122,7 +122,17 @@ class ServerCensus:
         s = self.get(name)
         if s is None:
             return f"{name} not read"
-        return f"{s.name} = {s.value} ({set_where(s.source, s.file, s.line, self.role, self.database)})"
+        return f"{s.name} = {s.value} ({self.where(s)})"
+
+    def _value(self, name: str) -> str:
+        """A setting's value, with where it is set when that is not the server's default."""
+        s = self.get(name)
+        if s is None:
+            return "?"
+        return s.value if s.source == "default" else f"{s.value} ({self.where(s)})"
+
+    def where(self, s: CensusSetting) -> str:
+        return set_where(s.source, s.file, s.line, self.role, self.database)
 
     def _off(self, name: str) -> bool:
         s = self.get(name)
@@ -142,12 +152,12 @@ class ServerCensus:
     def vacuum_thresholds(self) -> str:
         """When autovacuum vacuums a queue table, and how often it looks: the server's thresholds, or
         the table's own where its reloptions set them."""
-        looks = self.get("autovacuum_naptime")
-        base = self.get("autovacuum_vacuum_threshold")
-        scale = self.get("autovacuum_vacuum_scale_factor")
+        base, scale, looks = (
+            self._value(n)
+            for n in ("autovacuum_vacuum_threshold", "autovacuum_vacuum_scale_factor", "autovacuum_naptime")
+        )
         said = (
-            f"a table is vacuumed once {base.value if base else '?'} + {scale.value if scale else '?'} x its"
-            f" rows are dead; autovacuum looks every {looks.value if looks else '?'}"
+            f"a table is vacuumed once {base} + {scale} x its rows are dead; autovacuum looks every {looks}"
         )
         vacuum_options = {t.table: [o for o in t.options if "autovacuum_" in o] for t in self.tables}
         own = [f"{table}: {', '.join(options)}" for table, options in vacuum_options.items() if options]
@@ -191,7 +201,7 @@ class ServerCensus:
                     "source": s.source,
                     "file": s.file,
                     "line": s.line,
-                    "set_by": set_where(s.source, s.file, s.line, self.role, self.database),
+                    "set_by": self.where(s),
                 }
                 for s in self.settings
             },

@@ -114,9 +114,11 @@ def dead_tuples(r: RunResult) -> str | None:
         return None
     if old_snapshot(r) is not None or autovacuum_off(r) is not None:
         return None
+    now = f" (now: {r.census.vacuum_thresholds()})" if r.census is not None else ""
     return (
         f"{h.dead_tuples} dead tuples against {h.live_tuples} live: every claim steps over them;"
-        " vacuum the queue table more often (autovacuum_vacuum_scale_factor, or a manual VACUUM)"
+        f" vacuum the queue table more often (autovacuum_vacuum_scale_factor, autovacuum_naptime, or a"
+        f" manual VACUUM){now}"
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.result.drift import DriftReport, Trend, Window
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.settings import DRIFT_MIN_S, SHORT_DRIFT_S
@@ -170,11 +171,13 @@ def dead_rose_behind(cut: Sequence[Window]) -> tuple[int, int] | None:
 
 
 def judge_drift(
-    samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False, autovacuum_off: str | None = None
+    samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False, census: ServerCensus | None = None
 ) -> DriftReport | None:
-    """`autovacuum_off`: what keeps autovacuum from the queue's tables (the setting and where it is
-    set, or the table's reloption), read before the run: the table is then judged from the start, and
-    the run is never stable, for nothing reclaims what it leaves dead."""
+    """`census`: the server's settings read before the run. Autovacuum kept from the queue's tables
+    (the setting and where it is set, or the table's reloption) has the table judged from the start,
+    and the run is never stable, for nothing reclaims what it leaves dead; a table not judged for want
+    of autovacuums is said with the thresholds and naptime that made it wait."""
+    autovacuum_off = census.autovacuum_off() if census is not None else None
     length = window_length(elapsed_s, asked)
     if length is None:
         return None
@@ -212,6 +215,8 @@ def judge_drift(
     note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), short)
     if autovacuum_off:
         note = f"{note.partition(',')[0]}, judged from the start (autovacuum off)"
+    elif census is not None and "not judged" in note:
+        note += f" ({census.vacuum_thresholds()})"
     if long_held and not held:
         note += f"; a snapshot held {snapshot_max:.0f} s, but dead tuples did not rise behind it"
     bounds = {f.name: f.bound_per_h for f in FIGURES}
