@@ -28,6 +28,7 @@ from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.census import read_census, slot_holders
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
@@ -59,17 +60,15 @@ def check(state: RunState, parts: RunParts) -> None:
     )
     lefts = [left for left in (budget, role_left) if left is not None]
     state.spare_connections = min(lefts) - needed if lefts else None
-    for left, whose, role in (
-        (budget, "the server", None),
+    for left, whose, own_role in (
+        (budget, "the server", False),
         (role_left, "this role's CONNECTION LIMIT", True),
     ):
         if left is not None and needed > left:
-            slots = call_bounded(views.slots, 30, signals, "connection slots", True)
-            held = slots.said(slots.role if role else None)  # the role's own limit: its sessions
             raise UsageError(
                 f"-workers {settings.workers} needs {needed} connections (workers, producer,"
                 f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now"
-                f" ({held}); use fewer workers or raise max_connections"
+                f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
             )
     check_timeouts(state)
     if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
@@ -321,15 +320,6 @@ def prepare(state: RunState, parts: RunParts) -> None:
         f"schema ready from {design.schema}; queue design {design.label} ({design.origin}), claim"
         f" {design.claim}; tables {', '.join(tables)}; wake-up {settings.wakeup}; seed {settings.seed}"
     )
-
-
-def read_census(state: RunState, tables: tuple[str, ...]) -> None:
-    """The settings that shape the queue, its tables now made: autovacuum off is said before the run."""
-    state.census = census = call_bounded(
-        lambda: state.views.census(tables), 30, state.signals, "settings census"
-    )
-    if (off := census.autovacuum_off()) is not None:
-        state.note(f"autovacuum is off for the queue's tables ({off}): nothing reclaims their dead tuples")
 
 
 def start(state: RunState, parts: RunParts) -> None:
