@@ -14,6 +14,7 @@ from builders import settings
 from conftest import REPO
 from rich.console import Console
 
+from pgmq_sim.model.census import CensusSetting, ServerCensus, SlotCensus
 from pgmq_sim.model.events import Fault, SnapshotHold
 from pgmq_sim.model.facts import PathFacts, TableHealth
 from pgmq_sim.model.keys import HotGroup, KeyDistribution
@@ -148,6 +149,12 @@ def flooded(run: RunResult) -> RunResult:
 
 
 # each rule, a run that calls for it, and words its line must hold
+# autovacuum off by ALTER SYSTEM, read before the run: its own rule speaks, not the dead tuples'
+UNVACUUMED = dataclasses.replace(
+    result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)),
+    census=ServerCensus("q", "q", (CensusSetting("autovacuum", "off", "configuration file",
+                        "/pg/postgresql.auto.conf", 3),), (), SlotCensus((), "q", True), "readable", 1.0),
+)  # fmt: skip
 TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ...]]] = [
     (
         advice.idle_workers,
@@ -158,6 +165,15 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
     (advice.outside_notifier, flooded(result()), ("pid 777 (app 'flooder')", "channel pgmq_sim")),
     (advice.backlog_wait, result(e2e_ms=11_000), ("waiting in the prefilled backlog", "-rate R")),
     (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
+    (
+        advice.autovacuum_off,
+        UNVACUUMED,
+        (
+            "autovacuum off (autovacuum = off (the server's configuration file (/pg/postgresql.auto.conf:3",
+            "50,000 dead tuples",
+            "turn autovacuum back on",
+        ),
+    ),
     (advice.dead_tuples, result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ("50000 dead tuples",)),
     (advice.head_of_line, result(retries=BLOCKING), ("type2/order 7", "4.5 s over 3 failures")),
     (
@@ -697,6 +713,7 @@ ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
     ("backlog_wait", result(e2e_ms=11_000, rate=100.0, offered=1000), ("-rate R",)),
     ("old_snapshot", result(snapshot=HELD), ()),
     ("dead_tuples", result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ()),
+    ("autovacuum_off", UNVACUUMED, ()),
     ("head_of_line", result(retries=BLOCKING), ()),
     ("client_starved", TRIGGERS[-1][1], ()),
     ("claim-locks", limit_run("claim-locks"), ()),

@@ -3,15 +3,21 @@ on a figure the run cannot produce is refused before the run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import xml.etree.ElementTree as ET
 
 import pytest
 from conftest import Cli, Refuse, assert_one_line_error
+from test_advice import result
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
-from pgmq_sim.verdicts.checks import parse_checks
+from pgmq_sim.render.junit import junit_document
+from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.verdicts.checks import judged, parse_checks
+from pgmq_sim.verdicts.drift import judge_drift
 
 RUN = "-fill-db 300 -workers 3 -orders 10 -work-ms 0-1 -claim indexed -poll-interval 0.02"
 
@@ -65,3 +71,41 @@ def test_passing_checks_exit_0(cli: Cli) -> None:
 )
 def test_a_check_the_run_cannot_produce_is_refused(refuse: Refuse, args: str, needles: list[str]) -> None:
     assert_one_line_error(refuse(args), 2, *needles)
+
+
+def _soak_p99(seed: int) -> list[SecondSample]:
+    """25 minutes at 800/s whose p99 wobbles by minutes (±6 ms around 12 ms) on a slight rise."""
+    rng = random.Random(seed)
+    offsets = [rng.uniform(-6, 6) + 0.25 * minute for minute in range(25)]
+    return [
+        SecondSample(s, 800, 800, 5, 5.0, 9.0, 12.0 + offsets[s // 60], dead_tuples=1000, offered=800,
+                     table_mb=5.8, autovacuums=s // 60, snapshot_age_s=0.1, rss_mb=60.0)
+        for s in range(25 * 60)
+    ]  # fmt: skip
+
+
+@pytest.mark.unit
+def test_a_drift_check_judges_its_trend_as_the_drift_verdict_does_noise_included() -> None:
+    """Issue 43, case 7: the drift verdict said stable (p = 0.57) while p99-drift<25%/h failed on the
+    bare estimate. A trend in noise is now not judged by the check either, and does not fail the run;
+    a significant one breaches it as before."""
+    checks = parse_checks("p99-drift<25%/h,throughput-drift>-10%/h")
+    base = result(checks=checks, drift=True, audit=False)
+    noisy = judge_drift(_soak_p99(1), 1500)
+    assert noisy is not None and noisy.verdict == "stable"
+    trend = noisy.trend("e2e_p99")
+    assert trend is not None and trend.share_per_hour > 0.25 and trend.p > 0.01  # the bare estimate breaches
+    run = judged(dataclasses.replace(base, drift=noisy))
+    p99, throughput = run.checks
+    assert p99.passed is None and p99.value is not None and p99.value > 25
+    assert p99.not_judged is not None and p99.not_judged.startswith(f"noise: p = {trend.p:.2g}")
+    assert "(the drift verdict: stable)" in p99.not_judged
+    assert throughput.passed is True and run.breached == () and run.exit_code == 0
+    assert p99.as_json()["passed"] is None and p99.as_json()["not_judged"] == p99.not_judged
+    xml = ET.fromstring(junit_document([run]))
+    suite = xml.find("testsuite")
+    assert suite is not None and suite.get("failures") == "0" and suite.get("skipped") == "1"
+    rising = judge_drift(_soak_p99(0), 1500)
+    assert rising is not None and rising.verdict == "drifting"
+    run = judged(dataclasses.replace(base, drift=rising))
+    assert run.checks[0].passed is False and run.checks[0].not_judged is None and run.exit_code == 4

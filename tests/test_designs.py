@@ -5,6 +5,7 @@ folder is refused before anything changes."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -323,3 +324,94 @@ def test_the_seed_table_refuses_what_it_cannot_hold(cli: Cli) -> None:
     assert_one_line_error(cli.run("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
     assert_one_line_error(cli.run("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
     assert_one_line_error(cli.run("-fill-db 50 -archive"), 2, "-archive")
+
+
+# A team's text key: 48 bits of milliseconds, then random hex; the customer inside a jsonb document.
+# Ids made within one millisecond do not sort in enqueue order.
+TIME_RANDOM = {
+    "schema.sql": """
+        drop table if exists doc_queue;
+        create table doc_queue (
+            id text primary key default
+                lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0')
+                || md5(random()::text),
+            topic text not null,
+            data jsonb not null,
+            state text not null default 'new'
+        );
+        create index doc_queue_open on doc_queue (topic, (data->>'customer'), id) where state <> 'done';
+    """,
+    "enqueue.sql": """
+        insert into doc_queue (topic, data) values ($2, jsonb_build_object('customer', $3))
+        returning id as msg_id
+    """,
+    "claim.sql": """
+        with heads as (
+            select distinct on ((data->>'customer')) id from doc_queue
+            where topic = $1 and state <> 'done'
+            order by (data->>'customer'), id
+        ),
+        picked as (
+            select d.id from heads h join doc_queue d on d.id = h.id
+            where d.state = 'new'
+            limit $2
+            for update of d skip locked
+        )
+        update doc_queue d set state = 'running' from picked where d.id = picked.id
+        returning d.id as msg_id, d.topic as queue_type, (d.data->>'customer')::bigint as order_id
+    """,
+    "complete.sql": "update doc_queue set state = 'done' where id = $1",
+    "pending.sql": "select id from doc_queue where state <> 'done'",
+}
+
+
+def test_ids_that_do_not_sort_in_enqueue_order_are_the_measured_cause(cli: Cli) -> None:
+    """The claim takes each customer's smallest id: right, were the ids in enqueue order. The audit
+    fails, and its cause is what the rows say (ids inverted, made within one millisecond), not the
+    claim's ordering by customer, which is the group's own key."""
+    folder(cli.workdir, "docs", **{**{k: None for k in OUTBOX}, **TIME_RANDOM})
+    result = cli.run("-queue ./docs -fill-db 400 -workers 4 -orders 5 -work-ms 0-1 -json d.json")
+    assert result.returncode == 1, result.stdout + result.stderr
+    audit = json.loads((cli.workdir / "d.json").read_text())["audit"]
+    assert audit["duplicates"] == audit["missing"] == 0 and audit["order_violations"] > 5, audit
+    facts = audit["order_facts"]
+    assert facts["keyed"] and facts["ids_inverted"] * 2 > facts["pairs"], facts
+    (cause,) = audit["causes"]
+    measured = cause.index("measured from the rows: the design's ids do not increase in enqueue order:")
+    assert f"{facts['ids_inverted']} of {facts['pairs']} pair(s) inverted" in cause
+    assert "all enqueued within the same millisecond" in cause or "all enqueued less than 1 ms apart" in cause
+    later, later_id, earlier, earlier_id = facts["example"]
+    assert f"msg_id {later} has id {later_id}, below msg_id {earlier}'s {earlier_id}" in cause
+    assert later_id < earlier_id and int(later) > int(earlier)
+    assert "customer" not in cause  # the group's own key is no cause
+    assert "(a guess, not measured)" in cause and cause.index("(a guess") > measured
+    assert "make the design's ids increase in enqueue order" in audit["fix"]
+    assert "ids do not increase in enqueue order" in " ".join(result.stdout.split())
+
+
+def test_autovacuum_off_on_the_queue_table_is_read_before_the_run_and_named(cli: Cli) -> None:
+    """Issue 43, case 3, on a team's table: its schema.sql turns autovacuum off for the queue table.
+    The census reads the reloption before the run; the note, the table row and the advice name it
+    with the dead tuples left and the table's growth per hour."""
+    schema = OUTBOX["schema.sql"].replace("sent_at timestamptz\n        );", "sent_at timestamptz\n        )"
+                                          " with (autovacuum_enabled = false, fillfactor = 50);")  # fmt: skip
+    assert "autovacuum_enabled = false" in schema
+    folder(cli.workdir, **{"schema.sql": schema})
+    result = cli.run(
+        "-queue ./outbox -duration 3 -rate 200 -workers 3 -work-ms 0-1 -orders 20 -json v.json -v"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((cli.workdir / "v.json").read_text())
+    census = doc["server_settings"]
+    assert census["tables"]["public.outbox"] == ["autovacuum_enabled=false", "fillfactor=50"], census
+    off = "table public.outbox's own reloption autovacuum_enabled=false"
+    assert census["autovacuum_off"] == off and census["settings"]["autovacuum"]["value"] == "on"
+    assert census["settings"]["synchronous_commit"]["set_by"] and census["read_ms"] > 0
+    assert census["connection_slots"]["role"] and census["pg_stat_statements"]
+    (named,) = [a for a in doc["advice"] if a.startswith(f"autovacuum off ({off}): dead tuples ")]
+    found = re.search(r"dead tuples [\d,]+ -> ([\d,]+), table ", named)
+    dead = int(found.group(1).replace(",", "")) if found else 0
+    assert dead > 100 and "MB per hour; nothing reclaims them" in named, named
+    out = " ".join(result.stdout.split())
+    assert f"note: autovacuum is off for the queue's tables ({off})" in out
+    assert "autovacuum off: table public.outbox" in out and "autovacuum x" not in out

@@ -3,6 +3,7 @@ run that stops at the first breach of a check that can only get worse."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from psycopg.conninfo import make_conninfo
 
 from pgmq_sim.cli.command import main as cli_main
+from pgmq_sim.model.census import CensusSetting, ServerCensus, SlotCensus
 from pgmq_sim.model.facts import TablePulse
 from pgmq_sim.render.metrics import MetricsObserver, RunCollector
 from pgmq_sim.result.observer import LiveFigures
@@ -83,6 +85,36 @@ def test_a_table_growing_before_any_autovacuum_is_not_judged_and_after_one_it_is
     assert "not judged: fewer than two autovacuums" in short.table_note, short.table_note
     judged = judge_drift(growing(lambda s: int(s >= 12) + int(s >= 24), 60), 60, asked=True)
     assert judged is not None and judged.trend("table") is not None and judged.verdict == "drifting"
+
+
+@pytest.mark.unit
+def test_autovacuum_off_is_named_with_its_dead_tuples_and_growth_and_never_stable() -> None:
+    """Issue 43, case 3: autovacuum off on the server, 0 autovacuums, a table growing: read before the
+    run, it is named (the setting and where it is set) with the dead tuples and the growth per hour,
+    however short the run, and neither "stable" nor "not judged: no autovacuum"."""
+    switch = CensusSetting("autovacuum", "off", "configuration file", "/srv/pg/postgresql.auto.conf", 3)
+    census = ServerCensus("q", "q", (switch,), (), SlotCensus((), "q", True), "readable", 1.0)
+    off = "autovacuum = off (the server's configuration file (/srv/pg/postgresql.auto.conf:3))"
+    for minutes, asked in ((12, False), (1, True)):
+        samples = [
+            SecondSample(s, 800, 800, 3, 5.0, 8.0, 20.0, dead_tuples=160 * s, table_mb=0.88 + s * 0.064,
+                         autovacuums=0, snapshot_age_s=0.1, rss_mb=60.0)
+            for s in range(minutes * 60)
+        ]  # fmt: skip
+        report = judge_drift(samples, minutes * 60, asked=asked, census=census)
+        assert report is not None and report.verdict == "drifting", report
+        (named,) = report.drifting  # the table's growth is said once, with its cause
+        assert named.startswith(f"autovacuum off ({off}): dead tuples "), named
+        assert "MB, +230 MB per hour; nothing reclaims them" in named, named
+        assert "not judged" not in report.table_note and "autovacuum off" in report.table_note
+        unknown = judge_drift(samples, minutes * 60, asked=asked)  # the setting not read: as before
+        assert unknown is not None and "not judged" in unknown.table_note
+        # autovacuum on, but it looks every 10 minutes: the table is not judged, and the note says why
+        naptime = CensusSetting("autovacuum_naptime", "10min", "configuration file")
+        on = dataclasses.replace(census, settings=(CensusSetting("autovacuum", "on", "default"), naptime))
+        waited = judge_drift(samples, minutes * 60, asked=asked, census=on)
+        assert waited is not None and "not judged" in waited.table_note
+        assert "autovacuum looks every 10min (the server's configuration file (" in waited.table_note
 
 
 @pytest.mark.unit

@@ -11,7 +11,7 @@ import pytest
 from builders import settings
 
 from pgmq_sim.model.events import Fault
-from pgmq_sim.model.facts import AuditCounts, OrderViolation
+from pgmq_sim.model.facts import AuditCounts, OrderFacts, OrderViolation
 from pgmq_sim.model.locks import ClaimOrder
 from pgmq_sim.model.reasons import Cause, ReasonCount, classify, ends_session
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
@@ -285,3 +285,80 @@ def test_an_order_violation_says_whether_it_overtook_a_pending_message_or_one_in
     assert cause.startswith("5 message(s) claimed while an earlier one of their group was in flight")
     assert "overtook" not in cause and "shows its next message instead" in cause
     assert flight.fix is not None and "skip the group when that head is locked" in flight.fix
+
+
+RETURNED = " returning d.id as msg_id, d.topic as queue_type, (d.data->>'customer')::bigint as order_id"
+
+
+@pytest.mark.parametrize(
+    ("claim", "ahead", "said"),
+    [
+        # the group's own key, as an expression in parentheses: nothing ahead of the id
+        ("select id from d order by (data->>'customer'), id limit 1 for update skip locked", None, None),
+        (
+            "select distinct on ((data->>'customer')) id from d order by (d.data->>'customer'), d.id",
+            None,
+            None,
+        ),
+        (
+            "select id from d order by coalesce(due, now()), lower(x) limit $2",
+            ("coalesce(due, now())", "lower(x)"),
+            "coalesce(due, now()), then lower(x), and not by id (order by coalesce(due, now()), lower(x))",
+        ),
+        (
+            "with a as (select id from d order by ((d.data->>'customer')), (lower(d.name)), d.id desc"
+            ") update d set s = 1 from a where d.id = a.id",
+            ("(lower(name))",),
+            "(lower(name)), before id (order by ((d.data->>'customer')), (lower(d.name)), d.id desc)",
+        ),
+        (
+            "select id from d order by greatest(a, coalesce(b, 'x)(,')), id for update",
+            ("greatest(a, coalesce(b, 'x)(,'))",),
+            "greatest(a, coalesce(b, 'x)(,')), before id (order by greatest(a, coalesce(b, 'x)(,')), id)",
+        ),
+    ],
+)
+def test_an_order_by_of_expressions_is_read_whole(
+    claim: str, ahead: tuple[str, ...] | None, said: str
+) -> None:
+    """Keys with function calls, casts, literals and nested parentheses are read whole; the group's own
+    key, however parenthesised, is not a cause."""
+    order = ClaimOrder.read(claim + RETURNED)
+    if ahead is None:
+        assert order is None
+        return
+    assert order is not None and order.ahead == ahead and order.said() == said
+    assert order.said().count("(") == order.said().count(")")  # never broken text
+
+
+def _facts(**changes: object) -> OrderFacts:
+    base = OrderFacts(pairs=40, overtook=40, keyed=True, ids_inverted=0, inverted_same_ms=0,
+                      inverted_apart_ms=0.0, due_earlier=0, ranked_higher=0)  # fmt: skip
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_an_order_violations_cause_is_measured_from_its_rows_before_the_text_is_read() -> None:
+    shown = (OrderViolation("type1", 3, 57, 55, "w2", "w1", 0.012, overtook=True),)
+    claim = "select id from d order by (data->>'customer'), id limit 1 for update skip locked" + RETURNED
+
+    def cause(facts: OrderFacts) -> tuple[str, str | None]:
+        counts = dataclasses.replace(_counts(40, 40, shown), order_facts=facts)
+        verdict = judge_audit(counts, expected=100, ordered=True, complete=True, claim_sql=claim)
+        return verdict.causes[0], verdict.fix
+
+    text, fix = cause(_facts(ids_inverted=40, inverted_same_ms=40, example=("57", "0a1f", "55", "0a2e")))
+    assert (
+        "measured from the rows: the design's ids do not increase in enqueue order: 40 of 40 pair(s)" in text
+    )
+    assert (
+        "all enqueued within the same millisecond; e.g. msg_id 57 has id 0a1f, below msg_id 55's 0a2e" in text
+    )
+    assert text.index("measured from the rows") < text.index("(a guess, not measured)")
+    assert "customer" not in text and fix is not None and "ids increase in enqueue order" in fix
+    text, _ = cause(_facts(ids_inverted=30, inverted_same_ms=12, inverted_apart_ms=3.5))
+    assert "12 of them enqueued within the same millisecond (the farthest 3.5 ms apart)" in text
+    text, fix = cause(_facts(ranked_higher=35, due_earlier=3))
+    assert "in 35 of 40 pair(s) the later message had the higher priority; in 3 of 40 pair(s)" in text
+    assert fix is not None and "ids" not in fix
+    text, _ = cause(_facts())
+    assert "every pair's ids, due times and priorities are in enqueue order" in text and "unexplained" in text

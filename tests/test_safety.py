@@ -173,6 +173,13 @@ def test_connections_are_counted_as_the_run_opens_them(cli: Cli, db: psycopg.Con
     # 3 workers + producer + listener + the tool's own two = 7 > 5
     result = cli.run("-dsn", limited, "-workers 3 -rate 100 -wakeup notify", dsn=False)
     assert_one_line_error(result, 2, "needs 7 connections", "CONNECTION LIMIT")
+    # who holds the slots is named: here a session of the role's own, by its application
+    with psycopg.connect(limited, application_name="nightly-export"):
+        result = cli.run("-dsn", limited, "-workers 3 -rate 100", dsn=False)  # 6 needed, 4 left
+    assert_one_line_error(
+        result, 2, "needs 6 connections", "allows 4 more now (1 client session(s): 1 by application"
+        " 'nightly-export' as role pgmq_limited)"
+    )  # fmt: skip
 
 
 # -- every exit writes what it knows ----------------------------------------------------------

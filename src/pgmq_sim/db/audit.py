@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from pgmq_sim.db.values import QueueShape
-from pgmq_sim.model.facts import AuditCounts, DuplicateClaims, OrderViolation
+from pgmq_sim.model.facts import AuditCounts, DuplicateClaims, OrderFacts, OrderViolation
 from pgmq_sim.sqlfiles import statement
 
 
@@ -77,8 +77,20 @@ def _logged_counts(
         missing_ids=tuple(ids.get("missing", ())),
         redelivered_ids=tuple(ids.get("redelivered", ())),
         early_ids=tuple(ids.get("early", ())),
+        order_facts=_order_facts(conn) if evidence["order_violations"] else None,
         **evidence,
     )
+
+
+def _order_facts(conn: psycopg.Connection) -> OrderFacts:
+    """The order violations' pairs as their rows in the tool's log of what it enqueued say."""
+    row = conn.execute(statement("audit_order_facts")).fetchone()
+    assert row is not None
+    pairs, overtook, keyed, inverted, same_ms, apart_ms, due_earlier, ranked_higher, example = row
+    return OrderFacts(
+        pairs, overtook, bool(keyed), inverted, same_ms, float(apart_ms), due_earlier, ranked_higher,
+        tuple(str(v) for v in (example[0] if example else ())),
+    )  # fmt: skip
 
 
 PENDING = "pgmq_sim_pending"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -9,6 +10,7 @@ import psycopg
 from pgmq_sim.db.connection import connect, limit_lock_waits, own_begin
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
+from pgmq_sim.model.census import CENSUS, CensusSetting, ServerCensus, SlotCensus, SlotHolder, TableOptions
 from pgmq_sim.model.facts import LockBlocker, ServerCounters, StallFacts, StatementCounters, TablePulse
 from pgmq_sim.model.timeouts import TIMEOUTS, UNIT_MS, ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.sqlfiles import statement
@@ -78,6 +80,38 @@ class ServerViews:
                 for r in rows}  # fmt: skip
         return ServerTimeouts(role, database, tuple(read[n] for n in TIMEOUTS if n in read))
 
+    def census(self, tables: tuple[str, ...]) -> ServerCensus:
+        """The settings that shape the queue as this role's sessions get them, the queue tables' own
+        options, who holds the connection slots and whether pg_stat_statements can be read: on a
+        session of its own, as `timeouts` is read, and timed (read_ms: what the census cost)."""
+        began = time.perf_counter()
+        with connect(self.dsn, autocommit=True) as conn:
+            rows = conn.execute(statement("census_settings"), (list(CENSUS), list(tables))).fetchall()
+            slots = read_slots(conn)
+            readable = "not installed in this database"
+            if conn.execute(statement("census_statements")).fetchone() == (True,):
+                try:
+                    conn.execute(statement("census_statements_read")).fetchall()
+                    readable = "readable"
+                except psycopg.Error as exc:
+                    readable = f"not readable: {first_line(exc)}"
+        settings = [r for r in rows if r[5] is None]
+        role, database = (str(settings[0][7]), str(settings[0][8])) if settings else ("", "")
+        read = {str(r[0]): CensusSetting(str(r[0]), str(r[1]), str(r[2]), r[3], r[4]) for r in settings}
+        return ServerCensus(
+            role,
+            database,
+            tuple(read[n] for n in CENSUS if n in read),
+            tuple(TableOptions(str(r[0]), tuple(r[5]), tuple(r[6])) for r in rows if r[5] is not None),
+            slots,
+            readable,
+            (time.perf_counter() - began) * 1000,
+        )
+
+    def slots(self) -> SlotCensus:
+        """Who holds the server's connection slots now."""
+        return self.sessions.retrying(read_slots)
+
     def may_run_programs(self) -> bool:
         row = self.sessions.one("server_programs")
         return bool(row and row[0])
@@ -111,6 +145,14 @@ class ServerViews:
             return StallFacts(blocked, pending, heads, unlocked, holders, bool(facts and facts[2]))
 
         return self.sessions.retrying(read)
+
+
+def read_slots(conn: psycopg.Connection) -> SlotCensus:
+    rows = conn.execute(statement("census_slots")).fetchall()
+    holders = tuple(
+        SlotHolder(str(app), str(role), int(n), int(hidden)) for app, role, n, hidden, *_ in rows if n
+    )
+    return SlotCensus(holders, str(rows[0][4]), bool(rows[0][5]))
 
 
 DATABASE_COUNTERS = (

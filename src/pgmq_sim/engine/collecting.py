@@ -183,6 +183,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,
         timeouts=state.timeouts,
+        census=state.census,
         latency=end.account,
         locks=census,
         files=state.given.files,
@@ -226,7 +227,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         ended_by=state.ended_by,
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
-        else judge_drift(timeline, state.elapsed, settings.drift),
+        else judge_drift(timeline, state.elapsed, settings.drift, state.census),  # changes on purpose: none
     )
     result = dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
     # the journal answered: each phase's and each sweep step's own account

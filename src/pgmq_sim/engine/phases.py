@@ -29,6 +29,7 @@ from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.census import read_census, slot_holders
 from pgmq_sim.engine.ending import name_the_ending
 from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
@@ -63,12 +64,15 @@ def check(state: RunState, parts: RunParts) -> None:
     )
     lefts = [left for left in (budget, role_left) if left is not None]
     state.spare_connections = min(lefts) - needed if lefts else None
-    for left, whose in ((budget, "the server"), (role_left, "this role's CONNECTION LIMIT")):
+    for left, whose, own_role in (
+        (budget, "the server", False),
+        (role_left, "this role's CONNECTION LIMIT", True),
+    ):
         if left is not None and needed > left:
             raise UsageError(
                 f"-workers {settings.workers} needs {needed} connections (workers, producer,"
-                f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now;"
-                " use fewer workers or raise max_connections"
+                f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now"
+                f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
             )
     check_timeouts(state)
     if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
@@ -296,6 +300,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
             state.changed = False  # the install's one transaction rolled back
         raise
     state.db.shape = dataclasses.replace(state.db.shape, tables=tables)
+    read_census(state, tables)
     start_ticker(state)
     if state.server.embedded:  # ours to change: count each statement's cost
         try:

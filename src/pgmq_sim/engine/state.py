@@ -28,6 +28,7 @@ from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.bounded import FirstError, Signals
 from pgmq_sim.engine.loop import RunLoop
 from pgmq_sim.engine.meters import Meters
+from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.reasons import RunEnding
@@ -92,6 +93,7 @@ class RunState:
     path: RunPath | None = None  # decided by the check
     timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read by the check
     spare_connections: int | None = None  # what the server and the role allow beyond the run's own
+    census: ServerCensus | None = None  # the settings that shape the queue, read before the run
     pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
     id_type: str | None = None  # a folder design's own ids: their type, as its enqueue returns them

@@ -70,6 +70,23 @@ class OrderViolation:
 
 
 @dataclass(frozen=True)
+class OrderFacts:
+    """What the rows of a folder design's order violations say about each pair (a group's earlier
+    message, and the later one claimed before it completed): measured, so the audit's cause comes
+    from them before anything read from the claim's text."""
+
+    pairs: int
+    overtook: int  # the claim returned the later message before the earlier one
+    keyed: bool  # the design has ids of its own (pgmq_sim_enqueued.design_id)
+    ids_inverted: int  # the later message's design id sorts before the earlier's
+    inverted_same_ms: int  # of those, enqueued within the same millisecond
+    inverted_apart_ms: float  # of those, the farthest apart their enqueues were
+    due_earlier: int  # the later message was due before the earlier one
+    ranked_higher: int  # the later message had the higher priority
+    example: tuple[str, ...] = ()  # an inverted pair: msg_id, its design id, the earlier's msg_id, design id
+
+
+@dataclass(frozen=True)
 class AuditCounts:
     """What the journal and the queue say, counted on the server."""
 
@@ -94,11 +111,13 @@ class AuditCounts:
     # the first order violations, the group and both messages with their workers
     duplicate_claims: tuple[DuplicateClaims, ...] = ()
     violations: tuple[OrderViolation, ...] = ()
+    order_facts: OrderFacts | None = None  # a folder design's: measured from its rows
 
     def as_json(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(AuditCounts)}  # not a subclass's own
         values["duplicate_claims"] = [d.__dict__ for d in self.duplicate_claims]
         values["violations"] = [v.__dict__ for v in self.violations]
+        values["order_facts"] = None if self.order_facts is None else dict(self.order_facts.__dict__)
         return {name: list(v) if isinstance(v, tuple) else v for name, v in values.items()}
 
 

@@ -46,21 +46,26 @@ class ClaimLocks:
         return ", ".join(found) if found else "no row lock (no FOR UPDATE, no advisory lock)"
 
 
-ORDER_BY = re.compile(
-    r"\border by (.+?)(?= limit\b| for (?:no key )?(?:update|share)\b| offset\b| fetch\b|\)|;|$)"
-)
 RETURNING = re.compile(r"\breturning (.+?)(?:;|$)")
+CLAUSE_END = re.compile(
+    r"(?:limit|offset|fetch|returning|for (?:no key )?(?:update|share)|window|union|except|intersect)\b"
+)
+DIRECTION = re.compile(r"(?: (?:asc|desc|nulls first|nulls last|using \S+))+$")
+QUALIFIER = re.compile(r'(?<![\w.$])"?[a-z_][\w$]*"?\.(?=["a-z_])')
+CAST = re.compile(r"::[a-z_][\w ]*?(?:\[\])?(?=$|[),])")
 
 
 @dataclass(frozen=True)
 class ClaimOrder:
     """What a claim's ORDER BY puts before a message's id, besides its group's own columns (an
     urgency, a due time): the ordering by which a later message of a group can overtake an earlier
-    one still pending. Read from the statement, not its comments."""
+    one still pending. Read from the statement, not its comments: a guess from the text, which the
+    audit gives after what it measured from the rows."""
 
     written: str  # the ORDER BY as the claim writes it: t.priority desc, t.not_before, t.id
     ahead: tuple[str, ...]  # its keys before the id, without their tables' aliases: priority desc, not_before
     id_column: str  # the column the claim returns as msg_id
+    by_id: bool = True  # the id is one of its keys
 
     @classmethod
     def read(cls, text: str) -> ClaimOrder | None:
@@ -69,20 +74,49 @@ class ClaimOrder:
         columns = dict(_named(item) for item in _top_level(returned.group(1))) if returned else {}
         id_column = columns.get("msg_id", "msg_id")
         group = {columns.get("order_id", "order_id"), columns.get("queue_type", "queue_type")}
-        for clause in ORDER_BY.finditer(words):
-            keys = [_unaliased(key) for key in _top_level(clause.group(1))]
-            firsts = [key.split(" ")[0] for key in keys]
-            before = firsts.index(id_column) if id_column in firsts else len(keys)
-            ahead = tuple(
-                key for key, first in zip(keys[:before], firsts, strict=False) if first not in group
-            )
+        for clause in order_clauses(words):
+            keys = [_unaliased(key) for key in _top_level(clause)]
+            bare = [_bare(key) for key in keys]
+            before = bare.index(id_column) if id_column in bare else len(keys)
+            ahead = tuple(key for key, b in zip(keys[:before], bare, strict=False) if b not in group)
             if ahead:
-                return cls(clause.group(1).strip(), ahead, id_column)
+                return cls(clause, ahead, id_column, id_column in bare)
         return None
+
+    @property
+    def first(self) -> str:
+        """The first key ahead of the id, without its direction: priority"""
+        return _bare(self.ahead[0])
 
     def said(self) -> str:
         """'priority desc, then not_before, before id (order by t.priority desc, t.not_before, t.id)'"""
-        return f"{', then '.join(self.ahead)}, before {self.id_column} (order by {self.written})"
+        where = f"before {self.id_column}" if self.by_id else f"and not by {self.id_column}"
+        return f"{', then '.join(self.ahead)}, {where} (order by {self.written})"
+
+
+def order_clauses(words: str) -> list[str]:
+    """Each ORDER BY's keys, as written, whole: a clause ends where its own parenthesis closes, at
+    `;`, or at a keyword outside its parentheses (LIMIT, FOR UPDATE, ...), never inside a key's
+    expression (`order by coalesce(due, now()), lower(x)`) or a literal."""
+    masked = _masked(words)
+    clauses = []
+    for found in re.finditer(r"\border by ", masked):
+        depth, start, end = 0, found.end(), len(words)
+        for i in range(start, len(masked)):
+            char = masked[i]
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth < 0 or (
+                depth == 0 and (char == ";" or (masked[i - 1] == " " and CLAUSE_END.match(masked, i)))
+            ):
+                end = i
+                break
+        clauses.append(words[start:end].strip())
+    return [clause for clause in clauses if clause]
+
+
+def _masked(text: str) -> str:
+    """The text with its literals' insides blanked ('a,(b' -> 'xxxx'), the same length."""
+    return re.sub(r"'(?:[^']|'')*'", lambda m: "'" + "x" * (len(m.group(0)) - 2) + "'", text)
 
 
 NOT_FUNCTIONS = ("lateral", "unnest", "generate_series")  # a keyword, and functions of rows a claim makes
@@ -99,7 +133,7 @@ def source_functions(text: str) -> tuple[str, ...]:
 def _top_level(text: str) -> list[str]:
     """A list's items, split at the commas outside parentheses."""
     items, depth, start = [], 0, 0
-    for i, char in enumerate(text):
+    for i, char in enumerate(_masked(text)):
         depth += {"(": 1, ")": -1}.get(char, 0)
         if char == "," and depth == 0:
             items.append(text[start:i].strip())
@@ -108,12 +142,36 @@ def _top_level(text: str) -> list[str]:
 
 
 def _unaliased(expression: str) -> str:
-    """t.priority desc -> priority desc"""
-    return re.sub(r'^"?\w+"?\.', "", expression.strip()).replace('"', "")
+    """t.priority desc -> priority desc; (o.data->>'customer') -> (data->>'customer')"""
+    return QUALIFIER.sub("", expression.strip()).replace('"', "")
+
+
+def _bare(expression: str) -> str:
+    """An expression as a group's or an id's key compares: without aliases, direction, casts and the
+    parentheses around it. (o.data->>'customer')::bigint desc -> data->>'customer'"""
+    bare = DIRECTION.sub("", _unaliased(expression)).strip()
+    while True:
+        before = bare
+        bare = CAST.sub("", bare).strip()
+        if bare.startswith("(") and bare.endswith(")") and _balanced(bare[1:-1]):
+            bare = bare[1:-1].strip()
+        if bare == before:
+            return bare
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _named(item: str) -> tuple[str, str]:
     """A returned item as (its name, its column): 'o.customer as order_id' -> (order_id, customer)."""
-    expression, _, alias = item.partition(" as ")
-    column = _unaliased(expression).split(" ")[0]
+    expression, _, alias = item.rpartition(" as ")
+    if not expression or not re.fullmatch(r'"?[a-z_][\w$]*"?', alias.strip()):  # cast(x as bigint)
+        expression, alias = item, ""
+    column = _bare(expression)
     return (alias.strip().replace('"', "") or column), column

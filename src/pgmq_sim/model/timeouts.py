@@ -61,19 +61,7 @@ class ServerTimeouts:
 
     def where(self, s: ServerSetting) -> str:
         """Where the setting comes from, in the words that change it."""
-        role, database = quoted(self.role), quoted(self.database)
-        if s.source == "configuration file":
-            at = f"{s.file}:{s.line}" if s.file else "postgresql.conf, or ALTER SYSTEM's postgresql.auto.conf"
-            return f"the server's configuration file ({at})"
-        return {
-            "default": "the server's default",
-            "user": f"ALTER ROLE {role} SET",
-            "database": f"ALTER DATABASE {database} SET",
-            "database user": f"ALTER ROLE {role} IN DATABASE {database} SET",
-            "client": "the connection's options (PGOPTIONS, or options= in -dsn)",
-            "command line": "the server's command line",
-            "environment variable": "the server's environment",
-        }.get(s.source, f"source: {s.source}")
+        return set_where(s.source, s.file, s.line, self.role, self.database)
 
     def raise_it(self, s: ServerSetting, value: str) -> str:
         """The statement that gives the run's role another value, above where it is set now."""
@@ -104,6 +92,24 @@ class ServerTimeouts:
             "database": self.database,
             "settings": {s.name: s.as_json() | {"set_by": self.where(s)} for s in self.settings},
         }
+
+
+def set_where(source: str, file: str | None, line: int | None, role: str, database: str) -> str:
+    """Where a setting comes from (pg_settings.source, sourcefile, sourceline), in the words that
+    change it: 'ALTER ROLE q SET', 'the server's configuration file (.../postgresql.auto.conf:3)'."""
+    if source == "configuration file":
+        at = f"{file}:{line}" if file else "postgresql.conf, or ALTER SYSTEM's postgresql.auto.conf"
+        return f"the server's configuration file ({at})"
+    return {
+        "default": "the server's default",
+        "user": f"ALTER ROLE {quoted(role)} SET",
+        "database": f"ALTER DATABASE {quoted(database)} SET",
+        "database user": f"ALTER ROLE {quoted(role)} IN DATABASE {quoted(database)} SET",
+        "client": "the connection's options (PGOPTIONS, or options= in -dsn)",
+        "command line": "the server's command line",
+        "environment variable": "the server's environment",
+        "override": "the server itself (fixed at its start)",
+    }.get(source, f"source: {source}")
 
 
 def quoted(name: str) -> str:

@@ -152,12 +152,21 @@ def _server_rows(table: Table, result: RunResult) -> None:
     """What the server said: its timeouts, the table, a neighbour's latency, the cost."""
     if result.timeouts is not None and any(t.on for t in result.timeouts.settings):
         table.add_row("server timeouts", escape(result.timeouts.text()))
+    census = result.census
+    if census and (
+        census.autovacuum_off()
+        or census.synchronous_commit_off()
+        or any(t.options or t.triggers for t in census.tables)
+    ):  # only where a setting shapes the figures: the JSON and the report keep the whole census
+        table.add_row("server settings", escape(census.text()))
     if result.health:
         h = result.health
+        off = census.autovacuum_off() if census else None
         table.add_row(
             "table",
             f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
-            f" + {h.index_bytes // 1024} KiB indexes, autovacuum x{h.autovacuum_runs}",
+            f" + {h.index_bytes // 1024} KiB indexes, "
+            + (escape(f"autovacuum off: {off}") if off else f"autovacuum x{h.autovacuum_runs}"),
         )
     if result.bystander is not None:
         b = result.bystander

@@ -133,6 +133,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "faults": [f.as_json() for f in r.faults],
         "server_reasons": [c.as_json() for c in r.server_reasons],
         "server_timeouts": r.timeouts.as_json() if r.timeouts else None,
+        "server_settings": r.census.as_json() if r.census else None,
         "producer": r.producer.as_json() if r.producer else None,
         "retries": r.retries.as_json() if r.retries else None,
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,

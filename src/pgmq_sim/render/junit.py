@@ -14,10 +14,13 @@ def junit_document(results: list[RunResult]) -> str:
     suites = ET.Element("testsuites", name="pgmq-sim")
     for result in results:
         cases: list[tuple[str, str | None, str]] = []  # (name, failure or None, what was measured)
+        skipped: dict[str, str] = {}  # a check not judged: skipped, with why
         for c in result.checks:
             value = "not measured" if c.value is None else f"{number(c.value)} {c.check.unit}".rstrip()
-            failure = None if c.passed else f"{c.check}: {value}"
+            failure = None if c.passed is not False else f"{c.check}: {value}"
             cases.append((f"check {c.check}", failure, value))
+            if c.not_judged is not None:
+                skipped[f"check {c.check}"] = f"not judged: {c.not_judged}"
         if result.audit is not None:
             audit = result.audit
             said = f"{audit.verdict}: {audit.processed} of {audit.expected} processed"
@@ -32,12 +35,15 @@ def junit_document(results: list[RunResult]) -> str:
             name=name,
             tests=str(len(cases)),
             failures=str(sum(1 for _, f, _ in cases if f is not None)),
+            skipped=str(len(skipped)),
             time=f"{result.elapsed_s:.3f}",
         )
         for case_name, failure, measured in cases:
             case = ET.SubElement(suite, "testcase", classname=name, name=case_name)
             if failure is not None:
                 ET.SubElement(case, "failure", message=failure).text = failure
+            if case_name in skipped:
+                ET.SubElement(case, "skipped", message=skipped[case_name])
             ET.SubElement(case, "system-out").text = measured
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

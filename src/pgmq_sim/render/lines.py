@@ -193,7 +193,9 @@ def print_checks(console: Console, result: RunResult) -> None:
         table.add_column(column, justify="right" if column in ("value", "bound") else "left")
     for c in result.checks:
         value = "not measured" if c.value is None else f"{number(c.value)} {c.check.unit}".rstrip()
-        mark = "[green]✓[/]" if c.passed else "[red]✗[/]"
+        if c.not_judged is not None:
+            value += escape(f", not judged: {c.not_judged}")
+        mark = "[yellow]-[/]" if c.passed is None else "[green]✓[/]" if c.passed else "[red]✗[/]"
         table.add_row(
             mark, str(c.check), value, f"{c.check.op} {number(c.check.bound)} {c.check.unit}".rstrip()
         )
@@ -203,10 +205,19 @@ def print_checks(console: Console, result: RunResult) -> None:
 
 def print_checks_verdict(console: Console, result: RunResult) -> None:
     breached = result.breached
+    unjudged = [c for c in result.checks if c.passed is None]
+    aside = (
+        f"; not judged (no breach): {', '.join(f'{c.check} ({c.not_judged})' for c in unjudged)}"
+        if unjudged
+        else ""
+    )
     if breached:
-        console.print(f"[red]checks breached:[/] {', '.join(str(c.check) for c in breached)} (exit 4)")
+        console.print(
+            f"[red]checks breached:[/] {', '.join(str(c.check) for c in breached)} (exit 4){escape(aside)}"
+        )
     else:
-        console.print(f"[green]checks passed:[/] {len(result.checks)} of {len(result.checks)}")
+        passed = len(result.checks) - len(unjudged)
+        console.print(f"[green]checks passed:[/] {passed} of {len(result.checks)}{escape(aside)}")
 
 
 def processed_text(result: RunResult) -> str:

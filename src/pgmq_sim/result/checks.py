@@ -11,7 +11,8 @@ from pgmq_sim.model.checks import Check
 class CheckResult:
     check: Check
     value: float | None  # None: not measured in this run
-    passed: bool
+    passed: bool | None  # None: not judged (the verdict it mirrors calls the figure noise), not breached
+    not_judged: str | None = None  # why, as the verdict says it
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -21,4 +22,5 @@ class CheckResult:
             "bound": self.check.bound,
             "unit": self.check.unit,
             "passed": self.passed,
+            "not_judged": self.not_judged,
         }

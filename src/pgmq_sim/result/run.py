@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
@@ -169,6 +170,7 @@ class RunResult:
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
     server_reasons: tuple[ReasonCount, ...] = ()  # why the server ended statements and sessions, by cause
     timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read before it
+    census: ServerCensus | None = None  # the settings that shape the queue, read before it
     latency: LatencyAccount | None = None  # where the cohorts' time went (from the journal)
     locks: LockCensus | None = None  # who held the locks a claim may skip or wait on (sampled)
     audit_skipped: str | None = None  # why the audit asked for did not run (the error it got)
@@ -324,7 +326,7 @@ class RunResult:
 
     @property
     def breached(self) -> tuple[CheckResult, ...]:
-        return tuple(c for c in self.checks if not c.passed)
+        return tuple(c for c in self.checks if c.passed is False)  # not judged: no breach
 
 
 _SEQUENCES = ("timeline", "stall_causes", "faults", "notes", "server_reasons")  # kept as tuples

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.costs import cost_cause
+from pgmq_sim.verdicts.drift import unvacuumed_at
 from pgmq_sim.verdicts.limits import Limit, run_limit
 
 Rule = Callable[[RunResult], str | None]
@@ -92,17 +93,34 @@ def old_snapshot(r: RunResult) -> str | None:
     )
 
 
+def autovacuum_off(r: RunResult) -> str | None:
+    """Autovacuum kept from the queue's tables (read before the run), named where it is set, with the
+    dead tuples it left and the table's growth: however short the run, never a table judged sound."""
+    off = r.census.autovacuum_off() if r.census is not None else None
+    if off is None:
+        return None
+    points = [(float(s.second), s.dead_tuples, s.table_mb) for s in r.timeline]
+    if r.health is not None:  # the end's exact count
+        points.append((r.elapsed_s, r.health.dead_tuples, None))
+    return (
+        f"{unvacuumed_at(points, off)}; turn autovacuum back on where it is off, or VACUUM the queue's"
+        " table on a schedule"
+    )
+
+
 def dead_tuples(r: RunResult) -> str | None:
     """Dead tuples in a drained table are gone at the next vacuum: only a live queue suffers, and
-    when an old snapshot is the cause, another rule says so instead."""
+    when an old snapshot or autovacuum off is the cause, another rule says so instead."""
     h = r.health
     if h is None or h.live_tuples == 0 or h.dead_tuples <= max(1000, 2 * h.live_tuples):
         return None
-    if old_snapshot(r) is not None:
+    if old_snapshot(r) is not None or autovacuum_off(r) is not None:
         return None
+    now = f" (now: {r.census.vacuum_thresholds()})" if r.census is not None else ""
     return (
         f"{h.dead_tuples} dead tuples against {h.live_tuples} live: every claim steps over them;"
-        " vacuum the queue table more often (autovacuum_vacuum_scale_factor, or a manual VACUUM)"
+        f" vacuum the queue table more often (autovacuum_vacuum_scale_factor, autovacuum_naptime, or a"
+        f" manual VACUUM){now}"
     )
 
 
@@ -145,6 +163,7 @@ RULES: tuple[Rule, ...] = (
     polling_latency,
     backlog_wait,
     old_snapshot,
+    autovacuum_off,
     dead_tuples,
     head_of_line,
     client_starved,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from pgmq_sim.model.facts import AuditCounts
+from pgmq_sim.model.facts import AuditCounts, OrderFacts
 from pgmq_sim.model.locks import ClaimLocks, ClaimOrder
 from pgmq_sim.result.audit import AuditVerdict
 
@@ -168,10 +168,12 @@ def _violations(counts: AuditCounts, locks: ClaimLocks | None, order: ClaimOrder
         if locks is not None and locks.skip_locked
         else " the claim does not leave a group alone while its head is in flight"
     )
+    measured, ids_fix = _measured(counts.order_facts)
     return (
         f"{total - overtook} message(s) claimed while an earlier one of their group was in flight (claimed,"
-        f" not yet completed){also}{told};{skipping}",
-        "claim only a group's head (the first unfinished message of its group), and skip the group"
+        f" not yet completed){also}{told};{measured}{';' if measured else ''}{skipping}",
+        ids_fix
+        or "claim only a group's head (the first unfinished message of its group), and skip the group"
         " when that head is locked",
     )
 
@@ -188,25 +190,81 @@ def _overtaking(counts: AuditCounts, overtook: int, order: ClaimOrder | None) ->
         )
     rest = counts.order_violations - overtook
     also = f" ({rest} more claimed while an earlier one was in flight)" if rest else ""
+    measured, ids_fix = _measured(counts.order_facts)
+    guess = "; read from claim.sql's text (a guess, not measured):" if measured else ""
     if order is not None:
-        by = f": claim.sql orders by {order.said()}, so a later message that ranks higher is taken first"
-        first = order.ahead[0].split(" ")[0]  # the column, without its direction
+        by = (
+            f"{guess or ':'} claim.sql orders by {order.said()}, so a later message that ranks higher is"
+            " taken first"
+        )
+        first = order.first
         fix = (
             f"take a group's messages in their order: rank the groups by {first} if you must, but claim only"
             f" a group's earliest unfinished message (no earlier message of the group pending or in flight),"
             f" never a later one for its {first}"
         )
     else:
-        by = ": claim.sql's ORDER BY puts nothing before the id, so what chose them is not in its text"
+        by = (
+            f"{guess or ':'} claim.sql's ORDER BY puts nothing before the id, so what chose them is not in"
+            " its text"
+        )
         fix = (
             "claim only a group's earliest unfinished message (no earlier message of the group pending or"
             " in flight)"
         )
     return (
         f"{overtook} message(s) overtook an earlier message of their group while it was still pending"
-        f" (claimed before it was, not while it was in flight){also}{told}{by}",
-        fix,
+        f" (claimed before it was, not while it was in flight){also}{told}{measured and ';'}{measured}{by}",
+        ids_fix or fix,
     )
+
+
+def _measured(facts: OrderFacts | None) -> tuple[str, str | None]:
+    """What the violating pairs' own rows say (ids, due times, priorities), most pairs first, and the
+    fix when the design's ids explain most of them; ('', None) where the rows were not read."""
+    if facts is None or not facts.pairs:
+        return "", None
+    pairs = facts.pairs
+    found: list[tuple[int, str]] = []
+    if facts.ids_inverted:
+        inverted = facts.ids_inverted
+        same = facts.inverted_same_ms
+        if same == inverted:
+            when = "all enqueued within the same millisecond"
+        elif facts.inverted_apart_ms < 1:
+            when = f"all enqueued less than 1 ms apart ({same} within the same millisecond)"
+        else:
+            farthest = f"the farthest {facts.inverted_apart_ms:.1f} ms apart"
+            when = f"{same} of them enqueued within the same millisecond ({farthest})"
+        example = ""
+        if len(facts.example) == 4:
+            later, later_id, earlier, earlier_id = facts.example
+            example = f"; e.g. msg_id {later} has id {later_id}, below msg_id {earlier}'s {earlier_id}"
+        found.append((inverted, f"the design's ids do not increase in enqueue order: {inverted} of {pairs}"
+                      " pair(s) inverted (the later message's id sorts before the earlier one's),"
+                      f" {when}{example}"))  # fmt: skip
+    if facts.due_earlier:
+        found.append((facts.due_earlier, f"in {facts.due_earlier} of {pairs} pair(s) the later message was"
+                      " due before the earlier one"))  # fmt: skip
+    if facts.ranked_higher:
+        found.append((facts.ranked_higher, f"in {facts.ranked_higher} of {pairs} pair(s) the later message"
+                      " had the higher priority"))  # fmt: skip
+    if not found:
+        ids = "ids, " if facts.keyed else ""
+        return (
+            f" measured from the rows: every pair's {ids}due times and priorities are in enqueue order,"
+            " so what made the claim take the later one first is unexplained",
+            None,
+        )
+    found.sort(key=lambda item: -item[0])
+    fix = None
+    if facts.ids_inverted and found[0][0] == facts.ids_inverted and facts.ids_inverted * 2 > pairs:
+        fix = (
+            "make the design's ids increase in enqueue order (a sequence, or a time part fine enough that"
+            " ids made within one millisecond still sort in order), or order a group's messages by their"
+            " enqueue order, not by that id"
+        )
+    return " measured from the rows: " + "; ".join(text for _, text in found), fix
 
 
 def _ids(ids: tuple[int, ...]) -> str:

@@ -21,6 +21,7 @@ from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.settings import DRIFT_MIN_S, Settings
+from pgmq_sim.verdicts.drift import unjudged
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -39,6 +40,9 @@ class Figure:
     # known while the run goes on, from the workers' counters, and can only get worse: -check-abort
     # acts on it (duplicates and missing are known only at the audit)
     live: Callable[[WorkerCounters], float] | None = None
+    # why the verdict this figure mirrors would not judge it (a trend in noise): the check is then
+    # not judged either, and does not fail the run
+    unjudged: Callable[[RunResult], str | None] = lambda _r: None
 
 
 def _latency(kind: str, pct: str) -> Callable[[RunResult], float | None]:
@@ -63,6 +67,10 @@ def _drift(figure: str) -> Callable[[RunResult], float | None]:
         return None if trend is None else trend.share_per_hour * 100
 
     return read
+
+
+def _drift_unjudged(figure: str) -> Callable[[RunResult], str | None]:
+    return lambda r: None if r.drift is None else unjudged(r.drift, figure)
 
 
 def _needs_drift(s: Settings) -> str | None:
@@ -106,7 +114,7 @@ FIGURES: dict[str, Figure] = {
         "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
     ),
     **{
-        f"{name}-drift": Figure("%/h", _drift(figure), _needs_drift)
+        f"{name}-drift": Figure("%/h", _drift(figure), _needs_drift, unjudged=_drift_unjudged(figure))
         for name, figure in (("p99", "e2e_p99"), ("throughput", "throughput"), ("table", "table"))
     },
 }
@@ -140,11 +148,19 @@ def refuse_unproduced(checks: tuple[Check, ...], settings: Settings) -> None:
 
 
 def evaluate(checks: tuple[Check, ...], result: RunResult) -> tuple[CheckResult, ...]:
+    """Each check judged as the verdict it mirrors judges its figure: one the verdict would not judge (a
+    drift's trend in noise) is not judged, neither passed nor breached."""
     out = []
     for check in checks:
-        value = FIGURES[check.figure].read(result)
+        figure = FIGURES[check.figure]
+        value = figure.read(result)
+        shown = None if value is None else round(value, 4)
+        why = figure.unjudged(result)
+        if why is not None:
+            out.append(CheckResult(check, shown, None, why))
+            continue
         passed = value is not None and not math.isnan(value) and OPERATORS[check.op](value, check.bound)
-        out.append(CheckResult(check, None if value is None else round(value, 4), passed))
+        out.append(CheckResult(check, shown, passed))
     return tuple(out)
 
 

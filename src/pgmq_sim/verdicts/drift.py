@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.result.drift import DriftReport, Trend, Window
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.settings import DRIFT_MIN_S, SHORT_DRIFT_S
@@ -125,6 +126,24 @@ def trend(figure: DriftFigure, cut: Sequence[Window], short: bool) -> Trend | No
     return Trend(figure.name, ys[0], ys[-1], per_hour, share_h, share_run, p, drifting)
 
 
+def unjudged(report: DriftReport, figure: str) -> str | None:
+    """Why the drift verdict would call this figure's move no drift whatever its bound: noise (p at or
+    above the significance), a short run's wobble (the line moved within the figure's floor), or no
+    line at all (the table before its autovacuums). None: the move is judged by its bound."""
+    t = report.trend(figure)
+    if t is None:
+        return f"no trend ({report.table_note})" if figure == "table" else "no trend: too few windows"
+    if t.p >= SIGNIFICANCE and t.per_hour != 0:  # a flat line (every window alike) is no noise
+        return f"noise: p = {t.p:.2g}, not below {SIGNIFICANCE} (the drift verdict: {report.verdict})"
+    floor = next(f.floor for f in FIGURES if f.name == figure)
+    if report.window_s < 60 and abs(t.share_over_run) <= floor:
+        return (
+            f"a short run's wobble: {t.share_over_run:+.0%} over the run, within {floor:.0%}"
+            f" (the drift verdict: {report.verdict})"
+        )
+    return None
+
+
 def after_autovacuum(cut: Sequence[Window], nth: int) -> Sequence[Window]:
     """The windows from the one before the nth whose autovacuum count rose (nothing: fewer ran)."""
     counts = [w.autovacuums for w in cut]
@@ -151,7 +170,14 @@ def dead_rose_behind(cut: Sequence[Window]) -> tuple[int, int] | None:
     return (first, last) if last - first >= max(DEAD_ROSE, first / 2) else None
 
 
-def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False) -> DriftReport | None:
+def judge_drift(
+    samples: Sequence[SecondSample], elapsed_s: float, asked: bool = False, census: ServerCensus | None = None
+) -> DriftReport | None:
+    """`census`: the server's settings read before the run. Autovacuum kept from the queue's tables
+    (the setting and where it is set, or the table's reloption) has the table judged from the start,
+    and the run is never stable, for nothing reclaims what it leaves dead; a table not judged for want
+    of autovacuums is said with the thresholds and naptime that made it wait."""
+    autovacuum_off = census.autovacuum_off() if census is not None else None
     length = window_length(elapsed_s, asked)
     if length is None:
         return None
@@ -167,7 +193,7 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
     held = rose is not None
     # held: vacuum reclaims nothing anyway. In a short run (autovacuum wakes once a minute by
     # default) the table still grows after the first vacuum until the next one reuses its space
-    table_cut = cut if held else after_autovacuum(cut, 2 if short else 1)
+    table_cut = cut if held or autovacuum_off else after_autovacuum(cut, 2 if short else 1)
     trends = tuple(
         t for f in FIGURES if (t := trend(f, table_cut if f.name == "table" else cut, short)) is not None
     )
@@ -175,19 +201,49 @@ def judge_drift(samples: Sequence[SecondSample], elapsed_s: float, asked: bool =
         f"{f.label} {t.per_hour:+,.3g} {f.unit} per hour, {t.share_over_run:+.0%} over the run"
         for f in FIGURES
         if (t := next((t for t in trends if t.figure == f.name and t.drifting), None)) is not None
+        and not (autovacuum_off and f.name == "table")  # said with its cause, below
     ]
     if rose is not None:
         drifting.append(
             f"a snapshot held {snapshot_max:.0f} s while dead tuples rose {rose[0]:,} -> {rose[1]:,}:"
             " vacuum could remove nothing behind it"
         )
+    if autovacuum_off:
+        drifting.append(unvacuumed(cut, autovacuum_off))
     counts = [s.autovacuums for s in samples if s.autovacuums is not None]
     autovacuums = counts[-1] - counts[0] if counts else None
     note = _table_note(cut, table_cut, held, any(t.figure == "table" for t in trends), short)
+    if autovacuum_off:
+        note = f"{note.partition(',')[0]}, judged from the start (autovacuum off)"
+    elif census is not None and "not judged" in note:
+        note += f" ({census.vacuum_thresholds()})"
     if long_held and not held:
         note += f"; a snapshot held {snapshot_max:.0f} s, but dead tuples did not rise behind it"
     bounds = {f.name: f.bound_per_h for f in FIGURES}
     return DriftReport(length, tuple(cut), trends, tuple(drifting), snapshot_max, autovacuums, note, bounds)
+
+
+def unvacuumed(cut: Sequence[Window], off: str) -> str:
+    """Autovacuum off, named with what it left: the dead tuples and the table's growth per hour."""
+    return unvacuumed_at([(w.start_s + w.seconds / 2, w.dead_tuples, w.table_mb) for w in cut], off)
+
+
+def unvacuumed_at(points: Sequence[tuple[float, int | None, float | None]], off: str) -> str:
+    """From (seconds, dead tuples, table MB) points: a drift's windows, or a run's seconds."""
+    dead = [d for _, d, _ in points if d is not None]
+    sized = [(t, mb) for t, _, mb in points if mb is not None]
+    rose = (
+        f"dead tuples {dead[0]:,} -> {dead[-1]:,}"
+        if len(dead) > 1
+        else f"{dead[0]:,} dead tuples"
+        if dead
+        else "dead tuples not read"
+    )
+    grew = "table size not read"
+    if len(sized) >= 2 and sized[-1][0] > sized[0][0]:
+        (t0, first), (t1, last) = sized[0], sized[-1]
+        grew = f"table {first:.3g} -> {last:.3g} MB, {(last - first) / (t1 - t0) * 3600:+,.3g} MB per hour"
+    return f"autovacuum off ({off}): {rose}, {grew}; nothing reclaims them"
 
 
 def _table_note(
