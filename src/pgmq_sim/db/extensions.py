@@ -26,37 +26,39 @@ def pgmq_package() -> tuple[str, str]:
     return get_embedded_install_sql(), get_embedded_sql_version()
 
 
-def prepare_pgmq(conn: psycopg.Connection) -> str:
-    """pgmq in the run's database, in the open transaction; returned: which pgmq, said once."""
+def prepare_pgmq(conn: psycopg.Connection) -> tuple[str, str]:
+    """pgmq in the run's database, in the open transaction; returned: which pgmq, said once, and
+    the version of its SQL."""
     row = conn.execute(statement("pgmq_present")).fetchone()
     assert row is not None
     extension, schema_comment, schema_exists = row
     if extension is not None:
-        return f"pgmq: the server's pgmq extension {extension} is used as it is"
+        return f"pgmq: the server's pgmq extension {extension} is used as it is", f"extension {extension}"
     sql, version = pgmq_package()
     if schema_exists and not str(schema_comment or "").startswith(PGMQ_MARK):
         return (
-            "pgmq: schema pgmq exists and was not installed by pgmq-sim: used as it is (its version unknown)"
+            "pgmq: schema pgmq exists and was not installed by pgmq-sim: used as it is (its version unknown)",
+            "unknown (a schema pgmq of others)",
         )
     installed = str(schema_comment or "").removeprefix(PGMQ_MARK).split(" ", 1)[0]
     if schema_exists and installed == version:
-        return f"pgmq: {version} (the pgmq package's SQL), installed by an earlier run of pgmq-sim"
+        return f"pgmq: {version} (the pgmq package's SQL), installed by an earlier run of pgmq-sim", version
     if schema_exists:  # the tool's own, of another version: replaced
         conn.execute("drop schema pgmq cascade")
     conn.execute(sql.encode())
     conn.execute(
         f"comment on schema pgmq is '{PGMQ_MARK}{version} from the pgmq package; replaced by its next run'"
     )
-    return f"pgmq: {version}, the pgmq package's SQL (pgmq/sql/pgmq.sql), installed into schema pgmq"
+    return f"pgmq: {version}, the pgmq package's SQL (pgmq/sql/pgmq.sql), installed into schema pgmq", version
 
 
-def prepare_pgq(conn: psycopg.Connection) -> str:
+def prepare_pgq(conn: psycopg.Connection) -> tuple[str, str]:
     """PgQ in the run's database: its extension, created where the role may."""
     row = conn.execute(statement("pgq_present")).fetchone()
     assert row is not None
     installed, available, superuser = row
     if installed is not None:
-        return f"pgq: the server's pgq extension {installed} is used"
+        return f"pgq: the server's pgq extension {installed} is used", f"extension {installed}"
     if available is None:
         raise UsageError(
             f"-queue pgq needs PgQ on the server, and it has none: install Debian's {PGQ_PACKAGE} (NN: the"
@@ -69,12 +71,13 @@ def prepare_pgq(conn: psycopg.Connection) -> str:
             " this role"
         )
     conn.execute("create extension if not exists pgq")
-    return f"pgq: extension {available} created in this database (Debian's package)"
+    return f"pgq: extension {available} created in this database (Debian's package)", f"extension {available}"
 
 
-def prepare_extension(conn: psycopg.Connection, requires: str | None) -> str | None:
-    """What the design requires, ready in the open transaction; returned: what is used, or None."""
-    if requires is None:
+def prepare_extension(conn: psycopg.Connection, requires: str | None) -> tuple[str, str] | None:
+    """What the design requires, ready in the open transaction; returned: what is used and its
+    version, or None (nothing to prepare: a package's SQL runs in the design's schema)."""
+    if requires not in ("pgmq", "pgq"):
         return None
     if requires == "pgmq":
         return prepare_pgmq(conn)

@@ -149,6 +149,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
         queue=state.design.as_json()
         | {"tables": list(state.db.shape.tables)}
         | ({"ticker": state.ticker} if state.ticker is not None else {})
+        | ({"product": state.product} if state.product is not None else {})
         | {"claim_reads_from": list(source_functions(state.design.claim.text))},
         e2e_by_priority=by_priority,
         claim_skips_locked=state.design.skips_locked,

@@ -95,6 +95,7 @@ class RunState:
     id_type: str | None = None  # a folder design's own ids: their type, as its enqueue returns them
     pgqd: Pgqd | None = None  # -queue pgq: the ticker started for the run (None: one already serves)
     ticker: dict[str, Any] | None = None  # -queue pgq: the ticker's settings, for the report
+    product: dict[str, str] | None = None  # a built-in product's name and the version of its SQL run
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
 
