@@ -32,8 +32,18 @@ from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
 
 CHANNEL = "pgmq_sim"
-PGMQ_CHANNEL = "pgmq.q_{}.INSERT"  # pgmq.enable_notify_insert's channel for a queue (pgmq lowers its name)
+# products' own channels, one notification per message of a type: pgmq.enable_notify_insert's (pgmq
+# lowers the queue's name) and procrastinate's trigger's (its queue is the type)
+PRODUCT_CHANNELS = ("pgmq.q_{}.INSERT", "procrastinate_queue_v1#{}")
 UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)
+
+
+def _product_type(channel: str) -> str:
+    for form in PRODUCT_CHANNELS:
+        before, _, after = form.partition("{}")
+        if channel.startswith(before) and channel.endswith(after):
+            return channel[len(before) : len(channel) - len(after)]
+    return channel
 
 
 class WakeupSlot(Protocol):
@@ -296,9 +306,10 @@ class NotifyWakeup:
     async def _listening(self) -> Wire:
         conn = await self._connect()
         try:
-            # and pgmq's own insert notification of each type's queue (-queue pgmq), in one round trip
-            pgmq = "".join(f'; listen "{PGMQ_CHANNEL.format(t)}"' for t in self._types)
-            await conn.execute(f"listen {CHANNEL}{pgmq}".encode())
+            # and the products' own notification of each type's queue (pgmq's, procrastinate's), in
+            # one round trip
+            products = "".join(f'; listen "{c.format(t)}"' for t in self._types for c in PRODUCT_CHANNELS)
+            await conn.execute(f"listen {CHANNEL}{products}".encode())
         except BaseException:
             await conn.close()
             raise
@@ -310,8 +321,8 @@ class NotifyWakeup:
     def _notified(self, note: pq.PGnotify) -> None:
         self.delivered += 1
         channel = note.relname.decode()
-        if channel != CHANNEL:  # pgmq's: pgmq.q_TYPE.INSERT, no payload: one message
-            queue_type, count = channel.removeprefix("pgmq.q_").removesuffix(".INSERT"), "1"
+        if channel != CHANNEL:  # a product's: one message, its type in the channel's name
+            queue_type, count = _product_type(channel), "1"
         else:
             queue_type, _, count = note.extra.decode().partition(":")
         credits = self._types.get(queue_type)
