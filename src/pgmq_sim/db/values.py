@@ -104,3 +104,4 @@ class QueueShape:
     redelivery_lease_s: float | None = None
     recover_sql: str | None = None  # a folder design's: its messages whose lease passed, back to pending
     keyed: bool = False  # the design's own ids: pending.sql returns them, pgmq_sim_enqueued maps them
+    by_priority: bool = False  # a group's order is by priority, then enqueue order (and priorities vary)

@@ -112,6 +112,7 @@ class RunState:
                 pending_sql=design.pending.text if design.pending is not None else None,
                 redelivery_lease_s=lease,
                 recover_sql=design.recover.text if design.recover is not None else None,
+                by_priority=design.by_priority and settings.priority is not None,
             ),
         )
         self.views = ServerViews(sessions)
