@@ -2,6 +2,7 @@
 -- objects dropped by its uninstall query, then its install query. Its statements take arrays and
 -- pgqueuer's own parameters; each runs as written inside a function that passes it the tool's
 -- arguments (execute ... using), so the design's files call pgqueuer's SQL with the tool's.
+drop function if exists pgmq_sim_pgqueuer_dequeue(text, integer, text, float8);  -- returns its rows
 do $uninstall$
 begin
     if to_regclass('pgqueuer') is not null then

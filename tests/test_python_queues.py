@@ -1,0 +1,72 @@
+"""Python's own Postgres queues as they are (issue 46): procrastinate and pgqueuer run from their
+installed packages' SQL as a plain role under the audit, with the version of that SQL said;
+procrastinate's lock order (by priority, then id) is the contract its audit judges."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from importlib import metadata
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import Cli
+from pooler import temp_role
+
+pytestmark = pytest.mark.integration
+
+
+def report(cli: Cli, name: str) -> dict:
+    return json.loads((cli.workdir / name).read_text())
+
+
+@pytest.mark.parametrize(
+    ("product", "delivery", "ordered"),
+    [("procrastinate", "exactly-once", True), ("pgqueuer", "at-least-once", False)],
+)
+def test_a_python_queue_runs_from_its_package_as_a_plain_role(
+    server_dsn: str, tmp_path: Path, product: str, delivery: str, ordered: bool
+) -> None:
+    name = f"plain_{uuid.uuid4().hex[:8]}"
+    with temp_role(server_dsn, name, "plain-pw") as role:
+        cli = Cli(role.dsn, tmp_path)
+        flags = "-fill-db 150 -rate 300 -workers 6 -orders 10 -work-ms 0-2 -poll-interval 0.05"
+        result = cli.run(f"-queue {product} {flags} -json a.json")
+        assert result.returncode == 0, result.stdout + result.stderr
+        doc = report(cli, "a.json")
+        audit = doc["audit"]
+        assert (audit["verdict"], audit["processed"], audit["delivery"]) == ("pass", 150, delivery), audit
+        assert audit["duplicates"] == audit["missing"] == 0 and audit["order_checked"] == ordered
+        version = metadata.version(product)  # the package's SQL, said with its version
+        assert doc["queue"]["product"]["name"] == product and doc["queue"]["product"]["version"] == version
+        assert f"{product} ({product} {version})" in " ".join(result.stdout.split())
+        with psycopg.connect(role.dsn, autocommit=True) as conn:  # the package's own tables, the jobs in them
+            table = "procrastinate_jobs" if product == "procrastinate" else "pgqueuer_log"
+            assert conn.execute(f"select count(*) from {table}").fetchone()[0] >= 150
+        # a rerun replaces what the last run made
+        again = cli.run(f"-queue {product} -fill-db 30 -workers 3 -orders 5 -work-ms 0 -json b.json")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert report(cli, "b.json")["audit"]["processed"] == 30
+
+
+def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psycopg.Connection) -> None:
+    """Within a lock procrastinate runs jobs by priority, then id: a later job of a higher priority
+    overtakes, as promised; the audit judges that order, counts the overtakings, never fails them."""
+    result = cli.run(
+        "-queue procrastinate -fill-db 300 -workers 6 -orders 4 -work-ms 0-1 -priority 1-5 -json p.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = report(cli, "p.json")["audit"]
+    assert audit["verdict"] == "pass" and audit["order_violations"] == 0, audit
+    assert audit["priority_overtakings"] > 0, audit
+    said = " ".join(result.stdout.split())
+    assert "order judged by priority, then enqueue order" in said and "as promised, not a violation" in said
+    # the rows say the same: some job ran before an earlier job of its lock, by its higher priority
+    overtook = db.execute(
+        "select count(*) from msg_journal m join pgmq_sim_enqueued em on em.msg_id = m.msg_id"
+        " join msg_journal p on p.queue_type = m.queue_type and p.order_id = m.order_id and p.msg_id < m.msg_id"
+        " join pgmq_sim_enqueued ep on ep.msg_id = p.msg_id"
+        " where m.claimed_at < p.claimed_at and em.priority > ep.priority"
+    ).fetchone()[0]
+    assert overtook > 0
