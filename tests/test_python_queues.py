@@ -70,3 +70,20 @@ def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psy
         " where m.claimed_at < p.claimed_at and em.priority > ep.priority"
     ).fetchone()[0]
     assert overtook > 0
+
+
+def test_procrastinate_a_lock_held_by_a_job_not_yet_due_is_named(cli: Cli) -> None:
+    """procrastinate's fetch passes over a lock while an earlier job of it waits for its
+    scheduled_at: the jobs behind it wait for their group, and the account says which lock and job."""
+    result = cli.run(
+        "-queue procrastinate -fill-db 80 -workers 6 -orders 2 -work-ms 0-1 -delay 0.1:1-1.5"
+        " -poll-interval 0.05 -json d.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = report(cli, "d.json")
+    assert doc["audit"]["verdict"] == "pass" and doc["audit"]["early"] == 0
+    p99 = doc["latency_split"]["overall"]["p99"]
+    assert p99["not_due_head_ms"] > 300 and p99["not_due_head_ms"] <= p99["ordering_ms"], p99
+    assert doc["limit"]["resource"] == "ordering", doc["limit"]
+    evidence = doc["limit"]["evidence"]
+    assert "behind a head not yet due: group type" in evidence and "held by msg_id" in evidence, evidence

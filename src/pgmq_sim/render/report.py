@@ -246,6 +246,7 @@ def run_report(
         else None,
         knees=charts.knee_chart(sweeps, "cells-knee") if sweeps else None,
         sweeps=bool(sweeps),
+        checked=any(doc.get("checks") for doc in documents),
     )
 
 

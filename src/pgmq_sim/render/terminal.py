@@ -593,13 +593,15 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
         "empty claims",
         "of bound",
         "audit",
+        *(("checks",) if any(r.checks for r in results) else ()),
     )
     for column in columns:
         table.add_column(
-            column, justify="left" if column in ("design", "wake-up", "tx", "audit") else "right"
+            column, justify="left" if column in ("design", "wake-up", "tx", "audit", "checks") else "right"
         )
     for r in results:
         share = r.bound_share
+        checks = (checks_cell(r),) if "checks" in columns else ()
         table.add_row(
             r.strategy,
             r.settings.wakeup,
@@ -612,8 +614,17 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
             str(r.empty_claims),
             "-" if share is None else f"{share:.0%}",
             audit_cell(r),
+            *checks,
         )
     console.print(table)
+
+
+def checks_cell(result: RunResult) -> str:
+    """A design's -check thresholds in a side-by-side table: passed, or which it breached."""
+    breached = result.breached
+    if not breached:
+        return "[green]passed[/]" if result.checks else "-"
+    return "[red]failed[/]: " + escape(", ".join(str(c.check) for c in breached))
 
 
 def print_knees(console: Console, results: list[RunResult]) -> None:
