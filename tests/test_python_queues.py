@@ -5,14 +5,19 @@ procrastinate's lock order (by priority, then id) is the contract its audit judg
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from importlib import metadata
 from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import Cli
+from conftest import Cli, assert_one_line_error
 from pooler import temp_role
+from psycopg import conninfo
+from test_real_queues import pgq_bindir, pgq_skip_reason
+
+from pgmq_sim.embedded.postgres import LocalPostgres
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +70,8 @@ def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psy
     # the rows say the same: some job ran before an earlier job of its lock, by its higher priority
     overtook = db.execute(
         "select count(*) from msg_journal m join pgmq_sim_enqueued em on em.msg_id = m.msg_id"
-        " join msg_journal p on p.queue_type = m.queue_type and p.order_id = m.order_id and p.msg_id < m.msg_id"
+        " join msg_journal p on p.queue_type = m.queue_type and p.order_id = m.order_id"
+        " and p.msg_id < m.msg_id"
         " join pgmq_sim_enqueued ep on ep.msg_id = p.msg_id"
         " where m.claimed_at < p.claimed_at and em.priority > ep.priority"
     ).fetchone()[0]
@@ -84,6 +90,36 @@ def test_procrastinate_a_lock_held_by_a_job_not_yet_due_is_named(cli: Cli) -> No
     assert doc["audit"]["verdict"] == "pass" and doc["audit"]["early"] == 0
     p99 = doc["latency_split"]["overall"]["p99"]
     assert p99["not_due_head_ms"] > 300 and p99["not_due_head_ms"] <= p99["ordering_ms"], p99
-    assert doc["limit"]["resource"] == "ordering", doc["limit"]
+    assert doc["limit"]["resource"] in ("ordering", "due"), doc["limit"]  # the slowest: behind, or delayed
     evidence = doc["limit"]["evidence"]
     assert "behind a head not yet due: group type" in evidence and "held by msg_id" in evidence, evidence
+
+
+@pytest.mark.skipif(pgq_skip_reason() is not None, reason=pgq_skip_reason() or "")
+def test_pgq_as_a_plain_role_after_the_administrator_steps_it_prints(tmp_path: Path) -> None:
+    """The refusal names every step an administrator takes once; after exactly those, the plain role
+    runs, reruns (dropping its queues) and passes; another role's run over its queues is refused,
+    naming it."""
+    with LocalPostgres(bindir=pgq_bindir()) as pg, temp_role(pg.dsn, "app_pgq", "app-pw") as role:
+        cli = Cli(role.dsn, tmp_path)
+        flags = "-queue pgq -fill-db 60 -workers 3 -orders 5 -work-ms 0 -poll-interval 0.1 -json q.json"
+        refused = cli.run(flags)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        line = refused.stderr.strip().splitlines()[-1]
+        steps = re.search(r"`([^`]+)` in database (\S+)", line)
+        assert steps is not None, line
+        assert steps.group(2) == role.dbname and "grant pgq_admin to app_pgq" in steps.group(1), line
+        with psycopg.connect(conninfo.make_conninfo(pg.dsn, dbname=role.dbname), autocommit=True) as admin:
+            for step in steps.group(1).split(";"):
+                admin.execute(step.strip().encode())
+        for run in (1, 2):  # the second drops and remakes the first's queues
+            result = cli.run(flags)
+            assert result.returncode == 0, (run, result.stdout + result.stderr)
+            audit = report(cli, "q.json")["audit"]
+            assert (audit["verdict"], audit["processed"]) == ("pass", 60), audit
+            assert report(cli, "q.json")["queue"]["product"]["version"].startswith("extension ")
+        # a superuser's run over the plain role's queues: refused, the owner named, its queues kept
+        other = Cli(conninfo.make_conninfo(pg.dsn, dbname=role.dbname), tmp_path).run(flags)
+        assert_one_line_error(other, 2, "left by a run of role app_pgq")
+        with psycopg.connect(role.dsn, autocommit=True) as conn:
+            assert conn.execute("select count(*) from pgq.get_queue_info()").fetchone()[0] == 3

@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pgmq_sim.designs.products import PACKAGED, ProductSql, fill, product_sql
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode
 from pgmq_sim.model.locks import ClaimLocks
-from pgmq_sim.designs.products import PACKAGED, ProductSql, fill, product_sql
 from pgmq_sim.paths import describe_path
 from pgmq_sim.sqlfiles import SqlSource, read_sql, user_file
 

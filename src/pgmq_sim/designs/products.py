@@ -47,13 +47,14 @@ def _pgqueuer() -> ProductSql:
     without concurrency limits ($1 batch, $2 entrypoints, $3 the queue manager, $4 the heartbeat
     timeout), the enqueue of arrays, log_job (done or failed), retry_job, the heartbeat."""
     from pgqueuer.adapters.persistence.qb import QueryBuilderEnvironment, QueryQueueBuilder
+    from pgqueuer.domain.types import QueueEntrypoint, QueueManagerId
 
     queries = QueryQueueBuilder()
     dequeue = queries.build_dequeue_query(
         batch_size=1,
-        entrypoints=["-"],
+        entrypoints=[QueueEntrypoint("-")],
         concurrency_limits=[0],
-        queue_manager_id=UUID(int=0),
+        queue_manager_id=QueueManagerId(UUID(int=0)),
         global_concurrency_limit=None,
         heartbeat_timeout=timedelta(seconds=1),
     ).sql

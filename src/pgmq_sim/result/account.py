@@ -195,7 +195,6 @@ def accounted(
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]]]]:
     """Each completed message's split (only those in a cohort, if asked), journeys read in order of
     type, group and msg_id (a group's earlier messages first: their holds are its ordering)."""
-    by_type = {f.queue_type: FreeTime(f.spans) for f in free}
     for journey, one, pieces, _ in held_up(journeys, free, ordered, cohorts_only):
         yield journey, one, pieces
 
@@ -294,7 +293,11 @@ class _Cohort:
         self.head: str | None = None
 
     def add(
-        self, one: Split, pieces: list[tuple[float, float]], origin_s: float | None, journey: Journey,
+        self,
+        one: Split,
+        pieces: list[tuple[float, float]],
+        origin_s: float | None,
+        journey: Journey,
         behind: NotDue,
     ) -> None:
         self.messages += 1

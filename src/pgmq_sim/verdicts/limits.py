@@ -149,7 +149,13 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
             fix,
         )
     if part == "due":
-        return "due", f"{account}: most of it before they were due (as the design or the retries asked)", None
+        held = (
+            f"; {_ms(p99.not_due_head_ms)} of their ordering behind a head not yet due: {p99.not_due_head}"
+            if p99.not_due_head is not None
+            else ""
+        )
+        before = "most of it before they were due (as the design or the retries asked)"
+        return "due", f"{account}: {before}{held}", None
     checks = CAPACITY if part == "capacity" else SERVICE
     for check in checks:
         found = check(f)
