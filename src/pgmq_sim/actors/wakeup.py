@@ -32,18 +32,7 @@ from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
 
 CHANNEL = "pgmq_sim"
-# products' own channels, one notification per message of a type: pgmq.enable_notify_insert's (pgmq
-# lowers the queue's name) and procrastinate's trigger's (its queue is the type)
-PRODUCT_CHANNELS = ("pgmq.q_{}.INSERT", "procrastinate_queue_v1#{}")
 UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)
-
-
-def _product_type(channel: str) -> str:
-    for form in PRODUCT_CHANNELS:
-        before, _, after = form.partition("{}")
-        if channel.startswith(before) and channel.endswith(after):
-            return channel[len(before) : len(channel) - len(after)]
-    return channel
 
 
 class WakeupSlot(Protocol):
@@ -287,8 +276,11 @@ class NotifyWakeup:
         reconnect_timeout: float,
         halt: Halt,
         types: tuple[str, ...],
+        channel: str | None = None,
     ) -> None:
         self._connect = connect
+        # the design's own channel of each type (pgmq's insert notification, procrastinate's trigger's)
+        self._channels = {channel.format(type=t): t for t in types} if channel else {}
         self._reconnect_timeout = reconnect_timeout
         self._halt = halt
         self._bell = halt.bell()  # rung by the halt and by the listener's loss
@@ -306,10 +298,9 @@ class NotifyWakeup:
     async def _listening(self) -> Wire:
         conn = await self._connect()
         try:
-            # and the products' own notification of each type's queue (pgmq's, procrastinate's), in
-            # one round trip
-            products = "".join(f'; listen "{c.format(t)}"' for t in self._types for c in PRODUCT_CHANNELS)
-            await conn.execute(f"listen {CHANNEL}{products}".encode())
+            # and the design's own channel of each type, in one round trip
+            own = "".join(f'; listen "{name}"' for name in self._channels)
+            await conn.execute(f"listen {CHANNEL}{own}".encode())
         except BaseException:
             await conn.close()
             raise
@@ -321,8 +312,8 @@ class NotifyWakeup:
     def _notified(self, note: pq.PGnotify) -> None:
         self.delivered += 1
         channel = note.relname.decode()
-        if channel != CHANNEL:  # a product's: one message, its type in the channel's name
-            queue_type, count = _product_type(channel), "1"
+        if channel != CHANNEL:  # the design's own: one message of the channel's type
+            queue_type, count = self._channels.get(channel, ""), "1"
         else:
             queue_type, _, count = note.extra.decode().partition(":")
         credits = self._types.get(queue_type)
@@ -374,8 +365,10 @@ def wakeup_for(
     reconnect_timeout: float,
     halt: Halt,
     types: tuple[str, ...],
+    channel: str | None = None,
 ) -> PollWakeup | NotifyWakeup:
-    """The wake-up -wakeup asks for, in every process that runs workers."""
+    """The wake-up -wakeup asks for, in every process that runs workers; `channel`: the design's own
+    notification channel (queue.toml), `{type}` standing for each type, one message a notification."""
     if notify:
-        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, halt, types)
+        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, halt, types, channel)
     return PollWakeup(poll_interval, halt)

@@ -130,6 +130,7 @@ def session_plan(
         id_type=id_type or "bigint",
         builtin_claim=design.claim.origin in ("built-in", "packaged"),
         keyed=id_type is not None,
+        channel=design.channel,
     )
 
 

@@ -39,7 +39,17 @@ OPTIONAL = (
     "recover.sql",
 )
 SEED_TABLE = "msg_queue"
-TOML_KEYS = {"description", "transaction", "ordered", "order", "delivery", "table", "extends", "requires"}
+TOML_KEYS = {
+    "description",
+    "transaction",
+    "ordered",
+    "order",
+    "delivery",
+    "table",
+    "extends",
+    "requires",
+    "channel",
+}
 # what the tool installs or finds before a design's schema (db/extensions), or reads from a package
 REQUIRES = ("pgmq", "pgq", *PACKAGED)
 ORDERS = ("enqueue", "priority")  # within a group: enqueue order, or by priority then enqueue order
@@ -76,6 +86,7 @@ class QueueDesign:
     requires: str | None = None  # pgmq | pgq: made ready by the tool before the schema runs
     product: ProductSql | None = None  # procrastinate | pgqueuer: the package's SQL its schema runs
     by_priority: bool = False  # a group's order is by priority, then enqueue order (procrastinate's lock)
+    channel: str | None = None  # its own notification channel, {type} for the type: one message each
 
     @property
     def completions(self) -> tuple[SqlSource, ...]:
@@ -283,6 +294,12 @@ def load_design(
     if requires is not None:
         requires = _choice(requires, "requires", REQUIRES, folder)
     by_priority = _choice(toml.get("order", "enqueue"), "order", ORDERS, folder) == "priority"
+    channel = toml.get("channel")
+    if channel is not None and (not isinstance(channel, str) or "{type}" not in channel):
+        raise UsageError(
+            f"{describe_path(folder / 'queue.toml')}: channel = {channel!r}; name the design's notification"
+            ' channel with {type} for the message type, e.g. "jobs_{type}"'
+        )
     if seed_table:
         return _on_seed_table(
             name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description), payload
@@ -330,6 +347,7 @@ def load_design(
         requires=requires,
         product=product,
         by_priority=by_priority,
+        channel=channel,
     )
 
 
