@@ -123,3 +123,15 @@ def test_pgq_as_a_plain_role_after_the_administrator_steps_it_prints(tmp_path: P
         assert_one_line_error(other, 2, "left by a run of role app_pgq")
         with psycopg.connect(role.dsn, autocommit=True) as conn:
             assert conn.execute("select count(*) from pgq.get_queue_info()").fetchone()[0] == 3
+
+
+def test_pgqueuer_heartbeats_keep_a_live_workers_job(cli: Cli) -> None:
+    """Work longer than pgqueuer's heartbeat timeout (-lease): the heartbeat of a live worker's jobs
+    (pgqueuer's own update_heartbeat, run by the tool's housekeeper) keeps them from being picked
+    again; without it every job would go stale and be redelivered."""
+    result = cli.run(
+        "-queue pgqueuer -fill-db 12 -workers 6 -orders 12 -work-ms 1200-1500 -lease 1 -json h.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    audit = report(cli, "h.json")["audit"]
+    assert (audit["verdict"], audit["processed"], audit["redelivered"]) == ("pass", 12, 0), audit

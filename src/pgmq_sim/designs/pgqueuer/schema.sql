@@ -56,3 +56,15 @@ begin
     execute {{pgqueuer.retry_job}}
     using job, greatest(retry_at - now(), interval '0'), jsonb_build_object('error', error);
 end $f$;
+
+-- pgqueuer's heartbeat: the jobs picked by workers still alive (their owner beaten by the tool's
+-- heartbeat within the last 2 s) beat, so only a dead worker's jobs go stale and are picked again.
+create or replace function pgmq_sim_pgqueuer_beat() returns setof bigint language plpgsql as $f$
+begin
+    if to_regclass('pgmq_sim_owners') is null then
+        return;
+    end if;
+    execute {{pgqueuer.heartbeat}}
+    using array(select q.id from pgqueuer q join pgmq_sim_owners o on q.queue_manager_id = md5(o.owner)::uuid
+                where q.status = 'picked' and o.beat_at > clock_timestamp() - interval '2 seconds');
+end $f$;
