@@ -59,7 +59,8 @@ def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psy
     """Within a lock procrastinate runs jobs by priority, then id: a later job of a higher priority
     overtakes, as promised; the audit judges that order, counts the overtakings, never fails them."""
     result = cli.run(
-        "-queue procrastinate -fill-db 300 -workers 6 -orders 4 -work-ms 0-1 -priority 1-5 -json p.json"
+        "-queue procrastinate -fill-db 300 -workers 6 -orders 4 -work-ms 0-1 -priority 1-5",
+        "-json p.json -report p.html",
     )
     assert result.returncode == 0, result.stdout + result.stderr
     audit = report(cli, "p.json")["audit"]
@@ -67,6 +68,8 @@ def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psy
     assert audit["priority_overtakings"] > 0, audit
     said = " ".join(result.stdout.split())
     assert "order judged by priority, then enqueue order" in said and "as promised, not a violation" in said
+    page = (cli.workdir / "p.html").read_text()  # the report says it too
+    assert "by priority, then enqueue order, the design's own" in page and "as promised" in page
     # the rows say the same: some job ran before an earlier job of its lock, by its higher priority
     overtook = db.execute(
         "select count(*) from msg_journal m join pgmq_sim_enqueued em on em.msg_id = m.msg_id"
