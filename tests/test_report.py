@@ -24,7 +24,8 @@ from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.render.files import result_document
 from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_report
-from pgmq_sim.render.terminal import print_comparison, print_summary
+from pgmq_sim.render.side_by_side import print_comparison
+from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats

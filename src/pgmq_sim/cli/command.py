@@ -37,7 +37,8 @@ from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.plot import write_plot
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.report import run_report, write_report
-from pgmq_sim.render.terminal import outputs_text, print_comparison, print_summary
+from pgmq_sim.render.side_by_side import print_comparison
+from pgmq_sim.render.terminal import outputs_text, print_summary
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.server import open_server

@@ -21,19 +21,8 @@ from pgmq_sim.verdicts.figures import KEPT_UP
 from pgmq_sim.verdicts.limits import run_limit, time_split
 
 
-def _ms(value: float | None) -> str:
+def ms_cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
-
-
-def audit_cell(r: RunResult) -> str:
-    """pass/FAIL, and what an unordered pass does not promise."""
-    if r.audit is None:
-        return "off"
-    a = r.audit
-    text = a.verdict if a.passed else "FAIL"
-    if a.order_violations and not a.ordered:
-        text += f" ({a.order_violations} out of order: unordered)"
-    return text
 
 
 SHORT_NOTES = 3  # notes the short summary shows; -v and the report show every one
@@ -57,7 +46,7 @@ def print_summary(console: Console, result: RunResult, verbose: bool = False) ->
     table.add_row("messages/s", throughput_text(result, SHORT_TYPES))
     if result.producer is not None and result.producer.on_time_share < KEPT_UP:
         table.add_row("producer", result.producer.text())
-    table.add_row("end-to-end ms", "  ".join(f"{k} {_ms(v)}" for k, v in result.e2e_ms.items()))
+    table.add_row("end-to-end ms", "  ".join(f"{k} {ms_cell(v)}" for k, v in result.e2e_ms.items()))
     if result.latency is not None:
         table.add_row("where the time went", escape(latency_text(result)))
     if result.connections_lost or result.reconnects:
@@ -230,7 +219,7 @@ def print_detail(console: Console, result: RunResult) -> None:
         ("claim ms", result.claim_ms),
         ("complete+commit ms", result.complete_ms),
     ):
-        table.add_row(label, "  ".join(f"{k} {_ms(v)}" for k, v in values.items()))
+        table.add_row(label, "  ".join(f"{k} {ms_cell(v)}" for k, v in values.items()))
     if result.e2e_by_priority:
         levels = "; ".join(
             f"{level}: p50 {v['p50']:.0f} p99 {v['p99']:.0f}"
@@ -278,8 +267,8 @@ def print_detail(console: Console, result: RunResult) -> None:
         )
     if result.bystander is not None:
         b = result.bystander
-        beside = "  ".join(f"{k} {_ms(v)}" for k, v in b.beside_ms.items())
-        alone = "  ".join(f"{k} {_ms(v)}" for k, v in b.alone_ms.items())
+        beside = "  ".join(f"{k} {ms_cell(v)}" for k, v in b.beside_ms.items())
+        alone = "  ".join(f"{k} {ms_cell(v)}" for k, v in b.alone_ms.items())
         why = b.incomparable_because
         verdict = "comparable" if why is None else f"not comparable: {why}"
         table.add_row(
@@ -574,87 +563,3 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
             f"  {row['rate']:g} msg/s, {row['runs']} runs: {row['passed']} passed; {spread},"
             f" achieved {min(achieved):.0f}-{max(achieved):.0f}/s"
         )
-
-
-def print_comparison(console: Console, results: list[RunResult]) -> None:
-    if any(r.sweep is not None for r in results):
-        print_knees(console, results)
-        return
-    table = Table(title="queue designs compared (one workload)", title_justify="left")
-    columns = (
-        "design",
-        "wake-up",
-        "tx",
-        "msg/s",
-        "e2e p50 ms",
-        "e2e p99 ms",
-        "claim p50 ms",
-        "claim p99 ms",
-        "empty claims",
-        "of bound",
-        "audit",
-        *(("checks",) if any(r.checks for r in results) else ()),
-    )
-    for column in columns:
-        table.add_column(
-            column, justify="left" if column in ("design", "wake-up", "tx", "audit", "checks") else "right"
-        )
-    for r in results:
-        share = r.bound_share
-        checks = (checks_cell(r),) if "checks" in columns else ()
-        table.add_row(
-            r.strategy,
-            r.settings.wakeup,
-            r.settings.tx,
-            f"{r.throughput_per_s:.0f}",
-            _ms(r.e2e_ms["p50"]),
-            _ms(r.e2e_ms["p99"]),
-            _ms(r.claim_ms["p50"]),
-            _ms(r.claim_ms["p99"]),
-            str(r.empty_claims),
-            "-" if share is None else f"{share:.0%}",
-            audit_cell(r),
-            *checks,
-        )
-    console.print(table)
-
-
-def checks_cell(result: RunResult) -> str:
-    """A design's -check thresholds in a side-by-side table: passed, or which it breached."""
-    breached = result.breached
-    if not breached:
-        return "[green]passed[/]" if result.checks else "-"
-    return "[red]failed[/]: " + escape(", ".join(str(c.check) for c in breached))
-
-
-def print_knees(console: Console, results: list[RunResult]) -> None:
-    """Each strategy's sweep, side by side: which claim design holds the SLO, up to what rate."""
-    table = Table(
-        title="max sustainable rate per design (one sweep each, one workload)", title_justify="left"
-    )
-    columns = ("design", "wake-up", "tx", "max sustainable/s", "first failing/s", "held", "at step",
-               "its e2e p99 ms", "audit")  # fmt: skip
-    for column in columns:
-        table.add_column(
-            column, justify="left" if column in ("design", "wake-up", "tx", "held", "audit") else "right"
-        )
-    for r in results:
-        knee = r.sweep.knee if r.sweep else None
-        best = r.sweep.max_sustainable_per_s if r.sweep else None
-        failing = r.sweep.first_failing_per_s if r.sweep else None
-        hold = r.sweep.hold if r.sweep else None
-        table.add_row(
-            r.strategy,
-            r.settings.wakeup,
-            r.settings.tx,
-            "-" if best is None else f"{best:g}",
-            "-" if failing is None else f"{failing:g}",
-            "-" if hold is None else f"{hold.seconds:.0f} s: {hold.verdict}",
-            "-" if knee is None else str(knee.index + 1),
-            "-" if knee is None else _ms(knee.e2e_ms["p99"]),
-            audit_cell(r),
-        )
-    console.print(table)
-    for r in results:
-        if r.sweep is not None:
-            print_sweep(console, r.sweep)

@@ -248,7 +248,7 @@ class CohortSplit:
     service_ms: float
     hidden_by_second: tuple[tuple[int, float], ...] = ()
     not_due_head_ms: float = 0.0  # of ordering_ms: behind an earlier message of the group not yet due
-    not_due_head: str | None = None  # one such: "group type1:3 held by msg_id 17, due at 2.10 s"
+    not_due_head: str | None = None  # one such: "group type1:3 held by msg_id 17, not due until ..."
 
     @property
     def total_ms(self) -> float:

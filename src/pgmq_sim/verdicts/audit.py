@@ -66,9 +66,10 @@ def _problems(counts: AuditCounts, ordered: bool, complete: bool, at_least_once:
         found.append(f"{counts.order_violations} {what}, e.g. msg_id {_ids(counts.order_violation_ids)}")
     if counts.priority_overtakings is not None:  # the design's group order: by priority, then enqueue
         found.append(
-            f"order judged by priority, then enqueue order (the design's own, as procrastinate's lock"
-            f" promises): {counts.priority_overtakings} message(s) overtook an earlier one of their group"
-            " by a higher priority, as promised, not a violation"
+            "order judged by priority, then enqueue order (the design's own promise, queue.toml"
+            f' order = "priority", as procrastinate\'s lock keeps it): {counts.priority_overtakings}'
+            " message(s) overtook an earlier one of their group by a higher priority, as promised, not a"
+            " violation"
         )
     if at_least_once and counts.redelivered and counts.redelivered_ids:
         found.append(
