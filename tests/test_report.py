@@ -5,6 +5,7 @@ real runs' reports."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 import io
 import re
@@ -17,12 +18,15 @@ from builders import settings
 from rich.console import Console
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.checks import Check
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.render.files import result_document
 from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_report
+from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
+from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
@@ -199,6 +203,21 @@ def test_a_comparison_shows_its_cells_side_by_side() -> None:
     throughputs = [float(v) for k, v in page.values if k == "throughput_per_s"]
     assert throughputs[:2] == [docs[0]["throughput_per_s"], docs[1]["throughput_per_s"]]
     assert "did not run: it broke" in html
+
+
+def test_a_comparison_shows_each_designs_checks_beside_its_audit() -> None:
+    """-compare with -check: each design's checks, passed or which it breached, in the table and
+    the report (a run that exits 4 says which designs breached)."""
+    p99 = Check("e2e-p99", "<", 250, "ms")
+    held, breached = CheckResult(p99, 120.0, True), CheckResult(p99, 900.0, False)
+    runs = [dataclasses.replace(result("indexed", 60), checks=(held,)),
+            dataclasses.replace(result("pgmq", 10), checks=(breached,))]  # fmt: skip
+    console = Console(file=io.StringIO(), width=220)
+    print_comparison(console, runs)
+    rows = [line for line in console.file.getvalue().splitlines() if "indexed" in line or "pgmq" in line]
+    assert "passed" in rows[0] and "failed: e2e-p99<250" in rows[1], rows
+    page = Page(run_report([result_document(r) for r in runs], "test", compare=True))
+    assert [v for k, v in page.values if k == "checks"] == ["", "e2e-p99<250"]
 
 
 def test_a_diff_shows_both_runs_and_what_moved_beyond_the_noise() -> None:

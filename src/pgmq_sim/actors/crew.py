@@ -117,6 +117,7 @@ class Crew:
             plan.reconnect_timeout,
             self._halt,
             plan.types,
+            plan.session.channel,
         )
         if isinstance(self.wakeup, NotifyWakeup):
             await self.wakeup.start()

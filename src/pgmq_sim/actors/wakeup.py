@@ -48,7 +48,6 @@ from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.sqlfiles import statement
 
 CHANNEL = "pgmq_sim"
-PGMQ_CHANNEL = "pgmq.q_{}.INSERT"  # pgmq.enable_notify_insert's channel for a queue (pgmq lowers its name)
 UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)
 
 
@@ -330,8 +329,11 @@ class NotifyWakeup:
         reconnect_timeout: float,
         halt: Halt,
         types: tuple[str, ...],
+        channel: str | None = None,
     ) -> None:
         self._connect = connect
+        # the design's own channel of each type (pgmq's insert notification, procrastinate's trigger's)
+        self._channels = {channel.format(type=t): t for t in types} if channel else {}
         self._reconnect_timeout = reconnect_timeout
         self._halt = halt
         self._bell = halt.bell()  # rung by the halt and by the listener's loss
@@ -350,9 +352,9 @@ class NotifyWakeup:
     async def _listening(self) -> Wire:
         conn = await self._connect()
         try:
-            # and pgmq's own insert notification of each type's queue (-queue pgmq), in one round trip
-            pgmq = "".join(f'; listen "{PGMQ_CHANNEL.format(t)}"' for t in self._types)
-            await conn.execute(f"listen {CHANNEL}{pgmq}".encode())
+            # and the design's own channel of each type, in one round trip
+            own = "".join(f'; listen "{name}"' for name in self._channels)
+            await conn.execute(f"listen {CHANNEL}{own}".encode())
         except BaseException:
             await conn.close()
             raise
@@ -370,8 +372,8 @@ class NotifyWakeup:
             sender.first_at = began
         sender.last_at = began
         channel = note.relname.decode()
-        if channel != CHANNEL:  # pgmq's: pgmq.q_TYPE.INSERT, no payload: one message
-            queue_type, count = channel.removeprefix("pgmq.q_").removesuffix(".INSERT"), "1"
+        if channel != CHANNEL:  # the design's own: one message of the channel's type
+            queue_type, count = self._channels.get(channel, ""), "1"
         else:
             queue_type, _, count = note.extra.decode().partition(":")
         told = int(count) if count.isdigit() else 1
@@ -458,8 +460,10 @@ def wakeup_for(
     reconnect_timeout: float,
     halt: Halt,
     types: tuple[str, ...],
+    channel: str | None = None,
 ) -> PollWakeup | NotifyWakeup:
-    """The wake-up -wakeup asks for, in every process that runs workers."""
+    """The wake-up -wakeup asks for, in every process that runs workers; `channel`: the design's own
+    notification channel (queue.toml), `{type}` standing for each type, one message a notification."""
     if notify:
-        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, halt, types)
+        return NotifyWakeup(connect, poll_interval or 1.0, reconnect_timeout, halt, types, channel)
     return PollWakeup(poll_interval, halt)

@@ -133,6 +133,7 @@ def session_plan(
         builtin_claim=design.claim.origin in ("built-in", "packaged"),
         keyed=id_type is not None,
         team_timeouts=team_timeouts,
+        channel=design.channel,
     )
 
 

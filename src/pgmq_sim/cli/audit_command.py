@@ -76,6 +76,8 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
         pending_sql=design.get("pending_sql"),
         redelivery_lease_s=float(recorded.get("lease", 30)) if at_least_once else None,
         keyed=bool(design.get("keyed")),
+        # a group ordered by priority (procrastinate's lock), in a run with priorities: judged so again
+        by_priority=design.get("group_order", "enqueue") != "enqueue" and bool(recorded.get("priority")),
     )
     db = QueueDatabase(sessions, shape)
     produced = db.produced(journal=True)  # the record's count lags by up to a second in a killed run

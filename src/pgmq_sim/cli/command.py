@@ -37,7 +37,8 @@ from pgmq_sim.render.lines import outputs_text
 from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.pressure import print_scorecards
 from pgmq_sim.render.progress import TerminalObserver
-from pgmq_sim.render.terminal import print_comparison, print_summary
+from pgmq_sim.render.side_by_side import print_comparison
+from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.server import open_server

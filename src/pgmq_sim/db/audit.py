@@ -18,7 +18,7 @@ def count_audit(
 ) -> AuditCounts:
     """The counts of a run that produced msg_ids up to `expected`, the first `show` of each kind."""
     if not shape.seed_table:
-        return _logged_counts(conn, shape, expected, show, _evidence(conn, show))
+        return _logged_counts(conn, shape, expected, show, _evidence(conn, show, shape.by_priority))
     suffix = "_retry" if retrying else ""
     row = conn.execute(statement("audit_counts" + suffix), (expected,)).fetchone()
     assert row is not None
@@ -38,16 +38,25 @@ def count_audit(
     )
 
 
-def _evidence(conn: psycopg.Connection, show: int) -> dict[str, Any]:
+def _evidence(conn: psycopg.Connection, show: int, by_priority: bool = False) -> dict[str, Any]:
+    """The first duplicates and order violations; a group ordered by priority (then enqueue order)
+    is judged by that order, and its overtakings by priority are counted apart, as promised."""
     claims = [
         DuplicateClaims(int(m), tuple(w), bool(o), float(g))
         for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show,))
     ]
-    rows = conn.execute(statement("audit_violations"), (show,)).fetchall()
+    kind = "audit_violations_priority" if by_priority else "audit_violations"
+    rows = conn.execute(statement(kind), (show,)).fetchall()
     pairs = [OrderViolation(str(t), int(o), int(m), int(p), str(w), str(pw), float(s), bool(v))
              for t, o, m, p, w, pw, s, v, _ in rows]  # fmt: skip
-    violations = [r[0] for r in conn.execute(statement("audit_order"))]
-    return {
+    if by_priority:
+        violations = [int(r[2]) for r in conn.execute(statement(kind), (2**31 - 1,))]
+        promised = conn.execute(statement("audit_priority_overtakings")).fetchone()
+        extra = {"priority_overtakings": int(promised[0]) if promised else 0}
+    else:
+        violations = [r[0] for r in conn.execute(statement("audit_order"))]
+        extra = {}
+    return extra | {
         "order_violation_ids": tuple(violations[:show]),
         "order_violations": len(violations),
         "overtaking": int(rows[0][8]) if rows else 0,

@@ -55,6 +55,7 @@ class DesignTrial:
     foreign_used: tuple[tuple[str, str], ...]  # (file, table)
     id_type: str | None = None
     required: str | None = None
+    required_version: str | None = None  # which version of what it requires the run uses
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,22 @@ def try_design(sessions: Sessions, texts: DesignTexts) -> DesignTrial:
                 trial.one_message()
             elif not foreign and "pending.sql" in trial.prepared:
                 trial.pending()
-            return DesignTrial(tuple(sorted(known)), tuple(dropped), tuple(foreign), trial.id_type, required)
+            return DesignTrial(
+                tuple(sorted(known)),
+                tuple(dropped),
+                tuple(foreign),
+                trial.id_type,
+                required[0] if required else None,
+                required[1] if required else None,
+            )
         finally:
             if not conn.closed:
                 conn.rollback()
 
 
-def before_schema(conn: psycopg.Connection, requires: str | None, types: tuple[str, ...]) -> str | None:
+def before_schema(
+    conn: psycopg.Connection, requires: str | None, types: tuple[str, ...]
+) -> tuple[str, str] | None:
     """In the open transaction, before a design's schema: what it requires made ready (said in the
     line returned), and the run's types for its schema (`current_setting('pgmq_sim.types')`)."""
     conn.execute(statement("set_types"), (",".join(types),))

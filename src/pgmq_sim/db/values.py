@@ -79,6 +79,7 @@ class SessionPlan:
     id_type: str = "bigint"  # the message id's type as the design's statements take it ($1)
     keyed: bool = False  # the design's own ids (its enqueue returns msg_id): the tool maps them to its own
     builtin_claim: bool = False  # the claim is a built-in design's file (its batch is written in)
+    channel: str | None = None  # the design's own notification channel ({type}: the type), one message each
     claim_returns: str = ""  # the claim's columns as a function returns them ("msg_id bigint, ..."), for
     # functions (behind a transaction pooler); read from the claim's own description at the install
     # the role's statement or lock timeout in ms, when on: the journal's row, the tool's bookkeeping
@@ -107,3 +108,4 @@ class QueueShape:
     redelivery_lease_s: float | None = None
     recover_sql: str | None = None  # a folder design's: its messages whose lease passed, back to pending
     keyed: bool = False  # the design's own ids: pending.sql returns them, pgmq_sim_enqueued maps them
+    by_priority: bool = False  # a group's order is by priority, then enqueue order (and priorities vary)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pgmq_sim.designs.products import PACKAGED, ProductSql, fill, product_sql
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode
 from pgmq_sim.model.locks import ClaimLocks
@@ -38,8 +39,20 @@ OPTIONAL = (
     "recover.sql",
 )
 SEED_TABLE = "msg_queue"
-TOML_KEYS = {"description", "transaction", "ordered", "delivery", "table", "extends", "requires"}
-REQUIRES = ("pgmq", "pgq")  # what the tool installs or finds before a design's schema (db/extensions)
+TOML_KEYS = {
+    "description",
+    "transaction",
+    "ordered",
+    "order",
+    "delivery",
+    "table",
+    "extends",
+    "requires",
+    "channel",
+}
+# what the tool installs or finds before a design's schema (db/extensions), or reads from a package
+REQUIRES = ("pgmq", "pgq", *PACKAGED)
+ORDERS = ("enqueue", "priority")  # within a group: enqueue order, or by priority then enqueue order
 DELIVERIES = ("exactly-once", "at-least-once")
 UNORDERED_MARK = "-- pgmq-sim: unordered"  # an older claim file's way to say it keeps no order
 STRATEGIES = ("seed", "indexed", "affinity", "advisory", "fifo")  # -compare all: the seed table's claims
@@ -71,6 +84,9 @@ class QueueDesign:
     deletes: bool = False  # the completion in use deletes (-delmsg, or the folder's only form)
     other_completions: tuple[SqlSource, ...] = ()  # a folder's completion forms the run does not use
     requires: str | None = None  # pgmq | pgq: made ready by the tool before the schema runs
+    product: ProductSql | None = None  # procrastinate | pgqueuer: the package's SQL its schema runs
+    by_priority: bool = False  # a group's order is by priority, then enqueue order (procrastinate's lock)
+    channel: str | None = None  # its own notification channel, {type} for the type: one message each
 
     @property
     def completions(self) -> tuple[SqlSource, ...]:
@@ -130,6 +146,7 @@ class QueueDesign:
             "seed_table": self.seed_table,
             "completion": "delete" if self.deletes else "update",
             "requires": self.requires,
+            "group_order": "priority, then enqueue" if self.by_priority else "enqueue",
         }
 
 
@@ -276,6 +293,13 @@ def load_design(
     requires = toml.get("requires")
     if requires is not None:
         requires = _choice(requires, "requires", REQUIRES, folder)
+    by_priority = _choice(toml.get("order", "enqueue"), "order", ORDERS, folder) == "priority"
+    channel = toml.get("channel")
+    if channel is not None and (not isinstance(channel, str) or "{type}" not in channel):
+        raise UsageError(
+            f"{describe_path(folder / 'queue.toml')}: channel = {channel!r}; name the design's notification"
+            ' channel with {type} for the message type, e.g. "jobs_{type}"'
+        )
     if seed_table:
         return _on_seed_table(
             name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description), payload
@@ -298,11 +322,15 @@ def load_design(
         found["complete.sql"] = found["complete_archive.sql"]
     forms = [found[f] for f in ("complete.sql", "complete_delete.sql", "complete_archive.sql")]
     complete, deletes = _completion(found["complete.sql"], found["complete_delete.sql"], delmsg, folder)
+    schema_file = _present(found["schema.sql"])
+    product = product_sql(requires) if requires in PACKAGED else None
+    if product is not None:
+        schema_file = replace(schema_file, text=fill(schema_file.text, product))
     return QueueDesign(
         name=folder.name if origin != "built-in" else name,
         origin=origin,
         folder=folder,
-        schema=_present(found["schema.sql"]),
+        schema=schema_file,
         enqueue=_present(found["enqueue.sql"]),
         claim=_present(found["claim.sql"]),
         complete=complete,
@@ -317,6 +345,9 @@ def load_design(
         deletes=deletes,
         other_completions=tuple(f for f in dict.fromkeys(forms) if f is not None and f != complete),
         requires=requires,
+        product=product,
+        by_priority=by_priority,
+        channel=channel,
     )
 
 

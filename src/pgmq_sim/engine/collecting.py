@@ -178,6 +178,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         queue=state.design.as_json()
         | {"tables": list(state.db.shape.tables)}
         | ({"ticker": state.ticker} if state.ticker is not None else {})
+        | ({"product": state.product} if state.product is not None else {})
         | {"claim_reads_from": list(source_functions(state.design.claim.text))},
         e2e_by_priority=end.by_priority,
         claim_skips_locked=state.design.skips_locked,

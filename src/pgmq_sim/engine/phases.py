@@ -173,7 +173,11 @@ def try_folder_design(state: RunState) -> list[str]:
             " if it is not pgmq-sim's)"
         )
     state.id_type = trial.id_type
-    if trial.required is not None:
+    if design.product is not None:
+        state.product = design.product.as_json()
+        state.note(design.product.line)
+    elif trial.required is not None and design.requires is not None:
+        state.product = {"name": design.requires, "version": trial.required_version or "unknown"}
         state.note(trial.required)
     state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
     return list(trial.dropped_foreign)

@@ -99,6 +99,7 @@ class RunState:
     id_type: str | None = None  # a folder design's own ids: their type, as its enqueue returns them
     pgqd: Pgqd | None = None  # -queue pgq: the ticker started for the run (None: one already serves)
     ticker: dict[str, Any] | None = None  # -queue pgq: the ticker's settings, for the report
+    product: dict[str, str] | None = None  # a built-in product's name and the version of its SQL run
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
 
@@ -115,6 +116,7 @@ class RunState:
                 pending_sql=design.pending.text if design.pending is not None else None,
                 redelivery_lease_s=lease,
                 recover_sql=design.recover.text if design.recover is not None else None,
+                by_priority=design.by_priority and settings.priority is not None,
             ),
         )
         self.views = ServerViews(sessions)

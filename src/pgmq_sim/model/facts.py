@@ -106,6 +106,9 @@ class AuditCounts:
     redelivered_ids: tuple[int, ...] = ()
     early_ids: tuple[int, ...] = ()
     overtaking: int = 0  # of the order violations, messages claimed before their group's earlier one was
+    # a group ordered by priority, then enqueue order (procrastinate's lock): messages that overtook
+    # an earlier one by a higher priority, as that order promises (None: the order is enqueue order)
+    priority_overtakings: int | None = None
     # the evidence a failed audit's cause is read from: for the first duplicates, each completion
     # (worker, claimed, completed) and whether a second claim came while the first was open; for
     # the first order violations, the group and both messages with their workers

@@ -130,8 +130,11 @@ def head(result: RunResult, detail: bool) -> Table:
         how = "detected" if path.detected else "given by -pooler"
         changes = "; " + "; ".join(path.changes) if detail else ""
         table.add_row("pooler", escape(f"{path.pooler} pooling ({how}: {path.evidence}){changes}"))
+    product = (result.queue or {}).get("product")  # a built-in product: the version of its SQL run
+    version = f" ({product['name']} {product['version']})" if product else ""
     table.add_row(
-        "design / wake-up / tx", f"{result.strategy} / {result.settings.wakeup} / {result.settings.tx}"
+        "design / wake-up / tx",
+        escape(f"{result.strategy}{version} / {result.settings.wakeup} / {result.settings.tx}"),
     )
     return table
 

@@ -230,6 +230,7 @@ def run_report(
         },
         sweeps=any(doc.get("sweep") for _, doc in labelled),
         suite=suite,
+        checked=any(doc.get("checks") for doc in documents),
     )
 
 

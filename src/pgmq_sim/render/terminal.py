@@ -6,11 +6,9 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from pgmq_sim.render.detail import print_detail
 from pgmq_sim.render.lines import (
-    audit_cell,
     audit_rows,
     drift_not_judged,
     fault_group_text,
@@ -22,7 +20,6 @@ from pgmq_sim.render.lines import (
     outputs_text,
     print_checks_verdict,
     print_drift_verdict,
-    print_sweep,
     processed_text,
     throughput_text,
 )
@@ -95,76 +92,3 @@ def _print_some(console: Console, label: str, lines: list[str], most: int, what:
         console.print(f"{label} {escape(line)}")
     if len(lines) > most:
         console.print(f"({len(lines) - most} more {what}: -v, or the -report)")
-
-
-def print_comparison(console: Console, results: list[RunResult]) -> None:
-    if any(r.sweep is not None for r in results):
-        print_knees(console, results)
-        return
-    table = Table(title="queue designs compared (one workload)", title_justify="left")
-    columns = (
-        "design",
-        "wake-up",
-        "tx",
-        "msg/s",
-        "e2e p50 ms",
-        "e2e p99 ms",
-        "claim p50 ms",
-        "claim p99 ms",
-        "empty claims",
-        "of bound",
-        "audit",
-    )
-    for column in columns:
-        table.add_column(
-            column, justify="left" if column in ("design", "wake-up", "tx", "audit") else "right"
-        )
-    for r in results:
-        share = r.bound_share
-        table.add_row(
-            r.strategy,
-            r.settings.wakeup,
-            r.settings.tx,
-            f"{r.throughput_per_s:.0f}",
-            ms(r.e2e_ms["p50"]),
-            ms(r.e2e_ms["p99"]),
-            ms(r.claim_ms["p50"]),
-            ms(r.claim_ms["p99"]),
-            str(r.empty_claims),
-            "-" if share is None else f"{share:.0%}",
-            audit_cell(r),
-        )
-    console.print(table)
-
-
-def print_knees(console: Console, results: list[RunResult]) -> None:
-    """Each strategy's sweep, side by side: which claim design holds the SLO, up to what rate."""
-    table = Table(
-        title="max sustainable rate per design (one sweep each, one workload)", title_justify="left"
-    )
-    columns = ("design", "wake-up", "tx", "max sustainable/s", "first failing/s", "held", "at step",
-               "its e2e p99 ms", "audit")  # fmt: skip
-    for column in columns:
-        table.add_column(
-            column, justify="left" if column in ("design", "wake-up", "tx", "held", "audit") else "right"
-        )
-    for r in results:
-        knee = r.sweep.knee if r.sweep else None
-        best = r.sweep.max_sustainable_per_s if r.sweep else None
-        failing = r.sweep.first_failing_per_s if r.sweep else None
-        hold = r.sweep.hold if r.sweep else None
-        table.add_row(
-            r.strategy,
-            r.settings.wakeup,
-            r.settings.tx,
-            "-" if best is None else f"{best:g}",
-            "-" if failing is None else f"{failing:g}",
-            "-" if hold is None else f"{hold.seconds:.0f} s: {hold.verdict}",
-            "-" if knee is None else str(knee.index + 1),
-            "-" if knee is None else ms(knee.e2e_ms["p99"]),
-            audit_cell(r),
-        )
-    console.print(table)
-    for r in results:
-        if r.sweep is not None:
-            print_sweep(console, r.sweep)

@@ -195,17 +195,43 @@ def accounted(
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]]]]:
     """Each completed message's split (only those in a cohort, if asked), journeys read in order of
     type, group and msg_id (a group's earlier messages first: their holds are its ordering)."""
+    for journey, one, pieces, _ in held_up(journeys, free, ordered, cohorts_only):
+        yield journey, one, pieces
+
+
+class NotDue(NamedTuple):
+    """Of a message's ordering time, what it spent behind an earlier message of its group that was
+    not yet due (a head not yet due holds its group, as procrastinate's lock is held by a job
+    scheduled later), and the last such head: its msg_id and when it was due."""
+
+    seconds: float = 0.0
+    head: int | None = None
+    head_due: float | None = None
+
+
+def held_up(
+    journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
+) -> Iterator[tuple[Journey, Split, list[tuple[float, float]], NotDue]]:
+    """accounted()'s splits, each with what of its ordering a head not yet due held."""
     by_type = {f.queue_type: FreeTime(f.spans) for f in free}
     group: tuple[str, int] | None = None
     holds: GroupHolds | None = None
+    waiting = GroupHolds(NO_FREE)  # the group's heads while not yet due
+    head: tuple[int, float] | None = None
     for journey in journeys:
         free_time = by_type.get(journey.queue_type, NO_FREE)
         if ordered and (journey.queue_type, journey.order_id) != group:
             group, holds = (journey.queue_type, journey.order_id), GroupHolds(free_time)
+            waiting, head = GroupHolds(NO_FREE), None
         if journey.claimed is not None and (journey.cohorts or not cohorts_only):
             one, pieces = split(journey, free_time, holds)
-            yield journey, one, pieces
+            behind = min(one.ordering, waiting.within(journey.added, journey.claimed)[0])
+            yield journey, one, pieces, NotDue(behind, *(head or (None, None))) if behind > 0 else NotDue()
         if holds is not None:
+            if journey.due is not None and journey.due > journey.added:  # not yet due: it holds its group
+                holds.add(journey.added, min(journey.due, journey.start))
+                waiting.add(journey.added, min(journey.due, journey.start))
+                head = (journey.msg_id, journey.due)
             holds.add(journey.start, journey.done)
 
 
@@ -221,6 +247,8 @@ class CohortSplit:
     hidden_ms: float
     service_ms: float
     hidden_by_second: tuple[tuple[int, float], ...] = ()
+    not_due_head_ms: float = 0.0  # of ordering_ms: behind an earlier message of the group not yet due
+    not_due_head: str | None = None  # one such: "group type1:3 held by msg_id 17, not due until ..."
 
     @property
     def total_ms(self) -> float:
@@ -247,6 +275,8 @@ class CohortSplit:
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"messages": self.messages, "e2e_ms": round(self.total_ms, 3)}
         data |= {f"{part}_ms": round(self.part_ms(part), 3) for part in PARTS}
+        if self.not_due_head is not None:
+            data |= {"not_due_head_ms": round(self.not_due_head_ms, 3), "not_due_head": self.not_due_head}
         return data
 
 
@@ -259,9 +289,24 @@ class _Cohort:
         self.messages = 0
         self.sums = dict.fromkeys(PARTS, 0.0)
         self.hidden: dict[int, float] = {}
+        self.not_due = 0.0
+        self.head: str | None = None
 
-    def add(self, one: Split, pieces: list[tuple[float, float]], origin_s: float | None) -> None:
+    def add(
+        self,
+        one: Split,
+        pieces: list[tuple[float, float]],
+        origin_s: float | None,
+        journey: Journey,
+        behind: NotDue,
+    ) -> None:
         self.messages += 1
+        if behind.head is not None and behind.head_due is not None:
+            self.not_due += behind.seconds
+            self.head = (
+                f"group {journey.queue_type}:{journey.order_id} held by msg_id {behind.head}, not due until"
+                f" {behind.head_due:.2f} s into the run (msg_id {journey.msg_id} waited behind it)"
+            )
         for part, value in zip(PARTS, one, strict=True):
             self.sums[part] += value
         if origin_s is None:
@@ -278,7 +323,13 @@ class _Cohort:
         n = max(1, self.messages)
         mean = {f"{part}_ms": self.sums[part] / n * 1000 for part in PARTS}
         hidden = tuple(sorted((s, round(v, 6)) for s, v in self.hidden.items() if v > 0))
-        return CohortSplit(self.messages, hidden_by_second=hidden, **mean)
+        return CohortSplit(
+            self.messages,
+            hidden_by_second=hidden,
+            not_due_head_ms=self.not_due / n * 1000,
+            not_due_head=self.head,
+            **mean,
+        )
 
 
 @dataclass(frozen=True)
@@ -302,10 +353,10 @@ class LatencyAccount:
         (the run's first enqueue), where known."""
         cohorts: dict[tuple[str, str], _Cohort] = {}
         worst = 0.0
-        for journey, one, pieces in accounted(journeys, free, ordered, cohorts_only=True):
+        for journey, one, pieces, behind in held_up(journeys, free, ordered, cohorts_only=True):
             worst = max(worst, abs(one.total - (journey.done - journey.added)))
             for key in journey.cohorts:
-                cohorts.setdefault(key, _Cohort()).add(one, pieces, origin_s)
+                cohorts.setdefault(key, _Cohort()).add(one, pieces, origin_s, journey, behind)
         overall = {name: c.result() for (scope, name), c in cohorts.items() if scope == RUN}
         per_type: dict[str, dict[str, CohortSplit]] = {}
         for (scope, name), c in sorted(cohorts.items()):

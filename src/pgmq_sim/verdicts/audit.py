@@ -64,6 +64,13 @@ def _problems(counts: AuditCounts, ordered: bool, complete: bool, at_least_once:
     if counts.order_violations:
         what = "order violation(s)" if ordered else "out-of-order (unordered strategy)"
         found.append(f"{counts.order_violations} {what}, e.g. msg_id {_ids(counts.order_violation_ids)}")
+    if counts.priority_overtakings is not None:  # the design's group order: by priority, then enqueue
+        found.append(
+            "order judged by priority, then enqueue order (the design's own promise, queue.toml"
+            f' order = "priority", as procrastinate\'s lock keeps it): {counts.priority_overtakings}'
+            " message(s) overtook an earlier one of their group by a higher priority, as promised, not a"
+            " violation"
+        )
     if at_least_once and counts.redelivered and counts.redelivered_ids:
         found.append(
             f"{counts.redelivered} redelivered after their lease passed (at-least-once by design),"

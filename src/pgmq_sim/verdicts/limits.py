@@ -130,15 +130,27 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
         if bound:
             share = f.achieved_per_s / bound
             hot += f"; {f.achieved_per_s:.0f}/s is {share:.0%} of the ordering bound {bound:.0f}/s"
+        fix = MORE_WORKERS_CANNOT
+        if p99.not_due_head is not None:  # a head not yet due held its group (procrastinate's lock)
+            hot += f"; {_ms(p99.not_due_head_ms)} of it behind a head not yet due: {p99.not_due_head}"
+            if p99.not_due_head_ms >= p99.ordering_ms / 2:
+                fix = (
+                    "a group's later messages wait for its head's due time: schedule later only what must"
+                    " wait, or give a delayed message a group (lock) of its own"
+                )
         return MeasuredCause(
             Resource.ORDERING,
             f"{account}: {_ms(p99.ordering_ms)} waiting while an earlier message of their group held it{hot}",
-            MORE_WORKERS_CANNOT,
+            fix,
         )
     if part == "due":
-        return MeasuredCause(
-            Resource.DUE, f"{account}: most of it before they were due (as the design or the retries asked)"
+        held = (
+            f"; {_ms(p99.not_due_head_ms)} of their ordering behind a head not yet due: {p99.not_due_head}"
+            if p99.not_due_head is not None
+            else ""
         )
+        before = "most of it before they were due (as the design or the retries asked)"
+        return MeasuredCause(Resource.DUE, f"{account}: {before}{held}")
     checks = CAPACITY if part == "capacity" else SERVICE
     for check in checks:
         found = check(f)

@@ -1,0 +1,2 @@
+-- Unfinished: jobs queued or picked.
+select id from pgqueuer where status in ('queued', 'picked')
