@@ -16,6 +16,7 @@ from psycopg import sql
 from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGresult
 
+from pgmq_sim.db.claim_rows import claim_columns, claimed_rows
 from pgmq_sim.db.connection import connect_async, own_begin
 from pgmq_sim.db.session_text import SessionText
 from pgmq_sim.db.statements import (
@@ -453,50 +454,6 @@ class ClaimSession:
         await self._wire.settle()
         if not self.closed and self._conn.pgconn.transaction_status != TransactionStatus.IDLE:
             await self._run("rollback")
-
-
-def claim_columns(result: PGresult) -> tuple[int, int, int]:
-    """Where the claim's msg_id, queue_type and order_id are, by name."""
-    names = [result.fname(i) for i in range(result.nfields)]
-    wanted = [c.encode() for c in CLAIM_COLUMNS]
-    missing = [c.decode() for c in wanted if c not in names]
-    if missing:
-        raise SimError(
-            f"the claim returned no {', '.join(missing)} column; it must return {', '.join(CLAIM_COLUMNS)}"
-        )
-    return names.index(wanted[0]), names.index(wanted[1]), names.index(wanted[2])
-
-
-def claimed_rows(
-    result: PGresult, clock: PGresult, places: tuple[int, int, int], keyed: bool, encoding: str
-) -> list[Claimed]:
-    """The claim's rows as messages (a keyed design's ids are text)."""
-    value = result.get_value
-    at_id, at_type, at_order = places
-    claimed_at = (clock.get_value(0, 0) or b"").decode()
-    if keyed:
-        claimed = [
-            Claimed(
-                0,
-                (value(i, at_type) or b"").decode(encoding),
-                int(value(i, at_order) or 0),
-                claimed_at,
-                1,
-                (value(i, at_id) or b"").decode(encoding),
-            )
-            for i in range(result.ntuples)
-        ]
-    else:
-        claimed = [
-            Claimed(
-                int(value(i, at_id) or 0),
-                (value(i, at_type) or b"").decode(encoding),
-                int(value(i, at_order) or 0),
-                claimed_at,
-            )
-            for i in range(result.ntuples)
-        ]
-    return claimed
 
 
 def called_statements(plan: SessionPlan) -> set[str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pgmq_sim.designs.products import PACKAGED, ProductSql, fill, product_sql
 from pgmq_sim.errors import UsageError
@@ -282,24 +282,8 @@ def load_design(
             f"{given} replaces a file of the seed's table; the design {name} is a folder of its own:"
             f" edit its files instead, or drop {given}"
         )
-    transaction = TxMode(
-        _choice(toml.get("transaction", "single"), "transaction", ("single", "split"), folder)
-    )
-    delivery = _choice(toml.get("delivery", "exactly-once"), "delivery", DELIVERIES, folder)
-    ordered = toml.get("ordered", True)
-    if not isinstance(ordered, bool):
-        raise UsageError(f"{describe_path(folder / 'queue.toml')}: ordered must be true or false")
-    description = str(toml.get("description", "")).strip().splitlines()[0:1]
-    requires = toml.get("requires")
-    if requires is not None:
-        requires = _choice(requires, "requires", REQUIRES, folder)
-    by_priority = _choice(toml.get("order", "enqueue"), "order", ORDERS, folder) == "priority"
-    channel = toml.get("channel")
-    if channel is not None and (not isinstance(channel, str) or "{type}" not in channel):
-        raise UsageError(
-            f"{describe_path(folder / 'queue.toml')}: channel = {channel!r}; name the design's notification"
-            ' channel with {type} for the message type, e.g. "jobs_{type}"'
-        )
+    keys = _keys(toml, folder)
+    ordered, description, requires = keys.ordered, keys.description, keys.requires
     if seed_table:
         return _on_seed_table(
             name, folder, origin, files, schema, next_msg, delmsg, ordered, " ".join(description), payload
@@ -339,16 +323,50 @@ def load_design(
         notify=found["notify.sql"],
         recover=found["recover.sql"],
         ordered=ordered,
-        transaction=transaction,
-        at_least_once=delivery == "at-least-once",
+        transaction=keys.transaction,
+        at_least_once=keys.delivery == "at-least-once",
         description=" ".join(description),
         deletes=deletes,
         other_completions=tuple(f for f in dict.fromkeys(forms) if f is not None and f != complete),
         requires=requires,
         product=product,
-        by_priority=by_priority,
-        channel=channel,
+        by_priority=keys.by_priority,
+        channel=keys.channel,
     )
+
+
+class _Keys(NamedTuple):
+    """queue.toml's keys, checked."""
+
+    transaction: TxMode
+    delivery: str
+    ordered: bool
+    description: list[str]
+    requires: str | None
+    by_priority: bool
+    channel: str | None
+
+
+def _keys(toml: dict[str, Any], folder: Path) -> _Keys:
+    transaction = TxMode(
+        _choice(toml.get("transaction", "single"), "transaction", ("single", "split"), folder)
+    )
+    delivery = _choice(toml.get("delivery", "exactly-once"), "delivery", DELIVERIES, folder)
+    ordered = toml.get("ordered", True)
+    if not isinstance(ordered, bool):
+        raise UsageError(f"{describe_path(folder / 'queue.toml')}: ordered must be true or false")
+    description = str(toml.get("description", "")).strip().splitlines()[0:1]
+    requires = toml.get("requires")
+    if requires is not None:
+        requires = _choice(requires, "requires", REQUIRES, folder)
+    by_priority = _choice(toml.get("order", "enqueue"), "order", ORDERS, folder) == "priority"
+    channel = toml.get("channel")
+    if channel is not None and (not isinstance(channel, str) or "{type}" not in channel):
+        raise UsageError(
+            f"{describe_path(folder / 'queue.toml')}: channel = {channel!r}; name the design's notification"
+            ' channel with {type} for the message type, e.g. "jobs_{type}"'
+        )
+    return _Keys(transaction, delivery, ordered, description, requires, by_priority, channel)
 
 
 def _present(source: SqlSource | None) -> SqlSource:

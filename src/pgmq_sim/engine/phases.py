@@ -17,7 +17,6 @@ from pgmq_sim.actors.bystander import BASELINE_S, Bystander
 from pgmq_sim.actors.chaos import FaultActions, FaultSchedule, pick
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.ownership import BEAT_S
-from pgmq_sim.actors.pgqd import TICKER_PERIOD_S, Pgqd, pgqd_binary
 from pgmq_sim.actors.producer import MessageSource
 from pgmq_sim.actors.threads import join_all
 from pgmq_sim.actors.worker import session_plan
@@ -35,6 +34,7 @@ from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
+from pgmq_sim.engine.ticker import find_ticker, start_ticker
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
@@ -181,38 +181,6 @@ def try_folder_design(state: RunState) -> list[str]:
         state.note(trial.required)
     state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
     return list(trial.dropped_foreign)
-
-
-def find_ticker(state: RunState) -> None:
-    """-queue pgq: a ticker already serving the database is used (and said); else pgqd is started
-    for the run once the queues exist (refused here, before anything changes, without pgqd)."""
-    database, tickers = call_bounded(state.db.pgq_ticker, 30, state.signals, "ticker check", True)
-    if tickers:
-        state.ticker = {"started_by": "already serving the database", "sessions": tickers}
-        state.note(
-            f"pgq: a ticker already serves database {database} ({tickers} session(s) running"
-            " pgq.ticker): it is used, and no pgqd is started"
-        )
-        return
-    if pgqd_binary() is None:
-        raise UsageError(
-            "-queue pgq needs a ticker (PgQ hands out nothing between ticks): install Debian's pgqd"
-            " package, or run pgqd for this database yourself"
-        )
-    state.pgqd = Pgqd(state.server.dsn, database)
-
-
-def start_ticker(state: RunState) -> None:
-    """pgqd for the run (its settings and the queues' in the report)."""
-    if state.pgqd is not None:
-        call_bounded(state.pgqd.start, 30, state.signals, "starting pgqd")
-        state.ticker = state.pgqd.settings
-        state.log.event(
-            f"pgqd started for database {state.pgqd.database} (ticker period {TICKER_PERIOD_S:g} s)"
-        )
-    if state.ticker is not None:
-        queues = call_bounded(state.db.pgq_queue_settings, 30, state.signals, "queue settings")
-        state.ticker = state.ticker | {"queues": queues}
 
 
 def reach_pooler(state: RunState) -> PoolerConsole | None:
