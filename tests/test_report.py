@@ -216,7 +216,7 @@ def test_a_comparison_shows_each_designs_checks_beside_its_audit() -> None:
     print_comparison(console, runs)
     rows = [line for line in console.file.getvalue().splitlines() if "indexed" in line or "pgmq" in line]
     assert "passed" in rows[0] and "failed: e2e-p99<250" in rows[1], rows
-    page = Page(run_report([result_document(r) for r in runs], "test", compare=True))
+    page = Page(run_report([document(r) for r in runs], "test", compare=True))
     assert [v for k, v in page.values if k == "checks"] == ["", "e2e-p99<250"]
 
 
