@@ -42,16 +42,59 @@ def read_account(
 
 
 def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
-    for msg_id, queue_type, order_id, by_type, by_run, added, due, claimed, done, *failed in rows:
+    for (
+        msg_id,
+        queue_type,
+        order_id,
+        by_type,
+        by_run,
+        added,
+        due,
+        claimed,
+        done,
+        claim_from,
+        straight,
+        *failed,
+    ) in rows:
         cohorts = tuple((scope, name) for scope, name in ((queue_type, by_type), (RUN, by_run)) if name)
         attempts = tuple(Attempt(*a) for a in zip(*(f or () for f in failed), strict=True))
-        yield Journey(int(msg_id), queue_type, int(order_id), added, due, claimed, done, attempts, cohorts)
+        yield Journey(
+            int(msg_id),
+            queue_type,
+            int(order_id),
+            added,
+            due,
+            claimed,
+            done,
+            attempts,
+            cohorts,
+            claim_from,
+            straight,
+        )
 
 
 def read_free_spans(conn: psycopg.Connection, free_at_end: Sequence[tuple[str, str]]) -> list[FreeSpans]:
-    """When at least one worker of each type was free."""
+    """When at least one worker of each type was free, and when, of that, a claim of the type ran."""
     spans: dict[str, list[tuple[float, float]]] = {}
     workers, types = [w for w, _ in free_at_end], [t for _, t in free_at_end]
     for queue_type, start, end in conn.execute(statement("account_free"), (workers, types)):
         spans.setdefault(queue_type, []).append((start, end))
-    return [FreeSpans(t, tuple(s)) for t, s in spans.items()]
+    claims: dict[str, list[tuple[float, float]]] = {}
+    for queue_type, start, end in conn.execute(statement("account_claims")):
+        claims.setdefault(queue_type, []).append((start, end))
+    return [FreeSpans(t, tuple(s), tuple(overlap(s, claims.get(t, [])))) for t, s in spans.items()]
+
+
+def overlap(
+    spans: Sequence[tuple[float, float]], others: Sequence[tuple[float, float]]
+) -> Iterator[tuple[float, float]]:
+    """Where two lists of spans (each in time order, apart) overlap, in time order."""
+    i = j = 0
+    while i < len(spans) and j < len(others):
+        lo, hi = max(spans[i][0], others[j][0]), min(spans[i][1], others[j][1])
+        if hi > lo:
+            yield lo, hi
+        if spans[i][1] < others[j][1]:
+            i += 1
+        else:
+            j += 1

@@ -317,7 +317,8 @@ class ClaimSession:
             self._places = (names.index(wanted[0]), names.index(wanted[1]), names.index(wanted[2]))
         return self._places
 
-    async def _claimed(self, result: PGresult, clock: PGresult) -> tuple[Claimed, ...]:
+    async def _claimed(self, result: PGresult, clock: PGresult, before_s: float = 0.0) -> tuple[Claimed, ...]:
+        """`before_s`: the server's time in the round trip before the claim (a completion's)."""
         plan = self._plan
         if result.ntuples > plan.batch:  # the rest would be marked taken and never processed
             raise SimError(
@@ -331,6 +332,7 @@ class ClaimSession:
         value, encoding = result.get_value, self._wire.encoding
         at_id, at_type, at_order = self._columns(result)
         claimed_at = (clock.get_value(0, 0) or b"").decode()
+        claim_s = max(0.0, float(clock.get_value(0, 1) or 0) - before_s)
         if plan.keyed:
             claimed = [
                 Claimed(
@@ -340,6 +342,7 @@ class ClaimSession:
                     claimed_at,
                     1,
                     (value(i, at_id) or b"").decode(encoding),
+                    claim_s=claim_s,
                 )
                 for i in range(result.ntuples)
             ]
@@ -350,6 +353,7 @@ class ClaimSession:
                     (value(i, at_type) or b"").decode(encoding),
                     int(value(i, at_order) or 0),
                     claimed_at,
+                    claim_s=claim_s,
                 )
                 for i in range(result.ntuples)
             ]
@@ -409,7 +413,7 @@ class ClaimSession:
         following: tuple[Claimed, ...] = ()
         failure = answer.failure()
         if chained and failure is None:
-            following = await self._claimed(results[done_at + 3], results[done_at + 4])
+            following = await self._claimed(results[done_at + 3], results[done_at + 4], server_s)
         return Completion(tuple(finished), tuple(added), committed_at, server_s, following, chained, failure)
 
     async def _complete_each(self, claimed: Sequence[Claimed]) -> Completion:

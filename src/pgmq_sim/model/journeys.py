@@ -30,6 +30,10 @@ class Journey(NamedTuple):
     done: float  # its completion (its journal row, in the completing transaction), or its dead letter
     attempts: tuple[Attempt, ...] = ()
     cohorts: tuple[tuple[str, str], ...] = ()  # (RUN or its type, MEDIAN or P99)
+    claim_from: float | None = None  # when the claim statement that took it arrived (None: not measured)
+    # that claim came straight after its group's previous message, from the worker that completed it:
+    # the group was held by that message (its completion and commit) until the claim arrived
+    straight: bool = False
 
     @property
     def start(self) -> float:
@@ -39,8 +43,10 @@ class Journey(NamedTuple):
 
 
 class FreeSpans(NamedTuple):
-    """When at least one worker of a type was free (the union of its workers' free episodes), in
-    time order, not overlapping."""
+    """When at least one worker of a type was free (the union of its workers' free episodes), and
+    when, of that, a claim statement of the type that took a message ran: each in time order, not
+    overlapping."""
 
     queue_type: str
     spans: tuple[tuple[float, float], ...]
+    claiming: tuple[tuple[float, float], ...] = ()

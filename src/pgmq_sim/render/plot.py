@@ -153,6 +153,7 @@ def _stacked_shares(ax: Any, labels: list[str], series: list[tuple[str, str, lis
 PART_COLORS = {
     "due": "tab:gray",
     "ordering": "tab:purple",
+    "claim": "tab:blue",
     "capacity": "tab:orange",
     "hidden": "tab:red",
     "service": "tab:green",

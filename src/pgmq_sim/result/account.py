@@ -1,11 +1,14 @@
 """Where each message's time went, from enqueue to completion: not yet due, waiting for its group's
-earlier message (ordering), waiting while every worker that may take it was busy (capacity), waiting
-while such a worker was free, its claims empty or asleep after one (hidden: something kept the
-message from a free worker), and service (claim to completion, failed attempts included).
+earlier message (ordering), waiting while the claim statement that took it, or took an earlier
+message of its group, ran (claim: from the statement's arrival at the server to its locks), waiting
+while every worker that may take it was busy (capacity), waiting while such a worker was free and no
+claim was taking it, its claims empty or asleep after one (hidden: something kept the message from a
+free worker), and service (claim to completion, failed attempts included).
 
 At each instant a message is in exactly one part, taken in that order of precedence from its
-journey (model/journeys): service, then due, then ordering, and the rest split by whether a worker
-of its type was free. So the parts add up to the message's time, to the float's rounding. The
+journey (model/journeys): service, then due, then ordering, then claim, and the rest split by
+whether a worker of its type was free. So the parts add up to the message's time, to the float's
+rounding. The
 account is kept for the cohorts a limit is read from: the messages about the median and the slowest
 1%, of each type and of the whole run."""
 
@@ -19,7 +22,7 @@ from typing import Any, NamedTuple
 
 from pgmq_sim.model.journeys import MEDIAN, P99, RUN, FreeSpans, Journey
 
-PARTS = ("due", "ordering", "capacity", "hidden", "service")
+PARTS = ("due", "ordering", "claim", "capacity", "hidden", "service")
 TOLERANCE_MS = 0.001  # the parts of every message add up to its time within this (float rounding)
 
 
@@ -28,6 +31,7 @@ class Split(NamedTuple):
 
     due: float = 0.0
     ordering: float = 0.0
+    claim: float = 0.0
     capacity: float = 0.0
     hidden: float = 0.0
     service: float = 0.0
@@ -87,58 +91,96 @@ def _pieces(
 NO_FREE = FreeTime(())
 
 
-class GroupHolds:
-    """When a group's earlier messages held it, each from its first claim to its completion or dead
-    letter (kept apart: a span that began before the last ended is cut to begin then), with the held
-    time and the free time within the holds summed before each, so either up to any time is a
+class Within(NamedTuple):
+    """A group's spans within a window: the time held, and claimed; the free time inside each; and
+    the time inside each that a claim of the type ran while a worker was free."""
+
+    held: float = 0.0
+    claim: float = 0.0
+    free_held: float = 0.0
+    free_claim: float = 0.0
+    claiming_held: float = 0.0
+    claiming_claim: float = 0.0
+
+
+NOTHING = Within()
+HOLD, CLAIM = 0, 1
+
+
+class TypeTime(NamedTuple):
+    """When a type's workers were free, and when, of that, a claim statement of the type that took a
+    message was running."""
+
+    free: FreeTime
+    claiming: FreeTime
+
+
+NO_TIME = TypeTime(NO_FREE, NO_FREE)
+
+
+class GroupSpans:
+    """What kept a group's next message from its worker, span by span in time order and apart (a
+    span that began before the last ended is cut to begin then, so the earlier one comes first):
+    each earlier message's hold, from its first claim to its completion or dead letter, and the
+    claim statement that took it, from its arrival to its locks. Each kind's time, and the free and
+    claiming time within it, are summed before each span, so any of them up to any time is a
     binary search."""
 
-    def __init__(self, free: FreeTime) -> None:
-        self._free = free
+    def __init__(self, times: TypeTime) -> None:
+        self._measures = times
         self._starts = array("d")
         self._ends = array("d")
-        self._held_before = array("d")
-        self._free_before = array("d")
-        self._held = self._free_held = 0.0
+        self._kinds = array("b")
+        self._before = tuple(array("d") for _ in Within._fields)
+        self._sums = [0.0] * len(Within._fields)
 
-    def add(self, start: float, end: float) -> None:
+    def add(self, kind: int, start: float, end: float) -> None:
         if self._ends:
             start = max(start, self._ends[-1])
         if end <= start:
             return
         self._starts.append(start)
         self._ends.append(end)
-        self._held_before.append(self._held)
-        self._free_before.append(self._free_held)
-        self._held += end - start
-        self._free_held += self._free.within(start, end)
+        self._kinds.append(kind)
+        for before, value in zip(self._before, self._sums, strict=True):
+            before.append(value)
+        self._count(self._sums, kind, start, end)
 
-    def _until(self, t: float) -> tuple[float, float]:
+    def _count(self, sums: list[float], kind: int, start: float, end: float) -> None:
+        sums[kind] += end - start
+        for i, measure in enumerate(self._measures, 1):
+            sums[2 * i + kind] += measure.within(start, end)
+
+    def hold_until(self, t: float) -> None:
+        """The last span's message held the group on until t."""
+        if self._ends:
+            self.add(HOLD, self._ends[-1], t)
+
+    def _until(self, t: float) -> list[float]:
         i = bisect.bisect_right(self._starts, t) - 1
         if i < 0:
-            return 0.0, 0.0
-        end = min(t, self._ends[i])
-        return self._held_before[i] + (end - self._starts[i]), self._free_before[i] + self._free.within(
-            self._starts[i], end
-        )
+            return [0.0] * len(Within._fields)
+        at = [before[i] for before in self._before]
+        self._count(at, self._kinds[i], self._starts[i], min(t, self._ends[i]))
+        return at
 
-    def within(self, a: float, b: float) -> tuple[float, float]:
-        """Held time within [a, b], and the free time inside it."""
+    def within(self, a: float, b: float) -> Within:
+        """Held and claimed time within [a, b], and the free and claiming time inside each."""
         if b <= a:
-            return 0.0, 0.0
-        (held_b, free_b), (held_a, free_a) = self._until(b), self._until(a)
-        return max(0.0, held_b - held_a), max(0.0, free_b - free_a)
+            return NOTHING
+        return Within(*(max(0.0, y - x) for x, y in zip(self._until(a), self._until(b), strict=True)))
 
     def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
-        """The holds within [a, b], clipped."""
+        """The spans within [a, b], clipped."""
         return _pieces(self._starts, self._ends, a, b)
 
 
 def split(
-    journey: Journey, free: FreeTime, holds: GroupHolds | None
+    journey: Journey, times: TypeTime, group: GroupSpans | None
 ) -> tuple[Split, list[tuple[float, float]]]:
     """A completed message's time by part, and the pieces of it that were hidden (to place them in
-    the run). `holds`: its group's earlier messages (None: a design without order)."""
+    the run). `group`: its group's earlier messages (None: a design without order)."""
+    free, claiming = times
     added, claimed, done = journey.added, journey.claimed, journey.done
     assert claimed is not None, "a dead letter has no account"
     ready = min(max(added, journey.due if journey.due is not None else added), claimed)
@@ -152,16 +194,43 @@ def split(
             back = min(a.next_at, claimed) - a.failed
             due += max(0.0, back)
             own.append((a.failed, a.failed + max(0.0, back)))
-    held, free_held = holds.within(ready, claimed) if holds is not None else (0.0, 0.0)
+    spans = group.within(ready, claimed) if group is not None else NOTHING
+    # its own claim statement, after it was ready and its own attempts, less its group's spans in it
+    claim_from = max(
+        ready, journey.claim_from if journey.claim_from is not None else claimed, *(b for _, b in own)
+    )
+    mine = group.within(claim_from, claimed) if group is not None else NOTHING
+    own_claim = max(0.0, claimed - claim_from - mine.held - mine.claim)
+    free_own_claim = max(0.0, free.within(claim_from, claimed) - mine.free_held - mine.free_claim)
+    claiming_own_claim = max(
+        0.0, claiming.within(claim_from, claimed) - mine.claiming_held - mine.claiming_claim
+    )
     own_s = sum(b - a for a, b in own)
-    waiting = claimed - ready - held - own_s
     free_own = sum(free.within(a, b) for a, b in own)
-    hidden = min(max(0.0, waiting), max(0.0, free.within(ready, claimed) - free_held - free_own))
+    claiming_own = sum(claiming.within(a, b) for a, b in own)
+    # the rest of its wait, while a worker was free: a claim of its type that took a message ran (its
+    # claim), or none did (hidden)
+    free_left = free.within(ready, claimed) - spans.free_held - spans.free_claim - free_own_claim - free_own
+    claiming_left = (
+        claiming.within(ready, claimed)
+        - spans.claiming_held
+        - spans.claiming_claim
+        - claiming_own_claim
+        - claiming_own
+    )
+    rest = max(0.0, claimed - ready - spans.held - spans.claim - own_claim - own_s)
+    claimed_by_others = min(rest, max(0.0, claiming_left))
+    claim = spans.claim + own_claim + claimed_by_others
+    waiting = claimed - ready - spans.held - claim - own_s
+    hidden = min(max(0.0, waiting), max(0.0, free_left - claimed_by_others))
     pieces = []
     if hidden > 0:
-        cuts = own + (list(holds.pieces(ready, claimed)) if holds is not None else [])
+        cuts = (
+            own + [(claim_from, claimed)] + (list(group.pieces(ready, claimed)) if group is not None else [])
+        )
+        cuts += claiming.pieces(ready, claimed)
         pieces = _minus(list(free.pieces(ready, claimed)), cuts)
-    parts = Split(due, held, max(0.0, waiting) - hidden, hidden, service)
+    parts = Split(due, spans.held, claim, max(0.0, waiting) - hidden, hidden, service)
     return parts, pieces
 
 
@@ -194,19 +263,25 @@ def accounted(
     journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]]]]:
     """Each completed message's split (only those in a cohort, if asked), journeys read in order of
-    type, group and msg_id (a group's earlier messages first: their holds are its ordering)."""
-    by_type = {f.queue_type: FreeTime(f.spans) for f in free}
-    group: tuple[str, int] | None = None
-    holds: GroupHolds | None = None
+    type, group and msg_id (a group's earlier messages first: their spans are its ordering and its
+    claims)."""
+    by_type = {f.queue_type: TypeTime(FreeTime(f.spans), FreeTime(f.claiming)) for f in free}
+    key: tuple[str, int] | None = None
+    group: GroupSpans | None = None
     for journey in journeys:
-        free_time = by_type.get(journey.queue_type, NO_FREE)
-        if ordered and (journey.queue_type, journey.order_id) != group:
-            group, holds = (journey.queue_type, journey.order_id), GroupHolds(free_time)
+        free_time = by_type.get(journey.queue_type, NO_TIME)
+        if ordered and (journey.queue_type, journey.order_id) != key:
+            key, group = (journey.queue_type, journey.order_id), GroupSpans(free_time)
+        if group is not None and journey.straight and journey.claim_from is not None:
+            # the last one's completion and commit, until this claim (or this one's first attempt)
+            group.hold_until(min(journey.claim_from, journey.start))
         if journey.claimed is not None and (journey.cohorts or not cohorts_only):
-            one, pieces = split(journey, free_time, holds)
+            one, pieces = split(journey, free_time, group)
             yield journey, one, pieces
-        if holds is not None:
-            holds.add(journey.start, journey.done)
+        if group is not None:
+            if journey.claim_from is not None and journey.claimed is not None and not journey.attempts:
+                group.add(CLAIM, journey.claim_from, journey.claimed)  # with attempts: inside its hold
+            group.add(HOLD, journey.start, journey.done)
 
 
 @dataclass(frozen=True)
@@ -221,10 +296,11 @@ class CohortSplit:
     hidden_ms: float
     service_ms: float
     hidden_by_second: tuple[tuple[int, float], ...] = ()
+    claim_ms: float = 0.0
 
     @property
     def total_ms(self) -> float:
-        return self.due_ms + self.ordering_ms + self.capacity_ms + self.hidden_ms + self.service_ms
+        return sum(self.part_ms(part) for part in PARTS)
 
     def part_ms(self, part: str) -> float:
         value: float = getattr(self, f"{part}_ms")
@@ -240,7 +316,7 @@ class CohortSplit:
         return max(PARTS, key=self.part_ms)
 
     def text(self) -> str:
-        """e.g. '27.1 s: hidden 89%, capacity 6%, service 3%, ordering 2%'."""
+        """e.g. '27.1 s: claim 62%, ordering 30%, hidden 5%, service 3%'."""
         said = [f"{part} {self.share(part):.0%}" for part in sorted(PARTS, key=lambda p: -self.part_ms(p))]
         return f"{_duration(self.total_ms)}: " + ", ".join(s for s in said if not s.endswith(" 0%"))
 

@@ -19,6 +19,7 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
+    CLAIM_BLOCKS,
     CLIENT_CORE_SHARE,
     ORDERING_SHARE,
     SERVER_CPU_SHARE,
@@ -123,6 +124,9 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
     part = p99.largest
     if part == "hidden" or p99.share("hidden") >= HIDDEN_SHARE:
         return _hidden(f, p99, account)
+    turn = p99.claim_ms + p99.ordering_ms  # each group's turns: claims, then work and commits
+    if part == "claim" or (part == "ordering" and p99.claim_ms >= CLAIM_OF_TURN * turn):
+        return _claim(f, p99, account)
     if part == "ordering":
         found = ordering(f)
         if found is not None:
@@ -159,6 +163,34 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
         )
     nearest = _nearest(f, None, f"{account}: mostly service (work, claim and completion); ")
     return nearest.resource, nearest.evidence, nearest.fix
+
+
+CLAIM_OF_TURN = 1 / 3  # of the slowest 1%'s claim and ordering time: the claim makes the groups' turns slow
+
+
+def _claim(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str | None]:
+    """The claim statements that took the slowest, or their groups' earlier messages, ran most of
+    their wait (each group's turn is its claim, then its work and commit): what made the claim slow."""
+    blocks = f.blocks_per_msg
+    read = f"; the server read {blocks:.0f} buffers per message" if blocks is not None else ""
+    p50 = f" (claim p50 {f.claim_ms:.1f} ms{read})" if f.claim_ms is not None else ""
+    said = (
+        f"{account}: {_ms(p99.claim_ms)} while the claim statements that took them, or their group's"
+        f" earlier messages, ran{p50}"
+    )
+    # a scan makes the server's CPU look full: judged first; a claim that seeks reads tens of buffers
+    if blocks is not None and blocks >= CLAIM_BLOCKS / 2:
+        fix = (
+            "try -claim indexed, which reads only each group's head"
+            if f.strategy == "seed"
+            else "check the claim's plan with EXPLAIN (ANALYZE, BUFFERS): it scans the backlog"
+        )
+        return "claim-plan", f"{said}: the claim scans the backlog", fix
+    for check in SERVICE:  # what made the statement slow, where it was measured
+        found = check(f)
+        if found is not None:
+            return found[0], f"{said}; {found[1]}", found[2]
+    return "unexplained", f"{said}: what slowed the claim was not measured", None
 
 
 def _hidden(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str | None]:
