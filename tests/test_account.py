@@ -26,7 +26,7 @@ def journey(msg_id: int, added: float, claimed: float, done: float, **more: obje
         tuple(fields.get("attempts", ())),  # type: ignore[arg-type]
         tuple(fields.get("cohorts", ((RUN, P99),))),  # type: ignore[arg-type]
         fields.get("claim_from"),  # type: ignore[arg-type]
-        bool(fields.get("straight", False)),
+        fields.get("committed"),  # type: ignore[arg-type]
     )
 
 
@@ -97,11 +97,14 @@ def test_a_claim_that_took_another_message_while_a_worker_was_free_is_claim() ->
     assert close(one, hidden=1.0, claim=1.0, service=0.5), one
 
 
-def test_a_claim_straight_after_its_groups_last_message_is_that_ones_commit_until_it_arrives() -> None:
-    """m1 done (its journal row) at 2; its worker's next claim, taking m2, arrived at 2.4: the group was
-    m1's, committing, until then."""
-    got = splits([journey(1, 0.0, 1.0, 2.0), journey(2, 0.0, 2.5, 3.0, claim_from=2.4, straight=True)], [])
-    assert close(got[2], capacity=1.0, ordering=1.4, claim=0.1, service=0.5), got[2]
+def test_an_earlier_message_holds_its_group_through_its_commit() -> None:
+    """m1 done (its journal row) at 2, its commit over at 2.3 (its worker's next claim arrived): the
+    group was m1's until then; m2's claim arrived at 2.4. Had m2's claim arrived at 2.2, the group
+    would have been m1's until 2.2 only."""
+    got = splits([journey(1, 0.0, 1.0, 2.0, committed=2.3), journey(2, 0.0, 2.5, 3.0, claim_from=2.4)], [])
+    assert close(got[2], capacity=1.1, ordering=1.3, claim=0.1, service=0.5), got[2]
+    got = splits([journey(1, 0.0, 1.0, 2.0, committed=2.3), journey(2, 0.0, 2.5, 3.0, claim_from=2.2)], [])
+    assert close(got[2], capacity=1.0, ordering=1.2, claim=0.3, service=0.5), got[2]
 
 
 def test_a_failed_attempt_is_service_and_its_backoff_not_yet_due() -> None:
@@ -152,8 +155,8 @@ def test_every_messages_parts_add_up_to_its_time() -> None:
                 attempts.append(Attempt(start, failed, failed + rng.uniform(0, 0.5)))
                 start = attempts[-1].next_at + rng.uniform(0, 0.2)  # type: ignore[operator]
             claim_from = start - rng.uniform(0, 0.5) if rng.random() < 0.8 else None  # may begin early
-            straight = rng.random() < 0.3
             t = start + rng.uniform(0, 0.1)
+            committed = t + rng.uniform(0, 0.5) if rng.random() < 0.7 else None  # may pass the next claim
             journeys.append(
                 journey(
                     msg_id,
@@ -163,7 +166,7 @@ def test_every_messages_parts_add_up_to_its_time() -> None:
                     due=due,
                     attempts=tuple(attempts),
                     claim_from=claim_from,
-                    straight=straight,
+                    committed=committed,
                 )
             )
         spans = [FreeSpans("type1", tuple(free), tuple((a, b) for a, b in claiming if b > a))]

@@ -53,7 +53,7 @@ def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
         claimed,
         done,
         claim_from,
-        straight,
+        committed,
         *failed,
     ) in rows:
         cohorts = tuple((scope, name) for scope, name in ((queue_type, by_type), (RUN, by_run)) if name)
@@ -69,7 +69,7 @@ def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
             attempts,
             cohorts,
             claim_from,
-            straight,
+            committed,
         )
 
 

@@ -31,9 +31,9 @@ class Journey(NamedTuple):
     attempts: tuple[Attempt, ...] = ()
     cohorts: tuple[tuple[str, str], ...] = ()  # (RUN or its type, MEDIAN or P99)
     claim_from: float | None = None  # when the claim statement that took it arrived (None: not measured)
-    # that claim came straight after its group's previous message, from the worker that completed it:
-    # the group was held by that message (its completion and commit) until the claim arrived
-    straight: bool = False
+    # when its commit was over: its worker's next claim arrived, or its worker was free from then
+    # (None: not known); it held its group until then, or until the group's next claim arrived
+    committed: float | None = None
 
     @property
     def start(self) -> float:

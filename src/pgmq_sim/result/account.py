@@ -268,13 +268,14 @@ def accounted(
     by_type = {f.queue_type: TypeTime(FreeTime(f.spans), FreeTime(f.claiming)) for f in free}
     key: tuple[str, int] | None = None
     group: GroupSpans | None = None
+    committed: float | None = None  # when the group's last message's commit was over, where known
     for journey in journeys:
         free_time = by_type.get(journey.queue_type, NO_TIME)
         if ordered and (journey.queue_type, journey.order_id) != key:
             key, group = (journey.queue_type, journey.order_id), GroupSpans(free_time)
-        if group is not None and journey.straight and journey.claim_from is not None:
-            # the last one's completion and commit, until this claim (or this one's first attempt)
-            group.hold_until(min(journey.claim_from, journey.start))
+        elif group is not None and committed is not None:  # it held the group through its commit
+            first = journey.start if journey.claim_from is None else min(journey.claim_from, journey.start)
+            group.hold_until(min(committed, first))
         if journey.claimed is not None and (journey.cohorts or not cohorts_only):
             one, pieces = split(journey, free_time, group)
             yield journey, one, pieces
@@ -282,6 +283,7 @@ def accounted(
             if journey.claim_from is not None and journey.claimed is not None and not journey.attempts:
                 group.add(CLAIM, journey.claim_from, journey.claimed)  # with attempts: inside its hold
             group.add(HOLD, journey.start, journey.done)
+            committed = journey.committed
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,22 @@
 -- $1: whether the design keeps order per group (then every done message is read: each holds its
 -- group from its first claim to its completion or dead letter; else only the cohorts'). The latency
 -- account's journeys, by type, group and msg_id: enqueued, due, claimed (the claim that completed
--- it) and when that claim statement arrived at the server (null: not measured), whether that claim
--- came straight after its group's previous message from the same worker (its commit held the group
--- until then), completed (its first completion) or made a dead letter, its failed attempts before,
--- and its
--- cohorts by the time from enqueue to completion: about the median (the middle 2%, at least the one
+-- it) and when that claim statement arrived at the server (null: not measured), completed (its
+-- first completion) or made a dead letter, when its commit was over (its worker's next claim
+-- arrived, or its worker was free from then: the next journal row of that worker says which; null:
+-- none), its failed attempts before, and its cohorts by the time from enqueue to completion: about the median (the middle 2%, at least the one
 -- or two nearest it) and the slowest 1% (at least one), of its type and of the whole run. Times are
 -- seconds from the run's first enqueue.
-with first as (
-    select distinct on (msg_id) msg_id, queue_type, order_id, claimed_at, completed_at, time_added, due_at,
-           claimed_at - make_interval(secs => claim_s) as claim_from, worker, free_s
+with rows as (
+    select *, claimed_at - make_interval(secs => claim_s) as claim_from
     from msg_journal
     where time_added is not null
+),
+first as (
+    select distinct on (msg_id) msg_id, queue_type, order_id, claimed_at, completed_at, time_added, due_at,
+           claim_from, lead(coalesce(claimed_at - make_interval(secs => free_s), claim_from))
+                           over (partition by worker order by claimed_at) as committed
+    from rows
     order by msg_id, completed_at
 ),
 base as (select min(time_added) as t0 from msg_journal),
@@ -21,13 +25,11 @@ ranked as (
            row_number() over (partition by f.queue_type order by f.completed_at - f.time_added, f.msg_id) as tr,
            count(*) over (partition by f.queue_type) as tn,
            row_number() over (order by f.completed_at - f.time_added, f.msg_id) as rr,
-           count(*) over () as rn,
-           lag(f.worker) over (partition by f.queue_type, f.order_id order by f.msg_id) = f.worker
-           and f.free_s is null as straight
+           count(*) over () as rn
     from first f
 ),
 marked as (
-    select msg_id, queue_type, order_id, time_added, due_at, claimed_at, completed_at, claim_from, straight,
+    select msg_id, queue_type, order_id, time_added, due_at, claimed_at, completed_at, claim_from, committed,
            case when tr > floor(0.99 * tn) then 'p99'
                 when tr between floor((tn + 1) / 2.0 - tn / 100.0) and ceil((tn + 1) / 2.0 + tn / 100.0)
                 then 'median' end as type_cohort,
@@ -58,7 +60,8 @@ select j.msg_id, j.queue_type, j.order_id, j.type_cohort, j.run_cohort,
        extract(epoch from j.due_at - b.t0)::float8,
        extract(epoch from j.claimed_at - b.t0)::float8,
        extract(epoch from j.completed_at - b.t0)::float8,
-       extract(epoch from j.claim_from - b.t0)::float8, coalesce(j.straight, false),
+       extract(epoch from j.claim_from - b.t0)::float8,
+       extract(epoch from j.committed - b.t0)::float8,
        a.claimed, a.failed, a.next_at
 from journeys j
 cross join base b
