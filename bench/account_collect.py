@@ -12,8 +12,8 @@ and reports:
 * rss before / peak / growth (MB): VmRSS after the imports and the connection, ru_maxrss at the
   end, and their difference: what the collect itself held at its peak.
 
-    python bench/account_collect.py --dsn postgresql://...          # 1M and 10M, about 10 minutes
-    python bench/account_collect.py --sizes 100000,1000000          # on one embedded server
+    PYTHONPATH=src python bench/account_collect.py --dsn postgresql://...   # 1M and 10M
+    PYTHONPATH=src python bench/account_collect.py --sizes 100000,1000000   # one embedded server
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from (select i, i / %(rate)s::float8 as a, random() * 0.004 as wait, 0.0003 + ra
 
 def fill(dsn: str, n: int, orders: int, rate: float) -> float:
     """A journal of n messages (the tool's own journal and failure tables, made afresh)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from pgmq_sim.sqlfiles import statement
 
     began = time.perf_counter()
@@ -60,7 +59,6 @@ def fill(dsn: str, n: int, orders: int, rate: float) -> float:
 
 def collect(dsn: str) -> None:
     """In a process of its own: the collect, as a run's, with its time and memory (JSON on stdout)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from pgmq_sim.db.account import read_account
     from pgmq_sim.result.account import LatencyAccount
 
