@@ -83,7 +83,9 @@ def vm_rss_mb() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     c.common_args(parser, repeat=1)
     parser.add_argument("--sizes", type=c.comma_list, default=["1000000", "10000000"])
     parser.add_argument("--orders", type=int, default=100, help="groups per type (default 100)")
@@ -99,7 +101,10 @@ def main() -> None:
             filled = fill(server.dsn, size, args.orders, args.rate)
             for _ in range(args.repeat):
                 out = subprocess.run(
-                    [sys.executable, __file__, "--collect", server.dsn], capture_output=True, text=True, check=True
+                    [sys.executable, __file__, "--collect", server.dsn],
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 )
                 got = json.loads(out.stdout)
                 rows.append(

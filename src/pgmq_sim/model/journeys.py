@@ -6,6 +6,7 @@ time from them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 MEDIAN, P99 = "median", "p99"  # the cohorts: the messages about the median, and the slowest 1%
@@ -48,5 +49,5 @@ class FreeSpans(NamedTuple):
     overlapping."""
 
     queue_type: str
-    spans: tuple[tuple[float, float], ...]
-    claiming: tuple[tuple[float, float], ...] = ()
+    spans: Iterable[tuple[float, float]]
+    claiming: Iterable[tuple[float, float]] = ()

@@ -15,6 +15,7 @@ account is kept for the cohorts a limit is read from: the messages about the med
 from __future__ import annotations
 
 import bisect
+import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,30 +43,47 @@ class Split(NamedTuple):
 
 
 class FreeTime:
-    """When a type's workers were free, with the free time before each span summed, so the free
-    time within any window is two binary searches."""
+    """When a type's workers were free: spans in time order, read from `spans` as the account
+    reaches them (a span overlapping the last is merged into it), with the free time before each
+    summed, so the free time within any window is two binary searches. The spans that ended before
+    the time the account still needs are dropped: it holds the spans of the waits it is splitting,
+    not the run's."""
 
     def __init__(self, spans: Iterable[tuple[float, float]]) -> None:
-        self._starts: list[float] = []
-        self._ends: list[float] = []
-        self._before: list[float] = []
-        total = 0.0
-        for start, end in sorted(spans):
-            if self._ends and start < self._ends[-1]:  # overlapping spans: merged
+        self._source = iter(spans)
+        self._next = next(self._source, None)
+        self._starts = array("d")
+        self._ends = array("d")
+        self._before = array("d")
+        self._total = 0.0
+
+    def _load(self, t: float) -> None:
+        """Every span that starts before t."""
+        while self._next is not None and self._next[0] < t:
+            start, end = self._next
+            self._next = next(self._source, None)
+            if self._ends and start < self._ends[-1]:
                 if end > self._ends[-1]:
-                    total += end - self._ends[-1]
+                    self._total += end - self._ends[-1]
                     self._ends[-1] = end
                 continue
             self._starts.append(start)
             self._ends.append(end)
-            self._before.append(total)
-            total += end - start
+            self._before.append(self._total)
+            self._total += end - start
+
+    def forget(self, t: float) -> None:
+        """No window of the account begins before t any more."""
+        i = bisect.bisect_left(self._ends, t)
+        if i > FORGET_AT and 2 * i > len(self._ends):  # a half at a time: each span moves once or twice
+            del self._starts[:i], self._ends[:i], self._before[:i]
 
     def _until(self, t: float) -> float:
-        """Free time from the first span up to t."""
+        """Free time from the first span up to t (t no earlier than what was forgotten)."""
+        self._load(t)
         i = bisect.bisect_right(self._starts, t) - 1
         if i < 0:
-            return 0.0
+            return self._before[0] if self._before else self._total
         return self._before[i] + min(t, self._ends[i]) - self._starts[i]
 
     def within(self, a: float, b: float) -> float:
@@ -73,7 +91,12 @@ class FreeTime:
 
     def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
         """The free spans within [a, b], clipped."""
+        self._load(b)
         return _pieces(self._starts, self._ends, a, b)
+
+
+FORGET_AT = 4096  # spans: below this many ended ones, none is forgotten
+KEPT_S = 60.0  # how far before the message being split the account keeps spans (messages' arrival order)
 
 
 def _pieces(
@@ -133,6 +156,19 @@ class GroupSpans:
         self._kinds = array("b")
         self._before = tuple(array("d") for _ in Within._fields)
         self._sums = [0.0] * len(Within._fields)
+        self.committed: float | None = None  # when its last message's commit was over, where known
+
+    @property
+    def last_end(self) -> float:
+        return self._ends[-1] if self._ends else -math.inf
+
+    def forget(self, t: float) -> None:
+        """No window of the account begins before t any more."""
+        i = bisect.bisect_left(self._ends, t)
+        if i > FORGET_AT and 2 * i > len(self._ends):
+            del self._starts[:i], self._ends[:i], self._kinds[:i]
+            for before in self._before:
+                del before[:i]
 
     def add(self, kind: int, start: float, end: float) -> None:
         if self._ends:
@@ -158,8 +194,8 @@ class GroupSpans:
 
     def _until(self, t: float) -> list[float]:
         i = bisect.bisect_right(self._starts, t) - 1
-        if i < 0:
-            return [0.0] * len(Within._fields)
+        if i < 0:  # before its first span kept (t no earlier than what was forgotten)
+            return [before[0] for before in self._before] if self._starts else list(self._sums)
         at = [before[i] for before in self._before]
         self._count(at, self._kinds[i], self._starts[i], min(t, self._ends[i]))
         return at
@@ -262,28 +298,54 @@ def _minus(pieces: list[tuple[float, float]], cuts: list[tuple[float, float]]) -
 def accounted(
     journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]]]]:
-    """Each completed message's split (only those in a cohort, if asked), journeys read in order of
-    type, group and msg_id (a group's earlier messages first: their spans are its ordering and its
-    claims)."""
-    by_type = {f.queue_type: TypeTime(FreeTime(f.spans), FreeTime(f.claiming)) for f in free}
-    key: tuple[str, int] | None = None
-    group: GroupSpans | None = None
-    committed: float | None = None  # when the group's last message's commit was over, where known
-    for journey in journeys:
-        free_time = by_type.get(journey.queue_type, NO_TIME)
-        if ordered and (journey.queue_type, journey.order_id) != key:
-            key, group = (journey.queue_type, journey.order_id), GroupSpans(free_time)
-        elif group is not None and committed is not None:  # it held the group through its commit
-            first = journey.start if journey.claim_from is None else min(journey.claim_from, journey.start)
-            group.hold_until(min(committed, first))
+    """Each completed message's split (only those in a cohort, if asked). Journeys are read by type
+    (in code point order, as `free`'s types) and msg_id, so in the order they arrived: a group's
+    earlier messages first (their spans are its ordering and its claims), and the spans of
+    everything that ended well before the message being split can be forgotten: what the account
+    holds is the messages in flight around it, whatever the run's length."""
+    types = iter(free)
+    found: FreeSpans | None = next(types, None)
+    queue_type: str | None = None
+    times = NO_TIME
+    groups: dict[int, GroupSpans] = {}
+    for n, journey in enumerate(journeys):
+        if journey.queue_type != queue_type:
+            queue_type, times, groups = journey.queue_type, NO_TIME, {}
+            while found is not None and found.queue_type < queue_type:
+                found = next(types, None)
+            if found is not None and found.queue_type == queue_type:
+                times = TypeTime(FreeTime(found.spans), FreeTime(found.claiming))
+        group = None
+        if ordered:
+            group = groups.get(journey.order_id)
+            if group is None:
+                group = groups[journey.order_id] = GroupSpans(times)
+            elif group.committed is not None:  # its last message held it through its commit
+                first = (
+                    journey.start if journey.claim_from is None else min(journey.claim_from, journey.start)
+                )
+                group.hold_until(min(group.committed, first))
         if journey.claimed is not None and (journey.cohorts or not cohorts_only):
-            one, pieces = split(journey, free_time, group)
+            one, pieces = split(journey, times, group)
             yield journey, one, pieces
         if group is not None:
             if journey.claim_from is not None and journey.claimed is not None and not journey.attempts:
                 group.add(CLAIM, journey.claim_from, journey.claimed)  # with attempts: inside its hold
             group.add(HOLD, journey.start, journey.done)
-            committed = journey.committed
+            group.committed = journey.committed
+            group.forget(journey.added - KEPT_S)
+        if n % FORGET_AT == 0:
+            _forget(times, groups, journey.added - KEPT_S)
+
+
+def _forget(times: TypeTime, groups: dict[int, GroupSpans], t: float) -> None:
+    """Spans that ended before t, and groups whose every span did (messages arrive in msg_id order,
+    so no later window begins before t)."""
+    times.free.forget(t)
+    times.claiming.forget(t)
+    done = [g for g, spans in groups.items() if spans.last_end < t and (spans.committed or -math.inf) < t]
+    for order_id in done:
+        del groups[order_id]
 
 
 @dataclass(frozen=True)

@@ -22,4 +22,4 @@ islands as (
 select i.queue_type, extract(epoch from min(i.a) - b.t0)::float8, extract(epoch from max(i.b) - b.t0)::float8
 from islands i cross join base b
 group by i.queue_type, i.island, b.t0
-order by i.queue_type, 2
+order by i.queue_type collate "C", 2

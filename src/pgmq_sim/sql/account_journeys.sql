@@ -1,6 +1,6 @@
 -- $1: whether the design keeps order per group (then every done message is read: each holds its
 -- group from its first claim to its completion or dead letter; else only the cohorts'). The latency
--- account's journeys, by type, group and msg_id: enqueued, due, claimed (the claim that completed
+-- account's journeys, by type (code point order) and msg_id: enqueued, due, claimed (the claim that completed
 -- it) and when that claim statement arrived at the server (null: not measured), completed (its
 -- first completion) or made a dead letter, when its commit was over (its worker's next claim
 -- arrived, or its worker was free from then: the next journal row of that worker says which; null:
@@ -66,4 +66,4 @@ select j.msg_id, j.queue_type, j.order_id, j.type_cohort, j.run_cohort,
 from journeys j
 cross join base b
 left join attempts a on a.msg_id = j.msg_id
-order by j.queue_type, j.order_id, j.msg_id
+order by j.queue_type collate "C", j.msg_id
