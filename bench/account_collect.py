@@ -8,7 +8,9 @@ claims by a worker that had been free 0-10 ms (free_s). Then a fresh Python proc
 account exactly as a run's collect does (db/account.read_account, result/account.LatencyAccount)
 and reports:
 
-* seconds: the collect's wall time (the server's sorts and the client's split);
+* seconds: the collect's wall time (the server's sorts and the client's split), and the CPU
+  seconds of each side (the client's process; the server's backend, from /proc, where the server
+  runs on this host): on a host whose cores are shared, the CPU is the steadier figure;
 * rss before / peak / growth (MB): VmRSS after the imports and the connection, ru_maxrss at the
   end, and their difference: what the collect itself held at its peak.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -64,15 +67,35 @@ def collect(dsn: str) -> None:
 
     conn = psycopg.connect(dsn, autocommit=True, cursor_factory=psycopg.RawCursor)
     before = vm_rss_mb()
+    server = Path(f"/proc/{conn.info.backend_pid}/stat")  # a local server: its backend's CPU
+    server_cpu = cpu_s(server) if server.exists() else None
+    client_cpu = cpu_now()
     began = time.perf_counter()
     account = read_account(
         conn, True, [], lambda origin, journeys, free: LatencyAccount.of(journeys, free, True, origin)
     )
     seconds = time.perf_counter() - began
+    client = cpu_now() - client_cpu
+    server_s = cpu_s(server) - server_cpu if server_cpu is not None else None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     assert account is not None and account.p99 is not None and account.median is not None
     said = {"p99": account.p99.text(), "median": account.median.text()}
-    print(json.dumps({"seconds": seconds, "before": before, "peak": peak, **said}))
+    print(
+        json.dumps(
+            {"seconds": seconds, "client": client, "server": server_s, "before": before, "peak": peak, **said}
+        )
+    )
+
+
+def cpu_now() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_s(stat: Path) -> float:
+    """A process's user and system CPU seconds, from /proc/PID/stat."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vm_rss_mb() -> float:
@@ -112,6 +135,8 @@ def main() -> None:
                         f"{size:,}",
                         f"{filled:.0f}",
                         f"{got['seconds']:.1f}",
+                        f"{got['client']:.1f}",
+                        c.fmt(got["server"]),
                         f"{got['before']:.1f}",
                         f"{got['peak']:.1f}",
                         f"{got['peak'] - got['before']:.1f}",
@@ -120,7 +145,17 @@ def main() -> None:
                 )
                 print(" | ".join(rows[-1]), flush=True)
     c.print_table(
-        ["messages", "fill s", "collect s", "rss before MB", "peak MB", "growth MB", "slowest 1%"],
+        [
+            "messages",
+            "fill s",
+            "collect s",
+            "client CPU s",
+            "server CPU s",
+            "rss before MB",
+            "peak MB",
+            "growth MB",
+            "slowest 1%",
+        ],
         rows,
         f"the latency account's collect: {args.orders} groups per type at {args.rate:g}/s",
     )

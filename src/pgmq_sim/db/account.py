@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from pgmq_sim.model.journeys import RUN, Attempt, FreeSpans, Journey
+from pgmq_sim.model.journeys import RUN, Attempt, FreeSpans, Journey, cohort_bounds
 from pgmq_sim.sqlfiles import statement
 
 T = TypeVar("T")
@@ -45,10 +45,27 @@ def read_account(
         conn.execute("set local jit = off")
         for cursor in (journeys, free, claims):
             cursor.itersize = BATCH
-        journeys.execute(statement("account_journeys"), (ordered,))
+        journeys.execute(statement("account_journeys"), (ordered, *_cohorts(conn)))
         free.execute(statement("account_free"), (workers, types))
         claims.execute(statement("account_claims"))
         return consume(float(row[0]), _journeys(journeys), _free_spans(free, claims))
+
+
+def _cohorts(conn: psycopg.Connection) -> tuple[list[str], list[int], list[int], list[int], list[int]]:
+    """The cohorts' buckets, of each type and of the run, from the journal's counts by bucket."""
+    counts: dict[str, list[tuple[int, int]]] = {}
+    for queue_type, bucket, messages in conn.execute(statement("account_cohorts")):
+        counts.setdefault(queue_type, []).append((int(bucket), int(messages)))
+    types = sorted(counts)
+    bounds = [cohort_bounds(counts[t]) for t in types]
+    run = cohort_bounds(pair for t in types for pair in counts[t])
+    return (
+        types,
+        [b.median_lo for b in bounds],
+        [b.median_hi for b in bounds],
+        [b.p99_lo for b in bounds],
+        list(run),
+    )
 
 
 def _free_spans(free: Iterable[tuple[Any, ...]], claims: Iterable[tuple[Any, ...]]) -> Iterator[FreeSpans]:
