@@ -96,7 +96,7 @@ class FreeTime:
 
 
 FORGET_AT = 4096  # spans: below this many ended ones, none is forgotten
-KEPT_S = 60.0  # how far before the message being split the account keeps spans (messages' arrival order)
+KEPT_S = 1.0  # how far before the arrival of the message being split the account keeps spans (a margin)
 
 
 def _pieces(
