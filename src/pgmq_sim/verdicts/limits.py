@@ -165,7 +165,7 @@ def _from_account(f: Figures, p99: CohortSplit) -> tuple[str, str, str | None]:
     return nearest.resource, nearest.evidence, nearest.fix
 
 
-CLAIM_OF_TURN = 1 / 3  # of the slowest 1%'s claim and ordering time: the claim makes the groups' turns slow
+CLAIM_OF_TURN = 1 / 4  # of the slowest 1%'s claim and ordering time: the claim makes the groups' turns slow
 
 
 def _claim(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str | None]:
@@ -174,9 +174,13 @@ def _claim(f: Figures, p99: CohortSplit, account: str) -> tuple[str, str, str | 
     blocks = f.blocks_per_msg
     read = f"; the server read {blocks:.0f} buffers per message" if blocks is not None else ""
     p50 = f" (claim p50 {f.claim_ms:.1f} ms{read})" if f.claim_ms is not None else ""
+    bound = f.ordering_bound_per_s
+    turns = (
+        f"; {f.achieved_per_s:.0f}/s is {f.achieved_per_s / bound:.0%} of the ordering bound" if bound else ""
+    )
     said = (
         f"{account}: {_ms(p99.claim_ms)} while the claim statements that took them, or their group's"
-        f" earlier messages, ran{p50}"
+        f" earlier messages, ran{p50}{turns}"
     )
     # a scan makes the server's CPU look full: judged first; a claim that seeks reads tens of buffers
     if blocks is not None and blocks >= CLAIM_BLOCKS / 2:
