@@ -95,7 +95,8 @@ class FreeTime:
         return _pieces(self._starts, self._ends, a, b)
 
 
-FORGET_AT = 4096  # spans: below this many ended ones, none is forgotten
+FORGET_AT = 4096  # spans of a type: below this many ended ones, none is forgotten
+GROUP_FORGET_AT = 64  # spans of a group (a run may have thousands of groups)
 KEPT_S = 1.0  # how far before the arrival of the message being split the account keeps spans (a margin)
 
 
@@ -165,7 +166,7 @@ class GroupSpans:
     def forget(self, t: float) -> None:
         """No window of the account begins before t any more."""
         i = bisect.bisect_left(self._ends, t)
-        if i > FORGET_AT and 2 * i > len(self._ends):
+        if i > GROUP_FORGET_AT and 2 * i > len(self._ends):
             del self._starts[:i], self._ends[:i], self._kinds[:i]
             for before in self._before:
                 del before[:i]
