@@ -7,10 +7,10 @@ free worker), and service (claim to completion, failed attempts included).
 
 At each instant a message is in exactly one part, taken in that order of precedence from its
 journey (model/journeys): service, then due, then ordering, then claim, and the rest split by
-whether a worker of its type was free. So the parts add up to the message's time, to the float's
-rounding. The
-account is kept for the cohorts a limit is read from: the messages about the median and the slowest
-1%, of each type and of the whole run."""
+whether a worker of its type was free (a claim of its type that took some message was running
+then: claim; none: hidden). So the parts add up to the message's time, to the float's rounding.
+The account is kept for the cohorts a limit is read from: the messages about the median and the
+slowest 1%, of each type and of the whole run."""
 
 from __future__ import annotations
 
