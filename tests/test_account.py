@@ -8,7 +8,8 @@ import random
 import pytest
 
 from pgmq_sim.model.journeys import MEDIAN, P99, RUN, Attempt, FreeSpans, Journey
-from pgmq_sim.result.account import TOLERANCE_MS, FreeTime, LatencyAccount, Split, accounted
+from pgmq_sim.result.account import TOLERANCE_MS, LatencyAccount, Split, accounted
+from pgmq_sim.result.spans import FreeTime
 
 pytestmark = pytest.mark.unit
 
@@ -25,13 +26,19 @@ def journey(msg_id: int, added: float, claimed: float, done: float, **more: obje
         done,
         tuple(fields.get("attempts", ())),  # type: ignore[arg-type]
         tuple(fields.get("cohorts", ((RUN, P99),))),  # type: ignore[arg-type]
+        fields.get("claim_from"),  # type: ignore[arg-type]
+        fields.get("committed"),  # type: ignore[arg-type]
     )
 
 
 def splits(
-    journeys: list[Journey], free: list[tuple[float, float]], ordered: bool = True
+    journeys: list[Journey],
+    free: list[tuple[float, float]],
+    ordered: bool = True,
+    claiming: tuple[tuple[float, float], ...] = (),
 ) -> dict[int, Split]:
-    return {j.msg_id: one for j, one, _ in accounted(journeys, [FreeSpans("type1", tuple(free))], ordered)}
+    spans = [FreeSpans("type1", tuple(free), claiming)]
+    return {j.msg_id: one for j, one, _ in accounted(journeys, spans, ordered)}
 
 
 def close(one: Split, **expected: float) -> bool:
@@ -75,6 +82,32 @@ def test_an_earlier_message_still_pending_is_not_ordering() -> None:
     assert close(got[2], capacity=5.5, ordering=0.5, service=0.2), got[2]
 
 
+def test_the_claim_that_took_it_or_its_groups_earlier_message_is_claim() -> None:
+    """m1's claim ran 1..2 (a worker free throughout): m1 and m2 behind it wait on it, claim; m1 held
+    the group 2..3; m2's own claim ran 3.5..4, and 3..3.5 a worker was free, no claim running: hidden."""
+    earlier = journey(1, 0.0, 2.0, 3.0, claim_from=1.0)
+    later = journey(2, 0.0, 4.0, 4.5, claim_from=3.5)
+    got = splits([earlier, later], [(0.0, 10.0)])
+    assert close(got[1], hidden=1.0, claim=1.0, service=1.0), got[1]
+    assert close(got[2], hidden=1.5, claim=1.5, ordering=1.0, service=0.5), got[2]
+
+
+def test_a_claim_that_took_another_message_while_a_worker_was_free_is_claim() -> None:
+    """Another message's claim ran 0.5..1.5 while m1 waited with a worker free: claim, not hidden."""
+    one = splits([journey(1, 0.0, 2.0, 2.5)], [(0.0, 2.0)], claiming=((0.5, 1.5),))[1]
+    assert close(one, hidden=1.0, claim=1.0, service=0.5), one
+
+
+def test_an_earlier_message_holds_its_group_through_its_commit() -> None:
+    """m1 done (its journal row) at 2, its commit over at 2.3 (its worker's next claim arrived): the
+    group was m1's until then; m2's claim arrived at 2.4. Had m2's claim arrived at 2.2, the group
+    would have been m1's until 2.2 only."""
+    got = splits([journey(1, 0.0, 1.0, 2.0, committed=2.3), journey(2, 0.0, 2.5, 3.0, claim_from=2.4)], [])
+    assert close(got[2], capacity=1.1, ordering=1.3, claim=0.1, service=0.5), got[2]
+    got = splits([journey(1, 0.0, 1.0, 2.0, committed=2.3), journey(2, 0.0, 2.5, 3.0, claim_from=2.2)], [])
+    assert close(got[2], capacity=1.0, ordering=1.2, claim=0.3, service=0.5), got[2]
+
+
 def test_a_failed_attempt_is_service_and_its_backoff_not_yet_due() -> None:
     attempts = (Attempt(1.0, 1.2, 2.0),)
     one = splits([journey(1, 0.0, 3.0, 3.5, attempts=attempts)], [(0.0, 10.0)])[1]
@@ -105,6 +138,13 @@ def test_every_messages_parts_add_up_to_its_time() -> None:
         free = sorted(
             (t, t + rng.uniform(0, 0.5)) for t in (rng.uniform(0, 20) for _ in range(rng.randint(0, 30)))
         )
+        claiming = tuple(
+            (t, t + rng.uniform(0, 0.3))
+            for t in sorted(rng.uniform(0, 20) for _ in range(rng.randint(0, 10)))
+        )
+        claiming = tuple(  # apart, as the journal's merged claims are
+            (max(a, claiming[i - 1][1] if i else a), b) for i, (a, b) in enumerate(claiming)
+        )
         journeys, t = [], 0.0
         for msg_id in range(1, rng.randint(2, 15)):
             added = rng.uniform(0, 10)
@@ -115,9 +155,23 @@ def test_every_messages_parts_add_up_to_its_time() -> None:
                 failed = start + rng.uniform(0, 0.1)
                 attempts.append(Attempt(start, failed, failed + rng.uniform(0, 0.5)))
                 start = attempts[-1].next_at + rng.uniform(0, 0.2)  # type: ignore[operator]
+            claim_from = start - rng.uniform(0, 0.5) if rng.random() < 0.8 else None  # may begin early
             t = start + rng.uniform(0, 0.1)
-            journeys.append(journey(msg_id, added, start, t, due=due, attempts=tuple(attempts)))
-        for j, one, _ in accounted(journeys, [FreeSpans("type1", tuple(free))], True):
+            committed = t + rng.uniform(0, 0.5) if rng.random() < 0.7 else None  # may pass the next claim
+            journeys.append(
+                journey(
+                    msg_id,
+                    added,
+                    start,
+                    t,
+                    due=due,
+                    attempts=tuple(attempts),
+                    claim_from=claim_from,
+                    committed=committed,
+                )
+            )
+        spans = [FreeSpans("type1", tuple(free), tuple((a, b) for a, b in claiming if b > a))]
+        for j, one, _ in accounted(journeys, spans, rng.random() < 0.8):
             assert min(one) >= 0, one
             assert abs(one.total - (j.done - j.added)) * 1000 <= TOLERANCE_MS, (j, one)
 

@@ -54,6 +54,10 @@ QUICK: dict[str, Quick] = {
         "--backlogs 2000,20000 --messages 500 --repeat 1",
         ("claim    backlog    msg/s  messages  1 claim alone ms", "(collapse expected)"),
     ),
+    "account_collect.py": Quick(
+        "--sizes 2000 --orders 10",
+        ("messages  fill s  collect s  client CPU s  server CPU s", "the latency account's collect"),
+    ),
     "memory.py": Quick(
         "--sizes 1000,3000 --sample-s 0.1",
         ("peak RSS MB", "3,000 - 1,000", "VmRSS over each run's wall time"),

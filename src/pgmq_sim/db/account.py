@@ -4,12 +4,13 @@ when each type's workers were free."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import psycopg
 
-from pgmq_sim.model.journeys import RUN, Attempt, FreeSpans, Journey
+from pgmq_sim.model.journeys import RUN, Attempt, FreeSpans, Journey, cohort_bounds
 from pgmq_sim.sqlfiles import statement
 
 T = TypeVar("T")
@@ -21,37 +22,112 @@ def read_account(
     conn: psycopg.Connection,
     ordered: bool,
     free_at_end: Sequence[tuple[str, str]],
-    consume: Callable[[float, Iterator[Journey], list[FreeSpans]], T],
+    consume: Callable[[float, Iterator[Journey], Iterator[FreeSpans]], T],
 ) -> T | None:
-    """`consume(origin, journeys, free)` over the run's journeys in order of type, group and msg_id
-    (with order, every done message: its group's holds; else the cohorts' only), `origin` the
-    server's epoch of the run's first enqueue; None where nothing was journaled. `free_at_end`:
-    (worker, type) of the workers free when the run stopped."""
+    """`consume(origin, journeys, free)` over the run's journeys in order of type (code point order)
+    and msg_id (with order, every done message: its group's holds; else the cohorts' only), and
+    when each type's workers were free, by type in the same order, each streamed as the account
+    reaches it; `origin` the server's epoch of the run's first enqueue; None where nothing was
+    journaled. `free_at_end`: (worker, type) of the workers free when the run stopped."""
     row = conn.execute(statement("account_origin")).fetchone()
     if row is None or row[0] is None:
         return None
-    free = read_free_spans(conn, free_at_end)
-    with conn.transaction(), psycopg.RawServerCursor(conn, "pgmq_sim_journeys") as cursor:
-        # a read of the whole journal, sorted three ways: in memory where it fits, and not compiled
-        # (JIT took 1.4 s of 3.6 for 100,000 messages)
+    workers, types = [w for w, _ in free_at_end], [t for _, t in free_at_end]
+    with (
+        conn.transaction(),
+        psycopg.RawServerCursor(conn, "pgmq_sim_journeys") as journeys,
+        psycopg.RawServerCursor(conn, "pgmq_sim_free") as free,
+        psycopg.RawServerCursor(conn, "pgmq_sim_claims") as claims,
+    ):
+        # reads of the whole journal, sorted: in memory where they fit, and not compiled (JIT took
+        # 1.4 s of 3.6 for 100,000 messages)
         conn.execute(f"set local work_mem = '{WORK_MEM}'")
         conn.execute("set local jit = off")
-        cursor.itersize = BATCH
-        cursor.execute(statement("account_journeys"), (ordered,))
-        return consume(float(row[0]), _journeys(cursor), free)
+        for cursor in (journeys, free, claims):
+            cursor.itersize = BATCH
+        journeys.execute(statement("account_journeys"), (ordered, *_cohorts(conn)))
+        free.execute(statement("account_free"), (workers, types))
+        claims.execute(statement("account_claims"))
+        return consume(float(row[0]), _journeys(journeys), _free_spans(free, claims))
+
+
+def _cohorts(conn: psycopg.Connection) -> tuple[list[str], list[int], list[int], list[int], list[int]]:
+    """The cohorts' buckets, of each type and of the run, from the journal's counts by bucket."""
+    counts: dict[str, list[tuple[int, int]]] = {}
+    for queue_type, bucket, messages in conn.execute(statement("account_cohorts")):
+        counts.setdefault(queue_type, []).append((int(bucket), int(messages)))
+    types = sorted(counts)
+    bounds = [cohort_bounds(counts[t]) for t in types]
+    run = cohort_bounds(pair for t in types for pair in counts[t])
+    return (
+        types,
+        [b.median_lo for b in bounds],
+        [b.median_hi for b in bounds],
+        [b.p99_lo for b in bounds],
+        list(run),
+    )
+
+
+def _free_spans(free: Iterable[tuple[Any, ...]], claims: Iterable[tuple[Any, ...]]) -> Iterator[FreeSpans]:
+    """Each type's free spans, and where a claim of the type ran in them, as lazy streams."""
+    claimed = _by_type(claims)
+    other = next(claimed, None)
+    for queue_type, spans in _by_type(free):
+        while other is not None and other[0] < queue_type:  # the same order: code points
+            other = next(claimed, None)
+        theirs = other[1] if other is not None and other[0] == queue_type else iter(())
+        mine, overlapped = itertools.tee(spans)
+        yield FreeSpans(queue_type, mine, overlap(overlapped, theirs))
+
+
+def _by_type(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, Iterator[tuple[float, float]]]]:
+    for queue_type, group in itertools.groupby(rows, key=lambda r: str(r[0])):
+        yield queue_type, ((float(a), float(b)) for _, a, b in group)
 
 
 def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
-    for msg_id, queue_type, order_id, by_type, by_run, added, due, claimed, done, *failed in rows:
+    for (
+        msg_id,
+        queue_type,
+        order_id,
+        by_type,
+        by_run,
+        added,
+        due,
+        claimed,
+        done,
+        claim_from,
+        committed,
+        *failed,
+    ) in rows:
         cohorts = tuple((scope, name) for scope, name in ((queue_type, by_type), (RUN, by_run)) if name)
         attempts = tuple(Attempt(*a) for a in zip(*(f or () for f in failed), strict=True))
-        yield Journey(int(msg_id), queue_type, int(order_id), added, due, claimed, done, attempts, cohorts)
+        yield Journey(
+            int(msg_id),
+            queue_type,
+            int(order_id),
+            added,
+            due,
+            claimed,
+            done,
+            attempts,
+            cohorts,
+            claim_from,
+            committed,
+        )
 
 
-def read_free_spans(conn: psycopg.Connection, free_at_end: Sequence[tuple[str, str]]) -> list[FreeSpans]:
-    """When at least one worker of each type was free."""
-    spans: dict[str, list[tuple[float, float]]] = {}
-    workers, types = [w for w, _ in free_at_end], [t for _, t in free_at_end]
-    for queue_type, start, end in conn.execute(statement("account_free"), (workers, types)):
-        spans.setdefault(queue_type, []).append((start, end))
-    return [FreeSpans(t, tuple(s)) for t, s in spans.items()]
+def overlap(
+    spans: Iterable[tuple[float, float]], others: Iterable[tuple[float, float]]
+) -> Iterator[tuple[float, float]]:
+    """Where two streams of spans (each in time order, apart) overlap, in time order."""
+    mine, theirs = iter(spans), iter(others)
+    a, b = next(mine, None), next(theirs, None)
+    while a is not None and b is not None:
+        lo, hi = max(a[0], b[0]), min(a[1], b[1])
+        if hi > lo:
+            yield lo, hi
+        if a[1] < b[1]:
+            a = next(mine, None)
+        else:
+            b = next(theirs, None)

@@ -23,9 +23,15 @@ def claim_columns(result: PGresult) -> tuple[int, int, int]:
 
 
 def claimed_rows(
-    result: PGresult, clock: PGresult, places: tuple[int, int, int], keyed: bool, encoding: str
+    result: PGresult,
+    clock: PGresult,
+    places: tuple[int, int, int],
+    keyed: bool,
+    encoding: str,
+    claim_s: float,
 ) -> list[Claimed]:
-    """The claim's rows as messages (a keyed design's ids are text)."""
+    """The claim's rows as messages (a keyed design's ids are text); `claim_s`: how long the claim
+    statement ran on the server, from its arrival to its locks."""
     value = result.get_value
     at_id, at_type, at_order = places
     claimed_at = (clock.get_value(0, 0) or b"").decode()
@@ -38,6 +44,7 @@ def claimed_rows(
                 claimed_at,
                 1,
                 (value(i, at_id) or b"").decode(encoding),
+                claim_s=claim_s,
             )
             for i in range(result.ntuples)
         ]
@@ -48,6 +55,7 @@ def claimed_rows(
                 (value(i, at_type) or b"").decode(encoding),
                 int(value(i, at_order) or 0),
                 claimed_at,
+                claim_s=claim_s,
             )
             for i in range(result.ntuples)
         ]

@@ -318,7 +318,8 @@ class ClaimSession:
             self._places = claim_columns(result)
         return self._places
 
-    async def _claimed(self, result: PGresult, clock: PGresult) -> tuple[Claimed, ...]:
+    async def _claimed(self, result: PGresult, clock: PGresult, before_s: float = 0.0) -> tuple[Claimed, ...]:
+        """`before_s`: the server's time in the round trip before the claim (a completion's)."""
         plan = self._plan
         if result.ntuples > plan.batch:  # the rest would be marked taken and never processed
             raise SimError(
@@ -329,7 +330,8 @@ class ClaimSession:
             if plan.seed_table or not self._split:
                 await self._run("commit")
             return ()
-        claimed = claimed_rows(result, clock, self._columns(result), plan.keyed, self._wire.encoding)
+        claim_s = max(0.0, float(clock.get_value(0, 1) or 0) - before_s)
+        claimed = claimed_rows(result, clock, self._columns(result), plan.keyed, self._wire.encoding, claim_s)
         if plan.mode == SessionMode.BASIC or not plan.seed_table:
             return tuple(claimed)
         # the seed's table counts each attempt on its row, in the claim's transaction (split: and
@@ -390,7 +392,7 @@ class ClaimSession:
         following: tuple[Claimed, ...] = ()
         failure = answer.failure()
         if chained and failure is None:
-            following = await self._claimed(results[done_at + 3], results[done_at + 4])
+            following = await self._claimed(results[done_at + 3], results[done_at + 4], server_s)
         return Completion(tuple(finished), tuple(added), committed_at, server_s, following, chained, failure)
 
     async def _complete_each(self, claimed: Sequence[Claimed]) -> Completion:

@@ -164,7 +164,7 @@ class QueueDatabase(QueueInstall):
         self,
         ordered: bool,
         free_at_end: list[tuple[str, str]],
-        consume: Callable[[float, Iterator[Journey], list[FreeSpans]], T],
+        consume: Callable[[float, Iterator[Journey], Iterator[FreeSpans]], T],
     ) -> T | None:
         """The latency account's facts from the journal, handed to `consume` as they stream (see
         db/account.read_account); None where nothing was journaled."""
@@ -174,7 +174,7 @@ class QueueDatabase(QueueInstall):
         self,
         ordered: bool,
         free_at_end: list[tuple[str, str]],
-        consume: Callable[[float, Iterator[Journey], list[FreeSpans]], T],
+        consume: Callable[[float, Iterator[Journey], Iterator[FreeSpans]], T],
         window: tuple[float, float],
     ) -> T | None:
         """The account of the messages enqueued in `window` (the server's epoch), by the same

@@ -74,7 +74,8 @@ class SessionText:
         owner = f", {self.owner}" if self.split and self._plan.seed_table else ""
         args = (
             f"{self.ident(claimed)}, {self.quoted_type(claimed.queue_type)}, {claimed.order_id},"
-            f" {self.worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}, {free(claimed)}"
+            f" {self.worker}, '{claimed.claimed_at}'::timestamptz, {claimed.attempt}{owner}, {free(claimed)},"
+            f" {seconds(claimed.claim_s)}"
         )
         return self.call(JOURNAL, args)
 
@@ -124,4 +125,9 @@ def journal_bounds(team: tuple[tuple[str, int], ...]) -> tuple[str, str] | None:
 
 def free(claimed: Claimed) -> str:
     """How long the worker was free before it claimed this message, as an argument ('null': not)."""
-    return "null" if claimed.free_s is None else f"{claimed.free_s:.6f}"
+    return seconds(claimed.free_s)
+
+
+def seconds(value: float | None) -> str:
+    """Seconds as an argument, to the microsecond ('null': not measured)."""
+    return "null" if value is None else f"{value:.6f}"

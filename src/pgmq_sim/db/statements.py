@@ -27,9 +27,10 @@ FUNCTION_MARK = "-- pgmq-sim: function "
 # in the same round trip, or null (read by the affinity strategy); $4 the worker's owner token and
 # $5 the lease in seconds (a design whose claim commits, `transaction = "split"`). The claim runs as
 # written: what it returns is its own (msg_id, queue_type and order_id among its columns, found by
-# name), and the server's clock after its locks is a statement of its own beside it (CLAIM_CLOCK).
+# name), and the server's clock after its locks is a statement of its own beside it (CLAIM_CLOCK),
+# with the seconds since the round trip arrived (the claim's own time, less what ran before it).
 CLAIM_ARGUMENTS = "(text, integer, bigint, text, float8)"
-CLAIM_CLOCK = "select clock_timestamp()"
+CLAIM_CLOCK = "select clock_timestamp(), extract(epoch from clock_timestamp() - statement_timestamp())"
 CLAIM_COLUMNS = ("msg_id", "queue_type", "order_id")
 # what the tool passes each statement of a design's folder (a file may leave out what it does not use);
 # the message's id is the tool's bigint, or the type the design's enqueue returns as msg_id

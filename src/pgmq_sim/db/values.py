@@ -48,6 +48,9 @@ class Claimed(NamedTuple):
     # after one, or it was reconnecting), for the latency account; None: it came straight from its
     # last message
     free_s: float | None = None
+    # how long the claim statement that took it ran, on the server's clock, from its arrival to its
+    # locks (the latency account's claim part); None: not measured
+    claim_s: float | None = None
 
     @property
     def shown_id(self) -> str:

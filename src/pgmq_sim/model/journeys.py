@@ -6,10 +6,41 @@ time from them."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import NamedTuple
 
 MEDIAN, P99 = "median", "p99"  # the cohorts: the messages about the median, and the slowest 1%
 RUN = ""  # a cohort of the whole run, not of one type
+
+
+class CohortBounds(NamedTuple):
+    """A scope's cohorts as buckets of the time from enqueue to completion (sql/account_cohorts.sql):
+    about the median, the buckets from `median_lo` to `median_hi`; the slowest 1%, `p99_lo` and up."""
+
+    median_lo: int
+    median_hi: int
+    p99_lo: int
+
+
+def cohort_bounds(counts: Iterable[tuple[int, int]]) -> CohortBounds:
+    """From (bucket, messages): the buckets of the middle 2% by time (at least the one or two nearest
+    the median) and of the slowest 1% (at least one message). A count a bucket at a time: the state
+    is the buckets, not the messages."""
+    buckets = sorted(counts)
+    n = sum(c for _, c in buckets)
+    ranks = (
+        max(1, math.floor((n + 1) / 2 - n / 100)),
+        min(n, math.ceil((n + 1) / 2 + n / 100)),
+        min(n, math.floor(0.99 * n) + 1),
+    )
+    found: list[int] = []
+    seen = 0
+    for bucket, count in buckets:
+        seen += count
+        while len(found) < len(ranks) and seen >= ranks[len(found)]:
+            found.append(bucket)
+    return CohortBounds(*found)
 
 
 class Attempt(NamedTuple):
@@ -30,6 +61,10 @@ class Journey(NamedTuple):
     done: float  # its completion (its journal row, in the completing transaction), or its dead letter
     attempts: tuple[Attempt, ...] = ()
     cohorts: tuple[tuple[str, str], ...] = ()  # (RUN or its type, MEDIAN or P99)
+    claim_from: float | None = None  # when the claim statement that took it arrived (None: not measured)
+    # when its commit was over: its worker's next claim arrived, or its worker was free from then
+    # (None: not known); it held its group until then, or until the group's next claim arrived
+    committed: float | None = None
 
     @property
     def start(self) -> float:
@@ -39,8 +74,10 @@ class Journey(NamedTuple):
 
 
 class FreeSpans(NamedTuple):
-    """When at least one worker of a type was free (the union of its workers' free episodes), in
-    time order, not overlapping."""
+    """When at least one worker of a type was free (the union of its workers' free episodes), and
+    when, of that, a claim statement of the type that took a message ran: each in time order, not
+    overlapping."""
 
     queue_type: str
-    spans: tuple[tuple[float, float], ...]
+    spans: Iterable[tuple[float, float]]
+    claiming: Iterable[tuple[float, float]] = ()

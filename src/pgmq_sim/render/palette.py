@@ -14,6 +14,7 @@ FAULT_COLORS = {
 SPLIT_COLORS = {
     "due": "#c7c7c7",
     "ordering": "#9467bd",
+    "claim": "#1f77b4",
     "capacity": "#ff7f0e",
     "hidden": "#d62728",
     "service": "#2ca02c",

@@ -1,25 +1,39 @@
 """Where each message's time went, from enqueue to completion: not yet due, waiting for its group's
-earlier message (ordering), waiting while every worker that may take it was busy (capacity), waiting
-while such a worker was free, its claims empty or asleep after one (hidden: something kept the
-message from a free worker), and service (claim to completion, failed attempts included).
+earlier message (ordering), waiting while the claim statement that took it, or took an earlier
+message of its group, ran (claim: from the statement's arrival at the server to its locks), waiting
+while every worker that may take it was busy (capacity), waiting while such a worker was free and no
+claim was taking it, its claims empty or asleep after one (hidden: something kept the message from a
+free worker), and service (claim to completion, failed attempts included).
 
 At each instant a message is in exactly one part, taken in that order of precedence from its
-journey (model/journeys): service, then due, then ordering, and the rest split by whether a worker
-of its type was free. So the parts add up to the message's time, to the float's rounding. The
-account is kept for the cohorts a limit is read from: the messages about the median and the slowest
-1%, of each type and of the whole run."""
+journey (model/journeys): service, then due, then ordering, then claim, and the rest split by
+whether a worker of its type was free (a claim of its type that took some message was running
+then: claim; none: hidden). So the parts add up to the message's time, to the float's rounding.
+The account is kept for the cohorts a limit is read from: the messages about the median and the
+slowest 1%, of each type and of the whole run."""
 
 from __future__ import annotations
 
-import bisect
-from array import array
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from pgmq_sim.model.journeys import MEDIAN, P99, RUN, FreeSpans, Journey
+from pgmq_sim.result.spans import (
+    CLAIM,
+    FORGET_AT,
+    HOLD,
+    NO_TIME,
+    NOTHING,
+    FreeTime,
+    GroupSpans,
+    TypeTime,
+    minus,
+)
 
-PARTS = ("due", "ordering", "capacity", "hidden", "service")
+PARTS = ("due", "ordering", "claim", "capacity", "hidden", "service")
+KEPT_S = 1.0  # how far before the arrival of the message being split the account keeps spans (a margin)
 TOLERANCE_MS = 0.001  # the parts of every message add up to its time within this (float rounding)
 
 
@@ -28,6 +42,7 @@ class Split(NamedTuple):
 
     due: float = 0.0
     ordering: float = 0.0
+    claim: float = 0.0
     capacity: float = 0.0
     hidden: float = 0.0
     service: float = 0.0
@@ -37,108 +52,12 @@ class Split(NamedTuple):
         return sum(self)
 
 
-class FreeTime:
-    """When a type's workers were free, with the free time before each span summed, so the free
-    time within any window is two binary searches."""
-
-    def __init__(self, spans: Iterable[tuple[float, float]]) -> None:
-        self._starts: list[float] = []
-        self._ends: list[float] = []
-        self._before: list[float] = []
-        total = 0.0
-        for start, end in sorted(spans):
-            if self._ends and start < self._ends[-1]:  # overlapping spans: merged
-                if end > self._ends[-1]:
-                    total += end - self._ends[-1]
-                    self._ends[-1] = end
-                continue
-            self._starts.append(start)
-            self._ends.append(end)
-            self._before.append(total)
-            total += end - start
-
-    def _until(self, t: float) -> float:
-        """Free time from the first span up to t."""
-        i = bisect.bisect_right(self._starts, t) - 1
-        if i < 0:
-            return 0.0
-        return self._before[i] + min(t, self._ends[i]) - self._starts[i]
-
-    def within(self, a: float, b: float) -> float:
-        return max(0.0, self._until(b) - self._until(a)) if b > a else 0.0
-
-    def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
-        """The free spans within [a, b], clipped."""
-        return _pieces(self._starts, self._ends, a, b)
-
-
-def _pieces(
-    starts: Sequence[float], ends: Sequence[float], a: float, b: float
-) -> Iterator[tuple[float, float]]:
-    """Of spans in time order and apart, those within [a, b], clipped to it."""
-    i = max(0, bisect.bisect_right(starts, a) - 1)
-    while i < len(starts) and starts[i] < b:
-        lo, hi = max(a, starts[i]), min(b, ends[i])
-        if hi > lo:
-            yield lo, hi
-        i += 1
-
-
-NO_FREE = FreeTime(())
-
-
-class GroupHolds:
-    """When a group's earlier messages held it, each from its first claim to its completion or dead
-    letter (kept apart: a span that began before the last ended is cut to begin then), with the held
-    time and the free time within the holds summed before each, so either up to any time is a
-    binary search."""
-
-    def __init__(self, free: FreeTime) -> None:
-        self._free = free
-        self._starts = array("d")
-        self._ends = array("d")
-        self._held_before = array("d")
-        self._free_before = array("d")
-        self._held = self._free_held = 0.0
-
-    def add(self, start: float, end: float) -> None:
-        if self._ends:
-            start = max(start, self._ends[-1])
-        if end <= start:
-            return
-        self._starts.append(start)
-        self._ends.append(end)
-        self._held_before.append(self._held)
-        self._free_before.append(self._free_held)
-        self._held += end - start
-        self._free_held += self._free.within(start, end)
-
-    def _until(self, t: float) -> tuple[float, float]:
-        i = bisect.bisect_right(self._starts, t) - 1
-        if i < 0:
-            return 0.0, 0.0
-        end = min(t, self._ends[i])
-        return self._held_before[i] + (end - self._starts[i]), self._free_before[i] + self._free.within(
-            self._starts[i], end
-        )
-
-    def within(self, a: float, b: float) -> tuple[float, float]:
-        """Held time within [a, b], and the free time inside it."""
-        if b <= a:
-            return 0.0, 0.0
-        (held_b, free_b), (held_a, free_a) = self._until(b), self._until(a)
-        return max(0.0, held_b - held_a), max(0.0, free_b - free_a)
-
-    def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
-        """The holds within [a, b], clipped."""
-        return _pieces(self._starts, self._ends, a, b)
-
-
 def split(
-    journey: Journey, free: FreeTime, holds: GroupHolds | None
+    journey: Journey, times: TypeTime, group: GroupSpans | None
 ) -> tuple[Split, list[tuple[float, float]]]:
     """A completed message's time by part, and the pieces of it that were hidden (to place them in
-    the run). `holds`: its group's earlier messages (None: a design without order)."""
+    the run). `group`: its group's earlier messages (None: a design without order)."""
+    free, claiming = times
     added, claimed, done = journey.added, journey.claimed, journey.done
     assert claimed is not None, "a dead letter has no account"
     ready = min(max(added, journey.due if journey.due is not None else added), claimed)
@@ -152,49 +71,50 @@ def split(
             back = min(a.next_at, claimed) - a.failed
             due += max(0.0, back)
             own.append((a.failed, a.failed + max(0.0, back)))
-    held, free_held = holds.within(ready, claimed) if holds is not None else (0.0, 0.0)
+    spans = group.within(ready, claimed) if group is not None else NOTHING
+    # its own claim statement, after it was ready and its own attempts, less its group's spans in it
+    claim_from = max(
+        ready, journey.claim_from if journey.claim_from is not None else claimed, *(b for _, b in own)
+    )
+    mine = group.within(claim_from, claimed) if group is not None else NOTHING
+    own_claim = max(0.0, claimed - claim_from - mine.held - mine.claim)
+    free_own_claim = max(0.0, free.within(claim_from, claimed) - mine.free_held - mine.free_claim)
+    claiming_own_claim = max(
+        0.0, claiming.within(claim_from, claimed) - mine.claiming_held - mine.claiming_claim
+    )
     own_s = sum(b - a for a, b in own)
-    waiting = claimed - ready - held - own_s
     free_own = sum(free.within(a, b) for a, b in own)
-    hidden = min(max(0.0, waiting), max(0.0, free.within(ready, claimed) - free_held - free_own))
+    claiming_own = sum(claiming.within(a, b) for a, b in own)
+    # the rest of its wait, while a worker was free: a claim of its type that took a message ran (its
+    # claim), or none did (hidden)
+    free_left = free.within(ready, claimed) - spans.free_held - spans.free_claim - free_own_claim - free_own
+    claiming_left = (
+        claiming.within(ready, claimed)
+        - spans.claiming_held
+        - spans.claiming_claim
+        - claiming_own_claim
+        - claiming_own
+    )
+    rest = max(0.0, claimed - ready - spans.held - spans.claim - own_claim - own_s)
+    claimed_by_others = min(rest, max(0.0, claiming_left))
+    claim = spans.claim + own_claim + claimed_by_others
+    waiting = claimed - ready - spans.held - claim - own_s
+    hidden = min(max(0.0, waiting), max(0.0, free_left - claimed_by_others))
     pieces = []
     if hidden > 0:
-        cuts = own + (list(holds.pieces(ready, claimed)) if holds is not None else [])
-        pieces = _minus(list(free.pieces(ready, claimed)), cuts)
-    parts = Split(due, held, max(0.0, waiting) - hidden, hidden, service)
+        cuts = (
+            own + [(claim_from, claimed)] + (list(group.pieces(ready, claimed)) if group is not None else [])
+        )
+        cuts += claiming.pieces(ready, claimed)
+        pieces = minus(list(free.pieces(ready, claimed)), cuts)
+    parts = Split(due, spans.held, claim, max(0.0, waiting) - hidden, hidden, service)
     return parts, pieces
-
-
-def _minus(pieces: list[tuple[float, float]], cuts: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The pieces (in time order, apart) with the cuts taken out: one pass over both in time order."""
-    merged: list[list[float]] = []
-    for a, b in sorted(cuts):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        elif b > a:
-            merged.append([a, b])
-    left, i = [], 0
-    for a, b in pieces:
-        while i < len(merged) and merged[i][1] <= a:
-            i += 1
-        j = i
-        while a < b:
-            if j >= len(merged) or merged[j][0] >= b:
-                left.append((a, b))
-                break
-            c0, c1 = merged[j]
-            if c0 > a:
-                left.append((a, c0))
-            a = max(a, c1)
-            j += 1
-    return left
 
 
 def accounted(
     journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]]]]:
-    """Each completed message's split (only those in a cohort, if asked), journeys read in order of
-    type, group and msg_id (a group's earlier messages first: their holds are its ordering)."""
+    """Each completed message's split (only those in a cohort, if asked): held_up()'s."""
     for journey, one, pieces, _ in held_up(journeys, free, ordered, cohorts_only):
         yield journey, one, pieces
 
@@ -212,27 +132,60 @@ class NotDue(NamedTuple):
 def held_up(
     journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]], NotDue]]:
-    """accounted()'s splits, each with what of its ordering a head not yet due held."""
-    by_type = {f.queue_type: FreeTime(f.spans) for f in free}
-    group: tuple[str, int] | None = None
-    holds: GroupHolds | None = None
-    waiting = GroupHolds(NO_FREE)  # the group's heads while not yet due
-    head: tuple[int, float] | None = None
-    for journey in journeys:
-        free_time = by_type.get(journey.queue_type, NO_FREE)
-        if ordered and (journey.queue_type, journey.order_id) != group:
-            group, holds = (journey.queue_type, journey.order_id), GroupHolds(free_time)
-            waiting, head = GroupHolds(NO_FREE), None
+    """Each completed message's split, with what of its ordering a head not yet due held. Journeys
+    are read by type (in code point order, as `free`'s types) and msg_id, so in the order they
+    arrived: a group's earlier messages first (their spans are its ordering and its claims), and the spans of
+    everything that ended well before the message being split can be forgotten: what the account
+    holds is the messages in flight around it, whatever the run's length."""
+    types = iter(free)
+    found: FreeSpans | None = next(types, None)
+    queue_type: str | None = None
+    times = NO_TIME
+    groups: dict[int, GroupSpans] = {}
+    for n, journey in enumerate(journeys):
+        if journey.queue_type != queue_type:
+            queue_type, times, groups = journey.queue_type, NO_TIME, {}
+            while found is not None and found.queue_type < queue_type:
+                found = next(types, None)
+            if found is not None and found.queue_type == queue_type:
+                times = TypeTime(FreeTime(found.spans), FreeTime(found.claiming))
+        group = None
+        if ordered:
+            group = groups.get(journey.order_id)
+            if group is None:
+                group = groups[journey.order_id] = GroupSpans(times)
+            elif group.committed is not None:  # its last message held it through its commit
+                first = (
+                    journey.start if journey.claim_from is None else min(journey.claim_from, journey.start)
+                )
+                group.hold_until(min(group.committed, first))
         if journey.claimed is not None and (journey.cohorts or not cohorts_only):
-            one, pieces = split(journey, free_time, holds)
-            behind = min(one.ordering, waiting.within(journey.added, journey.claimed)[0])
-            yield journey, one, pieces, NotDue(behind, *(head or (None, None))) if behind > 0 else NotDue()
-        if holds is not None:
+            one, pieces = split(journey, times, group)
+            behind = min(one.ordering, group.behind_not_due(journey.added, journey.claimed)) if group else 0.0
+            head = group.head if group is not None and behind > 0 else None
+            yield journey, one, pieces, NotDue(behind, *head) if head is not None else NotDue()
+        if group is not None:
             if journey.due is not None and journey.due > journey.added:  # not yet due: it holds its group
-                holds.add(journey.added, min(journey.due, journey.start))
-                waiting.add(journey.added, min(journey.due, journey.start))
-                head = (journey.msg_id, journey.due)
-            holds.add(journey.start, journey.done)
+                group.add(HOLD, journey.added, min(journey.due, journey.start))
+                group.not_due.append((journey.added, min(journey.due, journey.start)))
+                group.head = (journey.msg_id, journey.due)
+            if journey.claim_from is not None and journey.claimed is not None and not journey.attempts:
+                group.add(CLAIM, journey.claim_from, journey.claimed)  # with attempts: inside its hold
+            group.add(HOLD, journey.start, journey.done)
+            group.committed = journey.committed
+            group.forget(journey.added - KEPT_S)
+        if n % FORGET_AT == 0:
+            _forget(times, groups, journey.added - KEPT_S)
+
+
+def _forget(times: TypeTime, groups: dict[int, GroupSpans], t: float) -> None:
+    """Spans that ended before t, and groups whose every span did (messages arrive in msg_id order,
+    so no later window begins before t)."""
+    times.free.forget(t)
+    times.claiming.forget(t)
+    done = [g for g, spans in groups.items() if spans.last_end < t and (spans.committed or -math.inf) < t]
+    for order_id in done:
+        del groups[order_id]
 
 
 @dataclass(frozen=True)
@@ -247,12 +200,13 @@ class CohortSplit:
     hidden_ms: float
     service_ms: float
     hidden_by_second: tuple[tuple[int, float], ...] = ()
+    claim_ms: float = 0.0
     not_due_head_ms: float = 0.0  # of ordering_ms: behind an earlier message of the group not yet due
     not_due_head: str | None = None  # one such: "group type1:3 held by msg_id 17, not due until ..."
 
     @property
     def total_ms(self) -> float:
-        return self.due_ms + self.ordering_ms + self.capacity_ms + self.hidden_ms + self.service_ms
+        return sum(self.part_ms(part) for part in PARTS)
 
     def part_ms(self, part: str) -> float:
         value: float = getattr(self, f"{part}_ms")
@@ -268,7 +222,7 @@ class CohortSplit:
         return max(PARTS, key=self.part_ms)
 
     def text(self) -> str:
-        """e.g. '27.1 s: hidden 89%, capacity 6%, service 3%, ordering 2%'."""
+        """e.g. '27.1 s: claim 62%, ordering 30%, hidden 5%, service 3%'."""
         said = [f"{part} {self.share(part):.0%}" for part in sorted(PARTS, key=lambda p: -self.part_ms(p))]
         return f"{_duration(self.total_ms)}: " + ", ".join(s for s in said if not s.endswith(" 0%"))
 

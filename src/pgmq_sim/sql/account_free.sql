@@ -2,10 +2,13 @@
 -- was free, as spans in seconds from the run's first enqueue: a worker is free from the start of
 -- the empty claim (or the wait, or the lost connection) that ended its last message until the claim
 -- that took its next (its journal row's free_s before claimed_at; a failed attempt's row likewise),
--- and a worker free at the end from its last completion (from the start, if it had none) on. The
--- spans of a type's workers are merged where they overlap.
+-- and a worker free at the end from its last completion on (if it had none, from the run's first
+-- claim: the workers were up by then, not before, while a prefill went in). The spans of a type's
+-- workers are merged where they overlap.
 with base as (
-    select min(time_added) as t0, max(completed_at) as t1 from msg_journal where time_added is not null
+    select min(time_added) as t0, max(completed_at) as t1,
+           min(claimed_at - make_interval(secs => coalesce(claim_s, 0))) as up
+    from msg_journal where time_added is not null
 ),
 last_done as (
     select worker, max(t) as t
@@ -20,7 +23,7 @@ episodes as (
     select queue_type, claimed_at - make_interval(secs => free_s), claimed_at
     from msg_failures where free_s is not null
     union all
-    select w.queue_type, coalesce(d.t, b.t0), b.t1
+    select w.queue_type, coalesce(d.t, b.up), b.t1
     from unnest($1::text[], $2::text[]) as w(worker, queue_type)
     cross join base b
     left join last_done d on d.worker = w.worker
@@ -40,4 +43,4 @@ islands as (
 select i.queue_type, extract(epoch from min(i.a) - b.t0)::float8, extract(epoch from max(i.b) - b.t0)::float8
 from islands i cross join base b
 group by i.queue_type, i.island, b.t0
-order by i.queue_type, 2
+order by i.queue_type collate "C", 2

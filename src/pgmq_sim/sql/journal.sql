@@ -16,5 +16,8 @@ create table msg_journal(
     -- how long the worker had been free before this claim (its claims came back empty, it slept
     -- after one, or it was reconnecting); null: it came straight from its last message. The latency
     -- account's evidence of a free worker.
-    free_s double precision
+    free_s double precision,
+    -- how long the claim statement that took it ran, on the server's clock, from its arrival to its
+    -- locks: the latency account's claim part. Null: not measured.
+    claim_s double precision
 );

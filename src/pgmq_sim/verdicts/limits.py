@@ -17,12 +17,13 @@ from typing import Any
 
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, MeasuredCause, Resource
+from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, SEED_CLAIM_FIX, MeasuredCause, Resource
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.ending import ended
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
+    CLAIM_BLOCKS,
     CLIENT_CORE_SHARE,
     ORDERING_SHARE,
     SERVER_CPU_SHARE,
@@ -121,6 +122,9 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
     part = p99.largest
     if part == "hidden" or p99.share("hidden") >= HIDDEN_SHARE:
         return _hidden(f, p99, account)
+    turn = p99.claim_ms + p99.ordering_ms  # each group's turns: claims, then work and commits
+    if part == "claim" or (part == "ordering" and p99.claim_ms >= CLAIM_OF_TURN * turn):
+        return _claim(f, p99, account)
     if part == "ordering":
         found = ordering(f)
         if found is not None:
@@ -166,6 +170,38 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
             "add workers" + (f": each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else ""),
         )
     return _nearest(f, f"{account}: mostly service (work, claim and completion); ")
+
+
+CLAIM_OF_TURN = 1 / 4  # of the slowest 1%'s claim and ordering time: the claim makes the groups' turns slow
+
+
+def _claim(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
+    """The claim statements that took the slowest, or their groups' earlier messages, ran most of
+    their wait (each group's turn is its claim, then its work and commit): what made the claim slow."""
+    blocks = f.blocks_per_msg
+    read = f"; the server read {blocks:.0f} buffers per message" if blocks is not None else ""
+    p50 = f" (claim p50 {f.claim_ms:.1f} ms{read})" if f.claim_ms is not None else ""
+    bound = f.ordering_bound_per_s
+    turns = (
+        f"; {f.achieved_per_s:.0f}/s is {f.achieved_per_s / bound:.0%} of the ordering bound" if bound else ""
+    )
+    said = (
+        f"{account}: {_ms(p99.claim_ms)} while the claim statements that took them, or their group's"
+        f" earlier messages, ran{p50}{turns}"
+    )
+    # a scan makes the server's CPU look full: judged first; a claim that seeks reads tens of buffers
+    if blocks is not None and blocks >= CLAIM_BLOCKS / 2:
+        fix = (
+            SEED_CLAIM_FIX
+            if f.strategy == "seed"
+            else "check the claim's plan with EXPLAIN (ANALYZE, BUFFERS): it scans the backlog"
+        )
+        return MeasuredCause(Resource.CLAIM_PLAN, f"{said}: the claim scans the backlog", fix)
+    for check in SERVICE:  # what made the statement slow, where it was measured (not a commit's flush)
+        found = check(f)
+        if found is not None and found.resource != Resource.WAL_FLUSH:
+            return _after(said, found)
+    return MeasuredCause(Resource.UNEXPLAINED, f"{said}: what slowed the claim was not measured")
 
 
 def _hidden(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:

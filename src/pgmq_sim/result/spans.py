@@ -1,0 +1,215 @@
+"""The time spans the latency account reads a message's wait against (result/account): when a
+type's workers were free, and when a claim statement of the type ran (FreeTime), and what held a
+group (GroupSpans: its earlier messages' holds and the claims that took them). Each is read in time
+order as the account reaches it, with its time summed before each span (a window is two binary
+searches), and what ended before the account still needs it is dropped: it holds the waits it is
+splitting, not the run's."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
+
+
+class FreeTime:
+    """When a type's workers were free: spans in time order, read from `spans` as the account
+    reaches them (a span overlapping the last is merged into it), with the free time before each
+    summed, so the free time within any window is two binary searches. The spans that ended before
+    the time the account still needs are dropped: it holds the spans of the waits it is splitting,
+    not the run's."""
+
+    def __init__(self, spans: Iterable[tuple[float, float]]) -> None:
+        self._source = iter(spans)
+        self._next = next(self._source, None)
+        self._starts = array("d")
+        self._ends = array("d")
+        self._before = array("d")
+        self._total = 0.0
+
+    def _load(self, t: float) -> None:
+        """Every span that starts before t."""
+        while self._next is not None and self._next[0] < t:
+            start, end = self._next
+            self._next = next(self._source, None)
+            if self._ends and start < self._ends[-1]:
+                if end > self._ends[-1]:
+                    self._total += end - self._ends[-1]
+                    self._ends[-1] = end
+                continue
+            self._starts.append(start)
+            self._ends.append(end)
+            self._before.append(self._total)
+            self._total += end - start
+
+    def forget(self, t: float) -> None:
+        """No window of the account begins before t any more."""
+        i = bisect.bisect_left(self._ends, t)
+        if i > FORGET_AT and 2 * i > len(self._ends):  # a half at a time: each span moves once or twice
+            del self._starts[:i], self._ends[:i], self._before[:i]
+
+    def _until(self, t: float) -> float:
+        """Free time from the first span up to t (t no earlier than what was forgotten)."""
+        self._load(t)
+        i = bisect.bisect_right(self._starts, t) - 1
+        if i < 0:
+            return self._before[0] if self._before else self._total
+        return self._before[i] + min(t, self._ends[i]) - self._starts[i]
+
+    def within(self, a: float, b: float) -> float:
+        return max(0.0, self._until(b) - self._until(a)) if b > a else 0.0
+
+    def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
+        """The free spans within [a, b], clipped."""
+        self._load(b)
+        return _pieces(self._starts, self._ends, a, b)
+
+
+FORGET_AT = 4096  # spans of a type: below this many ended ones, none is forgotten
+GROUP_FORGET_AT = 64  # spans of a group (a run may have thousands of groups)
+
+
+def _pieces(
+    starts: Sequence[float], ends: Sequence[float], a: float, b: float
+) -> Iterator[tuple[float, float]]:
+    """Of spans in time order and apart, those within [a, b], clipped to it."""
+    i = max(0, bisect.bisect_right(starts, a) - 1)
+    while i < len(starts) and starts[i] < b:
+        lo, hi = max(a, starts[i]), min(b, ends[i])
+        if hi > lo:
+            yield lo, hi
+        i += 1
+
+
+NO_FREE = FreeTime(())
+
+
+class Within(NamedTuple):
+    """A group's spans within a window: the time held, and claimed; the free time inside each; and
+    the time inside each that a claim of the type ran while a worker was free."""
+
+    held: float = 0.0
+    claim: float = 0.0
+    free_held: float = 0.0
+    free_claim: float = 0.0
+    claiming_held: float = 0.0
+    claiming_claim: float = 0.0
+
+
+NOTHING = Within()
+HOLD, CLAIM = 0, 1
+
+
+class TypeTime(NamedTuple):
+    """When a type's workers were free, and when, of that, a claim statement of the type that took a
+    message was running."""
+
+    free: FreeTime
+    claiming: FreeTime
+
+
+NO_TIME = TypeTime(NO_FREE, NO_FREE)
+
+
+class GroupSpans:
+    """What kept a group's next message from its worker, span by span in time order and apart (a
+    span that began before the last ended is cut to begin then, so the earlier one comes first):
+    each earlier message's hold, from its first claim to its completion or dead letter, and the
+    claim statement that took it, from its arrival to its locks. Each kind's time, and the free and
+    claiming time within it, are summed before each span, so any of them up to any time is a
+    binary search."""
+
+    def __init__(self, times: TypeTime) -> None:
+        self._measures = times
+        self._starts = array("d")
+        self._ends = array("d")
+        self._kinds = array("b")
+        self._before = tuple(array("d") for _ in Within._fields)
+        self._sums = [0.0] * len(Within._fields)
+        self.committed: float | None = None  # when its last message's commit was over, where known
+        self.not_due: list[tuple[float, float]] = []  # its heads' spans while not yet due
+        self.head: tuple[int, float] | None = None  # the last such head: its msg_id, when it was due
+
+    @property
+    def last_end(self) -> float:
+        return self._ends[-1] if self._ends else -math.inf
+
+    def forget(self, t: float) -> None:
+        """No window of the account begins before t any more."""
+        self.not_due = [(a, b) for a, b in self.not_due if b >= t]
+        i = bisect.bisect_left(self._ends, t)
+        if i > GROUP_FORGET_AT and 2 * i > len(self._ends):
+            del self._starts[:i], self._ends[:i], self._kinds[:i]
+            for before in self._before:
+                del before[:i]
+
+    def add(self, kind: int, start: float, end: float) -> None:
+        if self._ends:
+            start = max(start, self._ends[-1])
+        if end <= start:
+            return
+        self._starts.append(start)
+        self._ends.append(end)
+        self._kinds.append(kind)
+        for before, value in zip(self._before, self._sums, strict=True):
+            before.append(value)
+        self._count(self._sums, kind, start, end)
+
+    def _count(self, sums: list[float], kind: int, start: float, end: float) -> None:
+        sums[kind] += end - start
+        for i, measure in enumerate(self._measures, 1):
+            sums[2 * i + kind] += measure.within(start, end)
+
+    def hold_until(self, t: float) -> None:
+        """The last span's message held the group on until t."""
+        if self._ends:
+            self.add(HOLD, self._ends[-1], t)
+
+    def _until(self, t: float) -> list[float]:
+        i = bisect.bisect_right(self._starts, t) - 1
+        if i < 0:  # before its first span kept (t no earlier than what was forgotten)
+            return [before[0] for before in self._before] if self._starts else list(self._sums)
+        at = [before[i] for before in self._before]
+        self._count(at, self._kinds[i], self._starts[i], min(t, self._ends[i]))
+        return at
+
+    def within(self, a: float, b: float) -> Within:
+        """Held and claimed time within [a, b], and the free and claiming time inside each."""
+        if b <= a:
+            return NOTHING
+        return Within(*(max(0.0, y - x) for x, y in zip(self._until(a), self._until(b), strict=True)))
+
+    def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
+        """The spans within [a, b], clipped."""
+        return _pieces(self._starts, self._ends, a, b)
+
+    def behind_not_due(self, a: float, b: float) -> float:
+        """Of [a, b], the time its heads not yet due held the group."""
+        return sum(max(0.0, min(b, y) - max(a, x)) for x, y in self.not_due)
+
+
+def minus(pieces: list[tuple[float, float]], cuts: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The pieces (in time order, apart) with the cuts taken out: one pass over both in time order."""
+    merged: list[list[float]] = []
+    for a, b in sorted(cuts):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        elif b > a:
+            merged.append([a, b])
+    left, i = [], 0
+    for a, b in pieces:
+        while i < len(merged) and merged[i][1] <= a:
+            i += 1
+        j = i
+        while a < b:
+            if j >= len(merged) or merged[j][0] >= b:
+                left.append((a, b))
+                break
+            c0, c1 = merged[j]
+            if c0 > a:
+                left.append((a, c0))
+            a = max(a, c1)
+            j += 1
+    return left
