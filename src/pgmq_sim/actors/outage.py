@@ -106,6 +106,13 @@ class Outage:
         """A reconnect the server refused: a termination before it was its shutdown; too many
         connections is a reason of its own."""
         self._refused = True
+        self._refusals += 1
+        if self._refusals == 1:  # the session's set-up runs statements: a pooler may refuse those
+            self._log.event(
+                f"worker {self._stats.name} reconnecting, but the path still fails: {reason(exc, self._dsn)};"
+                f" retrying with backoff for up to {self._reconnect_timeout:g} s from the loss"
+                " (-reconnect-timeout)"
+            )
         said = server_reason(exc, self._dsn)
         if said.cause == Cause.TOO_MANY_CONNECTIONS:
             self._timeline.reasons.met(self._clock(), said, self._stats.name, None, lost=False)

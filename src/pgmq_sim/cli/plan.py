@@ -53,8 +53,8 @@ def settings_of(
     options: dict[str, Any], spec: CommandOptions = RUN, kind: type[Settings] = Settings
 ) -> Settings:
     """The settings, every field from its option: the value given, else the option's default, else
-    its fallback (from the other options), read by the option's parser."""
-    check_rules(spec, options)
+    its fallback (from the other options), read by the option's parser: a bad value is named before
+    a rule between options that it breaks."""
     fields: dict[str, Any] = {}
     for option in spec:
         if not option.fields:
@@ -70,6 +70,7 @@ def settings_of(
             )
         else:
             fields[option.fields[0]] = read
+    check_rules(spec, options)
     settings = kind(**fields)
     if settings.suite is not None and settings.phases:
         raise UsageError(
