@@ -127,6 +127,7 @@ def pgbench_script(strategy: QueueDesign, audited: bool = False) -> str:
             ("$5", "clock_timestamp()"),
             ("$6", "1"),
             ("$7", "null"),  # how long the worker was free before the claim: pgbench does not say
+            ("$8", "null"),  # how long the claim statement ran: pgbench does not say either
         ):
             journal = journal.replace(param, value)
         complete = f"{journal};\n{complete}"

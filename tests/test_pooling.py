@@ -349,8 +349,7 @@ def test_the_audit_command_waits_out_a_pooler_refusing_logins(
     for server_login_retry. `pgmq-sim audit` waits that out within -reconnect-timeout (and, given
     none, says why it could not audit in one line)."""
     pooler = bouncer(tcp_pg, "transaction", pool_size=2, dbname=database)
-    # the refusals outlast the audit's start-up (about a second) on a loaded machine too
-    pooler.extra |= {"server_login_retry": "4", "query_wait_timeout": "2"}
+    pooler.extra |= {"server_login_retry": "2", "query_wait_timeout": "2"}
     with pooler:
         cli = Cli(pooler.dsn, tmp_path)
         first = cli.run("-fill-db 200 -workers 3 -claim indexed -work-ms 0")
