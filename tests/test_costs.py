@@ -73,6 +73,21 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
 
 
 @pytest.mark.unit
+def test_a_sender_that_ended_before_it_was_named_is_unknown_not_outside() -> None:
+    """The run's producer after a short prefill is gone by the listener's next lookup: its
+    application cannot be read, so it is unknown, never a session outside the run inflating the
+    costs (a run of the real pgmq with -fill-db 150 said so of its own producer)."""
+    book = book_with_flood()
+    gone = book.sender(FLOODER_PID)
+    gone.application, gone.own, gone.looked_up = None, None, True
+    account = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim")
+    assert account.outside == () and account.outside_empty == 0 and not account.inflated
+    assert account.inflation_text() is None
+    shown = {s["pid"]: s for s in account.as_json()["senders"]}
+    assert shown[FLOODER_PID]["own"] is None and shown[FLOODER_PID]["application"] is None
+
+
+@pytest.mark.unit
 def test_a_few_empty_claims_from_outside_are_counted_but_not_named_a_cost() -> None:
     """A notifier whose credits busy workers spent on messages: most of few empty claims, but 0.01
     per message (a capacity-bound run through PgBouncer, docs/measurements.md)."""

@@ -242,22 +242,27 @@ def test_the_real_pgmq_keeps_order_under_12_workers_and_archives(cli: Cli, db: p
 
     version = get_embedded_sql_version()
     result = cli.run(
-        "-queue pgmq -archive -fill-db 300 -rate 300 -workers 12 -orders 10 -work-ms 0-2"
+        "-queue pgmq -archive -fill-db 150 -rate 300 -workers 12 -orders 10 -work-ms 0-2"
         " -wakeup notify -poll-interval 0.5 -json q.json"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     doc = report(cli, "q.json")
     audit = doc["audit"]
-    assert (audit["verdict"], audit["processed"], audit["order_checked"]) == ("pass", 300, True), audit
+    assert (audit["verdict"], audit["processed"], audit["order_checked"]) == ("pass", 150, True), audit
     assert audit["duplicates"] == audit["order_violations"] == 0 and audit["delivery"] == "at-least-once"
     said = " ".join(result.stdout.split())
     assert f"pgmq: {version}, the pgmq package's SQL" in said  # installed from the package, not a copy
     # one pgmq queue per type, every message archived by pgmq.archive, none left in a queue
     archived = sum(db.execute(f"select count(*) from pgmq.a_type{i}").fetchone()[0] for i in (1, 2, 3))
     left = sum(db.execute(f"select count(*) from pgmq.q_type{i}").fetchone()[0] for i in (1, 2, 3))
-    assert (archived, left) == (300, 0)
-    # pgmq's own insert notification woke the workers: end-to-end far below the 0.5 s poll
-    assert doc["latency_ms"]["e2e"]["p50"] < 250, doc["latency_ms"]["e2e"]
+    assert (archived, left) == (150, 0)
+    # pgmq's own insert notification woke the workers: claims made on a notification took messages,
+    # more than the 0.5 s poll's did, and no sender was taken for a session outside the run (the
+    # producer may have ended before the listener named it: unknown, never outside)
+    claims = doc["claims"]
+    assert claims["took"]["notified"] >= 10 and claims["took"]["notified"] > claims["took"]["poll"], claims
+    assert claims["senders"] and not any(s["own"] is False for s in claims["senders"]), claims["senders"]
+    assert claims["inflated_by_outside"] is False
     # the next run finds the tool's install and says so; round-robin reads keep order too
     again = cli.run("-queue pgmq-rr -fill-db 120 -workers 12 -orders 10 -work-ms 0-2 -json r.json")
     assert again.returncode == 0, again.stdout + again.stderr

@@ -50,7 +50,8 @@ class SenderTally:
     empty: int = 0
     read_s: float = 0.0  # the listener's time handling these notifications
     application: str | None = None  # None: not looked up yet, or gone when it was
-    own: bool | None = None  # one of the run's sessions ('pgmq-sim ...'); None: not looked up yet
+    own: bool | None = None  # one of the run's sessions ('pgmq-sim ...'); None: not known (yet)
+    looked_up: bool = False  # in pg_stat_activity: a sender gone by then stays unknown, never outside
 
 
 class ClaimBook:
@@ -70,7 +71,7 @@ class ClaimBook:
         return tally
 
     def unnamed(self) -> list[int]:
-        return [pid for pid, s in self.senders.items() if s.own is None]
+        return [pid for pid, s in self.senders.items() if not s.looked_up]
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Sender:
 
     pid: int
     application: str | None  # None: it ended before its application_name could be read
-    own: bool
+    own: bool | None  # None: it ended before it was named (the run's producer after a short prefill)
     notifications: int
     told: int
     per_s: float
@@ -154,7 +155,7 @@ class ClaimAccount:
                     Sender(
                         pid,
                         s.application,
-                        bool(s.own),
+                        s.own,
                         s.notifications,
                         s.told,
                         s.notifications / max(1.0, s.last_at - s.first_at, min(elapsed_s, 1.0)),
@@ -191,8 +192,10 @@ class ClaimAccount:
 
     @property
     def outside(self) -> tuple[Sender, ...]:
-        """The senders outside the run, the most claims woken first."""
-        return tuple(sorted((s for s in self.senders if not s.own), key=lambda s: -(s.took + s.empty)))
+        """The senders named outside the run (their application read, not the tool's), the most
+        claims woken first. A sender that ended before it was named is not counted: unknown."""
+        outside = (s for s in self.senders if s.own is False)
+        return tuple(sorted(outside, key=lambda s: -(s.took + s.empty)))
 
     @property
     def outside_empty(self) -> int:
