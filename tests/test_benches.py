@@ -33,7 +33,7 @@ QUICK: dict[str, Quick] = {
         "--repeat 1", ("per message: with the account", "target <= 2%"), dsn=False
     ),
     "audit_cost.py": Quick(
-        "--fill-db 1000 --repeat 1", ("workload    audit msg/s  no-audit msg/s", "seed shape")
+        "--fill-db 500 --repeat 1", ("workload    audit msg/s  no-audit msg/s", "seed shape")
     ),
     "port_throughput.py": Quick(
         "--fill-db 500 --repeat 1",
@@ -59,32 +59,32 @@ QUICK: dict[str, Quick] = {
         ("messages  fill s  collect s  client CPU s  server CPU s", "the latency account's collect"),
     ),
     "memory.py": Quick(
-        "--sizes 1000,3000 --sample-s 0.1",
-        ("peak RSS MB", "3,000 - 1,000", "VmRSS over each run's wall time"),
+        "--sizes 500,1500 --sample-s 0.1",
+        ("peak RSS MB", "1,500 - 500", "VmRSS over each run's wall time"),
     ),
     "faults.py": Quick(
-        "--fill-db 1500 --rate 500 --kill-every 1",
+        "--fill-db 800 --rate 500 --kill-every 1",
         ("run     elapsed s  msg/s", "faults injected: ", "lost and duplicated messages: "),
         dsn=False,
     ),
     "scenarios.py": Quick(
-        "--fill-db 1000 --rate 800 --time-scale 0.2 --only no,restart-server",  # each fault: test_faults.py
+        "--fill-db 600 --rate 800 --time-scale 0.2 --only no,restart-server",  # each fault: test_faults.py
         ("| scenario | tx | msg/s |", "| restart-server | split |", "split / single without faults: "),
         dsn=False,
         timeout_s=300,
     ),
     "distributed.py": Quick(
-        "--messages 1000 --repeat 1 --placements shared",
+        "--messages 600 --repeat 1 --placements shared",
         ("client        shared: us/msg workers", "processes-p2", "pinned = server on core 1"),
     ),
     # a TCP server of their own with a password, for PgBouncer (direct only without pgbouncer)
     "pooler.py": Quick(
-        "--fill-db 600 --rate-fill 100 --rate 400 --works 0 --repeat 1",
+        "--fill-db 600 --rate-fill 100 --rate 400 --works 0 --loads rate --repeat 1",
         ("run's path (JSON)", "-work-ms 0, rate", "drain: msg/s is the path's capacity"),
         dsn=False,
     ),
     "statements.py": Quick(
-        "--messages 400 --repeat 1",
+        "--messages 300 --repeat 1 --forms prepare-sql,function-sql-2rt,pipeline-unnamed-2rt",
         ("trips/msg", "pipeline-unnamed-2rt", "x tool's form: msg/s over"),
         dsn=False,
     ),
@@ -108,15 +108,15 @@ QUICK: dict[str, Quick] = {
         dsn=False,
     ),
     "limits.py": Quick(
-        "--cases none --drain 1000 --repeat 1",
+        "--cases none --drain 500 --repeat 1",
         ("verdicts", "the offered 50/s was served below every limit", "sampling at 20 Hz costs"),
     ),
     "batch.py": Quick(
-        "--fill-db 1000 --repeat 1",
+        "--fill-db 500 --repeat 1",
         ("commits/msg  client us/msg", "indexed -batch 10", "examples/jobs -batch 10"),
     ),
     "seeds.py": Quick(
-        "--messages 500 --course-messages 300 --repeat 1",
+        "--messages 300 --course-messages 200 --repeat 1",
         ("seed figure", "002 next-attempt, -batch 10", "001 claim with skip locked", "the tool at"),
     ),
     "skew.py": Quick(
