@@ -21,17 +21,18 @@ def doc(cli: Cli) -> dict:
 def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     cli: Cli, db: psycopg.Connection, dsn: str
 ) -> None:
-    """Three workers, one per type, 10 ms of work each: 300 messages/s at most. 80/s and 160/s are
-    held; 1200/s is four times what they can do, so its backlog grows and it fails."""
+    """Three workers, one per type, 10 ms of work each: 300 messages/s at most (less on a busy host,
+    where a claim and a completion cost milliseconds too). 50/s and 100/s are held; 1200/s is four
+    times what they can do, so its backlog grows and it fails."""
     result = cli.run(
-        "-sweep rate=80,160,1200 -step 2.5 -settle 4 -workers 3 -orders 10 -work-ms 10", FAST,
+        "-sweep rate=50,100,1200 -step 2.5 -settle 4 -workers 3 -orders 10 -work-ms 10", FAST,
         "-slo e2e-p99=1000 -json out.json -plot knee.png",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     report = doc(cli)
     sweep = report["sweep"]
     steps = sweep["steps"]
-    assert [s["setting"] for s in steps] == [80, 160, 1200]
+    assert [s["setting"] for s in steps] == [50, 100, 1200]
     # the failing step says what bounded it: three workers, busy all the time
     assert steps[2]["limit"] == "workers", steps[2]["limit_evidence"]
     assert sweep["limit"].startswith("at 1200 msg/s the limit was workers"), sweep["limit"]
@@ -43,12 +44,12 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
         assert step["wal_bytes_per_msg"] > 0 and step["client_cpu_us_per_msg"] > 0
     low, mid, high = steps
     assert low["verdict"] == mid["verdict"] == "pass", (low, mid)
-    assert abs(low["achieved_per_s"] - 80) < 25 and abs(mid["achieved_per_s"] - 160) < 40
+    assert abs(low["achieved_per_s"] - 50) < 15 and abs(mid["achieved_per_s"] - 100) < 25
     # above capacity: the backlog grew through the step, by about what the workers could not take
     assert high["verdict"] == "fail" and any("backlog grew" in r for r in high["reasons"]), high
     assert high["achieved_per_s"] < 320 and high["backlog_slope_per_s"] > 500
-    assert sweep["max_sustainable_per_s"] == 160 and sweep["knee_step"] == 2
-    assert "max sustainable rate 160 msg/s" in " ".join(result.stdout.split())
+    assert sweep["max_sustainable_per_s"] == 100 and sweep["knee_step"] == 2
+    assert "max sustainable rate 100 msg/s" in " ".join(result.stdout.split())
     # one continuous run: the audit judges every message any step produced
     audit = report["audit"]
     assert audit["verdict"] == "pass" and audit["duplicates"] == audit["missing"] == 0
@@ -95,14 +96,14 @@ def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db
 def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection) -> None:
     db.execute("create extension if not exists pg_stat_statements")  # the tests' server preloads it
     result = cli.run(
-        "-fill-db 800 -rate 400 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json -v", FAST
+        "-fill-db 400 -rate 200 -workers 6 -orders 10 -work-ms 0-1 -bystander 40 -json out.json -v", FAST
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = doc(cli)
     cost = report["server_cost"]
     for key in ("wal_bytes_per_msg", "commits_per_msg", "blks_hit_per_msg", "rows_written_per_msg"):
         assert cost[key] is not None and cost[key] > 0, key
-    assert cost["messages"] == 800
+    assert cost["messages"] == 400
     statements = cost["statements"]
     assert statements and any("msg_queue" in s["query"] for s in statements)
     assert all(s["calls"] > 0 and s["mean_ms"] is not None for s in statements)
@@ -140,7 +141,7 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
     # -v: every row of the summary, the workers' table too (a plain run's: test_port.py)
     for row in ("workers' time", "complete+commit ms", "claim ms", "empty claims", "conn. lost"):
         assert row in result.stdout, row
-    assert_exactly_once_in_order(db, 800, delmsg=False)
+    assert_exactly_once_in_order(db, 400, delmsg=False)
 
 
 @pytest.mark.parametrize(

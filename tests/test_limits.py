@@ -36,17 +36,18 @@ def verdict(cli: Cli, *args: str) -> dict:
 
 
 def test_too_few_workers_for_the_groups_is_a_workers_limit(cli: Cli) -> None:
-    """6 workers x 20 ms under 300 groups: the workers are busy all the time, far from the bound."""
-    report = verdict(cli, "-fill-db 1500 -workers 6 -work-ms 20 -orders 100", FAST)
+    """6 workers x 30 ms under 300 groups: the workers are busy all the time, far from the bound."""
+    report = verdict(cli, "-fill-db 900 -workers 6 -work-ms 30 -orders 100", FAST)
     limit = report["limit"]
     assert limit["resource"] == "workers", limit
     assert "the workers were busy" in limit["evidence"]
     assert any(line.startswith("limit workers: add workers") for line in report["advice"]), report["advice"]
-    # the wait profile: the workers' 20 ms of work are the server's idle-in-transaction time
+    # the wait profile: the workers' 30 ms of work are the server's idle-in-transaction time
     assert limit["wait_profile"]["client"] > 0.5, limit["wait_profile"]
     assert report["waits"]["ticks"] > 20  # about 20 samples a second
     split = report["time_split"]
-    assert split["work"] > 0.7 and abs(sum(split.values()) - 1) < 0.01, split
+    # most of it, on a busy host too (where a claim and a completion take milliseconds each)
+    assert split["work"] > 0.6 and abs(sum(split.values()) - 1) < 0.01, split
 
 
 def test_a_hot_key_is_an_ordering_limit(cli: Cli) -> None:

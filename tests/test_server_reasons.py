@@ -56,7 +56,7 @@ def test_an_idle_in_transaction_timeout_on_the_runs_role_is_read_before_and_is_t
     )
     assert db.execute("select to_regclass('msg_queue')").fetchone() == (None,)  # nothing changed
     result = cli.run(
-        "-dsn", role_dsn, "-fill-db 150 -workers 4 -work-ms 1-10 -claim indexed -json out.json", dsn=False
+        "-dsn", role_dsn, "-fill-db 80 -workers 4 -work-ms 1-10 -claim indexed -json out.json", dsn=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
     doc = json.loads((cli.workdir / "out.json").read_text())
@@ -70,7 +70,7 @@ def test_an_idle_in_transaction_timeout_on_the_runs_role_is_read_before_and_is_t
         read["role"] == name and read["settings"]["idle_in_transaction_session_timeout"]["source"] == "user"
     )
     assert read["settings"]["idle_in_transaction_session_timeout"]["ms"] == 5
-    assert doc["audit"]["verdict"] == "pass" and doc["processed"] == 150
+    assert doc["audit"]["verdict"] == "pass" and doc["processed"] == 80
     (met,) = doc["server_reasons"]
     assert (met["cause"], met["sqlstate"]) == ("idle-in-transaction-timeout", "25P03")
     assert met["sessions_ended"] == met["count"] == doc["connections_lost"] > 10
