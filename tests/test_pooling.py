@@ -253,7 +253,8 @@ def test_the_poolers_own_faults_are_ridden_through(
     with pooler:
         cli = Cli(pooler.dsn, tmp_path)
         proc = cli.start(
-            f"-duration {duration} -rate 150 -workers 6 -orders 6 -claim indexed -work-ms 1-3 -poll-interval 0.05",
+            f"-duration {duration} -rate 150 -workers 6 -orders 6 -claim indexed -work-ms 1-3",
+            "-poll-interval 0.05",
             f"-pooler-admin {pooler.admin_dsn} -json out.json" + (f" -chaos {chaos}" if chaos else ""),
         )
         try:
@@ -271,7 +272,10 @@ def test_the_poolers_own_faults_are_ridden_through(
     assert report["outcome"] == "completed" and audit["verdict"] == "pass", audit
     assert audit["duplicates"] == 0 == audit["missing"]
     assert (
-        audit["processed"] + audit["left_behind"] == audit["expected"] == report["produced"] >= 0.9 * duration * 150
+        audit["processed"] + audit["left_behind"]
+        == audit["expected"]
+        == report["produced"]
+        >= 0.9 * duration * 150
     )
     lost = [w["connections_lost"] for w in report["workers"]]
     assert all(n <= outages for n in lost) and report["reconnects"] == sum(lost), lost
