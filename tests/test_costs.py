@@ -85,6 +85,9 @@ def test_a_sender_that_ended_before_it_was_named_is_unknown_not_outside() -> Non
     assert account.inflation_text() is None
     shown = {s["pid"]: s for s in account.as_json()["senders"]}
     assert shown[FLOODER_PID]["own"] is None and shown[FLOODER_PID]["application"] is None
+    # the producer's sessions are known by their pids: gone or not, the run's own
+    ours = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim", frozenset({FLOODER_PID}))
+    assert {s.pid: s.own for s in ours.senders} == {FLOODER_PID: True, RUN_PID: True}
 
 
 @pytest.mark.unit

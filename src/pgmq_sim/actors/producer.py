@@ -139,6 +139,7 @@ class BatchWriter:
         self.writes = 0  # the producer's transactions
         self.records = 0  # the tool's: the run record raised
         self.own = False  # the tool's own writes (the prefill): under its bounds, not the role's timeouts
+        self.backend_pids: list[int] = []  # its sessions, one per connection: a notification's sender
 
     async def _sleep(self, seconds: float) -> bool:
         if self._bell is None:
@@ -226,6 +227,7 @@ class BatchWriter:
                 self._wire = await open_writer(
                     self._dsn, self._evidence, self.prepared, self._enqueue, self.id_type
                 )
+                self.backend_pids.append(self._wire.backend_pid)
             wire = self._wire
             if self._doubt:
                 if await landed(wire, target, self._evidence):

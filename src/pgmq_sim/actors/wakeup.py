@@ -386,7 +386,7 @@ class NotifyWakeup:
     async def _name_senders(self, wire: Wire, timeout: float) -> None:
         """The application of each sender not yet named, from pg_stat_activity (every role sees
         application_name): the run's own sessions are named 'pgmq-sim ...'. A sender already gone
-        stays unnamed and unknown: the run's producer after a short prefill may be one."""
+        stays unnamed and unknown here; the result knows the producer's sessions by their pids."""
         pids = self.book.unnamed()
         if not pids:
             return

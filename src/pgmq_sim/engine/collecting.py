@@ -260,4 +260,5 @@ def _claims(
     if books is None:
         return None
     roles = server_cost.roles if server_cost is not None else None
-    return ClaimAccount.of(books, finished, state.elapsed, client.cpu_us_per_msg, roles, CHANNEL)
+    own = frozenset(state.writer.backend_pids)  # named the run's even when gone before the listener asked
+    return ClaimAccount.of(books, finished, state.elapsed, client.cpu_us_per_msg, roles, CHANNEL, own)

@@ -80,7 +80,7 @@ class Sender:
 
     pid: int
     application: str | None  # None: it ended before its application_name could be read
-    own: bool | None  # None: it ended before it was named (the run's producer after a short prefill)
+    own: bool | None  # None: it ended before it was named, and was none of the run's writers
     notifications: int
     told: int
     per_s: float
@@ -130,6 +130,7 @@ class ClaimAccount:
         client_us_per_msg: float | None,
         roles: RoleCosts | None,
         channel: str = "",
+        own_pids: frozenset[int] = frozenset(),  # the run's sessions that write (the producer's)
     ) -> ClaimAccount:
         took = dict.fromkeys(REASONS, 0)
         empty = dict.fromkeys(REASONS, 0)
@@ -155,7 +156,7 @@ class ClaimAccount:
                     Sender(
                         pid,
                         s.application,
-                        s.own,
+                        True if pid in own_pids else s.own,  # the run's, named or gone
                         s.notifications,
                         s.told,
                         s.notifications / max(1.0, s.last_at - s.first_at, min(elapsed_s, 1.0)),
