@@ -60,7 +60,7 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
     # 910 empty claims at 50 ms / 910 each, and 15 ms reading its notifications, over 1,000 messages
     assert "at most 635 µs of client CPU per message (against 700)" in said
     body = account.as_json()
-    assert body["empty_notified_by"] == {"own": 0, "outside": 910}
+    assert body["empty_notified_by"] == {"own": 0, "outside": 910, "unknown": 0}
     assert body["empty_cost_per_msg"]["notified"] == {
         "empty": 0.91,
         "client_us": 50.0,
@@ -83,6 +83,11 @@ def test_a_sender_that_ended_before_it_was_named_is_unknown_not_outside() -> Non
     account = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim")
     assert account.outside == () and account.outside_empty == 0 and not account.inflated
     assert account.inflation_text() is None
+    # nor the run's own: the 900 empty claims its credits woke are said apart, unexplained
+    assert account.unknown_empty == 900 and account.as_json()["empty_notified_by"]["own"] == 10
+    assert "900 after notifications from sessions that ended unnamed, 10 after the run's own" in (
+        account.reasons_text()
+    )
     shown = {s["pid"]: s for s in account.as_json()["senders"]}
     assert shown[FLOODER_PID]["own"] is None and shown[FLOODER_PID]["application"] is None
     # the producer's sessions are known by their pids: gone or not, the run's own

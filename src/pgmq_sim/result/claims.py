@@ -208,6 +208,13 @@ class ClaimAccount:
         return min(self.empty[ClaimReason.NOTIFIED], woken)
 
     @property
+    def unknown_empty(self) -> int:
+        """The empty claims the credits of senders that ended before they were named woke (none of
+        the run's writers): not counted outside the run, and not the run's own either: unexplained."""
+        woken = sum(s.empty for s in self.senders if s.own is None)
+        return min(self.empty[ClaimReason.NOTIFIED] - self.outside_empty, woken)
+
+    @property
     def inflated(self) -> bool:
         """A cause outside the run made a good share of the empty claims, and a cost per message worth
         naming: the costs are not the queue's."""
@@ -270,12 +277,15 @@ class ClaimAccount:
         notifications from outside the run, 400 after the run's own, 57 at the notify fallback'."""
         took, empty = sum(self.took.values()), self.empty_claims
         parts: list[str] = []
-        outside = self.outside_empty if self.senders else 0
+        outside, unknown = (self.outside_empty, self.unknown_empty) if self.senders else (0, 0)
         for reason in REASONS:
             n = self.empty[reason.value]
-            if reason == ClaimReason.NOTIFIED and outside:
-                parts.append(f"{outside:,} after notifications from outside the run")
-                n -= outside
+            if reason == ClaimReason.NOTIFIED and (outside or unknown):
+                if outside:
+                    parts.append(f"{outside:,} after notifications from outside the run")
+                if unknown:
+                    parts.append(f"{unknown:,} after notifications from sessions that ended unnamed")
+                n -= outside + unknown
                 if n:
                     parts.append(f"{n:,} after the run's own")
             elif n:
@@ -311,8 +321,9 @@ class ClaimAccount:
             "took": self.took,
             "empty": self.empty,
             "empty_notified_by": {
-                "own": self.empty[ClaimReason.NOTIFIED] - outside,
+                "own": self.empty[ClaimReason.NOTIFIED] - outside - self.unknown_empty,
                 "outside": outside,
+                "unknown": self.unknown_empty,  # senders that ended before they were named
             },
             "empty_per_msg": _round(self.per_msg(self.empty_claims)),
             "empty_cost_per_msg": self.costs_by_reason(),
