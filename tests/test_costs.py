@@ -60,7 +60,7 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
     # 910 empty claims at 50 ms / 910 each, and 15 ms reading its notifications, over 1,000 messages
     assert "at most 635 µs of client CPU per message (against 700)" in said
     body = account.as_json()
-    assert body["empty_notified_by"] == {"own": 0, "outside": 910, "unknown": 0}
+    assert body["empty_notified_by"] == {"own": 0, "outside": 910}
     assert body["empty_cost_per_msg"]["notified"] == {
         "empty": 0.91,
         "client_us": 50.0,
@@ -73,26 +73,24 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
 
 
 @pytest.mark.unit
-def test_a_sender_that_ended_before_it_was_named_is_unknown_not_outside() -> None:
+def test_a_writer_of_the_run_that_ended_before_it_was_named_is_the_runs_own() -> None:
     """The run's producer after a short prefill is gone by the listener's next lookup: its
-    application cannot be read, so it is unknown, never a session outside the run inflating the
-    costs (a run of the real pgmq with -fill-db 150 said so of its own producer)."""
-    book = book_with_flood()
-    gone = book.sender(FLOODER_PID)
-    gone.application, gone.own, gone.looked_up = None, None, True
-    account = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim")
-    assert account.outside == () and account.outside_empty == 0 and not account.inflated
-    assert account.inflation_text() is None
-    # nor the run's own: the 900 empty claims its credits woke are said apart, unexplained
-    assert account.unknown_empty == 900 and account.as_json()["empty_notified_by"]["own"] == 10
-    assert "900 after notifications from sessions that ended unnamed, 10 after the run's own" in (
-        account.reasons_text()
-    )
-    shown = {s["pid"]: s for s in account.as_json()["senders"]}
-    assert shown[FLOODER_PID]["own"] is None and shown[FLOODER_PID]["application"] is None
-    # the producer's sessions are known by their pids: gone or not, the run's own
-    ours = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim", frozenset({FLOODER_PID}))
-    assert {s.pid: s.own for s in ours.senders} == {FLOODER_PID: True, RUN_PID: True}
+    application cannot be read (a run of the real pgmq with -fill-db 150 counted its own producer
+    outside the run). The run knows its writers' sessions by their pids: the producer's and, in
+    the claim book, the workers'. A gone sender that is none of them is outside the run."""
+    gone = book_with_flood()
+    flooder = gone.sender(FLOODER_PID)
+    flooder.application, flooder.own = None, False  # as the listener leaves a sender gone when asked
+    outside = ClaimAccount.of([gone], 1000, 5.0, 700.0, None, "pgmq_sim")
+    assert [s.pid for s in outside.outside] == [FLOODER_PID] and outside.inflated
+    producer = ClaimAccount.of([gone], 1000, 5.0, 700.0, None, "pgmq_sim", frozenset({FLOODER_PID}))
+    gone.own_pids.add(FLOODER_PID)
+    worker = ClaimAccount.of([gone], 1000, 5.0, 700.0, None, "pgmq_sim")
+    for ours in (producer, worker):
+        assert ours.outside == () and ours.outside_empty == 0 and not ours.inflated
+        assert ours.inflation_text() is None
+        assert {s.pid: s.own for s in ours.senders} == {FLOODER_PID: True, RUN_PID: True}
+        assert "910 after notifications, 5 at" in ours.reasons_text()  # none from outside
 
 
 @pytest.mark.unit

@@ -22,6 +22,7 @@ from pgmq_sim.actors.worker import WorkerLoop, WorkerPlan
 from pgmq_sim.db.claims import Completion
 from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.model.kinds import SessionMode
+from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime
@@ -107,6 +108,7 @@ class RecordingWakeup:
     def __init__(self) -> None:
         self.waits: list[bool] = []  # after_completion, per wait
         self.due = True
+        self.book = ClaimBook()  # the Wakeup protocol's: the workers register their sessions in it
 
     def slot(self, queue_type: str, bell: Bell) -> RecordingWakeup:
         return self

@@ -386,7 +386,7 @@ class NotifyWakeup:
     async def _name_senders(self, wire: Wire, timeout: float) -> None:
         """The application of each sender not yet named, from pg_stat_activity (every role sees
         application_name): the run's own sessions are named 'pgmq-sim ...'. A sender already gone
-        stays unnamed and unknown here; the result knows the producer's sessions by their pids."""
+        stays unnamed."""
         pids = self.book.unnamed()
         if not pids:
             return
@@ -398,9 +398,9 @@ class NotifyWakeup:
             found[int(backend or b"0")] = (application or b"").decode(wire.encoding, "replace")
         for pid in pids:
             sender = self.book.senders[pid]
-            sender.application, sender.looked_up = found.get(pid), True
-            if sender.application is not None:  # else gone: unknown, never counted outside the run
-                sender.own = sender.application.split(" ")[0] == APPLICATION_NAME
+            sender.application = found.get(pid)
+            own = sender.application is not None and sender.application.split(" ")[0] == APPLICATION_NAME
+            sender.own = own
 
     async def run(self) -> None:
         """Until the run stops: a statement each second (see RESTATE_S); a lost listener is

@@ -125,6 +125,7 @@ class WorkerConnection:
     _halt: Halt
     _bell: Bell
     _wakeup: WakeupSlot
+    _own_pids: set[int]  # the process's workers' sessions (the claim book's)
     _log: RunLog
     _books: WorkerBooks
     _timeline: Timeline
@@ -165,6 +166,7 @@ class WorkerConnection:
             if first and self._plan.opened is not None:
                 self._plan.opened()
         self._session, self.backend_pid = session, session.backend_pid
+        self._own_pids.add(session.backend_pid)  # a notification it sends is the run's, named or not
         if first:
             self._free()
         if self._in_doubt is not None:  # a commit whose answer was lost: asked until answered
@@ -260,6 +262,7 @@ class WorkerLoop(WorkerConnection):
         self._halt = halt
         self._bell = halt.bell()  # rung by the halt, a crash, the gate, a notification's credit
         self._wakeup = wakeup.slot(stats.queue_type, self._bell)
+        self._own_pids = wakeup.book.own_pids
         self._log = log
         self._books = WorkerBooks(stats, timeline, counter, log, plan.clock)
         self._timeline = timeline

@@ -50,8 +50,7 @@ class SenderTally:
     empty: int = 0
     read_s: float = 0.0  # the listener's time handling these notifications
     application: str | None = None  # None: not looked up yet, or gone when it was
-    own: bool | None = None  # one of the run's sessions ('pgmq-sim ...'); None: not known (yet)
-    looked_up: bool = False  # in pg_stat_activity: a sender gone by then stays unknown, never outside
+    own: bool | None = None  # one of the run's sessions (its pid, or 'pgmq-sim ...'); None: not looked up yet
 
 
 class ClaimBook:
@@ -63,6 +62,7 @@ class ClaimBook:
         self.empty = [0] * len(REASONS)
         self.empty_s = [0.0] * len(REASONS)
         self.senders: dict[int, SenderTally] = {}
+        self.own_pids: set[int] = set()  # the sessions of this process's workers, one per connection
 
     def sender(self, pid: int) -> SenderTally:
         tally = self.senders.get(pid)
@@ -71,7 +71,7 @@ class ClaimBook:
         return tally
 
     def unnamed(self) -> list[int]:
-        return [pid for pid, s in self.senders.items() if not s.looked_up]
+        return [pid for pid, s in self.senders.items() if s.own is None]
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class Sender:
 
     pid: int
     application: str | None  # None: it ended before its application_name could be read
-    own: bool | None  # None: it ended before it was named, and was none of the run's writers
+    own: bool  # one of the run's sessions: a writer's pid, or named 'pgmq-sim ...'
     notifications: int
     told: int
     per_s: float
@@ -130,12 +130,13 @@ class ClaimAccount:
         client_us_per_msg: float | None,
         roles: RoleCosts | None,
         channel: str = "",
-        own_pids: frozenset[int] = frozenset(),  # the run's sessions that write (the producer's)
+        own_pids: frozenset[int] = frozenset(),  # the producer's sessions
     ) -> ClaimAccount:
         took = dict.fromkeys(REASONS, 0)
         empty = dict.fromkeys(REASONS, 0)
         empty_s = dict.fromkeys(REASONS, 0.0)
         merged: dict[int, SenderTally] = {}
+        ours = own_pids.union(*(book.own_pids for book in books))  # a writer gone before it was named
         for book in books:
             for reason, i in INDEX.items():
                 took[reason] += book.took[i]
@@ -156,7 +157,7 @@ class ClaimAccount:
                     Sender(
                         pid,
                         s.application,
-                        True if pid in own_pids else s.own,  # the run's, named or gone
+                        pid in ours or bool(s.own),
                         s.notifications,
                         s.told,
                         s.notifications / max(1.0, s.last_at - s.first_at, min(elapsed_s, 1.0)),
@@ -193,10 +194,8 @@ class ClaimAccount:
 
     @property
     def outside(self) -> tuple[Sender, ...]:
-        """The senders named outside the run (their application read, not the tool's), the most
-        claims woken first. A sender that ended before it was named is not counted: unknown."""
-        outside = (s for s in self.senders if s.own is False)
-        return tuple(sorted(outside, key=lambda s: -(s.took + s.empty)))
+        """The senders outside the run, the most claims woken first."""
+        return tuple(sorted((s for s in self.senders if not s.own), key=lambda s: -(s.took + s.empty)))
 
     @property
     def outside_empty(self) -> int:
@@ -206,13 +205,6 @@ class ClaimAccount:
         claims that followed a notification), whichever claim came back empty."""
         woken = sum(s.took + s.empty for s in self.outside)
         return min(self.empty[ClaimReason.NOTIFIED], woken)
-
-    @property
-    def unknown_empty(self) -> int:
-        """The empty claims the credits of senders that ended before they were named woke (none of
-        the run's writers): not counted outside the run, and not the run's own either: unexplained."""
-        woken = sum(s.empty for s in self.senders if s.own is None)
-        return min(self.empty[ClaimReason.NOTIFIED] - self.outside_empty, woken)
 
     @property
     def inflated(self) -> bool:
@@ -277,15 +269,12 @@ class ClaimAccount:
         notifications from outside the run, 400 after the run's own, 57 at the notify fallback'."""
         took, empty = sum(self.took.values()), self.empty_claims
         parts: list[str] = []
-        outside, unknown = (self.outside_empty, self.unknown_empty) if self.senders else (0, 0)
+        outside = self.outside_empty if self.senders else 0
         for reason in REASONS:
             n = self.empty[reason.value]
-            if reason == ClaimReason.NOTIFIED and (outside or unknown):
-                if outside:
-                    parts.append(f"{outside:,} after notifications from outside the run")
-                if unknown:
-                    parts.append(f"{unknown:,} after notifications from sessions that ended unnamed")
-                n -= outside + unknown
+            if reason == ClaimReason.NOTIFIED and outside:
+                parts.append(f"{outside:,} after notifications from outside the run")
+                n -= outside
                 if n:
                     parts.append(f"{n:,} after the run's own")
             elif n:
@@ -321,9 +310,8 @@ class ClaimAccount:
             "took": self.took,
             "empty": self.empty,
             "empty_notified_by": {
-                "own": self.empty[ClaimReason.NOTIFIED] - outside - self.unknown_empty,
+                "own": self.empty[ClaimReason.NOTIFIED] - outside,
                 "outside": outside,
-                "unknown": self.unknown_empty,  # senders that ended before they were named
             },
             "empty_per_msg": _round(self.per_msg(self.empty_claims)),
             "empty_cost_per_msg": self.costs_by_reason(),
