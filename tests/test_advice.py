@@ -148,6 +148,19 @@ def flooded(run: RunResult) -> RunResult:
     return dataclasses.replace(run, claims=claims)
 
 
+def flooded_per_request(run: RunResult) -> RunResult:
+    """The run with an application outside it that connects per request, notifies 30 times and
+    disconnects: 30 sessions, each gone before the listener named it, 900 claims woken for nothing."""
+    book = ClaimBook()
+    book.took[INDEX[ClaimReason.NOTIFIED]] = run.processed
+    book.empty[INDEX[ClaimReason.NOTIFIED]] = 900
+    for pid in range(800, 830):
+        s = book.sender(pid)
+        s.notifications, s.empty, s.own = 30 + (pid == 801), 30, False  # none named: gone when asked
+    claims = ClaimAccount.of([book], run.processed, run.elapsed_s, None, None, "pgmq_sim")
+    return dataclasses.replace(run, claims=claims)
+
+
 # each rule, a run that calls for it, and words its line must hold
 # autovacuum off by ALTER SYSTEM, read before the run: its own rule speaks, not the dead tuples'
 UNVACUUMED = dataclasses.replace(
@@ -163,6 +176,11 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
     ),
     (advice.polling_latency, result(rate=100.0, e2e_ms=500), ("poll every 1 s", "-wakeup notify")),
     (advice.outside_notifier, flooded(result()), ("pid 777 (app 'flooder')", "channel pgmq_sim")),
+    (  # the fix cannot be to stop one pid already gone: the sessions, all of them
+        advice.outside_notifier,
+        flooded_per_request(result()),
+        ("stop the 30 sessions outside the run notifying channel pgmq_sim", "a channel of their own"),
+    ),
     (advice.backlog_wait, result(e2e_ms=11_000), ("waiting in the prefilled backlog", "-rate R")),
     (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
     (

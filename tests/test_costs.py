@@ -94,6 +94,23 @@ def test_a_writer_of_the_run_that_ended_before_it_was_named_is_the_runs_own() ->
 
 
 @pytest.mark.unit
+def test_many_short_sessions_outside_the_run_are_named_as_one_cause() -> None:
+    """An application that connects per request, notifies 300 times and disconnects: 26 sessions,
+    each gone before the listener named it. The cause is their sum, not the busiest one's 300 with
+    '25 other sessions' beside it."""
+    book = book_with_flood()
+    del book.senders[FLOODER_PID]
+    for pid in range(300, 326):
+        s = book.sender(pid)
+        s.notifications, s.told, s.empty, s.own = 300 - (pid == 300), 300, 35, False  # none named
+    said = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim").inflation_text()
+    assert said is not None and said.startswith(
+        "26 sessions outside the run (26 ended before they were named) sent 7,799 notifications on the"
+        " run's channel, the most 300 by pid 301 (ended before it was named): 910 of 915 empty claims"
+    ), said
+
+
+@pytest.mark.unit
 def test_a_few_empty_claims_from_outside_are_counted_but_not_named_a_cost() -> None:
     """A notifier whose credits busy workers spent on messages: most of few empty claims, but 0.01
     per message (a capacity-bound run through PgBouncer, docs/measurements.md)."""

@@ -243,13 +243,8 @@ class ClaimAccount:
         """The cause outside the run, named, and the figures without it; None when there is none."""
         if not self.inflated:
             return None
-        top = self.outside[0]
-        others = len(self.outside) - 1
         said = (
-            f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
-            f" ({top.per_s:,.0f}/s) on the run's channel"
-            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
-            + (f" (and {others} other session(s) outside it)" if others > 0 else "")
+            self.outside_senders_text()
             + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims were theirs"
         )
         without = self.per_msg(self.empty_claims - self.outside_empty)
@@ -263,6 +258,26 @@ class ClaimAccount:
                 per = server / self.messages * 1000
                 said += f"; their claims took {per:.0f} µs of the server's statement time per message"
         return said
+
+    def outside_senders_text(self) -> str:
+        """Who outside the run notified: one session, or many (say, an application connecting per
+        request): their sum, their applications, and how many ended before they were named."""
+        top, outside = self.outside[0], self.outside
+        if len(outside) == 1:
+            return (
+                f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
+                f" ({top.per_s:,.0f}/s) on the run's channel"
+                + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
+            )
+        apps = sorted({s.application for s in outside if s.application is not None})
+        gone = sum(1 for s in outside if s.application is None)
+        who = [f"application(s) {', '.join(repr(a) for a in apps)}"] if apps else []
+        who += [f"{gone} ended before they were named"] if gone else []
+        return (
+            f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
+            f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
+            f" {top.notifications:,} by {top.name()}"
+        )
 
     def reasons_text(self) -> str:
         """e.g. '9,000 took messages, 22,057 came back empty (2.45 per message): 21,600 after

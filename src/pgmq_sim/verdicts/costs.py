@@ -15,11 +15,15 @@ def cost_cause(r: RunResult) -> MeasuredCause | None:
     evidence = claims.inflation_text() if claims is not None else None
     if claims is None or evidence is None:
         return None
-    top = claims.outside[0]
+    outside = claims.outside
+    one = len(outside) == 1
+    many = f"the {len(outside)} sessions outside the run"
+    whom, them, own = (outside[0].name(), "it", "its") if one else (many, "them", "their")
     return MeasuredCause(
         Resource.NOTIFIER,
         evidence,
-        f"stop {top.name()} notifying channel {claims.channel}, or move it to a channel of its own: any"
-        " session of the database may notify a channel, and each notification wakes a worker to claim",
+        f"stop {whom} notifying channel {claims.channel}, or move {them} to a channel"
+        f" of {own} own: any session of the database may notify a channel, and each notification"
+        " wakes a worker to claim",
         share=claims.outside_empty / claims.empty_claims,  # of the empty claims
     )
