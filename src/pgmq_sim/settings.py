@@ -44,6 +44,7 @@ MAX_TYPES = 1000  # queue_type is varchar(10): type1000 fits
 MAX_PAYLOAD_BYTES = 10_000_000
 MAX_BATCH = 1000
 MAX_WORKERS = 10_000
+MAX_PRODUCERS = 1000
 MAX_ATTEMPTS = 60  # the backoff doubles per attempt: 2^60 x BASE is already forever
 
 
@@ -173,6 +174,7 @@ class Settings:
     step_s: float | None  # None: DEFAULT_STEP_S (given without -sweep, refused)
     settle_s: float | None  # None: as long as a step
     slo_p99_ms: float | None
+    slo_enqueue_p99_ms: float | None  # -slo enqueue-p99=MS: each step's enqueues, due time to commit
     resolution_pct: float | None  # an adaptive sweep's; None: DEFAULT_RESOLUTION_PCT
     repeat: int | None  # runs of each bisection step; None: 1
     sweep_budget_s: float | None  # the whole search's bound
@@ -186,6 +188,8 @@ class Settings:
     baseline_path: Path | None  # diff the run against this run's JSON
     report_path: Path | None  # -report: the HTML page of the run
     verbose: bool  # -v: the summary shows every row, not the answer alone
+    producers: int  # enqueue sessions while the workers run
+    enqueue_batch: int  # messages one enqueue transaction may carry (1: each its own)
     profile: RateProfile | None = field(default=None, init=False, compare=False, repr=False)  # read once
 
     def __post_init__(self) -> None:
@@ -338,6 +342,17 @@ def _check_values(s: Settings) -> None:
         raise UsageError(
             f"-stall-timeout {s.stall_timeout:g} s would call a run stalled while a delayed message"
             f" waits up to {s.delay.max_s:g} s (-delay {s.delay}); give a longer -stall-timeout"
+        )
+    if (s.producers > 1 or s.enqueue_batch > 1) and not s.paced:
+        flag = "-producers" if s.producers > 1 else "-enqueue-batch"
+        raise UsageError(
+            f"{flag} shapes the enqueues made while the workers run; a prefill is one COPY: give -rate R"
+        )
+    if s.producers > 1 and s.delmsg and not s.audit:
+        raise UsageError(
+            f"-producers {s.producers} with -delmsg and -no-audit: no row would say whether an enqueue whose"
+            " commit answer was lost landed (several sessions commit out of order); keep the audit, or"
+            " use one producer"
         )
     if s.batch > 1 and s.fail_rate and s.tx == TxMode.SINGLE:
         raise UsageError(

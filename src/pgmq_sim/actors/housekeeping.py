@@ -22,6 +22,7 @@ import psycopg
 from pgmq_sim.actors.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.actors.waits import Halt
+from pgmq_sim.db.connection import PRODUCER_APPLICATION
 from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.samples import SampleSession
 from pgmq_sim.db.values import QueueShape
@@ -50,8 +51,10 @@ class Housekeeper:
         recover_every_s: float | None,
         waits: tuple[WaitTally, float] | None = None,  # the tally, and the sampling interval
         census: LockCensusTally | None = None,
+        producer_waits: WaitTally | None = None,  # the producer's sessions' samples, apart
     ) -> None:
         self._session = session
+        self._producer_waits = producer_waits
         self._shape = shape
         self._timeline = timeline
         self._clock = clock
@@ -104,8 +107,12 @@ class Housekeeper:
         except (psycopg.Error, TimeoutError):
             return
         tally.add_counts(sample.counts, sample.lock_events, sample.other_events)
+        if self._producer_waits is not None:  # every sample a tick: the shares are per sample
+            self._producer_waits.add_counts(*(sample.producer or ((0,) * len(sample.counts), {}, {})))
         if sample.blockers:
             tally.blocked(sample.blockers)
+            if self._producer_waits is not None:
+                self._producer_waits.blocked(b for b in sample.blockers if b.waiter == PRODUCER_APPLICATION)
             if self._census is not None:  # the census's holders: who blocked the run's sessions, when
                 self._census.blocked(self._clock(), sample.blockers)
 

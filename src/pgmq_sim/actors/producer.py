@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import psycopg
@@ -33,10 +34,8 @@ from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.keys import GroupTally
-from pgmq_sim.model.profiles import RateProfile
 from pgmq_sim.model.skew import KeySampler
 from pgmq_sim.result.reasons import ReasonTally
-from pgmq_sim.result.stats import Timeline
 from pgmq_sim.settings import Payload
 
 ONE_US = timedelta(microseconds=1)
@@ -69,40 +68,107 @@ class MessageSource:
         self._delay = delay
         self.tally = tally
         self.next_id = 1
+        self.drawn = 0
         self.last_added: datetime | None = None
 
-    def take(self, count: int) -> list[Message]:
+    def draw(self, due_s: float = 0.0) -> Arrival:
+        """A message as it falls due: its type, order, payload, priority and delay, drawn in the same
+        order per message whenever it is sent (a seed replays them); its id and time come later."""
+        rng, keys, payload = self._rng, self._keys, self._payload
+        type_index = rng.randrange(len(self._types))  # as rng.choice(types) did: seeded runs replay
+        order_id = keys.draw(rng)
+        body = None
+        if payload is not None:
+            size = payload.min_bytes
+            if payload.max_bytes > size:
+                size = rng.randint(size, payload.max_bytes)
+            body = rng.randbytes(size)
+        priority, later = 0, None
+        if self._priority is not None or self._delay is not None:  # drawn only when asked: seeds replay
+            later = self._delay.draw(rng) if self._delay is not None else None
+            priority = self._priority.draw(rng) if self._priority is not None else 0
+        self.tally.add(type_index, order_id)
+        self.drawn += 1
+        return Arrival(type_index, order_id, body, priority, later, due_s, due_s)
+
+    def stamp(self, arrivals: list[Arrival]) -> list[Message]:
+        """The messages as they are sent: the next msg_ids, and distinct, increasing times on the
+        server's clock (now)."""
         now = self._server_start + timedelta(seconds=time.monotonic() - self._mono_start)
         rows: list[Message] = []
-        rng, types, keys, payload, tally = self._rng, self._types, self._keys, self._payload, self.tally
-        for _ in range(count):
-            type_index = rng.randrange(len(types))  # as rng.choice(types) did: seeded runs replay
-            order_id = keys.draw(rng)
+        types = self._types
+        for a in arrivals:
             self.last_added = now if self.last_added is None else max(now, self.last_added + ONE_US)
-            body = None
-            if payload is not None:
-                size = payload.min_bytes
-                if payload.max_bytes > size:
-                    size = rng.randint(size, payload.max_bytes)
-                body = rng.randbytes(size)
-            message = Message(self.next_id, types[type_index], order_id, self.last_added, body)
-            if self._priority is not None or self._delay is not None:  # drawn only when asked: seeds replay
-                later = self._delay.draw(rng) if self._delay is not None else None
+            message = Message(self.next_id, types[a.type_index], a.order_id, self.last_added, a.body)
+            if a.priority or a.later is not None:
                 message = message._replace(
-                    priority=self._priority.draw(rng) if self._priority is not None else 0,
-                    due_at=None if later is None else self.last_added + timedelta(seconds=later),
+                    priority=a.priority,
+                    due_at=None if a.later is None else self.last_added + timedelta(seconds=a.later),
                 )
             rows.append(message)
-            tally.add(type_index, order_id)
             self.next_id += 1
         return rows
+
+    def take(self, count: int) -> list[Message]:
+        """`count` messages drawn and stamped now (the prefill)."""
+        return self.stamp([self.draw() for _ in range(count)])
 
     @property
     def generated(self) -> int:
         return self.next_id - 1
 
 
+@dataclass(slots=True)
+class Arrival:
+    """A message that fell due and waits in the client for a producer session."""
+
+    type_index: int
+    order_id: int
+    body: bytes | None
+    priority: int
+    later: float | None  # seconds after its enqueue that it is due (-delay)
+    due_s: float  # on the run's clock
+    ready_s: float  # when nothing of its group was in flight any more (its due time, or a commit)
+    held: bool = False  # seen waiting behind its group's enqueue in flight
+
+    @property
+    def group(self) -> tuple[int, int]:
+        return self.type_index, self.order_id
+
+
 RECORD_EVERY_S = 1.0  # how often the run record learns the producer's count (for a killed run)
+
+
+class ProducedBook:
+    """What the run's producer sessions committed. msg_ids are given in order as enqueues are sent,
+    and several sessions commit them out of that order: the produced count is the highest id below
+    which every one committed (those above may be in flight), so it never passes one in doubt."""
+
+    def __init__(self) -> None:
+        self.committed = 0  # every msg_id up to this one committed
+        self.written = 0  # messages committed, in all
+        self._above: set[int] = set()  # committed above the count: an earlier one is in flight
+        self._recorded_at = time.monotonic()
+
+    def landed(self, rows: list[Message]) -> None:
+        self.written += len(rows)
+        above = self._above
+        first, last = rows[0].msg_id, rows[-1].msg_id
+        if not above and first == self.committed + 1 and last - first == len(rows) - 1:
+            self.committed = last  # in order, as one session writes
+            return
+        for row in rows:
+            above.add(row.msg_id)
+        while self.committed + 1 in above:
+            above.remove(self.committed + 1)
+            self.committed += 1
+
+    def record_due(self) -> int | None:
+        """The count to raise the run record to, once a second (for a killed run), else None."""
+        if time.monotonic() - self._recorded_at < RECORD_EVERY_S:
+            return None
+        self._recorded_at = time.monotonic()
+        return self.committed
 
 
 class BatchWriter:
@@ -119,8 +185,10 @@ class BatchWriter:
         enqueue: str,
         reasons: ReasonTally | None = None,  # the server's reasons met, counted
         clock: Callable[[], float] = lambda: 0.0,  # the run's
+        book: ProducedBook | None = None,  # what every session of the run committed
     ):
         self._dsn = dsn
+        self._book = book if book is not None else ProducedBook()
         self._reasons = reasons
         self._clock = clock
         self._enqueue = enqueue  # the design's enqueue.sql
@@ -131,10 +199,9 @@ class BatchWriter:
         self._evidence = evidence
         self._wire: Wire | None = None
         self._doubt = False  # a write was sent and its answer lost: looked for before it is written again
-        self._recorded_at = time.monotonic()
+        self._landed: list[Message] | None = None  # the last rows written (the write's own, when it landed)
         self.prepared = True  # named statements for the one-message insert (not behind a tx pooler)
         self.id_type: str | None = None  # a folder design's own ids: its enqueue returns them
-        self.committed = 0
         self.connections_lost = 0
         self.writes = 0  # the producer's transactions
         self.records = 0  # the tool's: the run record raised
@@ -159,12 +226,11 @@ class BatchWriter:
                 if self._lost(exc) or not server_reason(exc, self._dsn).retried or self._halt.is_set():
                     raise
                 self._met(exc, lost=False)
-                if self.committed >= rows[-1].msg_id:  # it landed; the run record's count after it did not
+                if self._landed is rows:  # it landed; the run record's count after it did not
                     return
-                if len(rows) > 1 and not self.own:  # a catch-up batch the role's timeout ends: the
-                    for row in rows:  # application's shape, one enqueue each, each ridden through
-                        if row.msg_id > self.committed:
-                            await self.write([row])
+                if len(rows) > 1 and not self.own:  # a batch the role's timeout ends (all or none):
+                    for row in rows:  # one enqueue each, each ridden through
+                        await self.write([row])
                     return
                 ended += 1
                 if ended > 1 and await self._sleep(min(1.0, 0.01 * 2 ** (ended - 2))):
@@ -201,10 +267,11 @@ class BatchWriter:
         else:
             await write_batch(wire, rows, self._evidence, self.prepared, self._enqueue, self.own)
         self.writes += 1
-        self.committed = target = rows[-1].msg_id
-        if self._evidence != Evidence.RECORD and time.monotonic() - self._recorded_at >= RECORD_EVERY_S:
-            self._recorded_at = time.monotonic()
-            await record_produced(wire, target)
+        self._landed = rows
+        self._book.landed(rows)
+        produced = self._book.record_due() if self._evidence != Evidence.RECORD else None
+        if produced is not None:
+            await record_produced(wire, produced)
             self.records += 1
 
     def _lost(self, exc: BaseException) -> bool:
@@ -231,7 +298,8 @@ class BatchWriter:
             wire = self._wire
             if self._doubt:
                 if await landed(wire, target, self._evidence):
-                    self.committed = target  # the lost commit went through
+                    self._landed = rows  # the lost commit went through
+                    self._book.landed(rows)
                     self._doubt = False
                     return
                 self._doubt = False
@@ -274,81 +342,3 @@ async def prefill(writer: BatchWriter, source: MessageSource, count: int, halt: 
             await writer.write(source.take(min(PREFILL_CHUNK, count - source.generated)))
     finally:
         writer.close()
-
-
-CATCH_UP = 5  # messages due at once that go as one batch (a COPY); fewer go one INSERT each
-
-
-class RateProducer:
-    """Inserts up to `total` messages while the workers run, as many as the rate profile has due.
-
-    The profile says how many messages are due by each moment (the integral of its rate), so pacing
-    never drifts: after a slow insert the producer catches up, a few messages one INSERT each (the
-    loop's timers count whole milliseconds: at a few thousand a second a tick has several due), and
-    a backlog with one batch of everything now due. What was due each second (offered) and what was
-    written (arrived) go to the timeline.
-    """
-
-    def __init__(
-        self,
-        writer: BatchWriter,
-        source: MessageSource,
-        total: int,
-        profile: RateProfile,
-        halt: Halt,
-        clock: Callable[[], float],
-        timeline: Timeline,
-        until_s: float | None = None,
-    ) -> None:
-        ends = [s for s in (until_s, profile.end_s) if s is not None]
-        self._until_s = min(ends) if ends else None  # nothing is due after it
-        self._writer = writer
-        self._source = source
-        self._total = total
-        self._profile = profile
-        self._halt = halt
-        self._clock = clock
-        self._timeline = timeline
-        self._offered = 0
-        self._noted_s = 0  # the second of the last look at what is due
-
-    def _offer(self, at: float, due: int) -> None:
-        """What fell due is counted in the second it fell due in, however late the producer woke."""
-        for boundary in range(self._noted_s + 1, int(at) + 1):
-            # a message due at the boundary itself is the next second's
-            by_then = min(self._total, self._profile.due(boundary - 1e-6))
-            if by_then > self._offered:
-                self._timeline.offered(boundary - 1, by_then - self._offered)
-                self._offered = by_then
-        if due > self._offered:
-            self._timeline.offered(at, due - self._offered)
-            self._offered = due
-        self._noted_s = max(self._noted_s, int(at))
-
-    async def run(self) -> None:
-        source, halt, writer = self._source, self._halt, self._writer
-        bell = halt.bell()
-        try:
-            while source.generated < self._total and not halt.is_set():
-                at = self._clock()
-                if self._until_s is not None and at >= self._until_s:
-                    return
-                due = min(self._total, self._profile.due(at))
-                self._offer(at, due)
-                if due - source.generated >= CATCH_UP:
-                    rows = source.take(due - source.generated)
-                    await writer.write(rows)
-                    self._timeline.arrived(self._clock(), len(rows))
-                elif due > source.generated:
-                    for _ in range(due - source.generated):
-                        await writer.write(source.take(1))
-                        self._timeline.arrived(self._clock(), 1)
-                        if halt.is_set():
-                            break
-                else:
-                    await halt.sleep(self._profile.next_due_in(at, source.generated), bell)
-        finally:  # what fell due while a write waited (a path down until the end) was offered too
-            halt.forget(bell)
-            writer.close()
-            at = self._clock() if self._until_s is None else min(self._clock(), self._until_s - 1e-6)
-            self._offer(at, min(self._total, self._profile.due(at)))

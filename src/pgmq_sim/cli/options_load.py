@@ -17,6 +17,8 @@ from pgmq_sim.model.pressure import SUITES, PhaseSpec, is_number, parse_phases
 from pgmq_sim.model.skew import KeySkew
 from pgmq_sim.model.sweep import SweepSpec, parse_duration, parse_slo
 from pgmq_sim.settings import (
+    MAX_BATCH,
+    MAX_PRODUCERS,
     MAX_TYPES,
     Payload,
 )
@@ -122,6 +124,29 @@ LOAD_OPTIONS = (
         fallback=_drawn_seed,
         example=("-seed", "7"),
     ),
+    Option(
+        "producers",
+        "int",
+        "enqueue sessions, each its own connection, as an application's pool has: messages fall due at"
+        " the rate whether or not an enqueue is in flight, and a free session takes the oldest; see"
+        " [Capacity](docs/capacity.md#the-enqueue-side)",
+        "workload",
+        default=1,
+        metavar="N",
+        range=Range(1, MAX_PRODUCERS, why="sessions of one producer"),
+        example=("-producers", "4", "-rate", "100", "-fill-db", "300"),
+    ),
+    Option(
+        "enqueue-batch",
+        "int",
+        "messages one enqueue transaction may carry (a COPY) when several are waiting: for an"
+        " application that batches; by default each message is one transaction, however far behind",
+        "workload",
+        default=1,
+        metavar="N",
+        range=Range(1, MAX_BATCH, why="messages per enqueue"),
+        example=("-enqueue-batch", "10", "-rate", "100", "-fill-db", "300"),
+    ),
     # -- time, capacity and sweeps --------------------------------------------------------------
     Option(
         "duration",
@@ -201,16 +226,17 @@ LOAD_OPTIONS = (
     Option(
         "slo",
         "text",
-        "the end-to-end p99 each sweep step must keep; an adaptive sweep's steps keep half its"
-        " headroom over the unloaded p99, and three holds in a row confirm its knee",
+        "the end-to-end p99 each sweep step must keep, the enqueue p99 (due time to commit), or both;"
+        " an adaptive sweep's steps keep half the end-to-end headroom over the unloaded p99, and three"
+        " holds in a row confirm its knee",
         "time",
-        metavar="e2e-p99=MS",
-        setting="slo_p99_ms",
+        metavar="e2e-p99=MS[,enqueue-p99=MS]",
+        setting=("slo_p99_ms", "slo_enqueue_p99_ms"),
         parse=parse_slo,
         form="slo",
         table="sweep",
         needs=SWEEP_ONLY,
-        example=(*ADAPTIVE, "-slo", "e2e-p99=250"),
+        example=(*ADAPTIVE, "-slo", "e2e-p99=250,enqueue-p99=50"),
     ),
     Option(
         "resolution",

@@ -17,6 +17,7 @@ from pgmq_sim.cli.scenario_values import PROFILE_FORMS, example_line, is_design_
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
 from pgmq_sim.model.pressure import PHASE_KEYS
+from pgmq_sim.model.sweep import SLO_KEYS
 from pgmq_sim.paths import describe_path
 
 VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")  # the whole value: "$PGMQ_SIM_DSN"
@@ -205,10 +206,15 @@ class _Reader:
         if option.form == "phases" and not _is_number(raw):
             return option.checked(self.phases(raw, where), where)
         if option.form == "slo":
-            number = raw.get("e2e-p99") if isinstance(raw, dict) and len(raw) == 1 else None
-            if not _is_number(number):
-                raise self.wrong(option, raw, where, "a table with the end-to-end p99 in ms")
-            return option.checked(f"e2e-p99={number:g}", where)
+            halves = raw if isinstance(raw, dict) and raw and set(raw) <= set(SLO_KEYS) else {}
+            if not halves or not all(_is_number(n) for n in halves.values()):
+                raise self.wrong(
+                    option,
+                    raw,
+                    where,
+                    "a table with the end-to-end p99 (e2e-p99), the enqueue p99, or both, in ms",
+                )
+            return option.checked(",".join(f"{key}={n:g}" for key, n in halves.items()), where)
         value = self.typed(option, raw, where)
         if option.secret and isinstance(value, str):
             value = self.expand(option, value, where)

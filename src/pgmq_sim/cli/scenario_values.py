@@ -43,7 +43,8 @@ def file_value(option: Option, value: Any, written: str | None = None) -> Any:
     if option.form == "phases":
         return float(value) if is_number(value) else [p.as_table() for p in parse_phases(value)]
     if option.form == "slo":
-        return {"e2e-p99": _plain_number(float(value.partition("=")[2].strip().removesuffix("ms")))}
+        halves = (item.partition("=") for item in value.split(","))
+        return {key.strip(): _plain_number(float(ms.strip().removesuffix("ms"))) for key, _, ms in halves}
     if option.form == "sweep":
         kind, _, rest = value.partition("=")
         numbers = split_list(rest)

@@ -235,3 +235,24 @@ def produced_count(conn: psycopg.Connection, journal: bool, logged: bool = False
     with conn.transaction():
         row = conn.execute(statement(name)).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
+
+
+def settle(conn: psycopg.Connection, cut_off: Sequence[Message], journal: bool) -> list[int]:
+    """After the run, on the seed's table: the enqueues its end cut off in flight that did not land,
+    below the highest msg_id that did, written now in the tool's own transaction (a COPY), so msg_ids
+    stay consecutive (several producer sessions commit out of order); their ids."""
+    top = produced_count(conn, journal)
+    name = "message_landed_journal" if journal else "message_landed"
+    gaps = []
+    for message in sorted(cut_off):
+        if message.msg_id < top:
+            row = conn.execute(statement(name), (message.msg_id,)).fetchone()
+            if not (row and row[0]):
+                gaps.append(message)
+    if gaps:
+        payload = gaps[0].payload is not None
+        with conn.cursor().copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:
+            for message in gaps:
+                copy.write_row(message.row())
+    conn.commit()
+    return [m.msg_id for m in gaps]

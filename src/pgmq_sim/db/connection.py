@@ -25,6 +25,7 @@ from pgmq_sim.model.reasons import ServerReason, classify
 
 T = TypeVar("T")
 APPLICATION_NAME = "pgmq-sim"
+PRODUCER_APPLICATION = f"{APPLICATION_NAME} producer"  # every producer session's (sql/wait_counts.sql)
 CONNECT_TIMEOUT_S = 5
 CANCEL_TIMEOUT_S = 2.0
 ADMIN_LOCK_TIMEOUT_MS = 3_000

@@ -11,11 +11,11 @@ from psycopg import sql
 
 from pgmq_sim.db.account import read_account
 from pgmq_sim.db.audit import count_audit, load_pending
-from pgmq_sim.db.batches import produced_count
+from pgmq_sim.db.batches import produced_count, settle
 from pgmq_sim.db.install import QueueInstall
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION
-from pgmq_sim.db.values import QueueShape
+from pgmq_sim.db.values import Message, QueueShape
 from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.model.journeys import FreeSpans, Journey
 from pgmq_sim.sqlfiles import statement
@@ -85,6 +85,11 @@ class QueueDatabase(QueueInstall):
         """Messages whose write committed: the run record's count, or the highest msg_id that landed."""
         logged = not self.shape.seed_table
         return self.sessions.retrying(lambda conn: produced_count(conn, journal, logged))
+
+    def settle(self, cut_off: list[Message], journal: bool) -> list[int]:
+        """The enqueues the run's end cut off in flight that did not land, below one that did, written
+        now (db/batches.settle): their ids."""
+        return self.sessions.retrying(lambda conn: settle(conn, cut_off, journal))
 
     def analyze(self) -> None:
         """Committed: in the tool's transaction the statistics would roll back with it."""

@@ -37,11 +37,35 @@ def text_array(values: tuple[str, ...]) -> bytes:
     return ("{" + ",".join(f'"{v}"' for v in values) + "}").encode()
 
 
+Classes = tuple[tuple[int, ...], dict[str, int], dict[str, int]]  # per class, Lock waits, other waits
+
+
+def _events(text: str) -> dict[str, int]:
+    """'relation:3,tuple:1' read."""
+    found: dict[str, int] = {}
+    for item in filter(None, text.split(",")):
+        event, _, count = item.rpartition(":")
+        found[event] = int(count)
+    return found
+
+
+def _classes(r: PGresult, i: int) -> tuple[tuple[int, ...], dict[str, int], list[int], dict[str, int], bool]:
+    """One row of wait_counts.sql: its sessions per class, Lock waits, waiting pids, other waits, and
+    whether they are the producer's."""
+    return (
+        tuple(int(r.get_value(i, c) or 0) for c in range(CLASS_COLUMNS)),
+        _events(text_of(r, i, CLASS_COLUMNS)),
+        [int(pid) for pid in text_of(r, i, CLASS_COLUMNS + 1).split(",") if pid],
+        _events(text_of(r, i, CLASS_COLUMNS + 2)),
+        r.get_value(i, CLASS_COLUMNS + 3) == b"t",
+    )
+
+
 class WaitSample:
     """One sample of the run's sessions: backends per wait class, Lock waits per event, and the
-    sessions blocking them when they were read in this sample."""
+    sessions blocking them when they were read in this sample; the producer's sessions apart too."""
 
-    __slots__ = ("blockers", "counts", "lock_events", "other_events")
+    __slots__ = ("blockers", "counts", "lock_events", "other_events", "producer")
 
     def __init__(
         self,
@@ -49,11 +73,13 @@ class WaitSample:
         lock_events: dict[str, int],
         blockers: list[LockBlocker],
         other_events: dict[str, int] | None = None,
+        producer: Classes | None = None,
     ):
         self.counts = counts
         self.lock_events = lock_events
         self.other_events = other_events or {}
         self.blockers = blockers
+        self.producer = producer
 
 
 class SampleSession:
@@ -177,16 +203,20 @@ class SampleSession:
             self.close()
             raise
         r = answer.results[0]
-        counts = tuple(int(r.get_value(0, i) or 0) for i in range(CLASS_COLUMNS))
+        rows = [_classes(r, i) for i in range(r.ntuples)]  # the producer's sessions, and the rest
+        counts = tuple(sum(row[0][c] for row in rows) for c in range(CLASS_COLUMNS))
         events: dict[str, int] = {}
-        for item in filter(None, text_of(r, 0, CLASS_COLUMNS).split(",")):
-            event, _, count = item.rpartition(":")
-            events[event] = int(count)
-        waiting = [int(pid) for pid in text_of(r, 0, CLASS_COLUMNS + 1).split(",") if pid]
         others: dict[str, int] = {}
-        for item in filter(None, text_of(r, 0, CLASS_COLUMNS + 2).split(",")):
-            event, _, count = item.rpartition(":")
-            others[event] = int(count)
+        waiting: list[int] = []
+        producer: Classes | None = None
+        for row_counts, row_events, row_waiting, row_others, is_producer in rows:
+            for event, n in row_events.items():
+                events[event] = events.get(event, 0) + n
+            for event, n in row_others.items():
+                others[event] = others.get(event, 0) + n
+            waiting += row_waiting
+            if is_producer:
+                producer = (row_counts, row_events, row_others)
         blockers: list[LockBlocker] = []
         now = time.monotonic()
         if waiting and now >= self._next_blockers:
@@ -208,10 +238,11 @@ class SampleSession:
                     float(found.get_value(i, 9) or 0),
                     text_of(found, i, 10),
                     text_of(found, i, 11),
+                    text_of(found, i, 12),
                 )
                 for i in range(found.ntuples)
             ]
-        return WaitSample(counts, events, blockers, others)
+        return WaitSample(counts, events, blockers, others, producer)
 
     def close(self) -> None:
         wire, self._wire = self._wire, None

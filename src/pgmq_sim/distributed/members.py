@@ -170,7 +170,7 @@ class Members:
                 how = "from the journal"
             else:
                 remaining = call_bounded(state.db.remaining, 30, state.signals, "remaining count")
-                missing = max(0, state.writer.committed - remaining - before)
+                missing = max(0, state.produced.committed - remaining - before)
                 for i, name in enumerate(names):
                     by_name[name].processed += missing // len(names) + (1 if i < missing % len(names) else 0)
                 how = "from the server's remaining count, spread over its workers (no journal with -no-audit)"

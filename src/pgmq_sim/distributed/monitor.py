@@ -43,7 +43,7 @@ class Monitor(RunThread):
         lost = any(member.lost for member in members)
         quiet = time.monotonic() - members.last_count_change >= QUIET_S
         target = state.settings.fill_db
-        if state.done.is_set() or not (lost or quiet) or target is None or state.writer.committed < target:
+        if state.done.is_set() or not (lost or quiet) or target is None or state.produced.committed < target:
             return
         try:
             remaining = call_bounded(state.db.remaining, PING_TIMEOUT_S, state.signals, "remaining count")

@@ -24,9 +24,9 @@ def queue_rows(state: RunState) -> list[dict[str, str]]:
     rows = [
         ("phase", state.phase() or ("running" if state.started else "starting")),
         ("workers", str(len(state.stats))),
-        ("produced", str(state.writer.committed)),
+        ("produced", str(state.produced.committed)),
         ("processed", str(totals.processed)),
-        ("backlog", str(max(0, state.writer.committed - totals.finished))),
+        ("backlog", str(max(0, state.produced.committed - totals.finished))),
         ("msg/s (whole run)", f"{totals.processed / elapsed:.0f}" if elapsed > 0 else "-"),
         (
             "end to end p50 / p99 ms",

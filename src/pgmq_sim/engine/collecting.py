@@ -45,10 +45,13 @@ def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
     totals = WorkerCounters.total(state.stats)
     housekeeping = state.housekeeper.transactions if state.housekeeper else 0
     return RoleTransactions(
-        producer=state.writer.writes,
+        producer=sum(w.writes for w in state.producers),
         consumers=totals.processed + totals.failed_attempts + totals.lost_ownership + totals.claim_commits,
         empty_claims=totals.empty_claims,
-        tool=state.writer.records + totals.clock_reads + housekeeping + 1,  # + the meters' reading
+        tool=sum(w.records for w in state.producers)
+        + totals.clock_reads
+        + housekeeping
+        + 1,  # + the meters' reading
         wakeups=parts.carrier.wakeups(state),
     )
 
@@ -72,7 +75,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
     """Table health and the audit, when the server answers; then the result."""
     settings, signals = state.settings, state.signals
     census = state.locks.census() if settings.wait_sample_hz else None  # the housekeeper has stopped
-    end = EndReadings(state.writer.committed, census)
+    end = EndReadings(state.produced.committed, census)
     # the run's stop is set by now: this session keeps reconnecting until a second signal
     db = QueueDatabase(Sessions(state.server.dsn, settings.reconnect_timeout, signals.hurry), state.db.shape)
     if not signals.hurry.is_set() and state.changed:
@@ -102,6 +105,14 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
     if state.bystander is not None and not signals.interrupt.is_set() and not gone:
         bystander = state.bystander  # alone again, its statements past the server's counters
         call_bounded(lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander")
+    cut_off = state.producing.unsettled() if state.producing is not None else []
+    if cut_off and state.design.seed_table:  # a folder design's log of enqueues holds only what landed
+        written = call_bounded(lambda: db.settle(cut_off, settings.audit), 30, signals, "enqueues cut off")
+        if written:
+            state.notes.append(
+                f"{len(written)} enqueue(s) in flight when the run stopped did not land, below one that"
+                f" did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending"
+            )
     produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
     end.produced = produced
     call_bounded(lambda: db.finish_run(state.outcome, produced), 30, signals, "run record")
@@ -226,6 +237,11 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         spare_connections=state.spare_connections,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,
         ended_by=state.ended_by,
+        enqueue=state.enqueues.account(
+            settings.producers,
+            settings.enqueue_batch,
+            state.producer_waits.profile() if settings.wait_sample_hz else None,
+        ),
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
         else judge_drift(timeline, state.elapsed, settings.drift, state.census),  # changes on purpose: none
@@ -260,5 +276,7 @@ def _claims(
     if books is None:
         return None
     roles = server_cost.roles if server_cost is not None else None
-    own = frozenset(state.writer.backend_pids)  # named the run's even when gone before the listener asked
+    own = frozenset(
+        pid for w in state.producers for pid in w.backend_pids
+    )  # named the run's even when gone before the listener asked
     return ClaimAccount.of(books, finished, state.elapsed, client.cpu_us_per_msg, roles, CHANNEL, own)

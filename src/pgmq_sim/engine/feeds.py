@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from pgmq_sim.actors.producer import RateProducer, prefill
+from pgmq_sim.actors.arrivals import RateProducer
+from pgmq_sim.actors.producer import prefill
 from pgmq_sim.engine.bounded import TICK_S, call_bounded
 from pgmq_sim.engine.loop import poll
 from pgmq_sim.engine.state import RunState
@@ -23,7 +24,7 @@ class Prefill:
         return 0  # its connection is closed before the workers open theirs
 
     def produce(self, state: RunState) -> None:
-        settings, source, writer = state.settings, state.source, state.writer
+        settings, source, writer, produced = state.settings, state.source, state.producers[0], state.produced
         assert source is not None
         began = time.monotonic()
         loop = state.on_loop()
@@ -44,17 +45,17 @@ class Prefill:
                 loop.halt_now()  # between chunks
                 if state.signals.hurry.is_set():
                     break
-            if writer.committed != last_committed:
-                last_committed, last_change = writer.committed, time.monotonic()
+            if produced.committed != last_committed:
+                last_committed, last_change = produced.committed, time.monotonic()
             elif time.monotonic() - last_change > settings.stall_timeout:
                 check_answering(state, "the prefill")  # a slow COPY is fine; a frozen server is not
                 last_change = time.monotonic()
-        state.timeline.arrived(0, writer.committed)
+        state.timeline.arrived(0, produced.committed)
         state.errors.raise_first(*state.dsns)
         if state.signals.interrupt.is_set():
             raise InterruptedError("prefill")
         call_bounded(state.db.analyze, 120, state.signals, "ANALYZE")
-        state.log.event(f"prefilled {writer.committed} messages in {time.monotonic() - began:.2f} s")
+        state.log.event(f"prefilled {produced.committed} messages in {time.monotonic() - began:.2f} s")
 
     def start(self, state: RunState) -> None:
         pass
@@ -67,37 +68,41 @@ class Prefill:
 
 
 class Paced:
-    """One producer (wherever the workers run) inserting as a rate profile has messages due while
-    the workers run."""
+    """The producer's sessions (on the run's process, wherever the workers run) enqueueing as a rate
+    profile has messages due while the workers run."""
 
     paced = True
 
-    def __init__(self, profile: RateProfile) -> None:
+    def __init__(self, profile: RateProfile, sessions: int = 1) -> None:
         self.profile = profile
+        self.sessions = sessions
 
     def connections(self, state: RunState) -> int:
-        return 1
+        return state.settings.producers
 
     def produce(self, state: RunState) -> None:
         pass
 
     def start(self, state: RunState) -> None:
         assert state.source is not None
-        producer = RateProducer(
-            state.writer,
+        producer = state.producing = RateProducer(
+            state.producers,
             state.source,
             state.settings.message_cap,
             self.profile,
             state.halt,
             state.clock,
             state.timeline,
+            state.enqueues,
             state.settings.duration,
+            state.settings.enqueue_batch,
         )
         state.on_loop().start("producer", producer.run)
 
     def behind(self, state: RunState) -> int:
         due = min(self.profile.due(state.clock()), state.settings.message_cap)
-        return max(0, due - state.writer.committed)
+        return max(0, due - state.produced.committed)
 
     def describe(self) -> str:
-        return f" and a producer at {self.profile.describe()}"
+        who = "a producer" if self.sessions == 1 else f"{self.sessions} producer sessions"
+        return f" and {who} at {self.profile.describe()}"

@@ -121,6 +121,8 @@ def measure_phase(
     dead = [s.dead_tuples for s in inside if s.dead_tuples is not None]
     sizes = [s.table_mb for s in inside if s.table_mb is not None]
     waits = end.waits.minus(start.waits)
+    enqueue = end.enqueues.minus(start.enqueues).latency
+    enqueue_ms = enqueue.percentiles_ms()
     return PhaseResult(
         name=spec.name,
         pressure=str(spec.pressure) if spec.pressure is not None else None,
@@ -138,6 +140,8 @@ def measure_phase(
         wait_profile=limit.wait_profile,
         limit=limit.resource,
         limit_evidence=limit.evidence,
+        enqueued_per_s=round(enqueue.count / seconds, 2),
+        enqueue_ms={"p50": enqueue_ms["p50"], "p99": enqueue_ms["p99"]} if enqueue.count else None,
         faults=tuple(
             f"{f.at_s:.1f} s {f.kind}: {f.detail}"
             for f in state.faults

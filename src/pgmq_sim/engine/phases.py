@@ -232,8 +232,9 @@ def prepare(state: RunState, parts: RunParts) -> None:
     state.session = session = session_plan(
         settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type, team
     )
-    state.writer.prepared = not state.path.transaction_pooled
-    state.writer.id_type = state.id_type
+    for writer in state.producers:
+        writer.prepared = not state.path.transaction_pooled
+        writer.id_type = state.id_type
     recorded = settings.as_json() | {
         "drains": parts.goal.drains,
         "design": design.as_json() | {"claim_sql": design.claim.text},
@@ -347,6 +348,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         else None,
         waits=(state.waits, 1 / settings.wait_sample_hz) if settings.wait_sample_hz else None,
         census=state.locks if settings.wait_sample_hz else None,
+        producer_waits=state.producer_waits if settings.paced else None,
     )
     state.on_loop().start("housekeeping", housekeeper.run)
     if state.pooler is not None:

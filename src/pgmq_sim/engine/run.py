@@ -41,8 +41,12 @@ def parts_for(state: RunState, carrier: WorkerCarrier) -> RunParts:
     if settings.sweep is not None:
         return sweep_parts(state, settings.sweep, carrier)
     if settings.phases:
-        return RunParts(carrier=carrier, feed=Paced(settings.rate_schedule), goal=PhasedGoal(settings.phases))
-    feed = Paced(settings.rate_schedule) if settings.paced else Prefill()
+        return RunParts(
+            carrier=carrier,
+            feed=Paced(settings.rate_schedule, settings.producers),
+            goal=PhasedGoal(settings.phases),
+        )
+    feed = Paced(settings.rate_schedule, settings.producers) if settings.paced else Prefill()
     # a profile that ends (a replay) bounds a run that has no count
     until = settings.duration or (settings.rate_schedule.end_s if settings.fill_db is None else None)
     goal: Goal = DeadlineGoal(until) if until else CountGoal()
@@ -80,7 +84,7 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
         search,
         settings.sweep_budget_s,
     )
-    return RunParts(carrier=carrier, feed=Paced(profile), goal=goal)
+    return RunParts(carrier=carrier, feed=Paced(profile, settings.producers), goal=goal)
 
 
 def execute(state: RunState, parts: RunParts) -> RunResult:

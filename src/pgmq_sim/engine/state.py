@@ -9,12 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgmq_sim.actors.arrivals import RateProducer
 from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.bystander import Bystander
 from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos, pressure_faults
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.pgqd import Pgqd
-from pgmq_sim.actors.producer import BatchWriter, MessageSource
+from pgmq_sim.actors.producer import BatchWriter, MessageSource, ProducedBook
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.batches import evidence_for
@@ -34,6 +35,7 @@ from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.reasons import RunEnding
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.costs import ProcessCpu
+from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.holders import LockCensusTally
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.serverpath import RunPath
@@ -128,16 +130,24 @@ class RunState:
             WorkerStats(name=f"w{i + 1}", queue_type=settings.worker_type(i)) for i in range(settings.workers)
         ]
         self.stats_by_name = {s.name: s for s in self.stats}
-        self.writer = BatchWriter(
-            self.server.dsn,
-            settings.reconnect_timeout,
-            self.halt,
-            self.log.event,
-            evidence_for(settings.delmsg, settings.audit, self.design.seed_table),
-            self.design.enqueue.text,
-            self.timeline.reasons,
-            self.clock,
-        )
+        self.produced = ProducedBook()  # what the producer's sessions committed, together
+        self.producers = [
+            BatchWriter(
+                self.server.dsn,
+                settings.reconnect_timeout,
+                self.halt,
+                self.log.event,
+                evidence_for(settings.delmsg, settings.audit, self.design.seed_table),
+                self.design.enqueue.text,
+                self.timeline.reasons,
+                self.clock,
+                self.produced,
+            )
+            for _ in range(settings.producers)
+        ]
+        self.enqueues = EnqueueTally()  # every enqueue made while the workers run, timed
+        self.producer_waits = WaitTally()  # the producer's sessions in the wait samples
+        self.producing: RateProducer | None = None  # the paced producer, once started
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.chaos += pressure_faults(settings.phases)
         self.notes.extend(self.given.notes)

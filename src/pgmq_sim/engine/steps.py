@@ -13,6 +13,7 @@ from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.model.skew import hottest_share
 from pgmq_sim.model.sweep import UNFINISHED_SHARE, StepResult, judge_step, slope_per_s
 from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
+from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.run import ordering_bound
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
@@ -36,6 +37,7 @@ class Edge:
     busy_s: float  # the workers' claim, work and completion so far
     work_s: float
     waits: WaitProfile
+    enqueues: EnqueueTally
 
     @classmethod
     def read(cls, state: RunState) -> Edge:
@@ -45,7 +47,7 @@ class Edge:
         )
         return cls(
             state.clock(),
-            state.writer.committed,
+            state.produced.committed,
             totals.finished,
             totals.empty_claims,
             histograms,  # type: ignore[arg-type]
@@ -56,6 +58,7 @@ class Edge:
             totals.busy_s,
             totals.work_s,
             state.waits.profile(),
+            state.enqueues.copy(),
         )
 
 
@@ -69,6 +72,7 @@ class StepSetting:
     purpose: str
     fixed_rate: float | None  # a workers sweep's -rate; None: the queue was topped up
     slo_p99_ms: float | None
+    slo_enqueue_p99_ms: float | None = None
 
     @property
     def paced(self) -> float | None:
@@ -113,6 +117,8 @@ def measure_step(
     # a topped-up queue always has a backlog: only the SLO judges its steps
     backlog_start = max(0, start.produced - start.finished)
     arrivals = end.produced - start.produced
+    enqueue = end.enqueues.minus(start.enqueues).latency  # the step's own: settling sends none
+    enqueue_ms = enqueue.percentiles_ms() if enqueue.count else None
     verdict, reasons = judge_step(
         paced or 0.0,
         e2e["p99"],
@@ -123,6 +129,8 @@ def measure_step(
         allowance=allowance(state, arrivals, paced or 0.0),
         achieved_per_s=(end.finished - start.finished) / seconds if paced else None,
         pass_ms=pass_ms(e2e["p99"]),
+        enqueue_p99_ms=enqueue_ms["p99"] if enqueue_ms else None,
+        slo_enqueue_p99_ms=step.slo_enqueue_p99_ms,
     )
     cost = (
         ServerCost.between(start.server, last.server, finished, None)
@@ -166,6 +174,7 @@ def measure_step(
         limit=limit.resource,
         limit_evidence=limit.evidence,
         wait_profile=limit.wait_profile,
+        enqueue_ms=enqueue_ms,
     )
 
 

@@ -158,7 +158,7 @@ class SweepGoal:
             self._phase, self._deadline = "settle", now + self.settle_s
             return False
         if self._phase == "settle":
-            backlog = state.writer.committed - WorkerCounters.total(state.stats).finished
+            backlog = state.produced.committed - WorkerCounters.total(state.stats).finished
             if backlog <= 0 or now >= self._deadline:
                 return self._finish(state, parts, Edge.read(state))
         return False
@@ -186,7 +186,13 @@ class SweepGoal:
         start, end = self._step_start, self._step_end
         assert start is not None and end is not None
         setting = StepSetting(
-            self._index, self.spec.kind, self._value, self._purpose, self.fixed_rate, self.slo_p99_ms
+            self._index,
+            self.spec.kind,
+            self._value,
+            self._purpose,
+            self.fixed_rate,
+            self.slo_p99_ms,
+            state.settings.slo_enqueue_p99_ms,
         )
         self.steps.append(
             measure_step(state, setting, start, end, last, lambda p99: self._pass_ms(self._unloaded_ms(p99)))

@@ -30,7 +30,7 @@ def watch(state: RunState, parts: RunParts) -> None:
         LiveFigures(
             state.stats,
             settings.fill_db,
-            lambda: state.writer.committed,
+            lambda: state.produced.committed,
             settings.duration,
             parts.goal.describe,
             state.timeline.last_dead_tuples,
@@ -60,12 +60,12 @@ def watch(state: RunState, parts: RunParts) -> None:
                     )
                     return
             # progress is any message written or finished, or a recorded failure
-            count = state.counter.count + totals.failed_attempts + state.writer.committed
+            count = state.counter.count + totals.failed_attempts + state.produced.committed
             now = time.monotonic()
             if count != last_count:
                 last_count, last_change = count, now
             behind = parts.feed.behind(state)
-            waiting = state.writer.committed > state.counter.count or behind > 0
+            waiting = state.produced.committed > state.counter.count or behind > 0
             if now - last_change >= settings.stall_timeout and waiting:
                 diagnose_stall(state, behind)
                 return
@@ -82,7 +82,7 @@ def nothing_remains(state: RunState) -> bool:
     except (NotAnswering, psycopg.Error):
         return False
     target = state.settings.fill_db
-    return remaining == 0 and target is not None and state.writer.committed >= target
+    return remaining == 0 and target is not None and state.produced.committed >= target
 
 
 def diagnose_stall(state: RunState, behind: int = 0) -> None:

@@ -154,6 +154,10 @@ class LockBlocker(NamedTuple):
     xact_s: float = 0.0  # how long the blocker's transaction has been open (0 where not seen)
     query: str = ""  # the start of its query ('' where not seen)
     address: str = ""  # its client address ('' for a local socket)
+    database: str = ""  # the blocker's database when it is not the run's ('' when it is)
+
+
+NOTIFY_QUEUE = "the notification queue"  # lock_blockers.sql's name for the lock every notifying commit takes
 
 
 class HeldLocks(NamedTuple):

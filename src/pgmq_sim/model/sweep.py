@@ -107,12 +107,22 @@ def parse_duration(text: str, flag: str) -> float:
     return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
-def parse_slo(text: str) -> float:
-    """-slo e2e-p99=MS: the end-to-end p99 each step must keep, in ms."""
-    match = re.fullmatch(r"\s*e2e-p99\s*=\s*(\d+(?:\.\d+)?)\s*(?:ms)?\s*", text)
-    if not match or not float(match.group(1)) > 0:
-        raise UsageError(f"-slo '{text}' is not an SLO; give e2e-p99=MS, e.g. e2e-p99=250")
-    return float(match.group(1))
+SLO_KEYS = ("e2e-p99", "enqueue-p99")  # -slo's halves: a message's end to end, an enqueue's
+ENQUEUE_REASON = "enqueue p99"  # a step's reason when the enqueue half broke its SLO
+
+
+def parse_slo(text: str) -> tuple[float | None, float | None]:
+    """-slo e2e-p99=MS[,enqueue-p99=MS]: the p99s each step must keep, in ms (either half alone)."""
+    found: dict[str, float] = {}
+    for item in text.split(","):
+        match = re.fullmatch(r"\s*(e2e-p99|enqueue-p99)\s*=\s*(\d+(?:\.\d+)?)\s*(?:ms)?\s*", item)
+        if not match or not float(match.group(2)) > 0 or match.group(1) in found:
+            raise UsageError(
+                f"-slo '{text}' is not an SLO; give e2e-p99=MS, enqueue-p99=MS or both, e.g."
+                " e2e-p99=250,enqueue-p99=20"
+            )
+        found[match.group(1)] = float(match.group(2))
+    return found.get("e2e-p99"), found.get("enqueue-p99")
 
 
 def slope_per_s(points: list[tuple[float, float]]) -> float:
@@ -154,6 +164,7 @@ class StepResult:
     limit_evidence: str | None = None
     wait_profile: dict[str, float] | None = None
     latency_account: dict[str, Any] | None = None  # the account of the messages enqueued in the step
+    enqueue_ms: dict[str, float | None] | None = None  # the step's enqueues, due time to commit
 
     def as_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -181,6 +192,8 @@ def judge_step(
     allowance: float = 0.0,
     achieved_per_s: float | None = None,
     pass_ms: float | None = None,
+    enqueue_p99_ms: float | None = None,
+    slo_enqueue_p99_ms: float | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """A step fails when its p99 breaks the SLO (or `pass_ms`, a search's bound within it: see
     pass_bound), or when its backlog grew through it: a positive slope above 2% of the offered rate,
@@ -196,6 +209,8 @@ def judge_step(
             )
         else:
             reasons.append(f"e2e p99 {shown} ms > SLO {slo_p99_ms:g} ms")
+    if slo_enqueue_p99_ms is not None and enqueue_p99_ms is not None and enqueue_p99_ms > slo_enqueue_p99_ms:
+        reasons.append(f"{ENQUEUE_REASON} {enqueue_p99_ms:g} ms > SLO {slo_enqueue_p99_ms:g} ms")
     if offered_per_s > 0 and slope > GROWTH_SHARE * offered_per_s and grown > allowance:
         reasons.append(f"backlog grew {slope:.0f}/s to {backlog_end}")
     elif achieved_per_s is not None and offered_per_s > 0 and achieved_per_s < KEEP_UP_FLOOR * offered_per_s:
@@ -355,8 +370,22 @@ class SweepResult:
                 f" (p99 {shown}, step {knee.index + 1})"
             )
         if self.spec.adaptive:
-            return self._bracket_line(knee)
-        return f"max sustainable rate {knee.setting:g} msg/s (p99 {shown}, step {knee.index + 1})"
+            return self._bracket_line(knee) + self._half_line()
+        return (
+            f"max sustainable rate {knee.setting:g} msg/s (p99 {shown}, step {knee.index + 1})"
+            + self._half_line()
+        )
+
+    def _half_line(self) -> str:
+        """Which half of the queue set the knee, where the enqueue's SLO did."""
+        step = self.limiting_step
+        if step is None or not any(r.startswith(ENQUEUE_REASON) for r in step.reasons):
+            return ""
+        said = next(r for r in step.reasons if r.startswith(ENQUEUE_REASON))
+        alone = all(r.startswith(ENQUEUE_REASON) for r in step.reasons)
+        return (
+            f"; the enqueue half set it{'' if alone else ' with the other'}: at {step.setting:g} msg/s {said}"
+        )
 
     def _bracket_line(self, knee: StepResult) -> str:
         """e.g. max sustainable 1000 msg/s (1050 fails, within 5%; held 30 s at p99 133 ms)."""

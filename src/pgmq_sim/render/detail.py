@@ -14,6 +14,7 @@ from pgmq_sim.render.lines import (
     audit_rows,
     client_text,
     drift_not_judged,
+    enqueue_text,
     fault_text,
     files_text,
     head,
@@ -66,6 +67,10 @@ def print_detail(
     _account_rows(table, result)
     limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
+    if verdict.enqueue is not None:
+        enqueue = verdict.enqueue
+        fix = f"; fix: {enqueue.fix}" if enqueue.fix else ""
+        table.add_row("enqueue limit", f"[bold]{enqueue.resource}[/]: {escape(enqueue.evidence + fix)}")
     if result.waits is not None:
         table.add_row("server waits", escape(result.waits.text()))
     table.add_row("workers' time", escape(time_split_text(verdict.time_split)))
@@ -117,6 +122,8 @@ def _latency_rows(table: Table, result: RunResult) -> None:
         ("complete+commit ms", result.complete_ms),
     ):
         table.add_row(label, "  ".join(f"{k} {ms(v)}" for k, v in values.items()))
+    if result.enqueue is not None:
+        table.add_row("enqueue ms", escape(enqueue_text(result.enqueue)))
     if result.e2e_by_priority:
         levels = "; ".join(
             f"{level}: p50 {v['p50']:.0f} p99 {v['p99']:.0f}"

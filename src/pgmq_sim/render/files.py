@@ -81,6 +81,7 @@ def result_document(result: RunResult, verdict: RunVerdict) -> dict[str, Any]:
         "limit": verdict.limit.as_json(),
         "hidden": hidden.as_json() if hidden is not None else None,
         "cost": verdict.cost_json(),
+        "enqueue_cause": verdict.enqueue_json(),
         "time_split": verdict.time_split,
         "advice": list(verdict.advice),
     }
@@ -134,7 +135,9 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "server_reasons": [c.as_json() for c in r.server_reasons],
         "server_timeouts": r.timeouts.as_json() if r.timeouts else None,
         "server_settings": r.census.as_json() if r.census else None,
-        "producer": r.producer.as_json() if r.producer else None,
+        "producer": (r.producer.as_json() if r.producer else {})
+        | ({"enqueue": r.enqueue.as_json()} if r.enqueue else {})
+        or None,
         "retries": r.retries.as_json() if r.retries else None,
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,
         "server_cost": r.server_cost.as_json() if r.server_cost else None,

@@ -16,6 +16,7 @@ from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
+from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
@@ -152,6 +153,23 @@ def account_text(account: LatencyAccount) -> str:
     """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
     cohorts = ((NAMES[MEDIAN], account.median), (NAMES[P99], account.p99))
     return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
+
+
+def enqueue_text(account: EnqueueAccount) -> str:
+    """e.g. '4 sessions, p50 0.61 p95 1.20 p99 2.31 max 9.80; slowest 1% 3.1 ms: on the server:
+    WAL flush ... 55%, waiting for a free producer session 30%, ...'."""
+    who = "1 session" if account.sessions == 1 else f"{account.sessions} sessions"
+    if account.batch > 1:
+        who += f" (up to {account.batch} per transaction)"
+    figures = "  ".join(f"{k} {ms(v)}" for k, v in account.latency_ms.items())
+    slowest = account.split(account.slowest_parts_s)
+    parts = ", ".join(
+        f"{account.part_text(name)} {share:.0%}"
+        for name, share in sorted(slowest.items(), key=lambda kv: -kv[1])
+        if share >= 0.01
+    )
+    mean = account.mean_ms(account.slowest_parts_s, account.slowest_count)
+    return f"{who}: {figures}; slowest 1% {mean:.1f} ms: {parts}"
 
 
 def time_split_text(split: dict[str, float]) -> str:

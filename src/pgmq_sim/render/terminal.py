@@ -11,6 +11,7 @@ from pgmq_sim.render.detail import print_detail
 from pgmq_sim.render.lines import (
     audit_rows,
     drift_not_judged,
+    enqueue_text,
     fault_group_text,
     faults_by_kind,
     files_text,
@@ -25,6 +26,7 @@ from pgmq_sim.render.lines import (
 )
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.cause import Resource
 from pgmq_sim.verdicts.figures import KEPT_UP
 from pgmq_sim.verdicts.verdict import RunVerdict
 
@@ -56,6 +58,8 @@ def print_summary(
     if result.producer is not None and result.producer.on_time_share < KEPT_UP:
         table.add_row("producer", result.producer.text())
     table.add_row("end-to-end ms", "  ".join(f"{k} {ms(v)}" for k, v in result.e2e_ms.items()))
+    if result.enqueue is not None:
+        table.add_row("enqueue ms", escape(enqueue_text(result.enqueue)))
     if result.latency is not None:
         table.add_row("where the time went", escape(latency_text(result)))
     if result.connections_lost or result.reconnects:
@@ -65,6 +69,9 @@ def print_summary(
         table.add_row("claims", escape(result.claims.reasons_text()))
     limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
+    enqueue = verdict.enqueue  # asked for with -producers; the limit's own when the producer was it
+    if enqueue is not None and result.settings.producers > 1 and limit.resource != Resource.PRODUCER:
+        table.add_row("enqueue limit", f"[bold]{enqueue.resource}[/]: {escape(enqueue.evidence)}")
     for kind, faults in faults_by_kind(result).items():
         table.add_row("fault", escape(fault_group_text(kind, faults)))
     table.add_row("output", escape(outputs_text(result.settings, written)))

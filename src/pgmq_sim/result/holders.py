@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.facts import LockBlocker, LockSample
+from pgmq_sim.result.waits import notify_lock_note
 
 SHOWN = 5  # holders outside the run kept, most samples first
 
@@ -32,6 +33,8 @@ class HolderSeen:
     relation: str  # the last relation lock seen ('' for none)
     xact_s_max: float
     blocked: str = ""  # the run's sessions it was seen blocking (their application names)
+    database: str = ""  # its database when not the run's
+    blocking_on: str = ""  # what the run's sessions waited for ('the notification queue', a table)
 
     @property
     def what(self) -> str:
@@ -44,12 +47,14 @@ class HolderSeen:
         if self.rows_max:
             said.append(f"{self.rows_max} row{'s' * (self.rows_max != 1)} of the queue")
         if self.blocked:
-            said.append(f"a lock the run's {_sessions(self.blocked)} waited for")
-        return ", ".join(said)
+            on = f" on {self.blocking_on}" if self.blocking_on and self.blocking_on != self.relation else ""
+            said.append(f"a lock{on} the run's {_sessions(self.blocked)} waited for")
+        return ", ".join(said) + notify_lock_note(self.blocking_on)
 
     def text(self) -> str:
         """e.g. 'pid 4242 (blocker; idle in transaction) held 60 advisory locks from 4.1 s to 29.0 s'."""
-        about = "; ".join(p for p in (self.application or "no application_name", self.state) if p)
+        where = f"in database {self.database}" if self.database else ""
+        about = "; ".join(p for p in (self.application or "no application_name", where, self.state) if p)
         return f"pid {self.pid} ({about}) held {self.what} from {self.first_s:.1f} s to {self.last_s:.1f} s"
 
     def as_json(self) -> dict[str, Any]:
@@ -127,7 +132,8 @@ class LockCensusTally:
         with self._lock:
             for b in blockers:
                 if not b.ours:
-                    self._see(b.pid, b.application, b.state, at_s, b.xact_s, blocked=b.waiter)
+                    self._see(b.pid, b.application, b.state, at_s, b.xact_s, blocked=b.waiter,
+                              database=b.database, blocking_on=b.target)  # fmt: skip
 
     def _see(
         self,
@@ -140,6 +146,8 @@ class LockCensusTally:
         rows: int = 0,
         relation: str = "",
         blocked: str = "",
+        database: str = "",
+        blocking_on: str = "",
     ) -> None:
         before = self._holders.get((pid, application))
         self._holders[(pid, application)] = HolderSeen(
@@ -154,6 +162,8 @@ class LockCensusTally:
             relation or (before.relation if before else ""),
             max(xact_s, before.xact_s_max if before else 0.0),
             _union(before.blocked if before else "", blocked),
+            database or (before.database if before else ""),
+            blocking_on or (before.blocking_on if before else ""),
         )
 
     def census(self) -> LockCensus:

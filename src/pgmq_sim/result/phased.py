@@ -34,6 +34,8 @@ class PhaseResult:
     recovery_s: float | None = None  # after a pressure phase: until back to the baseline's
     recovered: bool | None = None  # None: not measured (no pressure before it, or no baseline)
     account: LatencyAccount | None = field(default=None, compare=False)  # of the messages enqueued in it
+    enqueued_per_s: float | None = None  # enqueues committed in the phase, per second
+    enqueue_ms: dict[str, float | None] | None = None  # their p50, p99: due time to commit
 
     @property
     def p99_ms(self) -> float | None:

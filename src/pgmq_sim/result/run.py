@@ -21,6 +21,7 @@ from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.drift import DriftReport
+from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.serverpath import RunPath
@@ -177,6 +178,7 @@ class RunResult:
     claims: ClaimAccount | None = None  # what the claims did and why they were made (the cost account)
     phases: tuple[PhaseResult, ...] = ()  # a run in phases: each measured apart
     ended_by: RunEnding | None = None  # the server's error that ended a run that died
+    enqueue: EnqueueAccount | None = None  # the enqueues made while the workers ran, timed and split
 
     @classmethod
     def from_stats(

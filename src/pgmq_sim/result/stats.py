@@ -262,6 +262,7 @@ class SecondSample:
     pooler_waiting: int | None = None  # clients waiting for a server connection (-pooler-admin)
     pooler_wait_ms: float | None = None  # the oldest waiting client's wait
     pooler_servers: int | None = None  # the pooler's server connections busy for the run's clients
+    enqueue_p99_ms: float | None = None  # the enqueues committed in this second: due time to commit
 
     def as_json(self) -> dict[str, int | float | None]:
         return {name: getattr(self, name) for name in SECOND_FIELDS}
@@ -290,6 +291,7 @@ class _Second:
     pulse: PulseSample | None = None
     lost: int = 0
     pooler: PoolerPulse | None = None
+    enqueue_p99: float | None = None
 
 
 class Timeline:
@@ -303,6 +305,7 @@ class Timeline:
         self._lock = threading.Lock()
         self._seconds: list[_Second] = []
         self._open: dict[int, LatencyHistogram] = {}
+        self._enqueues: dict[int, LatencyHistogram] = {}  # the open seconds' enqueue latencies
         self._spare: list[LatencyHistogram] = []
         self._last_dead: int | None = None
         # pauses in completions (an outage's length, to the millisecond) and losses, for the faults
@@ -356,6 +359,19 @@ class Timeline:
     def last_dead_tuples(self) -> int | None:
         return self._last_dead
 
+    def enqueued(self, at_s: float, ms: float) -> None:
+        """An enqueue committed at `at_s`, `ms` after it fell due."""
+        second = max(0, int(at_s))
+        with self._lock:
+            histogram = self._enqueues.get(second)
+            if histogram is None:
+                if second < max(self._enqueues, default=second) - OPEN_SECONDS:
+                    return  # that second closed: counted in the whole, not ranked in its second
+                histogram = self._enqueues[second] = LatencyHistogram(2)
+                for old in [s for s in self._enqueues if s < second - OPEN_SECONDS]:
+                    self._at(old).enqueue_p99 = self._enqueues.pop(old).percentiles_ms()["p99"]
+            histogram.record_ms(ms)
+
     def processed(self, at_s: float, e2e_ms: float | None) -> None:
         with self._lock:
             histogram = self._count(at_s, 1, e2e_ms is not None)
@@ -401,6 +417,8 @@ class Timeline:
         """The run's seconds up to elapsed_s; the last one may be partial."""
         with self._lock:
             self._close(before=math.inf)
+            for second in list(self._enqueues):
+                self._at(second).enqueue_p99 = self._enqueues.pop(second).percentiles_ms()["p99"]
             seconds = max(1, math.ceil(elapsed_s), len(self._seconds))
             self._at(seconds - 1)
             result = []
@@ -426,6 +444,7 @@ class Timeline:
                         None if pooler is None else pooler.waiting,
                         None if pooler is None else pooler.longest_wait_ms,
                         None if pooler is None else pooler.servers_active,
+                        s.enqueue_p99,
                     )
                 )
             return result

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.facts import LockBlocker
+from pgmq_sim.model.facts import NOTIFY_QUEUE, LockBlocker
 
 # each class, and what it says in words
 CLASSES = {
@@ -48,6 +48,13 @@ def classify(state: str | None, wait_type: str, wait_event: str) -> str | None:
     return None
 
 
+def notify_lock_note(target: str) -> str:
+    """What a lock on the notification queue means, said wherever one is named."""
+    if target != NOTIFY_QUEUE:
+        return ""
+    return " (every notifying commit on the server takes this lock, whatever its database)"
+
+
 ROW_LOCKS = ("tuple", "transactionid")  # a row another transaction holds (locked, or being changed)
 
 
@@ -63,19 +70,26 @@ class BlockerSeen:
     target: str
     mode: str
     samples: int
+    database: str = ""  # its database when not the run's
 
     @property
-    def key(self) -> tuple[int, str, bool, str, str, str]:
-        return self.pid, self.application, self.ours, self.lock, self.target, self.mode
+    def key(self) -> tuple[int, str, bool, str, str, str, str]:
+        return self.pid, self.application, self.ours, self.lock, self.target, self.mode, self.database
 
     def text(self) -> str:
         """e.g. pid 4242 (report job; outside the run; idle in transaction) holding ExclusiveLock
         on msg_queue."""
         whose = "the run's own" if self.ours else "outside the run"
-        about = "; ".join(p for p in (self.application or "no application_name", whose, self.state) if p)
-        if self.mode:
-            return f"pid {self.pid} ({about}) holding {self.mode} on {self.target}"
-        return f"pid {self.pid} ({about}) ahead in the queue for {self.target}"
+        where = f"in database {self.database}" if self.database else ""
+        about = "; ".join(
+            p for p in (self.application or "no application_name", whose, where, self.state) if p
+        )
+        said = (
+            f"pid {self.pid} ({about}) holding {self.mode} on {self.target}"
+            if self.mode
+            else f"pid {self.pid} ({about}) ahead in the queue for {self.target}"
+        )
+        return said + notify_lock_note(self.target)
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -186,7 +200,7 @@ class WaitTally:
         self._counts: dict[str, int] = {}
         self._events: dict[str, int] = {}
         self._others: dict[str, int] = {}
-        self._blockers: dict[tuple[int, str, bool, str, str, str], BlockerSeen] = {}
+        self._blockers: dict[tuple[int, str, bool, str, str, str, str], BlockerSeen] = {}
 
     def add_counts(
         self,
@@ -209,9 +223,11 @@ class WaitTally:
     def blocked(self, blockers: Iterable[LockBlocker]) -> None:
         """One sample of the sessions blocking the run's: each blocker once per object and mode."""
         with self._lock:
-            once = {(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode) for b in blockers}
-            for key in once:
-                seen = BlockerSeen(*key, samples=1)
+            once = {
+                BlockerSeen(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode, 1, b.database)
+                for b in blockers
+            }
+            for seen in once:
                 before = self._blockers.get(seen.key)
                 samples = before.samples + 1 if before else 1
                 self._blockers[seen.key] = dataclasses.replace(seen, samples=samples)

@@ -4,13 +4,18 @@
 -- and by the stall diagnosis. A row per waiter and blocker: the waiter's pid and application, the
 -- blocker's pid, application and state, whether it is one of the tool's sessions in this database,
 -- the object waited on and the modes the blocker holds on it (none when it only waits ahead in the
--- lock's queue), how long its transaction has been open, its query's start and its address. A
--- session of another role shows no state or query to a role without pg_read_all_stats.
+-- lock's queue), how long its transaction has been open, its query's start and its address, and its
+-- database when that is not the run's ('' when it is). The notification queue's lock (the object lock
+-- on database 0 that every notifying commit on the server takes, whatever its database) is named as
+-- such. A session of another role shows no state or query to a role without pg_read_all_stats.
 select w.pid, coalesce(wa.application_name, ''),
        b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''),
        coalesce(b.application_name, '') like 'pgmq-sim%' and b.datname is not distinct from current_database(),
        w.locktype,
-       case when w.relation is not null then w.relation::regclass::text else w.locktype end,
+       case when w.relation is not null then w.relation::regclass::text
+            when w.locktype = 'object' and w.classid = 'pg_database'::regclass and w.objid = 0
+                 and w.database = 0 then 'the notification queue'
+            else w.locktype end,
        coalesce((select string_agg(distinct h.mode, ', ')
                  from pg_locks h
                  where h.pid = b.pid and h.granted and h.locktype = w.locktype
@@ -23,7 +28,8 @@ select w.pid, coalesce(wa.application_name, ''),
                    and h.objid is not distinct from w.objid
                    and h.objsubid is not distinct from w.objsubid), ''),
        coalesce(extract(epoch from now() - b.xact_start), 0)::float8,
-       left(coalesce(b.query, ''), 80), coalesce(host(b.client_addr), '')
+       left(coalesce(b.query, ''), 80), coalesce(host(b.client_addr), ''),
+       case when b.datname is distinct from current_database() then coalesce(b.datname, '') else '' end
 from pg_locks w
 join pg_stat_activity wa on wa.pid = w.pid
 cross join lateral unnest(pg_blocking_pids(w.pid)) as blocker(pid)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pgmq_sim.model.events import Fault
 from pgmq_sim.result.account import CohortSplit
+from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.waits import WaitProfile
@@ -53,6 +54,7 @@ class Figures:
     hidden: HiddenAccount | None = None  # what hid messages from free workers, explained
     holders: tuple[HolderSeen, ...] = ()  # sessions outside the run the lock census saw holding locks
     policies: tuple[PolicyMet, ...] = ()  # the server's policies met, most often first (a whole run's)
+    enqueue: EnqueueAccount | None = None  # the enqueues made while the workers ran (a whole run's)
 
 
 def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int | None]:
@@ -115,4 +117,5 @@ def run_figures(r: RunResult) -> Figures:
         hidden=hidden_account(r),
         holders=r.locks.holders if r.locks else (),
         policies=policies_met(r.server_reasons, r.timeouts, run_shape(r.settings, r.claim_skips_locked)),
+        enqueue=r.enqueue,
     )

@@ -14,6 +14,7 @@ from pgmq_sim.verdicts.cause import (
     Resource,
     foreign_holder_fix,
 )
+from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.figures import KEPT_UP, Figures
 from pgmq_sim.verdicts.outages import HELD, MET
 
@@ -338,9 +339,11 @@ def producer_held(f: Figures) -> Found:
     holder = next((h for h in f.holders if "producer" in h.blocked), None)
     if holder is None:
         return None
+    p99 = f.enqueue.latency_ms["p99"] if f.enqueue is not None else None
+    waited = f" (enqueue p99 {p99:.0f} ms)" if p99 is not None else ""
     return MeasuredCause(
         Resource.LOCKS,
-        f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: {holder.text()}",
+        f"the producer wrote {f.arrived_share:.0%} of the offered messages on time{waited}: {holder.text()}",
         foreign_holder_fix(
             holder.pid,
             holder.application,
@@ -352,8 +355,16 @@ def producer_held(f: Figures) -> Found:
 
 
 def _producer(f: Figures) -> Found:
+    """The producer fell behind its rate: what its slowest enqueues waited for (the enqueue account),
+    where it was measured."""
     if f.arrived_share is None or f.arrived_share >= KEPT_UP:
         return None
+    if f.enqueue is not None:
+        cause = enqueue_cause(f.enqueue, f.offered_per_s, f.groups)
+        evidence = (
+            f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: {cause.evidence}"
+        )
+        return MeasuredCause(Resource.PRODUCER, evidence, cause.fix)
     return MeasuredCause(
         Resource.PRODUCER,
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: the offered rate"

@@ -11,6 +11,7 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.costs import cost_cause
+from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.figures import run_figures
 from pgmq_sim.verdicts.hidden import HiddenAccount
 from pgmq_sim.verdicts.limits import Limit, limit_of, time_split, with_cost
@@ -23,13 +24,20 @@ class RunVerdict:
     advice: tuple[str, ...]
     time_split: dict[str, float]
     cost: MeasuredCause | None = None  # a cause outside the run that inflated its costs
+    enqueue: MeasuredCause | None = None  # what the slowest enqueues waited for
 
     def cost_json(self) -> dict[str, Any] | None:
         return None if self.cost is None else self.cost.as_json() | {"fix": self.cost.fix}
+
+    def enqueue_json(self) -> dict[str, Any] | None:
+        return None if self.enqueue is None else self.enqueue.as_json() | {"fix": self.enqueue.fix}
 
 
 def judge_run(r: RunResult) -> RunVerdict:
     figures = run_figures(r)
     cost = cost_cause(r)
     limit = with_cost(limit_of(r, figures), cost)
-    return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost)
+    enqueue = None
+    if r.enqueue is not None:
+        enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups)
+    return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue)

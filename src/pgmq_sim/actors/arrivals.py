@@ -1,0 +1,201 @@
+"""The enqueue side while the workers run: messages fall due at the rate profile's times (open loop:
+nothing waits for a commit to offer the next), wait in the client, and the run's producer sessions
+take them, one enqueue per transaction unless the application batches (-enqueue-batch). Every
+enqueue is timed from its due time to its commit (result/enqueues)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+
+from pgmq_sim.actors.producer import Arrival, BatchWriter, MessageSource
+from pgmq_sim.actors.waits import Bell, Halt, Why
+from pgmq_sim.db.values import Message
+from pgmq_sim.model.profiles import RateProfile
+from pgmq_sim.result.enqueues import EnqueueTally
+from pgmq_sim.result.stats import Timeline
+
+IDLE_S = 0.05  # a free session's longest wait between looks (an arrival or a commit rings it sooner)
+
+
+class RateProducer:
+    """The enqueue side while the workers run: `sessions` producer sessions, as an application's pool
+    has, enqueue up to `total` messages as the rate profile has them due.
+
+    Arrivals are open-loop: each message falls due at its time (the integral of the profile's rate,
+    so pacing never drifts), whether or not an enqueue is still in flight, and waits in the client
+    until a session is free. A session takes the oldest waiting message whose group has no enqueue in
+    flight (an application that keeps a key's order enqueues its next message after the last one
+    committed), and up to `batch` of them in one transaction only when asked (-enqueue-batch): a
+    producer behind its rate never catches up with a batch the application would not send. Every
+    enqueue is timed from its due time to its commit (result/enqueues); what fell due each second
+    (offered) and what was written (arrived) go to the timeline.
+    """
+
+    def __init__(
+        self,
+        sessions: list[BatchWriter],
+        source: MessageSource,
+        total: int,
+        profile: RateProfile,
+        halt: Halt,
+        clock: Callable[[], float],
+        timeline: Timeline,
+        tally: EnqueueTally,
+        until_s: float | None = None,
+        batch: int = 1,
+    ) -> None:
+        ends = [s for s in (until_s, profile.end_s) if s is not None]
+        self._until_s = min(ends) if ends else None  # nothing is due after it
+        self._sessions = sessions
+        self._source = source
+        self._total = total
+        self._profile = profile
+        self._halt = halt
+        self._clock = clock
+        self._timeline = timeline
+        self._tally = tally
+        self._batch = batch
+        self._offered = 0
+        self._noted_s = 0  # the second of the last look at what is due
+        self._waiting: deque[Arrival] = deque()  # due, not yet taken by a session
+        self._in_flight: set[tuple[int, int]] = set()  # groups with an enqueue in flight
+        self._held: dict[tuple[int, int], list[float]] = {}  # a held group: [its last commit, messages held]
+        self._idle: list[Bell] = []  # free sessions' bells
+        self._closed = False  # nothing more falls due
+        self.sent: list[list[Message]] = [[] for _ in sessions]  # per session, its rows in flight
+
+    def _offer(self, at: float, due: int) -> None:
+        """What fell due is counted in the second it fell due in, however late the producer woke."""
+        for boundary in range(self._noted_s + 1, int(at) + 1):
+            # a message due at the boundary itself is the next second's
+            by_then = min(self._total, self._profile.due(boundary - 1e-6))
+            if by_then > self._offered:
+                self._timeline.offered(boundary - 1, by_then - self._offered)
+                self._offered = by_then
+        if due > self._offered:
+            self._timeline.offered(at, due - self._offered)
+            self._offered = due
+        self._noted_s = max(self._noted_s, int(at))
+
+    async def run(self) -> None:
+        tasks = [asyncio.ensure_future(self._session(i, w)) for i, w in enumerate(self._sessions)]
+        arrivals = asyncio.ensure_future(self._arrive())
+        try:
+            done, _ = await asyncio.wait([arrivals, *tasks], return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                failure = None if task.cancelled() else task.exception()
+                if failure is not None:
+                    raise failure
+        finally:
+            self._closed = True
+            for task in [arrivals, *tasks]:
+                task.cancel()
+            await asyncio.gather(arrivals, *tasks, return_exceptions=True)
+            for writer in self._sessions:
+                writer.close()
+            # what fell due while a write waited (a path down until the end) was offered too
+            at = self._clock() if self._until_s is None else min(self._clock(), self._until_s - 1e-6)
+            self._offer(at, min(self._total, self._profile.due(at)))
+
+    async def _arrive(self) -> None:
+        """Messages fall due and wait for a session; then the sessions finish what is waiting."""
+        source, halt, profile = self._source, self._halt, self._profile
+        bell = halt.bell()
+        last = self._clock()
+        try:
+            while source.drawn < self._total and not halt.is_set():
+                at = self._clock()
+                if self._until_s is not None and at >= self._until_s:
+                    break
+                due = min(self._total, profile.due(at))
+                self._offer(at, due)
+                if due > source.drawn:
+                    while source.drawn < due:  # each at its own due time (at most `at`)
+                        due_s = min(at, last + profile.next_due_in(last, source.drawn))
+                        self._waiting.append(source.draw(due_s))
+                    self._wake(len(self._waiting))
+                else:
+                    await halt.sleep(profile.next_due_in(at, source.drawn), bell)
+                last = at
+        finally:
+            halt.forget(bell)
+            self._closed = True  # the sessions write what fell due, then stop
+            self._wake(len(self._idle))
+
+    def _wake(self, count: int) -> None:
+        idle = self._idle
+        while idle and count > 0:
+            if idle.pop().ring(Why.CREDIT):
+                count -= 1
+
+    def _take(self) -> list[Arrival]:
+        """The oldest waiting messages whose group has nothing in flight (or held before them), up to
+        a batch; a message passed over is held behind its group's enqueue."""
+        waiting, in_flight = self._waiting, self._in_flight
+        taken: list[Arrival] = []
+        passed: list[Arrival] = []
+        held_groups: set[tuple[int, int]] = set()
+        while waiting and len(taken) < self._batch and len(passed) < SCAN_HELD:
+            arrival = waiting.popleft()
+            group = arrival.group
+            if group in in_flight or group in held_groups:
+                held_groups.add(group)
+                if not arrival.held:
+                    arrival.held = True
+                    self._held.setdefault(group, [arrival.due_s, 0])[1] += 1
+                passed.append(arrival)
+                continue
+            if arrival.held:  # ready when its group's enqueue committed
+                held = self._held[group]
+                arrival.ready_s = max(arrival.due_s, held[0])
+                held[1] -= 1
+                if not held[1]:
+                    del self._held[group]
+            taken.append(arrival)
+        waiting.extendleft(reversed(passed))
+        for arrival in taken:
+            in_flight.add(arrival.group)
+        return taken
+
+    async def _session(self, index: int, writer: BatchWriter) -> None:
+        halt, clock, tally, timeline = self._halt, self._clock, self._tally, self._timeline
+        bell = halt.bell()
+        try:
+            while not halt.is_set():
+                taken = self._take()
+                if not taken:
+                    if self._closed and not self._waiting:
+                        return
+                    self._idle.append(bell)
+                    await halt.sleep(IDLE_S, bell)
+                    continue
+                rows = self._source.stamp(taken)
+                self.sent[index] = rows
+                started = clock()
+                await writer.write(rows)
+                done = clock()
+                self.sent[index] = []
+                for arrival in taken:
+                    group = arrival.group
+                    self._in_flight.discard(group)
+                    held = self._held.get(group)
+                    if held is not None:
+                        held[0] = done
+                    ms = tally.record(
+                        started - arrival.ready_s, arrival.ready_s - arrival.due_s, done - started
+                    )
+                    timeline.enqueued(done, ms)
+                timeline.arrived(done, len(rows))
+                if self._waiting:
+                    self._wake(len(self._waiting))
+        finally:
+            halt.forget(bell)
+
+    def unsettled(self) -> list[Message]:
+        """The rows sessions had in flight when they stopped: each landed or not."""
+        return [row for rows in self.sent for row in rows]
+
+
+SCAN_HELD = 256  # messages a free session passes over (held behind their groups) before it waits

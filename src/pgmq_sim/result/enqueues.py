@@ -1,0 +1,185 @@
+"""What the enqueue side measured: every enqueue timed from its due time to its commit, as the
+application's request waits for it, and split into where that time went. The client's parts are
+measured per message (waiting for a free producer session; waiting for its group's earlier enqueue
+to commit, as an application that keeps a key's order must); the server's round trip (the statement
+and its commit) is split again by what the producer's own sessions were seen doing in the wait
+samples (result/waits): a lock, and whose, the WAL flush of the commit, the statement on CPU.
+
+Memory does not grow with messages: the latency is an HDR histogram, and the parts are summed per
+latency bucket (four to a doubling), so the slowest 1% is read from the top buckets.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pgmq_sim.result.stats import LatencyHistogram
+from pgmq_sim.result.waits import WaitProfile
+
+CLIENT_PARTS = ("session", "group", "server")  # measured per enqueue, in this order
+PART_NAMES = {
+    "session": "waiting for a free producer session",
+    "group": "waiting for its group's earlier enqueue to commit",
+    "server": "the round trip of the statement and its commit",
+}
+SERVER_PARTS = {  # the producer's sessions' wait classes (result/waits), as parts of an enqueue
+    "cpu": "the statement on the server's CPU",
+    "locks": "waiting for a lock",
+    "wal-flush": "the commit's WAL flush",
+    "io": "reading data files",
+    "lwlock": "waiting for an LWLock",
+    "client": "the server waiting for the client",
+    "other": "other server waits",
+}
+SLOWEST_SHARE = 0.01  # the cohort the account explains beside the whole
+
+
+def _bucket(total_ms: float) -> int:
+    """Four buckets to a doubling of the latency (0 for anything under 16 us)."""
+    return max(0, int(4 * math.log2(max(total_ms, 1e-3) * 64)))
+
+
+class EnqueueTally:
+    """Written by the producer's sessions on the run's loop, read by the phases (a lock: the loop and
+    the main thread)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.latency = LatencyHistogram()  # due time to commit
+        self.round_trip = LatencyHistogram()  # the statement and its commit
+        self._buckets: dict[int, list[float]] = {}  # latency bucket: [count, session s, group s, server s]
+
+    def record(self, session_s: float, group_s: float, server_s: float) -> float:
+        """One enqueue's parts; its latency in ms."""
+        total_ms = (session_s + group_s + server_s) * 1000
+        with self._lock:
+            self.latency.record_ms(total_ms)
+            self.round_trip.record_ms(server_s * 1000)
+            sums = self._buckets.get(_bucket(total_ms))
+            if sums is None:
+                sums = self._buckets[_bucket(total_ms)] = [0, 0.0, 0.0, 0.0]
+            sums[0] += 1
+            sums[1] += session_s
+            sums[2] += group_s
+            sums[3] += server_s
+        return total_ms
+
+    def copy(self) -> EnqueueTally:
+        """A snapshot, for a window's edges (a phase, a sweep's step)."""
+        with self._lock:
+            other = EnqueueTally()
+            other.latency.merge(self.latency)
+            other.round_trip.merge(self.round_trip)
+            other._buckets = {k: list(v) for k, v in self._buckets.items()}
+            return other
+
+    def minus(self, earlier: EnqueueTally) -> EnqueueTally:
+        """What was recorded since `earlier` (a copy taken then)."""
+        window = EnqueueTally()
+        with self._lock:
+            window.latency = self.latency.minus(earlier.latency)
+            window.round_trip = self.round_trip.minus(earlier.round_trip)
+            for key, sums in self._buckets.items():
+                then = earlier._buckets.get(key, [0, 0.0, 0.0, 0.0])
+                if sums[0] > then[0]:
+                    window._buckets[key] = [a - b for a, b in zip(sums, then, strict=True)]
+        return window
+
+    def account(self, sessions: int, batch: int, waits: WaitProfile | None) -> EnqueueAccount | None:
+        """The account of every enqueue so far and of the slowest 1%; None when nothing was enqueued
+        while the run went (a prefill)."""
+        with self._lock:
+            if not self.latency.count:
+                return None
+            ranked = sorted(self._buckets.items(), reverse=True)
+            whole = [sum(v[i] for _, v in ranked) for i in range(4)]
+            slowest = [0.0] * 4
+            for _, sums in ranked:
+                if slowest[0] >= SLOWEST_SHARE * whole[0]:
+                    break
+                slowest = [a + b for a, b in zip(slowest, sums, strict=True)]
+            return EnqueueAccount(
+                sessions=sessions,
+                batch=batch,
+                count=int(whole[0]),
+                latency_ms=self.latency.percentiles_ms(),
+                round_trip_ms=self.round_trip.percentiles_ms(),
+                parts_s=dict(zip(CLIENT_PARTS, whole[1:], strict=True)),
+                slowest_count=int(slowest[0]),
+                slowest_parts_s=dict(zip(CLIENT_PARTS, slowest[1:], strict=True)),
+                server_shares=_server_shares(waits),
+                waits=waits,
+            )
+
+
+def _server_shares(waits: WaitProfile | None) -> dict[str, float] | None:
+    """What the producer's sessions were seen doing while they were in a statement: each wait class's
+    share of their samples (None: not sampled, or never seen in one)."""
+    if waits is None or not waits.busy:
+        return None
+    return waits.shares()
+
+
+@dataclass(frozen=True)
+class EnqueueAccount:
+    """The enqueue side of a run: its sessions, its latency, and where the time went."""
+
+    sessions: int  # -producers
+    batch: int  # -enqueue-batch: messages an enqueue transaction may carry
+    count: int  # enqueues timed
+    latency_ms: dict[str, float | None]  # due time to commit: p50, p95, p99, max
+    round_trip_ms: dict[str, float | None]  # the statement and its commit
+    parts_s: dict[str, float]  # every enqueue's time by part (CLIENT_PARTS), summed
+    slowest_count: int  # the slowest 1% (whole latency buckets: at least 1%)
+    slowest_parts_s: dict[str, float]
+    server_shares: dict[str, float] | None  # the producer's sessions' samples by wait class
+    waits: WaitProfile | None  # their samples: lock events, the blockers seen
+
+    @staticmethod
+    def shares(parts_s: dict[str, float]) -> dict[str, float]:
+        total = sum(parts_s.values())
+        return {name: (value / total if total else 0.0) for name, value in parts_s.items()}
+
+    def split(self, parts_s: dict[str, float]) -> dict[str, float]:
+        """A cohort's time in shares: the client's parts, and the server's round trip split by the
+        producer's samples (`server:<class>`), what they do not cover left as `server`."""
+        shares = self.shares(parts_s)
+        server = shares.pop("server", 0.0)
+        if self.server_shares:
+            for name, share in self.server_shares.items():
+                shares[f"server:{name}"] = server * share
+        else:
+            shares["server"] = server
+        return shares
+
+    def mean_ms(self, parts_s: dict[str, float], count: int) -> float:
+        return sum(parts_s.values()) / count * 1000 if count else 0.0
+
+    def part_text(self, name: str) -> str:
+        """A part of split(), in words."""
+        if name.startswith("server:"):
+            return SERVER_PARTS.get(name[7:], name[7:])
+        return PART_NAMES[name]
+
+    def as_json(self) -> dict[str, Any]:
+        def rounded(shares: dict[str, float]) -> dict[str, float]:
+            return {k: round(v, 3) for k, v in sorted(shares.items(), key=lambda kv: -kv[1])}
+
+        return {
+            "sessions": self.sessions,
+            "batch": self.batch,
+            "count": self.count,
+            "latency_ms": {k: None if v is None else round(v, 3) for k, v in self.latency_ms.items()},
+            "round_trip_ms": {k: None if v is None else round(v, 3) for k, v in self.round_trip_ms.items()},
+            "mean_ms": round(self.mean_ms(self.parts_s, self.count), 3),
+            "parts": rounded(self.split(self.parts_s)),
+            "slowest": {
+                "count": self.slowest_count,
+                "mean_ms": round(self.mean_ms(self.slowest_parts_s, self.slowest_count), 3),
+                "parts": rounded(self.split(self.slowest_parts_s)),
+            },
+            "server_waits": None if self.waits is None else self.waits.as_json(),
+        }
