@@ -6,7 +6,7 @@ and its commit) is split again by what the producer's own sessions were seen doi
 samples (result/waits): a lock, and whose, the WAL flush of the commit, the statement on CPU.
 
 Memory does not grow with messages: the latency is an HDR histogram, and the parts are summed per
-latency bucket (four to a doubling), so the slowest 1% is read from the top buckets.
+latency bucket (sixteen to a doubling), so the slowest 1% is read from the top buckets.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ SLOWEST_SHARE = 0.01  # the cohort the account explains beside the whole
 
 
 def _bucket(total_ms: float) -> int:
-    """Four buckets to a doubling of the latency (0 for anything under 16 us)."""
-    return max(0, int(4 * math.log2(max(total_ms, 1e-3) * 64)))
+    """Sixteen buckets to a doubling of the latency (0 for anything under 16 us)."""
+    return max(0, int(16 * math.log2(max(total_ms, 1e-3) * 64)))
 
 
 class EnqueueTally:

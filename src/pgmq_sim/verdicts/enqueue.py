@@ -33,8 +33,9 @@ def enqueue_cause(a: EnqueueAccount, offered_per_s: float | None, groups: int | 
     if (
         name == "session"
         and a.server_shares
-        and not (offered_per_s and capacity and offered_per_s > BUSY_TARGET * capacity)
-    ):  # enough sessions for the rate: they were all busy in an episode, with what held their round trips
+        and not (offered_per_s and capacity and offered_per_s >= capacity)
+    ):  # sessions enough for the rate at their usual round trip: all busy in an episode, held by what
+        # their round trips waited for
         busy_with, busy_share = max(a.server_shares.items(), key=lambda kv: kv[1])
         head += (
             f" while all {a.sessions} were busy, their round trips {busy_share:.0%}"
