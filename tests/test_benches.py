@@ -97,6 +97,10 @@ QUICK: dict[str, Quick] = {
         "--rate 200 --duration 2 --repeat 1",
         ("run     msg/s  client us/msg", "phased", "the phases' share of the client's CPU per message"),
     ),
+    "enqueue.py": Quick(
+        "cost --rate 100 --duration 2 --repeat 1",
+        ("client us/msg (rounds)", "16 producers / 1:"),
+    ),
     "steady_rate.py": Quick(
         "--rates 800 --duration 2 --repeat 1",
         ("wake-up@rate  msg/s  empty/msg", "targets at notify@800:", "client CPU per message"),
