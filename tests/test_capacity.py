@@ -25,9 +25,10 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     where a claim and a completion cost milliseconds too). 50/s and 100/s are held; 1200/s is four
     times what they can do, so its backlog grows and it fails."""
     result = cli.run(
-        "-sweep rate=50,100,1200 -step 2.5 -settle 4 -workers 3 -orders 10 -work-ms 10", FAST,
-        "-slo e2e-p99=1000 -json out.json -plot knee.png",
-    )  # fmt: skip
+        "-sweep rate=50,100,1200 -step 2.5 -settle 4 -workers 3 -orders 10 -work-ms 10",
+        FAST,
+        "-slo e2e-p99=1000 -json out.json -plot knee.png -enqueue-batch 100",
+    )  # fmt: skip (1200/s offered on a loaded host: the enqueues batched so that they are offered)
     assert result.returncode == 0, result.stdout + result.stderr
     report = doc(cli)
     sweep = report["sweep"]
@@ -79,7 +80,9 @@ def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:
 def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db: psycopg.Connection) -> None:
     """400/s offered to what takes about 300/s: when 3 s have passed, the producer stops, the work in
     flight finishes, and the rest is backlog: pending, not missing."""
-    result = cli.run("-duration 3 -rate 400 -workers 3 -orders 10 -work-ms 10 -json out.json", FAST)
+    result = cli.run(
+        "-duration 3 -rate 400 -producers 4 -workers 3 -orders 10 -work-ms 10 -json out.json", FAST
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     report = doc(cli)
     assert report["outcome"] == "completed" and report["target"] is None
