@@ -133,7 +133,7 @@ def test_too_few_sessions_for_the_rate_is_the_producer_with_the_pool_that_would_
     """Four sessions at a 2 ms round trip carry 2,000/s: at 3,000/s offered they are the cause."""
     cause = enqueue_cause(account_of(0.5, 0.002, WaitProfile(10, (("cpu", 9),))), 3000, 6)
     assert cause.resource == Resource.PRODUCER, cause
-    assert "all 4 producer session(s) were busy" in cause.evidence and "2000/s" in cause.evidence
+    assert "all 4 producer sessions were busy" in cause.evidence and "2000/s" in cause.evidence
     assert cause.fix is not None and cause.fix.startswith("-producers 9:"), cause.fix
 
 

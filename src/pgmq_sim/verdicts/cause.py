@@ -63,6 +63,11 @@ def foreign_holder_fix(pid: int, application: str, what: str, how: str) -> str:
     )
 
 
+NOTIFY_FIX = (
+    "every notifying commit on the server takes the notification queue's lock, one at a time through its"
+    " WAL flush, whatever its database: notify less often (one notification per batch, or -wakeup poll"
+    " with a short -poll-interval), or move the other notifying applications to another server"
+)
 SEED_CLAIM_FIX = "try -claim indexed, which reads only each group's head"
 MORE_WORKERS_CANNOT = (
     "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work:"

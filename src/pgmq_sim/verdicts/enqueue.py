@@ -10,14 +10,10 @@ import math
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
-from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix
+from pgmq_sim.verdicts.cause import NOTIFY_FIX, MeasuredCause, Resource, foreign_holder_fix
 
+HELD_SHARE = 0.5  # the producer's samples on a lock from which more sessions would only queue on it
 BUSY_TARGET = 0.7  # a pool sized so its sessions are this busy at the offered rate keeps bursts short
-NOTIFY_FIX = (
-    "every notifying commit on the server takes the notification queue's lock, one at a time, whatever"
-    " its database: notify less often (one notification per batch, or -wakeup poll with a short"
-    " -poll-interval), or move the other notifying applications to another server"
-)
 
 
 def enqueue_cause(a: EnqueueAccount, offered_per_s: float | None, groups: int | None) -> MeasuredCause:
@@ -30,22 +26,20 @@ def enqueue_cause(a: EnqueueAccount, offered_per_s: float | None, groups: int | 
     head += f" {share:.0%} {a.part_text(name)}"
     round_trip_ms = a.round_trip_ms["p50"] or 0.0  # an episode's waits do not make the pool small
     capacity = a.sessions * 1000 / round_trip_ms if round_trip_ms else None
+    locked = (a.server_shares or {}).get("locks", 0.0) >= HELD_SHARE  # more sessions queue on the lock
     if (
         name == "session"
         and a.server_shares
-        and not (offered_per_s and capacity and offered_per_s >= capacity)
-    ):  # sessions enough for the rate at their usual round trip: all busy in an episode, held by what
-        # their round trips waited for
+        and (locked or not (offered_per_s and capacity and offered_per_s >= capacity))
+    ):  # sessions enough for the rate at their usual round trip (all busy in an episode), or their round
+        # trips held by a lock: the cause is what their round trips waited for
         busy_with, busy_share = max(a.server_shares.items(), key=lambda kv: kv[1])
-        head += (
-            f" while all {a.sessions} were busy, their round trips {busy_share:.0%}"
-            f" {a.part_text('server:' + busy_with)}"
-        )
+        who = "its one session was busy, its" if a.sessions == 1 else f"all {a.sessions} were busy, their"
+        head += f" while {who} round trips {busy_share:.0%} {a.part_text('server:' + busy_with)}"
         name = "server:" + busy_with
     if name == "session":
         evidence = (
-            f"{head}: all {a.sessions} producer session(s) were busy, an enqueue's round trip"
-            f" {round_trip_ms:.2f} ms (p50)"
+            f"{head}: {_sessions(a.sessions)} busy, an enqueue's round trip {round_trip_ms:.2f} ms (p50)"
         )
         if capacity is not None:
             evidence += f", so they carry at most about {capacity:.0f}/s"
@@ -101,6 +95,10 @@ def enqueue_cause(a: EnqueueAccount, offered_per_s: float | None, groups: int | 
         None,
         share,
     )
+
+
+def _sessions(count: int) -> str:
+    return "the one producer session was" if count == 1 else f"all {count} producer sessions were"
 
 
 def _locks(head: str, share: float, events: str, blockers: tuple[BlockerSeen, ...]) -> MeasuredCause:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 
-from pgmq_sim.result.waits import BlockerSeen
+from pgmq_sim.model.facts import NOTIFY_QUEUE
+from pgmq_sim.result.waits import BlockerSeen, notify_lock_note
 from pgmq_sim.verdicts.cause import (
     MORE_WORKERS_CANNOT,
+    NOTIFY_FIX,
     SEED_CLAIM_FIX,
     MeasuredCause,
     Resource,
@@ -193,6 +195,9 @@ def _locks(f: Figures) -> Found:
         share = sum(b.samples for b in own) / named
         said.append(f"{_own(own)} in {share:.0%} of the samples that named a blocker")
     evidence += ("; blocked by " + "; ".join(said)) if said else "; no sample named a blocking session"
+    notifying = sum(b.samples for b in waits.blockers if b.target == NOTIFY_QUEUE)
+    if notifying * 2 >= named > 0:  # the notification queue's lock: whoever holds it, every notifier's
+        return MeasuredCause(Resource.LOCKS, evidence + notify_lock_note(NOTIFY_QUEUE), NOTIFY_FIX)
     top = foreign[0] if foreign else None
     if top is not None and top.samples * 2 >= sum(b.samples for b in own):
         what = f"{top.mode} on {top.target}" if top.mode else f"a lock on {top.target}"
@@ -344,7 +349,9 @@ def producer_held(f: Figures) -> Found:
     return MeasuredCause(
         Resource.LOCKS,
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time{waited}: {holder.text()}",
-        foreign_holder_fix(
+        NOTIFY_FIX
+        if holder.blocking_on == NOTIFY_QUEUE
+        else foreign_holder_fix(
             holder.pid,
             holder.application,
             holder.what,
