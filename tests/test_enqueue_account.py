@@ -155,3 +155,21 @@ def test_the_servers_part_without_samples_is_unexplained() -> None:
     account = account_of(0.0, 0.8, WaitProfile(0))
     cause = enqueue_cause(account, 100, 6)
     assert cause.resource == Resource.UNEXPLAINED and "-wait-sample-hz 0" in cause.evidence
+
+
+def test_one_session_whose_round_trips_wait_on_the_notification_queue_is_not_too_few_sessions() -> None:
+    """The issue's case: one producer at 90/s beside an 800/s notify run in another database; its round
+    trip (14 ms) is the lock's queue, so more sessions would only queue on it: the cause is the lock."""
+    holder = BlockerSeen(12276, "pgmq-sim producer", "active", False, "object", NOTIFY_QUEUE, "", 9, "other")
+    waits = WaitProfile(100, (("locks", 73), ("wal-flush", 20), ("cpu", 7)), (("object", 73),), (holder,))
+    tally = EnqueueTally()
+    for _ in range(300):
+        tally.record(0.0, 0.0, 0.0144)
+    for _ in range(5):
+        tally.record(1.6, 0.0, 0.0144)
+    account = tally.account(1, 1, waits)
+    assert account is not None
+    cause = enqueue_cause(account, 90, 60)
+    assert cause.resource == Resource.LOCKS, cause
+    assert "while its one session was busy, its round trips 73% waiting for a lock" in cause.evidence
+    assert "in database other" in cause.evidence and "-producers" not in (cause.fix or "")
