@@ -70,7 +70,8 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
         search = WorkersSearch(settings.types, settings.workers)
     elif spec.adaptive:
         high = spec.values[1] if len(spec.values) > 1 else None
-        confirmations = CONFIRMATIONS if settings.slo_p99_ms is not None else 1
+        slo = settings.slo_p99_ms is not None or settings.slo_enqueue_p99_ms is not None
+        confirmations = CONFIRMATIONS if slo else 1
         search = RateSearch(
             spec.values[0], high, settings.sweep_resolution, settings.repeat or 1, confirmations
         )
@@ -83,6 +84,7 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
         settings.rate or None,
         search,
         settings.sweep_budget_s,
+        settings.slo_enqueue_p99_ms,
     )
     return RunParts(carrier=carrier, feed=Paced(profile, settings.producers), goal=goal)
 

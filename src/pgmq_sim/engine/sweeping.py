@@ -90,6 +90,7 @@ class SweepGoal:
         fixed_rate: float | None = None,
         search: RateSearch | WorkersSearch | None = None,
         budget_s: float | None = None,
+        slo_enqueue_p99_ms: float | None = None,
     ) -> None:
         """`rate`: the producer's profile (rate sweeps, and workers sweeps at a fixed -rate, which is
         `fixed_rate`); None for a workers sweep that keeps the queue topped up. `search`: an adaptive
@@ -103,6 +104,7 @@ class SweepGoal:
         self.step_s = step_s
         self.settle_s = settle_s
         self.slo_p99_ms = slo_p99_ms
+        self.slo_enqueue_p99_ms = slo_enqueue_p99_ms
         self.rate = rate
         self.steps: list[StepResult] = []
         self._index = -1
@@ -144,7 +146,15 @@ class SweepGoal:
             search = SearchOutcome.of(
                 self.search, self.budget_s, self.cut_by_budget, unloaded, self._pass_ms(unloaded)
             )
-        return SweepResult(self.spec, self.step_s, self.settle_s, self.slo_p99_ms, tuple(self.steps), search)
+        return SweepResult(
+            self.spec,
+            self.step_s,
+            self.settle_s,
+            self.slo_p99_ms,
+            tuple(self.steps),
+            search,
+            self.slo_enqueue_p99_ms,
+        )
 
     def reached(self, state: RunState, parts: RunParts) -> bool:
         now = state.clock()
@@ -192,7 +202,7 @@ class SweepGoal:
             self._purpose,
             self.fixed_rate,
             self.slo_p99_ms,
-            state.settings.slo_enqueue_p99_ms,
+            self.slo_enqueue_p99_ms,
         )
         self.steps.append(
             measure_step(state, setting, start, end, last, lambda p99: self._pass_ms(self._unloaded_ms(p99)))

@@ -226,6 +226,7 @@ class SweepResult:
     slo_p99_ms: float | None
     steps: tuple[StepResult, ...]
     search: SearchOutcome | None = None
+    slo_enqueue_p99_ms: float | None = None  # the enqueue half's SLO, where one was given
 
     @property
     def hold(self) -> StepResult | None:

@@ -167,7 +167,7 @@ def sweep_json(s: SweepResult) -> dict[str, Any]:
         "kind": s.spec.kind,
         "step_s": s.step_s,
         "settle_s": s.settle_s,
-        "slo": {"e2e_p99_ms": s.slo_p99_ms},
+        "slo": {"e2e_p99_ms": s.slo_p99_ms, "enqueue_p99_ms": s.slo_enqueue_p99_ms},
         "max_sustainable_per_s": s.max_sustainable_per_s,
         "first_failing_per_s": s.first_failing_per_s,
         "knee_step": None if s.knee is None else s.knee.index + 1,
