@@ -173,3 +173,13 @@ def test_one_session_whose_round_trips_wait_on_the_notification_queue_is_not_too
     assert cause.resource == Resource.LOCKS, cause
     assert "while its one session was busy, its round trips 73% waiting for a lock" in cause.evidence
     assert "in database other" in cause.evidence and "-producers" not in (cause.fix or "")
+
+
+def test_a_designs_own_notify_trigger_under_a_polling_run_is_not_told_to_poll() -> None:
+    """pgqueuer's insert trigger notifies whatever the run's wake-up: with -wakeup poll, the fix is the
+    trigger's, never '-wakeup poll' again (no advice repeats the run's own setting)."""
+    holder = BlockerSeen(15767, "pgmq-sim producer", "active", True, "object", NOTIFY_QUEUE, "", 15)
+    waits = WaitProfile(100, (("locks", 82), ("cpu", 18)), (("object", 82),), (holder,))
+    cause = enqueue_cause(account_of(0.5, 0.03, waits, sessions=8), 200, 60, run_notifies=False)
+    assert cause.resource == Resource.LOCKS and cause.fix is not None
+    assert "-wakeup poll" not in cause.fix and "the design's own trigger" in cause.fix, cause.fix

@@ -231,4 +231,5 @@ def step_figures(
         blocks_per_msg=cost.blocks_per_msg if cost else None,
         strategy=state.design.label,
         claim_skips_locked=state.design.skips_locked,
+        notifies=settings.wakeup == WakeupMode.NOTIFY,
     )

@@ -63,11 +63,26 @@ def foreign_holder_fix(pid: int, application: str, what: str, how: str) -> str:
     )
 
 
-NOTIFY_FIX = (
-    "every notifying commit on the server takes the notification queue's lock, one at a time through its"
-    " WAL flush, whatever its database: notify less often (one notification per batch, or -wakeup poll"
-    " with a short -poll-interval), or move the other notifying applications to another server"
-)
+def notify_fix(run_notifies: bool) -> str:
+    """The notification queue's lock: every notifying commit on the server takes it, one at a time
+    through its WAL flush. `run_notifies`: the run's wake-up notifies (else the notifications are the
+    design's own trigger's, or another application's)."""
+    lead = (
+        "every notifying commit on the server takes the notification queue's lock, one at a time through"
+        " its WAL flush, whatever its database: "
+    )
+    if run_notifies:
+        return lead + (
+            "notify less often (one notification per batch, or -wakeup poll with a short -poll-interval),"
+            " or move the other notifying applications to another server"
+        )
+    return lead + (
+        "the design's own trigger (or another application) notifies every commit: notify once per"
+        " batch of enqueues, drop the trigger where the consumers poll, or move the other notifying"
+        " applications to another server"
+    )
+
+
 SEED_CLAIM_FIX = "try -claim indexed, which reads only each group's head"
 MORE_WORKERS_CANNOT = (
     "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work:"

@@ -10,14 +10,17 @@ import math
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
-from pgmq_sim.verdicts.cause import NOTIFY_FIX, MeasuredCause, Resource, foreign_holder_fix
+from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, notify_fix
 
 HELD_SHARE = 0.5  # the producer's samples on a lock from which more sessions would only queue on it
 BUSY_TARGET = 0.7  # a pool sized so its sessions are this busy at the offered rate keeps bursts short
 
 
-def enqueue_cause(a: EnqueueAccount, offered_per_s: float | None, groups: int | None) -> MeasuredCause:
-    """What the slowest 1% of enqueues waited for most, with its evidence and its one fix."""
+def enqueue_cause(
+    a: EnqueueAccount, offered_per_s: float | None, groups: int | None, run_notifies: bool = True
+) -> MeasuredCause:
+    """What the slowest 1% of enqueues waited for most, with its evidence and its one fix
+    (`run_notifies`: the run's wake-up notifies, so its own notifications are one fix's business)."""
     split = a.split(a.slowest_parts_s)
     name, share = max(split.items(), key=lambda kv: kv[1])
     mean_ms = a.mean_ms(a.slowest_parts_s, a.slowest_count)
@@ -71,7 +74,7 @@ def enqueue_cause(a: EnqueueAccount, offered_per_s: float | None, groups: int | 
     kind = name.removeprefix("server:")
     waits = a.waits
     if kind == "locks" and waits is not None:
-        return _locks(head, share, waits.lock_text(), waits.blockers)
+        return _locks(head, share, waits.lock_text(), waits.blockers, run_notifies)
     if kind == "wal-flush":
         return MeasuredCause(
             Resource.WAL_FLUSH,
@@ -101,7 +104,9 @@ def _sessions(count: int) -> str:
     return "the one producer session was" if count == 1 else f"all {count} producer sessions were"
 
 
-def _locks(head: str, share: float, events: str, blockers: tuple[BlockerSeen, ...]) -> MeasuredCause:
+def _locks(
+    head: str, share: float, events: str, blockers: tuple[BlockerSeen, ...], run_notifies: bool
+) -> MeasuredCause:
     """The lock the producer's sessions waited for, named with its holder and the holder's database."""
     if not blockers:
         return MeasuredCause(
@@ -113,7 +118,7 @@ def _locks(head: str, share: float, events: str, blockers: tuple[BlockerSeen, ..
     if top.target == NOTIFY_QUEUE:
         holders = len({b.pid for b in blockers if b.target == NOTIFY_QUEUE})
         evidence += f"; {holders} session(s) seen holding or ahead for it"
-        return MeasuredCause(Resource.LOCKS, evidence, NOTIFY_FIX, share)
+        return MeasuredCause(Resource.LOCKS, evidence, notify_fix(run_notifies), share)
     if not top.ours:
         fix = foreign_holder_fix(top.pid, top.application, f"{top.mode or 'a lock'} on {top.target}",
                                  "the producer's inserts wait for it")  # fmt: skip

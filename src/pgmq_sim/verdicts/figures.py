@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from pgmq_sim.model.events import Fault
+from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.holders import HolderSeen
@@ -55,6 +56,7 @@ class Figures:
     holders: tuple[HolderSeen, ...] = ()  # sessions outside the run the lock census saw holding locks
     policies: tuple[PolicyMet, ...] = ()  # the server's policies met, most often first (a whole run's)
     enqueue: EnqueueAccount | None = None  # the enqueues made while the workers ran (a whole run's)
+    notifies: bool = False  # the run's wake-up notifies (its own notifications)
 
 
 def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int | None]:
@@ -118,4 +120,5 @@ def run_figures(r: RunResult) -> Figures:
         holders=r.locks.holders if r.locks else (),
         policies=policies_met(r.server_reasons, r.timeouts, run_shape(r.settings, r.claim_skips_locked)),
         enqueue=r.enqueue,
+        notifies=r.settings.wakeup == WakeupMode.NOTIFY,
     )

@@ -10,11 +10,11 @@ from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.waits import BlockerSeen, notify_lock_note
 from pgmq_sim.verdicts.cause import (
     MORE_WORKERS_CANNOT,
-    NOTIFY_FIX,
     SEED_CLAIM_FIX,
     MeasuredCause,
     Resource,
     foreign_holder_fix,
+    notify_fix,
 )
 from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.figures import KEPT_UP, Figures
@@ -197,7 +197,9 @@ def _locks(f: Figures) -> Found:
     evidence += ("; blocked by " + "; ".join(said)) if said else "; no sample named a blocking session"
     notifying = sum(b.samples for b in waits.blockers if b.target == NOTIFY_QUEUE)
     if notifying * 2 >= named > 0:  # the notification queue's lock: whoever holds it, every notifier's
-        return MeasuredCause(Resource.LOCKS, evidence + notify_lock_note(NOTIFY_QUEUE), NOTIFY_FIX)
+        return MeasuredCause(
+            Resource.LOCKS, evidence + notify_lock_note(NOTIFY_QUEUE), notify_fix(f.notifies)
+        )
     top = foreign[0] if foreign else None
     if top is not None and top.samples * 2 >= sum(b.samples for b in own):
         what = f"{top.mode} on {top.target}" if top.mode else f"a lock on {top.target}"
@@ -349,7 +351,7 @@ def producer_held(f: Figures) -> Found:
     return MeasuredCause(
         Resource.LOCKS,
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time{waited}: {holder.text()}",
-        NOTIFY_FIX
+        notify_fix(f.notifies)
         if holder.blocking_on == NOTIFY_QUEUE
         else foreign_holder_fix(
             holder.pid,
@@ -367,7 +369,7 @@ def _producer(f: Figures) -> Found:
     if f.arrived_share is None or f.arrived_share >= KEPT_UP:
         return None
     if f.enqueue is not None:
-        cause = enqueue_cause(f.enqueue, f.offered_per_s, f.groups)
+        cause = enqueue_cause(f.enqueue, f.offered_per_s, f.groups, f.notifies)
         evidence = (
             f"the producer wrote {f.arrived_share:.0%} of the offered messages on time: {cause.evidence}"
         )

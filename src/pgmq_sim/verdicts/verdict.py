@@ -39,5 +39,5 @@ def judge_run(r: RunResult) -> RunVerdict:
     limit = with_cost(limit_of(r, figures), cost)
     enqueue = None
     if r.enqueue is not None:
-        enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups)
+        enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups, figures.notifies)
     return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue)
