@@ -11,8 +11,6 @@ latency bucket (sixteen to a doubling), so the slowest 1% is read from the top b
 
 from __future__ import annotations
 
-import math
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,81 +36,80 @@ SLOWEST_SHARE = 0.01  # the cohort the account explains beside the whole
 
 
 def _bucket(total_ms: float) -> int:
-    """Sixteen buckets to a doubling of the latency (0 for anything under 16 us)."""
-    return max(0, int(16 * math.log2(max(total_ms, 1e-3) * 64)))
+    """Sixteen buckets to a doubling of the latency (its microseconds' bit length, and the four bits
+    after the leading one): integer arithmetic, on every enqueue's path."""
+    us = int(total_ms * 1000) + 1
+    length = us.bit_length()
+    return (length << 4) | ((us << 4 >> (length - 1)) & 15)
 
 
 class EnqueueTally:
-    """Written by the producer's sessions on the run's loop, read by the phases (a lock: the loop and
-    the main thread)."""
+    """Written by the producer's sessions on the run's loop, read by the phases on the main thread."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self.latency = LatencyHistogram()  # due time to commit
         self.round_trip = LatencyHistogram()  # the statement and its commit
         self._buckets: dict[int, list[float]] = {}  # latency bucket: [count, session s, group s, server s]
 
     def record(self, session_s: float, group_s: float, server_s: float) -> float:
-        """One enqueue's parts; its latency in ms."""
+        """One enqueue's parts; its latency in ms. On the run's loop only: the readers copy (a dict's
+        copy and a histogram's are atomic under the GIL), so no lock is taken here."""
         total_ms = (session_s + group_s + server_s) * 1000
-        with self._lock:
-            self.latency.record_ms(total_ms)
-            self.round_trip.record_ms(server_s * 1000)
-            sums = self._buckets.get(_bucket(total_ms))
-            if sums is None:
-                sums = self._buckets[_bucket(total_ms)] = [0, 0.0, 0.0, 0.0]
-            sums[0] += 1
-            sums[1] += session_s
-            sums[2] += group_s
-            sums[3] += server_s
+        self.latency.record_ms(total_ms)
+        self.round_trip.record_ms(server_s * 1000)
+        key = _bucket(total_ms)
+        sums = self._buckets.get(key)
+        if sums is None:
+            sums = self._buckets[key] = [0, 0.0, 0.0, 0.0]
+        sums[0] += 1
+        sums[1] += session_s
+        sums[2] += group_s
+        sums[3] += server_s
         return total_ms
 
     def copy(self) -> EnqueueTally:
         """A snapshot, for a window's edges (a phase, a sweep's step)."""
-        with self._lock:
-            other = EnqueueTally()
-            other.latency.merge(self.latency)
-            other.round_trip.merge(self.round_trip)
-            other._buckets = {k: list(v) for k, v in self._buckets.items()}
-            return other
+        other = EnqueueTally()
+        other.latency.merge(self.latency)
+        other.round_trip.merge(self.round_trip)
+        other._buckets = {k: list(v) for k, v in self._buckets.copy().items()}
+        return other
 
     def minus(self, earlier: EnqueueTally) -> EnqueueTally:
         """What was recorded since `earlier` (a copy taken then)."""
         window = EnqueueTally()
-        with self._lock:
-            window.latency = self.latency.minus(earlier.latency)
-            window.round_trip = self.round_trip.minus(earlier.round_trip)
-            for key, sums in self._buckets.items():
-                then = earlier._buckets.get(key, [0, 0.0, 0.0, 0.0])
-                if sums[0] > then[0]:
-                    window._buckets[key] = [a - b for a, b in zip(sums, then, strict=True)]
+        window.latency = self.latency.minus(earlier.latency)
+        window.round_trip = self.round_trip.minus(earlier.round_trip)
+        for key, sums in self._buckets.copy().items():
+            then = earlier._buckets.get(key, [0, 0.0, 0.0, 0.0])
+            if sums[0] > then[0]:
+                window._buckets[key] = [a - b for a, b in zip(sums, then, strict=True)]
         return window
 
     def account(self, sessions: int, batch: int, waits: WaitProfile | None) -> EnqueueAccount | None:
         """The account of every enqueue so far and of the slowest 1%; None when nothing was enqueued
         while the run went (a prefill)."""
-        with self._lock:
-            if not self.latency.count:
-                return None
-            ranked = sorted(self._buckets.items(), reverse=True)
-            whole = [sum(v[i] for _, v in ranked) for i in range(4)]
-            slowest = [0.0] * 4
-            for _, sums in ranked:
-                if slowest[0] >= SLOWEST_SHARE * whole[0]:
-                    break
-                slowest = [a + b for a, b in zip(slowest, sums, strict=True)]
-            return EnqueueAccount(
-                sessions=sessions,
-                batch=batch,
-                count=int(whole[0]),
-                latency_ms=self.latency.percentiles_ms(),
-                round_trip_ms=self.round_trip.percentiles_ms(),
-                parts_s=dict(zip(CLIENT_PARTS, whole[1:], strict=True)),
-                slowest_count=int(slowest[0]),
-                slowest_parts_s=dict(zip(CLIENT_PARTS, slowest[1:], strict=True)),
-                server_shares=_server_shares(waits),
-                waits=waits,
-            )
+        if not self.latency.count:
+            return None
+        ranked = sorted(self._buckets.copy().items(), reverse=True)
+        whole = [sum(v[i] for _, v in ranked) for i in range(4)]
+        slowest = [0.0] * 4
+        for _, sums in ranked:
+            if slowest[0] >= SLOWEST_SHARE * whole[0]:
+                break
+            slowest = [a + b for a, b in zip(slowest, sums, strict=True)]
+        return EnqueueAccount(
+            sessions=sessions,
+            batch=batch,
+            count=int(whole[0]),
+            latency_ms=self.latency.percentiles_ms(),
+            round_trip_ms=self.round_trip.percentiles_ms(),
+            parts_s=dict(zip(CLIENT_PARTS, whole[1:], strict=True)),
+            slowest_count=int(slowest[0]),
+            slowest_parts_s=dict(zip(CLIENT_PARTS, slowest[1:], strict=True)),
+            server_shares=_server_shares(waits),
+            waits=waits,
+        )
 
 
 def _server_shares(waits: WaitProfile | None) -> dict[str, float] | None:
