@@ -63,6 +63,8 @@ class RateProducer:
         self._in_flight: set[tuple[int, int]] = set()  # groups with an enqueue in flight
         self._held: dict[tuple[int, int], list[float]] = {}  # a held group: [its last commit, messages held]
         self._idle: list[Bell] = []  # free sessions' bells
+        self._timer: Bell | None = None  # the free session sleeping until the next message falls due
+        self._looked_s = clock()  # when what was due was last drawn
         self._closed = False  # nothing more falls due
         self.sent: list[list[Message]] = [[] for _ in sessions]  # per session, its rows in flight
 
@@ -81,48 +83,38 @@ class RateProducer:
 
     async def run(self) -> None:
         tasks = [asyncio.ensure_future(self._session(i, w)) for i, w in enumerate(self._sessions)]
-        arrivals = asyncio.ensure_future(self._arrive())
         try:
-            done, _ = await asyncio.wait([arrivals, *tasks], return_when=asyncio.FIRST_EXCEPTION)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
                 failure = None if task.cancelled() else task.exception()
                 if failure is not None:
                     raise failure
         finally:
             self._closed = True
-            for task in [arrivals, *tasks]:
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(arrivals, *tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             for writer in self._sessions:
                 writer.close()
             # what fell due while a write waited (a path down until the end) was offered too
             at = self._clock() if self._until_s is None else min(self._clock(), self._until_s - 1e-6)
             self._offer(at, min(self._total, self._profile.due(at)))
 
-    async def _arrive(self) -> None:
-        """Messages fall due and wait for a session; then the sessions finish what is waiting."""
-        source, halt, profile = self._source, self._halt, self._profile
-        bell = halt.bell()
-        last = self._clock()
-        try:
-            while source.drawn < self._total and not halt.is_set():
-                at = self._clock()
-                if self._until_s is not None and at >= self._until_s:
-                    break
-                due = min(self._total, profile.due(at))
-                self._offer(at, due)
-                if due > source.drawn:
-                    while source.drawn < due:  # each at its own due time (at most `at`)
-                        due_s = min(at, last + profile.next_due_in(last, source.drawn))
-                        self._waiting.append(source.draw(due_s))
-                    self._wake(len(self._waiting))
-                else:
-                    await halt.sleep(profile.next_due_in(at, source.drawn), bell)
-                last = at
-        finally:
-            halt.forget(bell)
+    def _arrive(self) -> float | None:
+        """Every message due by now joins the waiting ones, each at its own due time; the seconds until
+        the next falls due (None: nothing more will)."""
+        source, profile = self._source, self._profile
+        at = self._clock()
+        if source.drawn >= self._total or (self._until_s is not None and at >= self._until_s):
             self._closed = True  # the sessions write what fell due, then stop
-            self._wake(len(self._idle))
+            return None
+        due = min(self._total, profile.due(at))
+        self._offer(at, due)
+        last = self._looked_s
+        while source.drawn < due:  # each at its own due time (at most `at`)
+            self._waiting.append(source.draw(min(at, last + profile.next_due_in(last, source.drawn))))
+        self._looked_s = at
+        return profile.next_due_in(at, source.drawn)
 
     def _wake(self, count: int) -> None:
         idle = self._idle
@@ -160,17 +152,29 @@ class RateProducer:
         return taken
 
     async def _session(self, index: int, writer: BatchWriter) -> None:
+        """A free session looks for what fell due and takes the oldest it may; with nothing to take,
+        one free session (the timer's) sleeps until the next message falls due, the others until a
+        commit frees a group or the timer's session leaves to write."""
         halt, clock, tally, timeline = self._halt, self._clock, self._tally, self._timeline
         bell = halt.bell()
         try:
             while not halt.is_set():
+                next_in = self._arrive() if not self._closed else None
                 taken = self._take()
                 if not taken:
                     if self._closed and not self._waiting:
+                        self._wake(len(self._idle))  # the others see the end too
                         return
-                    self._idle.append(bell)
-                    await halt.sleep(IDLE_S, bell)
+                    if next_in is not None and self._timer in (None, bell):
+                        self._timer = bell
+                        await halt.sleep(next_in, bell)
+                        self._timer = None
+                    else:
+                        self._idle.append(bell)
+                        await halt.sleep(IDLE_S, bell)
                     continue
+                if self._timer is None:
+                    self._wake(1)  # a free one keeps the clock while this one writes
                 rows = self._source.stamp(taken)
                 self.sent[index] = rows
                 started = clock()
@@ -183,13 +187,12 @@ class RateProducer:
                     held = self._held.get(group)
                     if held is not None:
                         held[0] = done
-                    ms = tally.record(
-                        started - arrival.ready_s, arrival.ready_s - arrival.due_s, done - started
-                    )
+                    ready_s = arrival.ready_s
+                    ms = tally.record(started - ready_s, ready_s - arrival.due_s, done - started)
                     timeline.enqueued(done, ms)
                 timeline.arrived(done, len(rows))
-                if self._waiting:
-                    self._wake(len(self._waiting))
+                if self._held:
+                    self._wake(len(self._idle))  # a group freed: a held message may be taken now
         finally:
             halt.forget(bell)
 
