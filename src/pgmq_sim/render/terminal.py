@@ -77,7 +77,6 @@ def print_summary(
     table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     print_phases(console, result.phases, detail=False)
-    print_phases(console, result.phases, detail=False)
     if result.sweep is not None:
         console.print(f"[bold]{result.sweep.headline()}[/]")
         if result.sweep.limit_line():
