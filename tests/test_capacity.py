@@ -80,6 +80,21 @@ def test_a_sweeps_summary_has_its_step_table_and_its_progress_counts_seconds(cli
     assert progress and all(re.search(r", \d+ s, step [12]/2: ", line) for line in progress), progress
 
 
+def test_fewer_groups_than_workers_are_said_before_the_run(cli: Cli) -> None:
+    """The default 3 types x 2 orders are 6 groups: 8 workers dealt over 3 types can never all work
+    at once. Said before the run, and in the summary, not only under -v."""
+    result = cli.run("-fill-db 60 -workers 8", FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = (
+        "note: the workload caps the run: 6 groups (3 types x 2 orders) for 8 workers, and a group takes"
+        " one worker at a time: at most 6 work at once; give -orders 3 or more, or -workers 6"
+    )
+    assert said in " ".join(result.stderr.split()), result.stderr
+    assert said in " ".join(result.stdout.split()), result.stdout
+    enough = cli.run("-fill-db 60 -workers 8 -orders 3", FAST)
+    assert enough.returncode == 0 and "caps the run" not in enough.stdout + enough.stderr
+
+
 @pytest.mark.alone
 def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:
     result = cli.run("-sweep workers=3,6 -step 2 -orders 20 -work-ms 5 -json out.json", FAST)

@@ -83,6 +83,9 @@ def check(state: RunState, parts: RunParts) -> None:
                 f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
             )
     check_timeouts(state)
+    capped = settings.groups_cap() if state.design.ordered else None
+    if capped is not None:
+        state.note(capped)
     if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
         if not settings.chaos_allow_restart:
             raise FaultRefused(
