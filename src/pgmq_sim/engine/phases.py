@@ -83,9 +83,6 @@ def check(state: RunState, parts: RunParts) -> None:
                 f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
             )
     check_timeouts(state)
-    capped = settings.groups_cap() if state.design.ordered else None
-    if capped is not None:
-        state.note(capped)
     if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
         if not settings.chaos_allow_restart:
             raise FaultRefused(
@@ -140,6 +137,9 @@ def check(state: RunState, parts: RunParts) -> None:
             f" {previous.produced} of {previous.target} messages produced);"
             " `pgmq-sim audit` checks such a queue before a new run replaces it"
         )
+    capped = settings.groups_cap() if state.design.ordered else None
+    if capped is not None:  # said once every check has passed: before the run, never beside a refusal
+        state.note(capped)
     parts.carrier.open(state)
 
 
