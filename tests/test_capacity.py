@@ -4,6 +4,7 @@ server cost per message from PostgreSQL's own statistics, and a bystander's late
 from __future__ import annotations
 
 import json
+import re
 
 import psycopg
 import pytest
@@ -64,6 +65,35 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     assert audit["left_behind"] > 0, audit
     again = cli.audit("-dsn", dsn)
     assert again.returncode == 0 and "audit pass" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_sweeps_summary_has_its_step_table_and_its_progress_counts_seconds(cli: Cli) -> None:
+    """The short summary (no -v) holds the steps' table its headline is read from; a run that ends
+    when its goal says (a sweep, phases) has no length to count to: its progress line says the
+    seconds so far, never 'N of 0 s'."""
+    result = cli.run("-sweep rate=20,40 -step 4 -settle 1 -workers 3 -orders 4 -work-ms 1-3", FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "sweep rate=20,40: 4 s steps" in result.stdout, result.stdout
+    rows = [" ".join(line.strip("│ ").split()) for line in result.stdout.splitlines() if line.startswith("│")]
+    steps = [r.split(" │ ")[:2] for r in rows if re.match(r"[12] │ [24]0 │", r)]
+    assert steps == [["1", "20"], ["2", "40"]], result.stdout
+    progress = [line for line in result.stderr.splitlines() if line.startswith("progress:")]
+    assert progress and all(re.search(r", \d+ s, step [12]/2: ", line) for line in progress), progress
+
+
+def test_fewer_groups_than_workers_are_said_before_the_run(cli: Cli) -> None:
+    """The default 3 types x 2 orders are 6 groups: 8 workers dealt over 3 types can never all work
+    at once. Said before the run, and in the summary, not only under -v."""
+    result = cli.run("-fill-db 60 -workers 8", FAST)
+    assert result.returncode == 0, result.stdout + result.stderr
+    said = (
+        "note: the workload caps the run: 6 groups (3 types x 2 orders) for 8 workers, and a group takes"
+        " one worker at a time: at most 6 work at once; give -orders 3 or more, or -workers 6"
+    )
+    assert said in " ".join(result.stderr.split()), result.stderr
+    assert said in " ".join(result.stdout.split()), result.stdout
+    enough = cli.run("-fill-db 60 -workers 8 -orders 3", FAST)
+    assert enough.returncode == 0 and "caps the run" not in enough.stdout + enough.stderr
 
 
 @pytest.mark.alone

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import Cli, Refuse
+from pooler import temp_role
 
 from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.errors import UsageError
@@ -126,6 +128,62 @@ def test_pool_exhaustion_takes_the_slots_and_gives_them_back(own_cli: Cli, own_p
     assert "5 of 5 idle session(s) held" in start
     assert document["audit"]["verdict"] == "pass"
     assert phases(document)["recovery"]["recovered"] is not None
+
+
+# -- -suite pressure on a -dsn server, as a plain role -------------------------------------------
+
+SUITE = "-suite pressure -phase 2 -rate 100 -workers 4 -orders 4 -work-ms 1-3 -poll-interval 0.1 -json a.json"
+RUN_SESSIONS = 2 + 4 + 1  # the tool's own two, 4 workers, the producer (engine/phases.check's count)
+SuiteRun = tuple[subprocess.CompletedProcess[str], dict[str, dict]]
+
+
+@pytest.fixture(scope="module")
+def suite_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
+    """The suite once, on a server of its own, as a plain role whose CONNECTION LIMIT leaves 3 slots
+    beside the run's: readers:4 cannot have its 4 sessions (the path cannot take it), pool-exhaustion
+    finds no spare slot (not injected), restart-server is not allowed on a -dsn server."""
+    with LocalPostgres() as server, temp_role(server.dsn, "suite", "suite-pw") as role:
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            conn.execute(f"alter role suite connection limit {RUN_SESSIONS + 3}")
+        cli = Cli(role.dsn, tmp_path_factory.mktemp("suite"))
+        result = cli.run(SUITE, timeout=300)
+        document = json.loads((cli.workdir / "a.json").read_text())
+        yield result, {c["pressure"].partition(":")[0]: c for c in document["suite"]["cells"]}
+
+
+@pytest.mark.faults
+def test_a_pressure_the_path_cannot_take_is_a_row_and_the_suite_exits_0(suite_run: SuiteRun) -> None:
+    result, cells = suite_run
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "error" not in result.stderr, result.stderr
+    assert "-chaos-allow-restart" in cells["restart-server"]["skipped"]
+    assert "CONNECTION LIMIT" in cells["readers"]["skipped"]
+    assert "note: seed/poll under restart-server: skipped: -chaos restart-server" in result.stderr
+    assert "note: not scored (the reason in its row): readers:4 (skipped), restart-server (skipped)" in (
+        result.stdout
+    )
+    scored = [c for c in cells.values() if c["skipped"] is None and c["not_injected"] is None]
+    assert len(scored) == 5 and all(c["audit"] == "pass" for c in scored), cells
+
+
+@pytest.mark.faults
+def test_a_pressure_never_applied_is_not_injected_never_a_pass(suite_run: SuiteRun) -> None:
+    result, cells = suite_run
+    pool = cells["pool-exhaustion"]
+    assert "no spare connection slot" in pool["not_injected"], pool
+    assert pool["skipped"] is None and pool["recovered"] is None and pool["limit"] is None
+    row = next(line for line in result.stdout.splitlines() if "│ pool-exhaustion" in line)
+    assert "not injected" in row and "pass" not in row, row
+    assert "pool-exhaustion:0 (not injected)" in result.stdout
+
+
+@pytest.mark.faults
+def test_a_table_locks_limit_names_the_lock_and_its_holder(suite_run: SuiteRun) -> None:
+    _, cells = suite_run
+    lock = cells["lock-table"]
+    assert lock["limit"] == "locks", lock
+    evidence = lock["limit_evidence"]
+    assert "(pgmq-sim pressure" in evidence and "AccessExclusiveLock on msg_queue" in evidence, lock
 
 
 # -- the parts, without a server -----------------------------------------------------------------

@@ -11,6 +11,11 @@ class UsageError(SimError):
     exit_code = 2
 
 
+class FaultRefused(UsageError):
+    """A fault the server, the role or the path cannot take (a restart of a -dsn server not allowed):
+    a run that asks for it is refused; -suite pressure's cell for it is a row with the reason."""
+
+
 class ServerLostError(SimError):
     """The server stayed unreachable past -reconnect-timeout."""
 

@@ -277,6 +277,19 @@ class Settings:
         """Workers are dealt round-robin over the types, so each type gets one."""
         return f"type{index % self.types + 1}"
 
+    def groups_cap(self) -> str | None:
+        """Where an ordered queue's workload leaves workers idle whatever the queue does: a group
+        takes one worker at a time, and a type's workers work only its -orders groups."""
+        dealt = [len(range(t, self.workers, self.types)) for t in range(self.types)]
+        busy = sum(min(count, self.orders) for count in dealt)
+        if busy >= self.workers:
+            return None
+        return (
+            f"the workload caps the run: {self.types * self.orders} groups ({self.types} types x"
+            f" {self.orders} orders) for {self.workers} workers, and a group takes one worker at a time:"
+            f" at most {busy} work at once; give -orders {max(dealt)} or more, or -workers {busy}"
+        )
+
     def as_json(self) -> dict[str, Any]:
         data = {
             key: str(value) if isinstance(value, StrEnum) else value for key, value in asdict(self).items()

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pgmq_sim.errors import UsageError
+from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import FaultKind, choices
 from pgmq_sim.model.pressure import PhaseSpec
@@ -141,12 +141,20 @@ class FaultSchedule(threading.Thread):
     def run(self) -> None:
         while self._due and not self._halt.is_set():
             at, _, spec = self._due[0]
-            if self._halt.wait(max(0.0, at - self._clock())):
+            if self._halted_before(at):
                 break
             heapq.heappop(self._due)
             helper = threading.Thread(target=self._fire, args=(spec,), name=f"chaos {spec.kind}", daemon=True)
             self._helpers.append(helper)
             helper.start()
+
+    def _halted_before(self, at: float) -> bool:
+        """Wait until the run's clock reaches `at` (a wait may end a hair early, and a fault's row
+        must not fall in the phase before its own); True: the run halted first."""
+        while (left := at - self._clock()) > 0:
+            if self._halt.wait(left):
+                return True
+        return self._halt.is_set()
 
     def _fire(self, spec: FaultSpec) -> None:
         began = self._clock()
@@ -182,6 +190,8 @@ class FaultSchedule(threading.Thread):
                 return
             if self._halt.is_set():
                 detail = "not injected: the run ended first"
+            elif isinstance(exc, SimError):  # the tool's own words: the reason as it is
+                detail = f"not injected: {exc}"
             else:
                 detail = f"not injected: {type(exc).__name__}: {self._describe(exc)}"
         self._record(Fault(began, spec.kind, detail))

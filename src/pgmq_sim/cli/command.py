@@ -30,7 +30,7 @@ from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.looped import LoopCarrier
 from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
-from pgmq_sim.errors import SimError
+from pgmq_sim.errors import FaultRefused, SimError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
 from pgmq_sim.render.files import STDOUT, result_document
 from pgmq_sim.render.lines import outputs_text
@@ -115,6 +115,7 @@ def execute(scenario: Scenario) -> int:
         click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
     results: list[RunResult] = []
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
+    skipped: list[dict[str, str]] = []  # -suite pressure's cells whose pressure the path cannot take
     verdicts: list[RunVerdict] = []  # judged once: a single run's, for its summary and its files
     with signals_caught() as (signals, received):
         try:
@@ -137,6 +138,11 @@ def execute(scenario: Scenario) -> int:
                             "wakeup": given.settings.wakeup,
                             "tx": given.settings.tx,
                         } | ({"pressure": pressure_of(given)} if settings.suite else {})
+                        if settings.suite and isinstance(exc, FaultRefused):  # a row, not a failure
+                            skipped.append(cell | {"skipped": str(exc)})
+                            observer.say(f"note: {cell_label(given)}: skipped: {exc}")
+                            log.event(f"note: {cell_label(given)}: skipped: {exc}")
+                            continue
                         failed.append(cell | {"error": str(exc)})
                         click.echo(f"pgmq-sim: error: {cell_label(given)}: {exc}", err=True)
                         continue
@@ -150,9 +156,8 @@ def execute(scenario: Scenario) -> int:
                         where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
             record = scenario_record(scenario, effective(plan), settings.json_path)
-            code = _report(
-                settings, results, verdicts, failed, console, len(inputs) > 1, plan.baseline, record
-            )
+            not_run, compare = (failed, skipped), len(inputs) > 1
+            code = _report(settings, results, verdicts, not_run, console, compare, plan.baseline, record)
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"
@@ -188,14 +193,16 @@ def _report(
     settings: Settings,
     results: list[RunResult],
     verdicts: list[RunVerdict],
-    failed: list[dict[str, str]],
+    cells_not_run: tuple[list[dict[str, str]], list[dict[str, str]]],
     console: Console,
     compare: bool,
     baseline: dict[str, Any] | None,
     record: dict[str, Any],
 ) -> int:
-    """Every output that can be written is; a failure of one (a full disk) is named, not fatal."""
-    cells = scorecard(results, failed) if settings.suite else None
+    """Every output that can be written is; a failure of one (a full disk) is named, not fatal. The
+    cells not run: those that failed (exit 1), and a suite's skipped (a row, not a failure)."""
+    failed, skipped = cells_not_run
+    cells = scorecard(results, failed, skipped) if settings.suite else None
     if cells is not None:
         print_scorecards(console, cells, settings.suite_seconds)
         console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))

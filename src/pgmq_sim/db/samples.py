@@ -22,6 +22,8 @@ SAMPLE_TIMEOUT_S = 2.0
 RECOVER_TIMEOUT_S = 5.0  # a round the queue's locks hold up is tried again at the next tick
 BLOCKERS_EVERY_S = 0.25  # while the run's sessions wait on locks, who blocks them, this often at most
 WAIT_COUNTS = "pgmq_sim_wait_counts"
+LOCK_WAIT_MS = 100  # a statement of the queue's tables waits this long for a lock (a table lock held
+# outside the run costs the pulse and the census's rows a gap, never the wait samples that see it)
 CLASS_COLUMNS = 7  # wait_counts.sql's counts, in result/waits.WAIT_CLASSES' order
 
 
@@ -102,7 +104,7 @@ class SampleSession:
         try:
             if self._prepared:  # a session of its own (no transaction pooler): the tool's bounds for
                 # the session, not the role's timeouts, so its samples are not canceled by them
-                await conn.execute(own_limits(conn, local=False))
+                await conn.execute(own_limits(conn, local=False) + f"; set lock_timeout = {LOCK_WAIT_MS}")
                 await conn.execute(f"prepare {WAIT_COUNTS} as {statement('wait_counts')}")
         except BaseException:
             await conn.close()
@@ -115,6 +117,8 @@ class SampleSession:
         wire = await self._open()
         try:
             return await wire.within(timeout, query.encode(), params)
+        except psycopg.errors.LockNotAvailable:
+            raise  # answered: the session serves the next sample
         except psycopg.OperationalError:
             self.close()
             raise
@@ -140,17 +144,11 @@ class SampleSession:
         rows of each queue table each transaction holds (a scan of each: only while they are small)."""
         rows: dict[int, int] = {}
         if count_rows:
-            for table in tables:
-                query = self._rows_queries.get(table)
-                if query is None:
-                    composed = sql.SQL(statement("lock_census_rows")).format(
-                        table=sql.Identifier(*table.split(".", 1))
-                    )
-                    query = self._rows_queries[table] = composed.as_string((await self._open()).connection)
-                r = (await self._ask(SAMPLE_TIMEOUT_S, query)).results[0]
-                for i in range(r.ntuples):
-                    pid, n = int(r.get_value(i, 0) or 0), int(r.get_value(i, 1) or 0)
-                    rows[pid] = max(rows.get(pid, 0), n)
+            try:
+                await self._count_rows(tables, rows)
+            except psycopg.errors.LockNotAvailable:  # a table lock: its holder is named below
+                rows.clear()
+                count_rows = False
         params: list[bytes | None] = [text_array(tables), int_array(sorted(rows))]
         r = (await self._ask(SAMPLE_TIMEOUT_S, statement("lock_census"), params)).results[0]
         held = []
@@ -171,6 +169,20 @@ class SampleSession:
                 )
             )
         return LockSample(float(r.get_value(0, 0) or 0), tuple(held), count_rows)
+
+    async def _count_rows(self, tables: tuple[str, ...], rows: dict[int, int]) -> None:
+        """The rows of each queue table each transaction holds, into `rows` by pid."""
+        for table in tables:
+            query = self._rows_queries.get(table)
+            if query is None:
+                composed = sql.SQL(statement("lock_census_rows")).format(
+                    table=sql.Identifier(*table.split(".", 1))
+                )
+                query = self._rows_queries[table] = composed.as_string((await self._open()).connection)
+            r = (await self._ask(SAMPLE_TIMEOUT_S, query)).results[0]
+            for i in range(r.ntuples):
+                pid, n = int(r.get_value(i, 0) or 0), int(r.get_value(i, 1) or 0)
+                rows[pid] = max(rows.get(pid, 0), n)
 
     async def recover(self, shape: QueueShape, owner_timeout_s: float) -> list[tuple[int, str, bool]]:
         """Return to pending the messages whose owner stopped its heartbeat or whose lease expired

@@ -35,7 +35,7 @@ from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.ticker import find_ticker, start_ticker
-from pgmq_sim.errors import UsageError
+from pgmq_sim.errors import FaultRefused, SimError, UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.skew import hottest_share, key_sampler
@@ -55,12 +55,13 @@ def check(state: RunState, parts: RunParts) -> None:
     budget, role_left = call_bounded(db.connection_budget, 30, signals, "connection check", True)
     if path.pooled:  # the pooler's pool bounds what the server sees, not the workers
         budget = role_left = None
+    faults = sum(f.kind.sessions(f.count) for f in state.chaos)  # the faults' own sessions
     needed = (
         OWN_CONNECTIONS
         + (1 if settings.bystander else 0)
         + parts.carrier.connections(state)
         + parts.feed.connections(state)
-        + sum(f.kind.sessions(f.count) for f in state.chaos)
+        + faults
     )
     lefts = [left for left in (budget, role_left) if left is not None]
     state.spare_connections = min(lefts) - needed if lefts else None
@@ -68,6 +69,13 @@ def check(state: RunState, parts: RunParts) -> None:
         (budget, "the server", False),
         (role_left, "this role's CONNECTION LIMIT", True),
     ):
+        if left is not None and needed > left >= needed - faults:  # the run fits, its faults do not
+            kinds = ", ".join(sorted({str(f.kind) for f in state.chaos if f.kind.sessions(f.count)}))
+            raise FaultRefused(
+                f"{kinds} needs {faults} session(s) of its own beside the run's {needed - faults}, but"
+                f" {whose} allows {left} more now ({slot_holders(state, own_role)}); ask for fewer, or"
+                " raise the limit"
+            )
         if left is not None and needed > left:
             raise UsageError(
                 f"-workers {settings.workers} needs {needed} connections (workers, producer,"
@@ -77,12 +85,12 @@ def check(state: RunState, parts: RunParts) -> None:
     check_timeouts(state)
     if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
         if not settings.chaos_allow_restart:
-            raise UsageError(
+            raise FaultRefused(
                 "-chaos restart-server on a -dsn server restarts every session on it;"
                 " allow it with -chaos-allow-restart (the embedded server needs no flag)"
             )
         if not call_bounded(views.may_run_programs, 30, signals, "privilege check", True):
-            raise UsageError(
+            raise FaultRefused(
                 "-chaos restart-server on a -dsn server needs a superuser (or pg_execute_server_program):"
                 " it crash-restarts the server by killing a backend from COPY TO PROGRAM"
             )
@@ -129,6 +137,9 @@ def check(state: RunState, parts: RunParts) -> None:
             f" {previous.produced} of {previous.target} messages produced);"
             " `pgmq-sim audit` checks such a queue before a new run replaces it"
         )
+    capped = settings.groups_cap() if state.design.ordered else None
+    if capped is not None:  # said once every check has passed: before the run, never beside a refusal
+        state.note(capped)
     parts.carrier.open(state)
 
 
@@ -191,7 +202,7 @@ def reach_pooler(state: RunState) -> PoolerConsole | None:
     if settings.pooler_admin is None:
         kinds = sorted({str(f.kind) for f in state.chaos if f.kind.pooler})
         if kinds:
-            raise UsageError(
+            raise FaultRefused(
                 f"-chaos {', '.join(kinds)} needs the pooler's admin console: pass -pooler-admin URL"
                 " (database pgbouncer, a user in its admin_users)"
             )
@@ -375,7 +386,12 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
 
     def kill_connections(count: int) -> str:
         pids = pick(rng, state.views.worker_backends(), count)  # found on the server: any host's
+        if not pids:
+            raise SimError("nothing to kill: no backend of the run's workers was found on the server")
         ended = server_faults.terminate(pids)
+        if not ended:
+            shown = ", ".join(map(str, pids))
+            raise SimError(f"nothing to kill: pid {shown} had ended or could not be ended")
         what = f"terminated {ended} worker backend(s): pid {', '.join(map(str, pids))}"
         if state.path is not None and state.path.pooled:  # the pooler's, last serving a worker
             what += (

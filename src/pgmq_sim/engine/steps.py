@@ -188,9 +188,11 @@ def step_figures(
     complete_ms: float | None,
     cost: ServerCost | None,
 ) -> Figures:
-    """The step's figures for the limit's judge, from its edges."""
+    """The step's figures for the limit's judge, from its edges; the lock census's holders, those
+    seen between them."""
     settings = state.settings
     seconds = max(1e-9, end.at - start.at)
+    holders = tuple(h for h in state.locks.census().holders if h.first_s <= end.at and h.last_s >= start.at)
     workers = int(step.value) if step.kind == "workers" else settings.workers
     finished = end.finished - start.finished
     busy_s, work_s = end.busy_s - start.busy_s, end.work_s - start.work_s
@@ -232,4 +234,5 @@ def step_figures(
         strategy=state.design.label,
         claim_skips_locked=state.design.skips_locked,
         notifies=settings.wakeup == WakeupMode.NOTIFY,
+        holders=holders,
     )

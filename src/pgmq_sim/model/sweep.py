@@ -235,11 +235,14 @@ class SweepResult:
 
     @property
     def holds(self) -> tuple[StepResult, ...]:
-        """The last holds at the last hold's rate, in a row: the knee's confirmation when they passed."""
+        """The last holds at the last hold's rate, in a row (a search step after them, stepping down
+        from a failed one, does not end them): the knee's confirmation when they passed."""
         last = self.hold
+        if last is None:
+            return ()
         out: list[StepResult] = []
-        for step in reversed(self.steps):
-            if last is None or step.purpose != "hold" or step.setting != last.setting:
+        for step in reversed(self.steps[: self.steps.index(last) + 1]):
+            if step.purpose != "hold" or step.setting != last.setting:
                 break
             out.append(step)
         return tuple(reversed(out))
@@ -311,7 +314,7 @@ class SweepResult:
     def knee(self) -> StepResult | None:
         """Rates: the highest step that passed with every lower one passing (the max sustainable
         rate); an adaptive sweep's hold confirmed (passed as often in a row as its search needs), else
-        its highest search step that passed below its first failure.
+        none: a rate not held is not sustainable (best_step is what its search got to).
         Workers: the step with the highest achieved throughput."""
         if self.spec.kind == "workers":
             if self.spec.adaptive and self.steps:  # the fewest workers within 5% of the best
@@ -319,27 +322,25 @@ class SweepResult:
                 enough = [s for s in self.steps if s.achieved_per_s * (1 + GAIN_SHARE) >= top]
                 return min(enough, key=lambda s: s.setting)
             return max(self.steps, key=lambda s: s.achieved_per_s, default=None)
-        if self.spec.adaptive:
+        if self.spec.adaptive:  # only a rate held: a search step that passed is no knee
             hold = self.hold
             needed = self.search.confirmations if self.search is not None else 1
-            if hold is not None and self.confirmed_holds >= needed:
-                return hold
-            failing = [s.setting for s in self.steps if s.verdict == "fail"]
-            lowest_fail = min(failing, default=math.inf)
-            # a search cut short: its best step below the first failure (a hold not yet confirmed
-            # as often as needed is no knee)
-            passed = [
-                s
-                for s in self.steps
-                if s.verdict == "pass" and s.setting < lowest_fail and s.purpose != "hold"
-            ]
-            return max(passed, key=lambda s: s.setting, default=None)
+            return hold if hold is not None and self.confirmed_holds >= needed else None
         best = None
         for step in sorted(self.steps, key=lambda s: s.setting):
             if step.verdict != "pass":
                 break
             best = step
         return best
+
+    @property
+    def best_step(self) -> StepResult | None:
+        """An adaptive search's highest step that passed below its first failure (a hold's aside)."""
+        lowest_fail = min((s.setting for s in self.steps if s.verdict == "fail"), default=math.inf)
+        passed = [
+            s for s in self.steps if s.verdict == "pass" and s.setting < lowest_fail and s.purpose != "hold"
+        ]
+        return max(passed, key=lambda s: s.setting, default=None)
 
     @property
     def max_sustainable_per_s(self) -> float | None:
@@ -350,6 +351,8 @@ class SweepResult:
 
     def headline(self) -> str:
         knee = self.knee
+        if self.spec.kind == "rate" and self.spec.adaptive:
+            return self._bracket_line() + self._half_line()
         if knee is None:
             return "no step passed: the lowest rate is already above what this queue sustains"
         p99 = knee.e2e_ms.get("p99")
@@ -370,8 +373,6 @@ class SweepResult:
                 f"throughput peaks at {knee.setting:g} workers: {knee.achieved_per_s:.0f} msg/s"
                 f" (p99 {shown}, step {knee.index + 1})"
             )
-        if self.spec.adaptive:
-            return self._bracket_line(knee) + self._half_line()
         return (
             f"max sustainable rate {knee.setting:g} msg/s (p99 {shown}, step {knee.index + 1})"
             + self._half_line()
@@ -388,44 +389,64 @@ class SweepResult:
             f"; the enqueue half set it{'' if alone else ' with the other'}: at {step.setting:g} msg/s {said}"
         )
 
-    def _bracket_line(self, knee: StepResult) -> str:
-        """e.g. max sustainable 1000 msg/s (1050 fails, within 5%; held 30 s at p99 133 ms)."""
+    def _bracket_line(self) -> str:
+        """Held: e.g. max sustainable 1000 msg/s (1050 fails, within 5%; held 30 s at p99 133 ms).
+        Not held: which step passed and which hold failed, and no rate called sustainable."""
+        knee, hold, search = self.knee, self.hold, self.search
+        failing, needed = self.first_failing_per_s, search.confirmations if search is not None else 1
+        if not any(s.verdict == "pass" for s in self.steps):
+            return "no step passed: the lowest rate is already above what this queue sustains"
         parts = []
-        failing, reached = self.first_failing_per_s, self.resolution_reached
-        if failing is None:
-            parts.append("no step failed: the knee is above the range")
-        elif reached is not None:
-            parts.append(f"{failing:g} fails, within {reached * 100:.0f}%")
-        hold = self.hold
-        if hold is not None:
-            p99, count = self.hold_p99_ms, self.confirmed_holds
-            at = f"at p99 {p99:.0f} ms" if p99 is not None else "without a p99"
-            if count > 1:
-                at = f"at p99 up to {p99:.0f} ms" if p99 is not None else at
-            share = self.hold_slo_share
-            if share is not None:
-                at += f", {share:.0%} of the SLO"
-                search = self.search
-                if search is not None and search.pass_ms is not None and search.unloaded_ms is not None:
-                    at += (
-                        f"; a step passed at p99 <= {search.pass_ms:.0f} ms, half the SLO's headroom over"
-                        f" the unloaded {search.unloaded_ms:.0f} ms kept"
-                    )
-            needed = self.search.confirmations if self.search is not None else 1
-            if self.knee is hold:
-                held = "held" + (f" {count} x" if count > 1 else "")
-            else:
-                held = f"held {count} of {needed} times" if count else "FAILED to hold"
-            parts.append(f"{held} {hold.seconds:.0f} s {at}")
+        if knee is not None and hold is not None:
+            reached = self.resolution_reached
+            if failing is None:
+                parts.append("no step failed: the knee is above the range")
+            elif reached is not None:
+                parts.append(f"{_failed_text(self.steps, failing)}, within {reached * 100:.0f}%")
+            parts.append(self._held_text(hold))
         else:
-            parts.append("not confirmed by a hold")
-        search = self.search
+            best = self.best_step
+            if best is not None and (hold is None or best.setting != hold.setting):
+                parts.append(
+                    f"{best.setting:g} msg/s passed its {best.seconds:.0f} s step {_p99(best)}, never held"
+                )
+            if hold is not None and self.confirmed_holds:
+                parts.append(f"{hold.setting:g} msg/s {self._held_text(hold)}")
+            elif hold is not None:
+                parts.append(_failed_text(self.steps, hold.setting))
+            if failing is not None and (hold is None or failing != hold.setting):
+                parts.append(_failed_text(self.steps, failing))
         if search is not None and search.cut_by_budget:
             budget = (
                 "its step limit" if search.budget_s is None else f"the -sweep-budget of {search.budget_s:g} s"
             )
             parts.append(f"{budget} cut the search short")
-        return f"max sustainable {knee.setting:g} msg/s ({'; '.join(parts)})"
+        if knee is not None:
+            return f"max sustainable {knee.setting:g} msg/s ({'; '.join(parts)})"
+        held = any(s.purpose == "hold" and s.verdict == "pass" for s in self.steps)
+        return f"no rate held{f' {needed} times in a row' if held else ''}: {'; '.join(parts)}"
+
+    def _held_text(self, hold: StepResult) -> str:
+        """e.g. held 3 x 30 s at p99 up to 131 ms, 52% of the SLO; or held 2 of 3 times ..."""
+        p99, count = self.hold_p99_ms, self.confirmed_holds
+        at = f"at p99 {p99:.0f} ms" if p99 is not None else "without a p99"
+        if count > 1:
+            at = f"at p99 up to {p99:.0f} ms" if p99 is not None else at
+        share, search = self.hold_slo_share, self.search
+        if share is not None:
+            at += f", {share:.0%} of the SLO"
+            if search is not None and search.pass_ms is not None and search.unloaded_ms is not None:
+                at += (
+                    f"; a step passed at p99 <= {search.pass_ms:.0f} ms, half the SLO's headroom over"
+                    f" the unloaded {search.unloaded_ms:.0f} ms kept"
+                )
+        needed = search.confirmations if search is not None else 1
+        held = (
+            ("held" + (f" {count} x" if count > 1 else ""))
+            if self.knee is hold
+            else f"held {count} of {needed} times"
+        )
+        return f"{held} {hold.seconds:.0f} s {at}"
 
     @property
     def limiting_step(self) -> StepResult | None:
@@ -442,3 +463,19 @@ class SweepResult:
             return None
         at = f"{step.setting:g} workers" if self.spec.kind == "workers" else f"{step.setting:g} msg/s"
         return f"at {at} the limit was {step.limit}: {step.limit_evidence}"
+
+
+def _p99(step: StepResult) -> str:
+    p99 = step.e2e_ms.get("p99")
+    return "without a p99" if p99 is None else f"at p99 {p99:.1f} ms" if p99 < 100 else f"at p99 {p99:.0f} ms"
+
+
+def _failed_text(steps: tuple[StepResult, ...], rate: float) -> str:
+    """What failed at a rate: a step of the search, or only its hold after its step passed."""
+    at = [s for s in steps if s.setting == rate]
+    hold = next((s for s in reversed(at) if s.purpose == "hold" and s.verdict == "fail"), None)
+    if hold is None or any(s.verdict == "fail" and s.purpose != "hold" for s in at):
+        return f"{rate:g} fails"
+    step = next((s for s in reversed(at) if s.purpose != "hold"), None)
+    passed = f" passed its {step.seconds:.0f} s step {_p99(step)} but" if step is not None else ""
+    return f"{rate:g} msg/s{passed} FAILED to hold {hold.seconds:.0f} s {_p99(hold)}"

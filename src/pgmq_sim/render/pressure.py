@@ -52,6 +52,13 @@ def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) 
             console.print(f"  fault {escape(fault)}")
 
 
+def _limit(cell: SuiteCell) -> str:
+    """The limit's resource; a lock's with its evidence, which names the lock and its holder."""
+    if cell.limit == "locks" and cell.limit_evidence:
+        return f"{cell.limit}: {cell.limit_evidence}"
+    return cell.limit or "-"
+
+
 def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: float) -> None:
     """One scorecard per design, side by side in the order they ran."""
     designs = list(dict.fromkeys(c.design for c in cells))
@@ -70,6 +77,11 @@ def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: floa
             if c.skipped is not None:
                 table.add_row(escape(c.pressure), "skipped", *["-"] * 7, escape(c.skipped))
                 continue
+            if c.not_injected is not None:  # its audit stands; nothing was under a pressure
+                said = "not injected" if c.audit in (None, "pass") else f"{c.audit}, not injected"
+                counts = (_number(c.lost), _number(c.duplicated), _number(c.out_of_order))
+                table.add_row(escape(c.pressure), said, *counts, *["-"] * 4, escape(c.not_injected))
+                continue
             recovery = (
                 "-"
                 if c.recovered is None
@@ -87,6 +99,14 @@ def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: floa
                 _ms(c.p99_ms),
                 recovery,
                 _number(c.dead_tuples_peak),
-                escape(c.limit or "-"),
+                escape(_limit(c)),
             )
         console.print(table)
+        unscored = [
+            f"{c.pressure} ({'skipped' if c.skipped is not None else 'not injected'})"
+            for c in cells
+            if c.design == design and (c.skipped is not None or c.not_injected is not None)
+        ]
+        if unscored:
+            said = ", ".join(unscored)
+            console.print(escape(f"note: not scored (the reason in its row): {said}"))

@@ -115,7 +115,7 @@ class RunProgress:
             text = f"{done}/{self._target} {floor_percent(done, self._target)}  {rate:.0f} msg/s"
             text += f"  {elapsed:.0f} s  {eta_text(self._target - done, rate)}"
         else:
-            text = f"{done} processed  {rate:.0f} msg/s  {elapsed:.0f}/{self._duration or 0:g} s"
+            text = f"{done} processed  {rate:.0f} msg/s  {self._seconds(elapsed, '/')}"
         return text + (f"  {phase}" if phase else "")
 
     def line(self, done: int, elapsed: float, rate: float) -> str:
@@ -127,8 +127,13 @@ class RunProgress:
             text += f" {rate:.0f} msg/s, backlog {backlog}, {elapsed:.0f} s, {eta}"
         else:
             text = f"progress: {done} processed, {rate:.0f} msg/s, backlog {backlog},"
-            text += f" {elapsed:.0f} of {self._duration or 0:g} s"
+            text += f" {self._seconds(elapsed, ' of ')}"
         return text + (f", {phase}" if phase else "")
+
+    def _seconds(self, elapsed: float, of: str) -> str:
+        """'12 of 60 s' for a run of a known length; '12 s' for one that ends when its goal says (a
+        sweep, phases)."""
+        return f"{elapsed:.0f}{of}{self._duration:g} s" if self._duration else f"{elapsed:.0f} s"
 
     def close(self) -> None:
         if self._bars is not None:

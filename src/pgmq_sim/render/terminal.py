@@ -21,6 +21,7 @@ from pgmq_sim.render.lines import (
     outputs_text,
     print_checks_verdict,
     print_drift_verdict,
+    print_sweep,
     processed_text,
     throughput_text,
 )
@@ -77,11 +78,8 @@ def print_summary(
     table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     print_phases(console, result.phases, detail=False)
-    print_phases(console, result.phases, detail=False)
-    if result.sweep is not None:
-        console.print(f"[bold]{result.sweep.headline()}[/]")
-        if result.sweep.limit_line():
-            console.print(escape(result.sweep.limit_line() or ""))
+    if result.sweep is not None:  # its steps, what each step's failure was, its headline and limit
+        print_sweep(console, result.sweep)
     if result.drift is not None:
         print_drift_verdict(console, result.drift)
     elif result.settings.drift:

@@ -76,7 +76,8 @@ def recovery(
 @dataclass(frozen=True)
 class SuiteCell:
     """One -suite pressure cell: a design under one pressure, its baseline, the pressure and the
-    recovery; or why it was skipped."""
+    recovery; or why it was skipped, or why its pressure was not injected (its audit kept, nothing
+    scored under a pressure)."""
 
     design: str
     pressure: str
@@ -90,7 +91,9 @@ class SuiteCell:
     recovered: bool | None = None
     dead_tuples_peak: int | None = None
     limit: str | None = None
-    skipped: str | None = None  # the reason the server or role could not take it
+    limit_evidence: str | None = None  # what named it (a lock's: the lock and its holder)
+    skipped: str | None = None  # the reason the server, the role or the path could not take it
+    not_injected: str | None = None  # the run went, its pressure was never applied: why
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

@@ -1,6 +1,7 @@
 """-suite pressure's scorecard read from its cells' runs: per design and pressure, the audit, the
-figures under the pressure and the recovery after it; a pressure the server or role could not take
-is a skipped row with the reason, never a pass."""
+figures under the pressure and the recovery after it; a pressure the server, the role or the path
+could not take is a skipped row with the reason, and one never applied a row `not injected` with
+its reason: neither is ever a pass."""
 
 from __future__ import annotations
 
@@ -22,10 +23,18 @@ def suite_cell(result: RunResult) -> SuiteCell | None:
     pressed = result.phases[index]
     assert pressed.pressure is not None
     after = result.phases[index + 1] if index + 1 < len(result.phases) else None
-    refused = [f.partition(NOT_INJECTED)[2] for f in pressed.faults if NOT_INJECTED in f]
-    if refused and len(refused) == len(pressed.faults):  # it never acted on the queue
-        return SuiteCell(result.strategy, pressed.pressure, skipped=refused[0])
     audit = result.audit
+    refused = [f.partition(NOT_INJECTED)[2] for f in pressed.faults if NOT_INJECTED in f]
+    if len(refused) == len(pressed.faults):  # it never acted on the queue: nothing to score
+        return SuiteCell(
+            result.strategy,
+            pressed.pressure,
+            audit=audit.verdict if audit is not None else None,
+            lost=audit.missing if audit is not None else None,
+            duplicated=audit.duplicates if audit is not None else None,
+            out_of_order=audit.order_violations if audit is not None else None,
+            not_injected=refused[0] if refused else "no fault was made in its phase",
+        )
     return SuiteCell(
         result.strategy,
         pressed.pressure,
@@ -41,14 +50,18 @@ def suite_cell(result: RunResult) -> SuiteCell | None:
             (p.dead_tuples_peak for p in result.phases if p.dead_tuples_peak is not None), default=None
         ),
         limit=pressed.limit,
+        limit_evidence=pressed.limit_evidence,
     )
 
 
-def scorecard(results: Sequence[RunResult], failed: Sequence[dict[str, str]]) -> list[SuiteCell]:
+def scorecard(
+    results: Sequence[RunResult], failed: Sequence[dict[str, str]], skipped: Sequence[dict[str, str]] = ()
+) -> list[SuiteCell]:
     """Every cell, by design as they ran and pressure as the suite orders them; a cell that could
-    not start is skipped with its error."""
+    not start is skipped with its error, or with the reason the path cannot take its pressure."""
     cells = [cell for cell in map(suite_cell, results) if cell is not None]
     cells += [SuiteCell(f["strategy"], f["pressure"], skipped=f["error"]) for f in failed if "pressure" in f]
+    cells += [SuiteCell(f["strategy"], f["pressure"], skipped=f["skipped"]) for f in skipped]
     designs = list(dict.fromkeys(c.design for c in cells))
     names = [p.partition(":")[0] for p in SUITE_PRESSURES]
 
