@@ -139,8 +139,9 @@ LOAD_OPTIONS = (
     Option(
         "enqueue-batch",
         "int",
-        "messages one enqueue transaction may carry (a COPY) when several are waiting: for an"
-        " application that batches; by default each message is one transaction, however far behind",
+        "messages one enqueue transaction may carry when several are waiting (a COPY on the seed's"
+        " table; a folder's enqueue.sql that many times): for an application that batches; by default"
+        " each message is one transaction, however far behind",
         "workload",
         default=1,
         metavar="N",
