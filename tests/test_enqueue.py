@@ -150,6 +150,10 @@ def test_one_producer_is_the_default_and_writes_one_message_per_transaction(cli:
     assert enqueue["parts"].get("group", 0) == 0  # one session: a key's last enqueue always committed
     assert report["server_cost"]["roles"]["producer"]["transactions_per_msg"] == 1.0
     assert report["audit"]["verdict"] == "pass"
+    # the embedded server times the queue's triggers: the notify trigger, once per enqueue
+    triggers = {t["function"]: t for t in enqueue["triggers"]}
+    assert triggers["msg_queue_notify()"]["calls"] == 400, enqueue["triggers"]
+    assert triggers["msg_queue_notify()"]["ms_per_call"] > 0
 
 
 def test_an_application_that_batches_says_so_and_its_batches_are_one_transaction(cli: Cli) -> None:

@@ -116,6 +116,11 @@ class ServerViews:
         row = self.sessions.one("server_programs")
         return bool(row and row[0])
 
+    def trigger_time(self, tables: tuple[str, ...]) -> tuple[tuple[str, int, float], ...]:
+        """The queue tables' trigger functions: each one's calls and milliseconds so far."""
+        rows = self.sessions.all("trigger_time", (list(tables),))
+        return tuple((str(name), int(calls), float(ms)) for name, calls, ms in rows)
+
     def counters(self) -> ServerCounters:
         """The server's cumulative counters now (read twice, their difference is a cost)."""
         return self.sessions.retrying(read_counters)

@@ -211,6 +211,7 @@ def server_settings(
         "shared_buffers": "128MB",
         "fsync": "on",  # the defaults, said out loud: a load test must pay for durability
         "synchronous_commit": "on",
+        "track_functions": "pl",  # the queue's triggers timed (pg_stat_user_functions): the enqueue account
     }
     if has_module(bindir, "pg_stat_statements"):  # per-statement server cost
         settings["shared_preload_libraries"] = "pg_stat_statements"

@@ -241,6 +241,8 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
             settings.producers,
             settings.enqueue_batch,
             state.producer_waits.profile() if settings.wait_sample_hz else None,
+            state.meters.triggers or (),
+            _untimed(state),
         ),
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
@@ -249,6 +251,15 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
     result = dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
     # the journal answered: each phase's and each sweep step's own account
     return windowed(state, db, census, result) if end.account is not None else result
+
+
+def _untimed(state: RunState) -> str | None:
+    """Why the server did not time the queue's triggers, where it did not."""
+    census = state.census
+    setting = census.get("track_functions") if census is not None else None
+    if census is None or setting is None or setting.value not in ("none", "off"):
+        return None
+    return f"{census.said('track_functions')}; pg_stat_user_functions times them with pl or all"
 
 
 def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:

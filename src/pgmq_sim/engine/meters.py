@@ -15,10 +15,20 @@ from pgmq_sim.result.costs import CpuReading, Logins, ProcessCpu, ServerCost
 from pgmq_sim.result.roles import RoleTransactions
 from pgmq_sim.server import Server
 
+TriggerTime = tuple[tuple[str, int, float], ...]  # per trigger function: calls, milliseconds
+
 
 class Meters:
-    def __init__(self, views: ServerViews, server: Server, signals: Signals, notes: list[str]) -> None:
+    def __init__(
+        self,
+        views: ServerViews,
+        server: Server,
+        signals: Signals,
+        notes: list[str],
+        tables: tuple[str, ...] = (),
+    ) -> None:
         self._views = views
+        self._tables = tables  # the queue's: their triggers are timed where the server counts them
         self._server = server
         self._signals = signals
         self._notes = notes
@@ -27,11 +37,14 @@ class Meters:
         self.client_before: CpuReading | None = None
         self._connected: tuple[CpuReading, int, int] | None = None  # and the logins, the messages then
         self.client: ProcessCpu | None = None
+        self._triggers_before: TriggerTime | None = None
+        self.triggers: TriggerTime | None = None  # over the worker phase
 
     def start(self) -> None:
         """Just before the workers start."""
         self.server_before = self.counters()
         self.server_cpu_before = self.server_cpu()
+        self._triggers_before = self._trigger_time()
         self.client_before = CpuReading.now()
 
     def connected(self, logins: int, messages: int) -> None:
@@ -58,7 +71,23 @@ class Meters:
             return None
         cpu_now = self.server_cpu()
         cpu = None if cpu_now is None or self.server_cpu_before is None else cpu_now - self.server_cpu_before
+        after_triggers, before_triggers = self._trigger_time(), self._triggers_before
+        if after_triggers is not None and before_triggers is not None:
+            then = {name: (calls, ms) for name, calls, ms in before_triggers}
+            self.triggers = tuple(
+                (name, calls - then.get(name, (0, 0.0))[0], ms - then.get(name, (0, 0.0))[1])
+                for name, calls, ms in after_triggers
+            )
         return ServerCost.between(before, after, messages, cpu, transactions)
+
+    def _trigger_time(self) -> TriggerTime | None:
+        """Best effort: a role that may not read the catalog's triggers gets none."""
+        if not self._tables:
+            return None
+        try:
+            return call_bounded(lambda: self._views.trigger_time(self._tables), 30, self._signals, "triggers")
+        except (SimError, psycopg.Error):
+            return None
 
     def server_cpu(self) -> float | None:
         return self._server.cpu_seconds() if self._server.cpu_seconds is not None else None

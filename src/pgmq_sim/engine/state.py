@@ -151,7 +151,7 @@ class RunState:
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.chaos += pressure_faults(settings.phases)
         self.notes.extend(self.given.notes)
-        self.meters = Meters(self.views, self.server, self.signals, self.notes)
+        self.meters = Meters(self.views, self.server, self.signals, self.notes, self.db.shape.tables)
 
     @property
     def settings(self) -> Settings:

@@ -20,6 +20,7 @@ CENSUS = (
     "autovacuum_vacuum_insert_scale_factor",
     "synchronous_commit",
     "fsync",
+    "track_functions",  # whether the queue's triggers are timed (pg_stat_user_functions)
     "max_connections",
     "superuser_reserved_connections",
 )

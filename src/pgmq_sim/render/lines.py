@@ -169,7 +169,8 @@ def enqueue_text(account: EnqueueAccount) -> str:
         if share >= 0.01
     )
     mean = account.mean_ms(account.slowest_parts_s, account.slowest_count)
-    return f"{who}: {figures}; slowest 1% {mean:.1f} ms: {parts}"
+    triggers = account.trigger_text()
+    return f"{who}: {figures}; slowest 1% {mean:.1f} ms: {parts}" + (f"; {triggers}" if triggers else "")
 
 
 def time_split_text(split: dict[str, float]) -> str:
