@@ -16,7 +16,7 @@ from pgmq_sim.model.profiles import RateProfile
 from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.stats import Timeline
 
-IDLE_S = 0.05  # a free session's longest wait between looks (an arrival or a commit rings it sooner)
+IDLE_S = 0.5  # a free session's longest wait between looks: the timer's session or a commit rings it
 
 
 class RateProducer:
@@ -62,7 +62,7 @@ class RateProducer:
         self._waiting: deque[Arrival] = deque()  # due, not yet taken by a session
         self._in_flight: set[tuple[int, int]] = set()  # groups with an enqueue in flight
         self._held: dict[tuple[int, int], list[float]] = {}  # a held group: [its last commit, messages held]
-        self._idle: list[Bell] = []  # free sessions' bells
+        self._idle: dict[Bell, None] = {}  # free sessions' bells, in the order they came
         self._timer: Bell | None = None  # the free session sleeping until the next message falls due
         self._looked_s = clock()  # when what was due was last drawn
         self._closed = False  # nothing more falls due
@@ -119,7 +119,8 @@ class RateProducer:
     def _wake(self, count: int) -> None:
         idle = self._idle
         while idle and count > 0:
-            if idle.pop().ring(Why.CREDIT):
+            bell, _ = idle.popitem()
+            if bell.ring(Why.CREDIT):
                 count -= 1
 
     def _take(self) -> list[Arrival]:
@@ -170,8 +171,9 @@ class RateProducer:
                         await halt.sleep(next_in, bell)
                         self._timer = None
                     else:
-                        self._idle.append(bell)
+                        self._idle[bell] = None
                         await halt.sleep(IDLE_S, bell)
+                        self._idle.pop(bell, None)
                     continue
                 if self._timer is None:
                     self._wake(1)  # a free one keeps the clock while this one writes
