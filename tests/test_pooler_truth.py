@@ -55,3 +55,24 @@ def test_a_server_whose_slots_another_application_holds_is_the_limit_not_the_poo
     fix = next(line for line in report["advice"] if line.startswith("limit pool:"))
     assert "reserve slots for the pooler's role" in fix and "shrink what holds them" in fix, fix
     assert "raise the pooler's pool size" not in " ".join(report["advice"]), report["advice"]
+
+
+def test_the_runs_own_pooled_backend_is_never_a_session_outside_the_run(tmp_path: Path) -> None:
+    """Eight workers through a pool of three hold a row each while they work. The housekeeper asking
+    who holds the rows is handed a backend a worker's transaction just left, and the server names
+    it by the housekeeper's application_name: that backend is the run's pool's, never a session
+    outside the run holding rows of the queue, nor one to end."""
+    with LocalPostgres(tcp=True, host="127.0.0.1") as server, bouncer(server, pool_size=3) as pooler:
+        cli = Cli(pooler.dsn, tmp_path)
+        result = cli.run(
+            "-fill-db 400 -workers 8 -orders 8 -claim indexed -work-ms 10-20 -poll-interval 0.05",
+            "-json out.json",
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    holders = report["locks"]["holders"]
+    assert not [h for h in holders if h["application"].startswith("pgmq-sim")], holders
+    said = " ".join([report["limit"]["evidence"], *report["advice"]])
+    assert "pgmq-sim housekeeper" not in said and "outside the run" not in said, said
+    if not report["locks"]["pool_holdings"]:
+        pytest.skip("no census sample saw a backend of the pool holding rows under the housekeeper's name")
