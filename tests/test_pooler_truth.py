@@ -27,7 +27,10 @@ def bouncer(server: LocalPostgres, pool_size: int = 20) -> PgBouncer:
     return PgBouncer("127.0.0.1", server.port, "postgres", server.password, "postgres", pool_size=pool_size)
 
 
-def test_a_server_whose_slots_another_application_holds_is_the_limit_not_the_pool(tmp_path: Path) -> None:
+@pytest.mark.parametrize("console", [True, False], ids=["pooler-admin", "without-console"])
+def test_a_server_whose_slots_another_application_holds_is_the_limit_not_the_pool(
+    tmp_path: Path, console: bool
+) -> None:
     """Another application holds most of the server's slots: the pool of 20 gets at most two
     server connections for twelve workers. The limit names the server's refusal, max_connections and
     who holds the slots, and the fix is about the slots, never a pool size the pooler cannot fill."""
@@ -42,7 +45,8 @@ def test_a_server_whose_slots_another_application_holds_is_the_limit_not_the_poo
             cli = Cli(pooler.dsn, tmp_path)
             result = cli.run(
                 "-fill-db 600 -workers 12 -orders 12 -claim indexed -work-ms 0-1 -poll-interval 0.05",
-                f"-pooler-admin {pooler.admin_dsn} -json out.json",
+                f"-pooler-admin {pooler.admin_dsn}" if console else "",
+                "-json out.json",
             )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
