@@ -19,6 +19,7 @@ from pgmq_sim.verdicts.hidden import HiddenAccount, hidden_account
 from pgmq_sim.verdicts.policies import PolicyMet, policies_met, run_shape
 
 KEPT_UP = 0.95  # of the offered rate
+LOGIN_FAILING = ("server_login_retry", "server login has been failing")  # PgBouncer's, refused by the server
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Figures:
     spare_connections: int | None = None  # more connections the server and the role allow (direct)
     pool_server_room: int | None = None  # pooled: the slots left the pooler, its own included
     slots: str = ""  # pooled: the server's max_connections and who held its slots before the run
+    pooler_refused: str = ""  # the run's note of the pooler's own word that its server login failed
     claim_skips_locked: bool = False  # the claim passes over locked rows instead of waiting for them
     faults: tuple[Fault, ...] = ()  # injected or met, with their outages measured (a whole run's)
     elapsed_s: float | None = None
@@ -123,6 +125,7 @@ def run_figures(r: RunResult) -> Figures:
         spare_connections=r.spare_connections,
         pool_server_room=r.pool_server_room,
         slots=_slots(r),
+        pooler_refused=next((n for n in r.notes if any(w in n for w in LOGIN_FAILING)), ""),
         claim_skips_locked=r.claim_skips_locked,
         faults=r.faults,
         elapsed_s=r.elapsed_s,

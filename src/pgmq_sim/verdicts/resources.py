@@ -154,16 +154,19 @@ def _pool(f: Figures) -> Found:
 
 def _slots_refused(f: Figures, seen: str, evidence: str) -> Found:
     """The pooler could not open the server connections its pool allows: the server's slots were
-    taken (fewer were left for the pooler than the run's workers). The fix is the slots, never the
-    pool's size, which the pooler could not fill."""
+    taken (fewer were left for the pooler than the run's workers), or the pooler said its login to
+    the server failed. The fix is the slots, never the pool's size, which the pooler could not fill."""
     room = f.pool_server_room  # with the pooler's connection that asked (the budget leaves it out)
-    if room is None or room >= f.workers:
+    short = room is not None and room < f.workers
+    if not short and not f.pooler_refused:
         return None
+    said = [f"{room} slot(s) were left for the pooler when the run began"] if short else []
+    said += [f"the pooler said: {f.pooler_refused}"] if f.pooler_refused else []
     held = f"; {f.slots}" if f.slots else ""
     return MeasuredCause(
         Resource.POOL,
-        f"{evidence}; the pooler held {seen} for {f.workers} workers, and the server"
-        f" refused it more: {room} slot(s) were left for the pooler when the run began{held}",
+        f"{evidence}; the pooler held {seen} for {f.workers} workers, and the server refused it more:"
+        f" {'; '.join(said)}{held}",
         "the server's connection slots are taken, not the pool: reserve slots for the pooler's role"
         " (reserved_connections with pg_use_reserved_connections, PostgreSQL 16+, or a CONNECTION LIMIT"
         " on what holds them), or shrink what holds them; a larger pool cannot be filled",
