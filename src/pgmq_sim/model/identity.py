@@ -4,9 +4,11 @@ run's own (a pressure's session stands for one outside the run: not one of them)
 outside the run. Behind a transaction pooler a server backend belongs to the pool, not to one
 client: its application_name is whichever client used it last (the run's housekeeper asking who
 holds what may be handed the very backend a worker's transaction just left), so a backend named
-as the run's is a server connection of the run's pool. It is the run's own where what it runs now
-is one of the run's statements (their text names the tool's functions and tables); otherwise whose
-transaction it served is not known, and it is never called a session outside the run."""
+as the run's is most likely one of the run's pool (a direct session of the run's, the listener, is
+named so too: the pooler's console could tell them apart, it is not asked). It is the run's own
+where what it runs now is one of the run's statements (their text names the tool's functions and
+tables); otherwise whose transaction it served is not known, and it is never called a session
+outside the run."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ RUN_TEXT = "pgmq_sim_"  # the tool's functions (pgmq_sim_claim, ...) and tables 
 
 class Whose(StrEnum):
     OURS = "the run's own"
-    POOL = "a server connection of the run's pool, whose transaction not known"
+    POOL = "behind the transaction pooler, named by the last client to use it: whose transaction, not known"
     OUTSIDE = "outside the run"
 
 
@@ -38,7 +40,5 @@ def whose(
 
 
 def said(application: str, who: Whose) -> str:
-    """The application as a verdict names it: a pooled backend says it is one of the pool's."""
-    if who != Whose.POOL:
-        return application
-    return f"{who} (last set application_name '{application}')"
+    """The application as a verdict names it: a pooled backend says its name is the last client's."""
+    return f"{application}; {who}" if who == Whose.POOL else application

@@ -80,7 +80,7 @@ class BlockerSeen:
     def text(self) -> str:
         """e.g. pid 4242 (report job; outside the run; idle in transaction) holding ExclusiveLock
         on msg_queue."""
-        pooled = self.application.startswith(Whose.POOL)  # model/identity said so in its name
+        pooled = self.application.endswith(Whose.POOL)  # model/identity said so in its name
         whose = "" if pooled else "the run's own" if self.ours else "outside the run"
         where = f"in database {self.database}" if self.database else ""
         about = "; ".join(
