@@ -465,6 +465,27 @@ def limit_run(resource: str) -> RunResult:
     return [run for name, run, *_ in LIMITS if name == resource][-1]
 
 
+def test_a_pool_whose_server_connections_were_not_seen_says_not_observed() -> None:
+    """No server connection was seen serving the workers: the pool verdict says so, never 'at most 0'."""
+    run = result(workers=12, claim_ms=6.0, complete_ms=0.5, busy_ms=12, worker_backends_max=0, path=POOLED)
+    limit = run_limit(run)
+    assert limit.resource == "pool", limit
+    assert "12 workers shared server connections (not observed)" in limit.evidence, limit.evidence
+    assert limit.fix is not None and "server connections seen: not observed" in limit.fix, limit.fix
+
+
+def test_a_pooler_whose_server_login_failed_is_told_of_the_slots_not_a_larger_pool() -> None:
+    """The pooler's own word that the server refused its login (server_login_retry) is the
+    server's refusal: the limit says it, and the fix is the slots, never a larger pool."""
+    note = "w3: server login has been failing, try again later (server_login_retry)"
+    run = result(workers=12, claim_ms=6.0, complete_ms=0.5, busy_ms=12, worker_backends_max=0, path=POOLED)
+    limit = run_limit(dataclasses.replace(run, notes=(note,)))
+    assert limit.resource == "pool", limit
+    assert f"the server refused it more: the pooler said: {note}" in limit.evidence, limit.evidence
+    assert limit.fix is not None and "reserve slots for the pooler's role" in limit.fix, limit.fix
+    assert "pool size" not in limit.fix, limit.fix
+
+
 @pytest.mark.parametrize("resource,run,evidence,fix", LIMITS, ids=[case[0] for case in LIMITS])
 def test_the_limit_is_the_resource_its_figures_show(
     resource: str, run: RunResult, evidence: tuple[str, ...], fix: tuple[str, ...]

@@ -16,10 +16,12 @@ from conftest import REPO
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.events import Fault
-from pgmq_sim.model.facts import AuditCounts, LockBlocker, StallFacts
+from pgmq_sim.model.facts import AuditCounts, LockBlocker, StallFacts, lock_blocker
+from pgmq_sim.model.identity import Whose, whose
 from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.stats import SecondSample, Timeline, WorkerCounters, WorkerStats
+from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.settings import Settings, WorkTime
 from pgmq_sim.verdicts.audit import judge_audit
 from pgmq_sim.verdicts.diagnose import explain_stall
@@ -391,3 +393,35 @@ def test_a_claim_skips_locked_rows_by_its_code_not_its_comments(tmp_path: Path) 
     assert not load_design("indexed", next_msg=said).skips_locked
     assert not load_design("seed", next_msg=blocking).skips_locked
     assert load_design("seed", next_msg=trying).skips_locked
+
+
+@pytest.mark.parametrize(
+    "application,query,same_database,pooled,expected",
+    [
+        ("pgmq-sim housekeeper", "select ...", True, False, Whose.OURS),  # a session of its own: its name
+        ("pgmq-sim housekeeper", "select ...", True, True, Whose.POOL),  # the last client's name only
+        ("pgmq-sim w3", "select * from pgmq_sim_claim($1)", True, True, Whose.OURS),  # runs the run's
+        ("report job", "select * from pgmq_sim_claim($1)", True, True, Whose.OUTSIDE),  # another's name
+        ("pgmq-sim producer", "insert ...", False, False, Whose.OUTSIDE),  # another database's
+        ("pgmq-sim pressure", "lock table msg_queue", True, False, Whose.OUTSIDE),  # stands for one outside
+    ],
+)
+def test_whose_a_session_is_follows_the_paths_pooling(
+    application: str, query: str, same_database: bool, pooled: bool, expected: Whose
+) -> None:
+    """Behind a transaction pooler a backend named as the run's is its pool's, unless what it runs
+    now is the run's own statement; nothing is outside the run without another name or database."""
+    assert whose(application, query, same_database, pooled) == expected
+
+
+def test_a_pooled_blocker_named_as_the_run_is_neither_outside_it_nor_said_to_be_its_own() -> None:
+    """A blocker row of sql/lock_blockers.sql behind a transaction pooler: the backend's name is the
+    last client's, so the blocker is not outside the run, and its text says whose is not known."""
+    head = (101, "pgmq-sim w1", 202)
+    row = (*head, "pgmq-sim housekeeper", "active", "tuple", "msg_queue", "", 0.1, "select 1", "", "")
+    b = lock_blocker(row, transaction_pooled=True)
+    assert b.ours
+    seen = BlockerSeen(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode, 1).text()
+    assert "whose transaction, not known" in seen and "outside the run" not in seen, seen
+    assert "the run's own" not in seen, seen
+    assert not lock_blocker((*head, "report job", *row[4:]), transaction_pooled=True).ours

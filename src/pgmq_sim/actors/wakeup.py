@@ -41,9 +41,10 @@ from pgmq_sim.actors.claim_reasons import (
     Credits,
 )
 from pgmq_sim.actors.waits import Bell, Halt, Why
-from pgmq_sim.db.connection import APPLICATION_NAME, reconnecting_async
+from pgmq_sim.db.connection import reconnecting_async
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.model.backoff import Backoff
+from pgmq_sim.model.identity import Whose, whose
 from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.sqlfiles import statement
 
@@ -385,8 +386,8 @@ class NotifyWakeup:
 
     async def _name_senders(self, wire: Wire, timeout: float) -> None:
         """The application of each sender not yet named, from pg_stat_activity (every role sees
-        application_name): the run's own sessions are named 'pgmq-sim ...'. A sender already gone
-        stays unnamed."""
+        application_name): whose it is, model/identity decides (the run's own sessions are named
+        'pgmq-sim ...'). A sender already gone stays unnamed."""
         pids = self.book.unnamed()
         if not pids:
             return
@@ -399,8 +400,7 @@ class NotifyWakeup:
         for pid in pids:
             sender = self.book.senders[pid]
             sender.application = found.get(pid)
-            own = sender.application is not None and sender.application.split(" ")[0] == APPLICATION_NAME
-            sender.own = own
+            sender.own = sender.application is not None and whose(sender.application) != Whose.OUTSIDE
 
     async def run(self) -> None:
         """Until the run stops: a statement each second (see RESTATE_S); a lost listener is

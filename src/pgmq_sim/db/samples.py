@@ -14,7 +14,8 @@ from psycopg.pq.abc import PGresult
 from pgmq_sim.db.connection import connect_async, own_limits
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.db.wire import Answer, Wire
-from pgmq_sim.model.facts import HeldLocks, LockBlocker, LockSample, TablePulse
+from pgmq_sim.model.facts import HeldLocks, LockBlocker, LockSample, TablePulse, lock_blocker
+from pgmq_sim.model.identity import WORKER, Whose, said, whose
 from pgmq_sim.sqlfiles import statement
 
 PULSE_TIMEOUT_S = 5.0
@@ -155,17 +156,19 @@ class SampleSession:
         for i in range(r.ntuples):
             if r.get_value(i, 1) is None:  # nobody holds anything: the clock's row alone
                 continue
-            pid = int(r.get_value(i, 1) or 0)
+            pid, application = int(r.get_value(i, 1) or 0), text_of(r, i, 2)
+            who = whose(application, text_of(r, i, 3), transaction_pooled=not self._prepared)
             held.append(
                 HeldLocks(
                     pid,
-                    text_of(r, i, 2),
-                    r.get_value(i, 3) == b"t",
+                    said(application, who),
+                    who == Whose.OURS and application.startswith(WORKER),
                     text_of(r, i, 4),
                     float(r.get_value(i, 5) or 0),
                     int(r.get_value(i, 6) or 0),
                     text_of(r, i, 7),
                     rows.get(pid, 0) if count_rows else None,
+                    who,
                 )
             )
         return LockSample(float(r.get_value(0, 0) or 0), tuple(held), count_rows)
@@ -237,20 +240,16 @@ class SampleSession:
                 await self._ask(SAMPLE_TIMEOUT_S, statement("lock_blockers"), [int_array(waiting)])
             ).results[0]
             blockers = [
-                LockBlocker(
-                    int(found.get_value(i, 0) or 0),
-                    text_of(found, i, 1),
-                    int(found.get_value(i, 2) or 0),
-                    text_of(found, i, 3),
-                    text_of(found, i, 4),
-                    found.get_value(i, 5) == b"t",
-                    text_of(found, i, 6),
-                    text_of(found, i, 7),
-                    text_of(found, i, 8),
-                    float(found.get_value(i, 9) or 0),
-                    text_of(found, i, 10),
-                    text_of(found, i, 11),
-                    text_of(found, i, 12),
+                lock_blocker(
+                    (
+                        int(found.get_value(i, 0) or 0),
+                        text_of(found, i, 1),
+                        int(found.get_value(i, 2) or 0),
+                        *(text_of(found, i, c) for c in range(3, 8)),
+                        float(found.get_value(i, 8) or 0),
+                        *(text_of(found, i, c) for c in range(9, 12)),
+                    ),
+                    not self._prepared,  # nothing prepared: the path pools per transaction
                 )
                 for i in range(found.ntuples)
             ]

@@ -11,7 +11,7 @@ from pgmq_sim.db.connection import connect, limit_lock_waits, own_begin
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
 from pgmq_sim.model.census import CENSUS, CensusSetting, ServerCensus, SlotCensus, SlotHolder, TableOptions
-from pgmq_sim.model.facts import LockBlocker, ServerCounters, StallFacts, StatementCounters, TablePulse
+from pgmq_sim.model.facts import ServerCounters, StallFacts, StatementCounters, TablePulse, lock_blocker
 from pgmq_sim.model.timeouts import TIMEOUTS, UNIT_MS, ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.sqlfiles import statement
 
@@ -131,7 +131,9 @@ class ServerViews:
         table: its groups' heads; a folder design's table is its own)."""
 
         def read(conn: psycopg.Connection) -> StallFacts:
-            blocked = [LockBlocker(*row) for row in conn.execute(statement("lock_blockers"), (our_pids,))]
+            rows = conn.execute(statement("lock_blockers"), (our_pids,))
+            # named as the server says: the diagnosis names a pooled backend by the pooler's address
+            blocked = [lock_blocker(row, transaction_pooled=False) for row in rows]
             pending: list[tuple[Any, ...]] = []
             heads: list[tuple[Any, ...]] = []
             unlocked: set[int] = set()

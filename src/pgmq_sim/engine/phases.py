@@ -54,6 +54,7 @@ def check(state: RunState, parts: RunParts) -> None:
     budget: int | None
     budget, role_left = call_bounded(db.connection_budget, 30, signals, "connection check", True)
     if path.pooled:  # the pooler's pool bounds what the server sees, not the workers
+        state.pool_server_room = min(left for left in (budget, role_left) if left is not None)
         budget = role_left = None
     faults = sum(f.kind.sessions(f.count) for f in state.chaos)  # the faults' own sessions
     needed = (

@@ -95,6 +95,7 @@ class RunState:
     path: RunPath | None = None  # decided by the check
     timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read by the check
     spare_connections: int | None = None  # what the server and the role allow beyond the run's own
+    pool_server_room: int | None = None  # pooled: the slots left the pooler, its own included
     census: ServerCensus | None = None  # the settings that shape the queue, read before the run
     pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
     session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare

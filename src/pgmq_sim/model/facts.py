@@ -3,10 +3,12 @@ holds them, and the audit verdict and the diagnosis can be built and tested with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from pgmq_sim.model.identity import Whose, said, whose
 from pgmq_sim.model.kinds import PoolerMode
 
 
@@ -147,7 +149,7 @@ class LockBlocker(NamedTuple):
     pid: int
     application: str
     state: str  # '' where the role may not see it
-    ours: bool  # one of the tool's own sessions in the run's database
+    ours: bool  # the run's own, or its pool's (model/identity): not a session outside the run
     lock: str  # the waiter's lock type: relation, tuple, transactionid, advisory, object, ...
     target: str  # the relation waited on, else the lock type
     mode: str  # the modes the blocker holds on it ('' when it only waits ahead in the queue)
@@ -155,6 +157,16 @@ class LockBlocker(NamedTuple):
     query: str = ""  # the start of its query ('' where not seen)
     address: str = ""  # its client address ('' for a local socket)
     database: str = ""  # the blocker's database when it is not the run's ('' when it is)
+
+
+def lock_blocker(row: Sequence[Any], transaction_pooled: bool) -> LockBlocker:
+    """A row of sql/lock_blockers.sql, its session's identity decided by model/identity."""
+    waiter_pid, waiter, pid, application, state, lock, target, mode, xact_s, query, address, database = row
+    who = whose(str(application), str(query), not database, transaction_pooled)
+    return LockBlocker(
+        int(waiter_pid), str(waiter), int(pid), said(str(application), who), str(state), who != Whose.OUTSIDE,
+        str(lock), str(target), str(mode), float(xact_s or 0), str(query), str(address), str(database),
+    )  # fmt: skip
 
 
 NOTIFY_QUEUE = "the notification queue"  # lock_blockers.sql's name for the lock every notifying commit takes
@@ -166,12 +178,13 @@ class HeldLocks(NamedTuple):
 
     pid: int
     application: str
-    worker: bool  # one of the run's workers
+    worker: bool  # one of the run's workers (model/identity)
     state: str  # '' where the role may not see it
     xact_s: float  # how long its transaction has been open (0 where not seen)
     advisory: int
     relation: str  # e.g. 'ExclusiveLock on msg_queue' ('' for none)
     rows: int | None  # rows of the queue's busiest table it has locked or changed (None: not counted)
+    whose: Whose = Whose.OUTSIDE  # the run's own, its pool's, or outside the run (model/identity)
 
 
 class LockSample(NamedTuple):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.facts import LockBlocker, LockSample
+from pgmq_sim.model.identity import Whose
 from pgmq_sim.result.waits import notify_lock_note
 
 SHOWN = 5  # holders outside the run kept, most samples first
@@ -75,6 +76,7 @@ class LockCensus:
     worker_advisory: int = 0
     worker_rows_max: int = 0
     server_offset_s: float | None = None
+    pool_holdings: int = 0  # behind a transaction pooler: the run's pool's connections seen holding
 
     @property
     def rows_per_worker(self) -> float:
@@ -93,6 +95,7 @@ class LockCensus:
             "rows_per_worker": round(self.rows_per_worker, 2),
             "advisory_per_worker": round(self.advisory_per_worker, 2),
             "worker_rows_max": self.worker_rows_max,
+            "pool_holdings": self.pool_holdings,
         }
 
 
@@ -105,6 +108,7 @@ class LockCensusTally:
         self._rows_samples = 0
         self._holders: dict[tuple[int, str], HolderSeen] = {}
         self._holdings = self._rows = self._advisory = self._rows_max = 0
+        self._pool_holdings = 0  # a server connection of the run's pool seen holding, whose not known
         self._offsets: list[float] = []
 
     def add(self, at_s: float, sample: LockSample) -> None:
@@ -121,6 +125,10 @@ class LockCensusTally:
                         self._rows += rows
                         self._advisory += held.advisory
                         self._rows_max = max(self._rows_max, rows)
+                    continue
+                if held.whose != Whose.OUTSIDE:  # the run's own, or its pool's: never a holder outside it
+                    if held.whose == Whose.POOL and (rows or held.advisory or held.relation):
+                        self._pool_holdings += 1
                     continue
                 if rows or held.advisory or held.relation:
                     self._see(held.pid, held.application, held.state, at_s, held.xact_s, held.advisory, rows,
@@ -178,6 +186,7 @@ class LockCensusTally:
                 self._advisory,
                 self._rows_max,
                 statistics.median(self._offsets) if self._offsets else None,
+                self._pool_holdings,
             )
 
 

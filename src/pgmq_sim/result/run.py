@@ -164,6 +164,7 @@ class RunResult:
     claim_total_s: float = 0.0  # the workers' claim round trips, summed
     complete_total_s: float = 0.0  # and their completions'
     spare_connections: int | None = None  # connections the server and role allowed beyond the run's
+    pool_server_room: int | None = None  # pooled: the slots left the pooler, its own included
     checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
     drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.facts import NOTIFY_QUEUE, LockBlocker
+from pgmq_sim.model.identity import Whose
 
 # each class, and what it says in words
 CLASSES = {
@@ -79,7 +80,8 @@ class BlockerSeen:
     def text(self) -> str:
         """e.g. pid 4242 (report job; outside the run; idle in transaction) holding ExclusiveLock
         on msg_queue."""
-        whose = "the run's own" if self.ours else "outside the run"
+        pooled = self.application.endswith(Whose.POOL)  # model/identity said so in its name
+        whose = "" if pooled else "the run's own" if self.ours else "outside the run"
         where = f"in database {self.database}" if self.database else ""
         about = "; ".join(
             p for p in (self.application or "no application_name", whose, where, self.state) if p

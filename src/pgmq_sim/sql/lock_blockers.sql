@@ -2,17 +2,14 @@
 -- (pg_blocking_pids, which takes the lock manager's partition locks: asked only of those waiting):
 -- read by the wait sampler, for the wait profile and the lock census (result/waits, result/holders),
 -- and by the stall diagnosis. A row per waiter and blocker: the waiter's pid and application, the
--- blocker's pid, application and state, whether it is one of the tool's sessions in this database
--- (a pressure's session stands for one outside the run: not one of them),
--- the object waited on and the modes the blocker holds on it (none when it only waits ahead in the
--- lock's queue), how long its transaction has been open, its query's start and its address, and its
+-- blocker's pid, application and state (whose it is, the run's or not, is decided from these, its
+-- query and its database by model/identity, which knows the path's pooling), the object waited on
+-- and the modes the blocker holds on it (none when it only waits ahead in the lock's queue), how long its transaction has been open, its query's start and its address, and its
 -- database when that is not the run's ('' when it is). The notification queue's lock (the object lock
 -- on database 0 that every notifying commit on the server takes, whatever its database) is named as
 -- such. A session of another role shows no state or query to a role without pg_read_all_stats.
 select w.pid, coalesce(wa.application_name, ''),
        b.pid, coalesce(b.application_name, ''), coalesce(b.state, ''),
-       coalesce(b.application_name, '') like 'pgmq-sim%' and b.application_name <> 'pgmq-sim pressure'
-           and b.datname is not distinct from current_database(),
        w.locktype,
        case when w.relation is not null then w.relation::regclass::text
             when w.locktype = 'object' and w.classid = 'pg_database'::regclass and w.objid = 0

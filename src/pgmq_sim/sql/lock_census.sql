@@ -1,8 +1,8 @@
 -- $1: the queue's tables, $2: the sessions seen holding rows of them. The locks a claim may skip
 -- (SKIP LOCKED, a try-lock) or wait on, by the session holding them, sampled while the run goes:
 -- every session of this database holding an advisory lock, or a lock on a queue table that blocks a
--- claim's writes (ShareLock or stronger), with its application, whether it is one of the run's
--- workers, its state and how long its transaction has been open. The rows each holds are counted
+-- claim's writes (ShareLock or stronger), with its application and its query's start (whose it is
+-- is decided from them by model/identity), its state and how long its transaction has been open. The rows each holds are counted
 -- apart (lock_census_rows.sql); who blocks the run's waiting sessions comes from the wait sampler's
 -- lock_blockers.sql (a producer held by a lock on a parent row shows there). The server's clock comes first, to place the sample on
 -- the run's timeline.
@@ -22,7 +22,7 @@ held as (
 ),
 pids as (select pid from held union select unnest($2::int[]))
 select extract(epoch from clock_timestamp())::float8, p.pid, coalesce(a.application_name, ''),
-       coalesce(a.application_name, '') like 'pgmq-sim w%', coalesce(a.state, ''),
+       left(coalesce(a.query, ''), 80), coalesce(a.state, ''),
        coalesce(extract(epoch from clock_timestamp() - a.xact_start), 0)::float8,
        coalesce(h.advisory, 0), coalesce(h.relation, '')
 from (select 1) one

@@ -19,6 +19,7 @@ from pgmq_sim.verdicts.hidden import HiddenAccount, hidden_account
 from pgmq_sim.verdicts.policies import PolicyMet, policies_met, run_shape
 
 KEPT_UP = 0.95  # of the offered rate
+LOGIN_FAILING = ("server_login_retry", "server login has been failing")  # PgBouncer's, refused by the server
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class Figures:
     strategy: str = ""
     hot_group: str | None = None  # the hottest group and its share, where a skew made one
     spare_connections: int | None = None  # more connections the server and the role allow (direct)
+    pool_server_room: int | None = None  # pooled: the slots left the pooler, its own included
+    slots: str = ""  # pooled: the server's max_connections and who held its slots before the run
+    pooler_refused: str = ""  # the run's note of the pooler's own word that its server login failed
     claim_skips_locked: bool = False  # the claim passes over locked rows instead of waiting for them
     faults: tuple[Fault, ...] = ()  # injected or met, with their outages measured (a whole run's)
     elapsed_s: float | None = None
@@ -64,6 +68,13 @@ def server_cpu(cpu_s: float | None, seconds: float) -> tuple[float | None, int |
     on this machine)."""
     cores = os.cpu_count() if cpu_s is not None else None
     return (cpu_s / seconds / cores if cpu_s is not None and cores else None), cores
+
+
+def _slots(r: RunResult) -> str:
+    """e.g. 'max_connections = 12; 10 client session(s): 10 by application 'hog' as role bob' ('' unread)."""
+    if r.census is None:
+        return ""
+    return f"{r.census.said('max_connections')}; {r.census.slots.said()}"
 
 
 def run_figures(r: RunResult) -> Figures:
@@ -112,6 +123,9 @@ def run_figures(r: RunResult) -> Figures:
         strategy=r.strategy,
         hot_group=hot,
         spare_connections=r.spare_connections,
+        pool_server_room=r.pool_server_room,
+        slots=_slots(r),
+        pooler_refused=next((n for n in r.notes if any(w in n for w in LOGIN_FAILING)), ""),
         claim_skips_locked=r.claim_skips_locked,
         faults=r.faults,
         elapsed_s=r.elapsed_s,

@@ -106,7 +106,8 @@ def outage(f: Figures) -> Found:
 def _pool(f: Figures) -> Found:
     if not f.pooled:
         return None
-    servers = f.pool_servers
+    servers = f.pool_servers or None  # none seen is not observed: a pulse may miss them all
+    seen = f"at most {servers} server connections" if servers else "server connections (not observed)"
     if f.pool_wait_share is not None:
         if f.pool_wait_share < POOL_WAIT_SHARE:
             return None
@@ -115,14 +116,22 @@ def _pool(f: Figures) -> Found:
             " (the pooler's console)"
         )
     else:  # without the console: a claim slow beside its completion, more workers than connections
-        if servers is None or servers >= f.workers or f.claim_ms is None or f.complete_ms is None:
+        if (
+            f.pool_servers is None
+            or (servers or 0) >= f.workers
+            or f.claim_ms is None
+            or f.complete_ms is None
+        ):
             return None
         if f.claim_ms < 2 * f.complete_ms or f.claim_ms < 0.5 * f.work_ms:
             return None
         evidence = (
-            f"{f.workers} workers shared at most {servers} server connections, and the claim p50"
+            f"{f.workers} workers shared {seen}, and the claim p50"
             f" {f.claim_ms:.1f} ms is mostly the wait for one (completion p50 {f.complete_ms:.1f} ms)"
         )
+    refused = _slots_refused(f, seen, evidence)
+    if refused is not None:
+        return refused
     share = f.pool_wait_share
     if share is None:  # without the console: the claim's excess over a completion is the wait
         claim, complete = f.claim_ms or 0.0, f.complete_ms or 0.0
@@ -138,7 +147,29 @@ def _pool(f: Figures) -> Found:
     return MeasuredCause(
         Resource.POOL,
         evidence,
-        f"raise the pooler's pool size to about {want} (server connections seen: {servers or '?'})",
+        f"raise the pooler's pool size to about {want}"
+        f" (server connections seen: {servers or 'not observed'})",
+    )
+
+
+def _slots_refused(f: Figures, seen: str, evidence: str) -> Found:
+    """The pooler could not open the server connections its pool allows: the server's slots were
+    taken (fewer were left for the pooler than the run's workers), or the pooler said its login to
+    the server failed. The fix is the slots, never the pool's size, which the pooler could not fill."""
+    room = f.pool_server_room  # with the pooler's connection that asked (the budget leaves it out)
+    short = room is not None and room < f.workers
+    if not short and not f.pooler_refused:
+        return None
+    said = [f"{room} slot(s) were left for the pooler when the run began"] if short else []
+    said += [f"the pooler said: {f.pooler_refused}"] if f.pooler_refused else []
+    held = f"; {f.slots}" if f.slots else ""
+    return MeasuredCause(
+        Resource.POOL,
+        f"{evidence}; the pooler held {seen} for {f.workers} workers, and the server refused it more:"
+        f" {'; '.join(said)}{held}",
+        "the server's connection slots are taken, not the pool: reserve slots for the pooler's role"
+        " (reserved_connections with pg_use_reserved_connections, PostgreSQL 16+, or a CONNECTION LIMIT"
+        " on what holds them), or shrink what holds them; a larger pool cannot be filled",
     )
 
 
