@@ -109,6 +109,47 @@ def test_a_woken_worker_that_finds_nothing_waits_again_and_wakes_no_one() -> Non
 
 
 @pytest.mark.unit
+def test_a_notification_of_more_than_there_is_is_a_hint_not_a_debt() -> None:
+    """A session outside the run announced 100,000 messages of a type (issue 51: the workers then
+    claimed 595 times per notification). While another worker holds a message, each woken worker
+    claims once, finds nothing, and the empty claim ends the announcement's credits: the workers
+    wait again, and the holder's completion still claims once more (its group may hold the next)."""
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, *idle = idle_slots(credits, halt, 4)
+        holder.claiming()
+        holder.claimed(True)  # a message in flight: no empty claim proves the type empty
+        claims = 0
+
+        async def claim_when_woken(slot: NotifySlot) -> None:
+            nonlocal claims
+            while True:
+                await slot.wait(after_completion=False)
+                if halt.is_set():
+                    return
+                slot.claiming()
+                claims += 1
+                await asyncio.sleep(0.01)  # the claim's round trip
+                slot.claimed(False)  # nothing there
+
+        tasks = [asyncio.get_running_loop().create_task(claim_when_woken(s)) for s in idle]
+        assert await eventually(lambda: credits.waiting == 3)
+        credits.arrived(100_000, 777)
+        await asyncio.sleep(0.3)
+        assert claims == 3 and credits.credits == 0, (claims, credits.credits)  # one per idle worker
+        assert holder.claim_due()  # what it was told of may wait behind its own group
+        credits.arrived(1)  # a real one later still wakes a worker at once
+        assert await eventually(lambda: claims == 4, within_s=1.0)
+        halt.set()
+        _, pending = await asyncio.wait(tasks, timeout=1)
+        assert not pending
+
+    on_loop(body)
+
+
+@pytest.mark.unit
 def test_a_message_arriving_between_an_empty_claim_and_its_wait_is_not_lost() -> None:
     async def body() -> None:
         halt = Halt()

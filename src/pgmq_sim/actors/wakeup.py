@@ -133,9 +133,13 @@ class TypeCredits:
     that no claim of this process has taken yet; a completion claims again at once while it is
     above zero, since the group it freed may hold the next one. `credits`: notified messages
     whose claim has not been tried, at most `known`; each wakes one claim, and the claim it wakes
-    is counted against the sender of its notification (result/claims). An empty claim, while
-    no other worker of the type here claims or holds a message, proves that nothing notified
-    before it started is claimable: `known` drops to what was notified since.
+    is counted against the sender of its notification (result/claims). A notification is a hint,
+    never a debt: an empty claim ends the credits of everything notified before it started, so a
+    session that announces 100,000 messages that are not there costs about one empty claim per
+    idle worker, not 100,000. While no other worker of
+    the type here claims or holds a message, it also proves that nothing notified before it is
+    claimable: `known` drops to what was notified since (otherwise a group held by another worker
+    may hide the next messages, which that worker's completion claims).
 
     The fallback is one claim per interval for the whole type, by the worker that has waited
     longest (at least an interval): it bounds the cost of a wake-up missed for good, and 500 idle
@@ -196,9 +200,12 @@ class TypeCredits:
             self.known = max(0, self.known - hit)
             credits.keep(min(credits.count - (hit - 1), self.known))
             return
+        since = self.notified - notified_at_start
         if self.active == 1:
-            self.known = self.notified - notified_at_start
-            credits.keep(self.known)
+            self.known = since
+        # whatever else ran, what was notified before it began is claimed, in flight behind a held
+        # group (`known` keeps it for the holder's completion) or never came: its credits wake no one
+        credits.keep(min(since, self.known))
         self.active -= 1
 
     def due(self) -> int | None:
