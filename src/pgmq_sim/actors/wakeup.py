@@ -42,7 +42,7 @@ from pgmq_sim.actors.claim_reasons import (
 )
 from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.connection import APPLICATION_NAME, reconnecting_async
-from pgmq_sim.db.wire import Wire
+from pgmq_sim.db.wire import LoopTime, Wire
 from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.sqlfiles import statement
@@ -72,6 +72,9 @@ class WakeupSlot(Protocol):
     async def wait(self, after_completion: bool) -> bool:
         """Until a claim is worth trying (or the fallback, or the run's stop); True when the type's
         fallback woke it (no notification did)."""
+
+    def timed(self, meter: LoopTime) -> None:
+        """The worker's session counts its own time on the loop around its round trips on `meter`."""
 
 
 class Wakeup(Protocol):
@@ -107,12 +110,15 @@ class PollSlot:
     def retrying(self) -> None:
         self._claims.woke(RETRY)
 
+    def timed(self, meter: LoopTime) -> None:
+        self._claims.time = meter
+
     async def wait(self, after_completion: bool) -> bool:
         claims = self._claims
         claims.waiting()
         if not after_completion:
             await self._halt.sleep(self._interval, self._bell)
-        claims.woke(COMPLETION if after_completion else POLL)
+        claims.woke(COMPLETION if after_completion else POLL, running=True)
         return False  # polling is the mechanism itself, not a fallback
 
 
@@ -306,8 +312,11 @@ class NotifySlot:
     async def wait(self, after_completion: bool) -> bool:
         self._claims.waiting()
         source = await self._credits.wait(self._bell)
-        self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
+        self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source, running=True)
         return source == AT_FALLBACK
+
+    def timed(self, meter: LoopTime) -> None:
+        self._claims.time = meter
 
 
 # The server reads notifications for an idle LISTEN session in transactions it dates from that

@@ -166,6 +166,7 @@ class WorkerConnection:
             if first and self._plan.opened is not None:
                 self._plan.opened()
         self._session, self.backend_pid = session, session.backend_pid
+        self._wakeup.timed(session.time)  # an empty claim's own time, by why it was made
         self._own_pids.add(session.backend_pid)  # a notification it sends is the run's, named or not
         if first:
             self._free()
