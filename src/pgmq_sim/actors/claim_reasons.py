@@ -87,8 +87,9 @@ class ClaimTally:
         self._empty = False
         self._claims += 1
         spent = self.time
-        spent.armed = self._claims % TIMED_EVERY == 0
-        spent.start(running)
+        spent.armed = armed = self._claims % TIMED_EVERY == 0
+        if armed:
+            spent.start(running)
 
     def answered(self, found: int) -> None:
         book, i, pid = self.book, self.reason, self.sender

@@ -149,16 +149,7 @@ class Wire:
 
     def _readable(self) -> None:
         meter = self.meter
-        if meter is None or not meter.armed:
-            self._read_answer()
-            return
-        began = time.thread_time()
-        try:
-            self._read_answer()
-        finally:
-            meter.spent += time.thread_time() - began
-
-    def _read_answer(self) -> None:
+        began = time.thread_time() if meter is not None and meter.armed else 0.0
         pg = self._pg
         try:
             pg.consume_input()
@@ -183,6 +174,9 @@ class Wire:
                     self._results.append(result)
         except psycopg.OperationalError as exc:
             self._fail(exc)
+        finally:
+            if began and meter is not None:  # a sampled claim's read
+                meter.spent += time.thread_time() - began
 
     def _checkup(self) -> None:
         """Read the socket of a round trip still in flight, as its reader would (a lost connection
@@ -256,8 +250,9 @@ class Wire:
             self._answer = answer
             if self._check is None:  # one timer for many round trips: it lapses when none is in flight
                 self._check = self._loop.call_later(CHECK_S, self._checkup)
-        if self.meter is not None:  # the caller waits for the server from here
-            self.meter.pause()
+        meter = self.meter
+        if meter is not None and meter.armed:  # the caller waits for the server from here
+            meter.pause()
         return answer
 
     def roundtrip(self, query: bytes) -> asyncio.Future[Answer]:
@@ -278,8 +273,9 @@ class Wire:
     async def checked(self, query: bytes, params: Sequence[bytes | None] | None = None) -> Answer:
         """A round trip that must succeed as a whole: its failure raises."""
         answer = await (self.roundtrip(query) if params is None else self.params(query, params))
-        if self.meter is not None:
-            self.meter.resume()
+        meter = self.meter
+        if meter is not None and meter.armed:
+            meter.resume()
         failure = answer.failure()
         if failure is not None:
             raise failure
