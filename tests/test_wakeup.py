@@ -207,6 +207,67 @@ def test_an_empty_claim_beside_a_held_message_keeps_its_group_known() -> None:
 
 
 @pytest.mark.unit
+def test_a_completion_claims_nothing_for_a_message_a_woken_claim_is_taking() -> None:
+    """At a steady rate (issue 51: 0.14 empty claims per message at 800/s), most empty claims were a
+    completion claiming again, in its round trip, for a message that a woken worker's claim was
+    already taking: one of the two came back empty. A claim on its way is counted."""
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, idle = idle_slots(credits, halt, 2)
+        holder.claiming()
+        holder.claimed(True)  # holds a message
+        credits.arrived(1)  # another arrives: the idle worker is woken, its claim on its way
+        await idle.wait(after_completion=False)
+        idle.claiming()
+        assert not holder.claim_due()  # no second claim for it in the completion's round trip
+        assert not holder.completed()  # nor once the completion is answered
+        idle.claimed(True)
+        assert credits.known == 0 and credits.claiming == 0 and credits.active == 1  # it holds it
+
+    on_loop(body)
+
+
+@pytest.mark.unit
+def test_a_group_let_go_while_a_claim_ran_empty_is_claimed_once_more() -> None:
+    """The message the woken claim could not see: k+1 behind k, which its holder completes while
+    the claim runs. Whichever answer comes first, k+1 is claimed at once, not at the fallback."""
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, idle = idle_slots(credits, halt, 2)
+        holder.claiming()
+        holder.claimed(True)  # k
+        credits.arrived(1)  # k+1, behind it
+        await idle.wait(after_completion=False)
+        idle.claiming()
+        assert not holder.claim_due()
+        assert not holder.completed()  # answered first: the holder lets the group go
+        idle.claimed(False)  # its snapshot saw k held
+        started = time.monotonic()
+        await idle.wait(after_completion=False)  # tried once more, at once
+        assert time.monotonic() - started < 0.5
+        idle.claiming()
+        idle.claimed(True)
+        assert credits.known == 0
+
+        credits.arrived(1)  # the other order: the empty answer first, then the completion's
+        idle.claiming()
+        idle.claimed(True)  # k+2 taken: the idle worker now holds its group
+        credits.arrived(1)  # k+3 behind it
+        await holder.wait(after_completion=False)
+        holder.claiming()
+        assert not idle.claim_due()
+        holder.claimed(False)  # k+2 held: nothing, and the holder of it is still completing
+        assert credits.known == 1
+        assert idle.completed()  # answered: it claims k+3 itself
+
+    on_loop(body)
+
+
+@pytest.mark.unit
 def test_a_lost_listener_wakes_every_waiter_once() -> None:
     async def body() -> None:
         halt = Halt()
@@ -360,7 +421,8 @@ def test_idle_workers_of_a_type_share_one_fallback_claim_per_interval() -> None:
 @pytest.mark.parametrize("rate", [200, 600])
 def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_path: Path, rate: int) -> None:
     """A herd of empty claims (about two per message before credits) is the tool's cost, not the
-    queue's; latency stays a work time, not a fallback."""
+    queue's; latency stays a work time, not a fallback. At most 0.1 empty claims per message (issue
+    51: 0.14 at 800/s, most of them a completion claiming again for a message a woken claim took)."""
     result = cli.run(
         f"-duration 5 -rate {rate} -workers 12 -work-ms 1-10 -orders 100 -claim indexed -wakeup notify"
         " -json run.json"
@@ -370,6 +432,6 @@ def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_p
     processed = run["processed"]
     empty = sum(w["empty_claims"] for w in run["workers"])
     assert processed >= rate * 4
-    assert empty / processed <= 0.25, f"{empty} empty claims for {processed} messages"
+    assert empty / processed <= 0.1, f"{empty} empty claims for {processed} messages"
     assert run["latency_ms"]["e2e"]["p50"] < 50
     assert run["audit"]["verdict"] == "pass"

@@ -133,6 +133,9 @@ class RecordingWakeup:
     def timed(self, meter: LoopTime) -> None:
         pass
 
+    def completed(self) -> bool:
+        return False
+
     async def wait(self, after_completion: bool) -> bool:
         self.waits.append(after_completion)
         return False
