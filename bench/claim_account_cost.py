@@ -4,9 +4,11 @@ At a steady rate with -wakeup notify a message costs the client one notification
 given and taken, and one claim that took it; about one in ten messages also costs an empty claim.
 This times the account's own share of each (result/claims, actors/claim_reasons): the sender's
 tally and two clock reads per notification, a credit kept with its sender, a claim counted by
-reason and outcome with its clock reads, an empty claim's time. The same operations without the
-account (a bare integer credit, no count) are timed beside them; the difference per message is
-printed against the 150 µs of client CPU a message may cost at 800/s (docs/measurements.md).
+reason and outcome, and one claim in 16 timed on the thread's CPU clock (db/wire LoopTime: at its
+wake-up, its sends, its answers' reads) until it takes a message or waits again. The same
+operations without the account (a bare integer credit, no count) are timed beside them; the
+difference per message is printed against the 150 µs of client CPU a message may cost at 800/s
+(docs/measurements.md).
 
     python bench/claim_account_cost.py [--empty-share 0.1] [--repeat 5]
 """
@@ -19,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from pgmq_sim.actors.claim_reasons import COMPLETION, NOTIFIED, ClaimTally, Credits
+from pgmq_sim.db.wire import LoopTime
 from pgmq_sim.result.claims import ClaimBook
 
 LOOPS = 200_000
@@ -45,15 +48,27 @@ def with_account(empty_share: float) -> Callable[[], None]:
         sender.read_s += time.perf_counter() - began
         source = credits.take()  # a waiting worker takes its credit
         tally.waiting()
-        tally.woke(NOTIFIED, source)
+        tally.woke(NOTIFIED, source, running=True)
+        round_trip(tally.time)
         tally.answered(1)
         count += 1
-        if every and count % every == 0:  # an empty claim now and then
+        if every and count % every == 0:  # an empty claim now and then, and its commit's trip
             tally.woke(COMPLETION)
+            round_trip(tally.time)
+            round_trip(tally.time)
             tally.answered(0)
             tally.waiting()
 
     return message
+
+
+def round_trip(meter: LoopTime) -> None:
+    """What the claim's wire does with its meter: paused at the send, its answer's read timed, resumed."""
+    meter.pause()
+    if meter.armed:
+        began = time.thread_time()
+        meter.spent += time.thread_time() - began
+    meter.resume()
 
 
 def without_account(empty_share: float) -> Callable[[], None]:

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from pgmq_sim.model.journeys import MEDIAN, P99, RUN, Attempt, FreeSpans, Journey
-from pgmq_sim.result.account import TOLERANCE_MS, LatencyAccount, Split, accounted
+from pgmq_sim.result.account import TOLERANCE_MS, LatencyAccount, Split, accounted, held_up
 from pgmq_sim.result.spans import FreeTime
 
 pytestmark = pytest.mark.unit
@@ -192,3 +192,20 @@ def test_the_cohorts_mean_split_and_where_their_hidden_time_fell() -> None:
     assert set(account.per_type["type1"]) == {MEDIAN}
     assert account.worst_error_ms <= TOLERANCE_MS
     assert account.as_json()["overall"]["p99"]["hidden_ms"] == pytest.approx(1800.0)
+
+
+def test_a_later_head_not_yet_due_holds_its_group_from_its_enqueue_whatever_its_msg_id() -> None:
+    """procrastinate's lock (issue 51): within a lock the head is the highest priority, then the
+    earliest id, due or not. h (msg_id 3, the higher priority) was enqueued at 1 and due at 6; m
+    (msg_id 2, enqueued at 0.5) waited behind it from 1 until h was done, while workers were free;
+    a (msg_id 1) overtook nothing, it ran 2..2.1 while h was not due. Read by claim (a, h, m), h's hold
+    from its enqueue goes in the group under a's span: m's wait is ordering, not hidden, and names h."""
+    first = journey(1, 0.0, 2.0, 2.1, cohorts=())
+    head = journey(3, 1.0, 6.0, 6.2, due=6.0, cohorts=())
+    behind = journey(2, 0.5, 6.3, 6.4)
+    spans = [FreeSpans("type1", ((0.0, 2.0), (2.1, 6.0), (6.2, 6.3)), ())]
+    got = {j.msg_id: (one, held) for j, one, _, held in held_up([first, head, behind], spans, True)}
+    one, held = got[2]
+    # free 0.5..1 (nothing held it yet: hidden), then held 1..6.2 (a 2..2.1 and h), 6.2..6.3 hidden
+    assert close(one, ordering=5.2, hidden=0.6, service=0.1), one
+    assert held.head == 3 and held.head_due == 6.0 and abs(held.seconds - 5.0) < 1e-9, held

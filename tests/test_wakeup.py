@@ -109,6 +109,47 @@ def test_a_woken_worker_that_finds_nothing_waits_again_and_wakes_no_one() -> Non
 
 
 @pytest.mark.unit
+def test_a_notification_of_more_than_there_is_is_a_hint_not_a_debt() -> None:
+    """A session outside the run announced 100,000 messages of a type (issue 51: the workers then
+    claimed 595 times per notification). While another worker holds a message, each woken worker
+    claims once, finds nothing, and the empty claim ends the announcement's credits: the workers
+    wait again, and the holder's completion still claims once more (its group may hold the next)."""
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, *idle = idle_slots(credits, halt, 4)
+        holder.claiming()
+        holder.claimed(True)  # a message in flight: no empty claim proves the type empty
+        claims = 0
+
+        async def claim_when_woken(slot: NotifySlot) -> None:
+            nonlocal claims
+            while True:
+                await slot.wait(after_completion=False)
+                if halt.is_set():
+                    return
+                slot.claiming()
+                claims += 1
+                await asyncio.sleep(0.01)  # the claim's round trip
+                slot.claimed(False)  # nothing there
+
+        tasks = [asyncio.get_running_loop().create_task(claim_when_woken(s)) for s in idle]
+        assert await eventually(lambda: credits.waiting == 3)
+        credits.arrived(100_000, 777)
+        await asyncio.sleep(0.3)
+        assert claims == 3 and credits.credits == 0, (claims, credits.credits)  # one per idle worker
+        assert holder.claim_due()  # what it was told of may wait behind its own group
+        credits.arrived(1)  # a real one later still wakes a worker at once
+        assert await eventually(lambda: claims == 4, within_s=1.0)
+        halt.set()
+        _, pending = await asyncio.wait(tasks, timeout=1)
+        assert not pending
+
+    on_loop(body)
+
+
+@pytest.mark.unit
 def test_a_message_arriving_between_an_empty_claim_and_its_wait_is_not_lost() -> None:
     async def body() -> None:
         halt = Halt()
@@ -161,6 +202,67 @@ def test_an_empty_claim_beside_a_held_message_keeps_its_group_known() -> None:
         idle.claimed(False)  # g is in flight: nothing claimable
         assert credits.known == 1
         assert holder.claim_due()  # completing k frees k+1: claim it in the same round trip
+
+    on_loop(body)
+
+
+@pytest.mark.unit
+def test_a_completion_claims_nothing_for_a_message_a_woken_claim_is_taking() -> None:
+    """At a steady rate (issue 51: 0.14 empty claims per message at 800/s), most empty claims were a
+    completion claiming again, in its round trip, for a message that a woken worker's claim was
+    already taking: one of the two came back empty. A claim on its way is counted."""
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, idle = idle_slots(credits, halt, 2)
+        holder.claiming()
+        holder.claimed(True)  # holds a message
+        credits.arrived(1)  # another arrives: the idle worker is woken, its claim on its way
+        await idle.wait(after_completion=False)
+        idle.claiming()
+        assert not holder.claim_due()  # no second claim for it in the completion's round trip
+        assert not holder.completed()  # nor once the completion is answered
+        idle.claimed(True)
+        assert credits.known == 0 and credits.claiming == 0 and credits.active == 1  # it holds it
+
+    on_loop(body)
+
+
+@pytest.mark.unit
+def test_a_group_let_go_while_a_claim_ran_empty_is_claimed_once_more() -> None:
+    """The message the woken claim could not see: k+1 behind k, which its holder completes while
+    the claim runs. Whichever answer comes first, k+1 is claimed at once, not at the fallback."""
+
+    async def body() -> None:
+        halt = Halt()
+        credits = TypeCredits(halt, FALLBACK_S)
+        holder, idle = idle_slots(credits, halt, 2)
+        holder.claiming()
+        holder.claimed(True)  # k
+        credits.arrived(1)  # k+1, behind it
+        await idle.wait(after_completion=False)
+        idle.claiming()
+        assert not holder.claim_due()
+        assert not holder.completed()  # answered first: the holder lets the group go
+        idle.claimed(False)  # its snapshot saw k held
+        started = time.monotonic()
+        await idle.wait(after_completion=False)  # tried once more, at once
+        assert time.monotonic() - started < 0.5
+        idle.claiming()
+        idle.claimed(True)
+        assert credits.known == 0
+
+        credits.arrived(1)  # the other order: the empty answer first, then the completion's
+        idle.claiming()
+        idle.claimed(True)  # k+2 taken: the idle worker now holds its group
+        credits.arrived(1)  # k+3 behind it
+        await holder.wait(after_completion=False)
+        holder.claiming()
+        assert not idle.claim_due()
+        holder.claimed(False)  # k+2 held: nothing, and the holder of it is still completing
+        assert credits.known == 1
+        assert idle.completed()  # answered: it claims k+3 itself
 
     on_loop(body)
 
@@ -319,9 +421,11 @@ def test_idle_workers_of_a_type_share_one_fallback_claim_per_interval() -> None:
 @pytest.mark.parametrize("rate", [200, 600])
 def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_path: Path, rate: int) -> None:
     """A herd of empty claims (about two per message before credits) is the tool's cost, not the
-    queue's; latency stays a work time, not a fallback. (The enqueues may go several to a
-    transaction: every notifying commit on the server queues for one lock through its WAL flush, so
-    on a loaded host one enqueue each could not offer 600/s; the claims are what is measured here.)"""
+    queue's; latency stays a work time, not a fallback. At most 0.1 empty claims per message (issue
+    51: 0.14 at 800/s, most of them a completion claiming again for a message a woken claim took).
+    (The enqueues may go several to a transaction: every notifying commit on the server queues for one
+    lock through its WAL flush, so on a loaded host one enqueue each could not offer 600/s; the
+    claims are what is measured here.)"""
     result = cli.run(
         f"-duration 5 -rate {rate} -enqueue-batch 20 -workers 12 -work-ms 1-10 -orders 100 -claim indexed"
         " -wakeup notify -json run.json"
@@ -331,6 +435,6 @@ def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_p
     processed = run["processed"]
     empty = sum(w["empty_claims"] for w in run["workers"])
     assert processed >= rate * 4
-    assert empty / processed <= 0.25, f"{empty} empty claims for {processed} messages"
+    assert empty / processed <= 0.1, f"{empty} empty claims for {processed} messages"
     assert run["latency_ms"]["e2e"]["p50"] < 50
     assert run["audit"]["verdict"] == "pass"

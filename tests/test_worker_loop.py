@@ -21,6 +21,7 @@ from pgmq_sim.actors.waits import Bell, Halt, new_loop
 from pgmq_sim.actors.worker import WorkerLoop, WorkerPlan
 from pgmq_sim.db.claims import Completion
 from pgmq_sim.db.values import Claimed, SessionPlan
+from pgmq_sim.db.wire import LoopTime
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.result.stats import Timeline, WorkerStats
@@ -54,6 +55,7 @@ class FakeSession:
         self.dead = False
         self.claim_error: psycopg.Error | None = None  # met by the claim chained after a completion
         self.on_claim = lambda: None
+        self.time = LoopTime()  # the ClaimPort's: what the worker's claims are timed on
 
     @property
     def backend_pid(self) -> int:
@@ -127,6 +129,12 @@ class RecordingWakeup:
 
     def retrying(self) -> None:
         pass
+
+    def timed(self, meter: LoopTime) -> None:
+        pass
+
+    def completed(self) -> bool:
+        return False
 
     async def wait(self, after_completion: bool) -> bool:
         self.waits.append(after_completion)

@@ -4,9 +4,9 @@ with an empty claim's time on the loop (result/claims)."""
 
 from __future__ import annotations
 
-import time
 from collections import deque
 
+from pgmq_sim.db.wire import LoopTime
 from pgmq_sim.result.claims import INDEX, ClaimBook, ClaimReason
 
 # each reason as its index in the book's counts (on every claim's path)
@@ -60,26 +60,41 @@ class Credits:
                 runs.popleft()
 
 
+TIMED_EVERY = 16  # of a worker's claims, one in this many has its own time measured (a clock read costs)
+
+
 class ClaimTally:
     """A slot's count of its worker's claims by reason and outcome (actors' side of result/claims),
-    and an empty claim's time on the loop, from its empty answer to the worker's next wait. On every
-    claim's path: a reason is kept as its index, and the clock is read only for an empty claim."""
+    and, for one claim in TIMED_EVERY, an empty claim's own CPU time on the loop (db/wire LoopTime:
+    from the wake-up that sent it, or its completion's answer when it rode one, through its round
+    trips' sends and reads, to the worker's next wait). On every claim's path: a reason is kept as
+    its index, and a clock is read only around a sampled claim, and no more once it took a message."""
 
-    __slots__ = ("_empty_at", "book", "reason", "sender")
+    __slots__ = ("_claims", "_empty", "book", "reason", "sender", "time")
 
     def __init__(self, book: ClaimBook) -> None:
         self.book = book
         self.reason = START
         self.sender = NO_SENDER  # the pid whose notification woke the claim (reason NOTIFIED)
-        self._empty_at = 0.0  # an empty claim's answer, until the next wait starts
+        self.time = LoopTime()  # the worker's session's, once it has one (db/claims)
+        self._claims = 0
+        self._empty = False  # an empty claim's answer, until the next wait starts
 
-    def woke(self, reason: int, sender: int = NO_SENDER) -> None:
-        """Why the next claim is made (an index of REASONS), and whose credit it spends."""
+    def woke(self, reason: int, sender: int = NO_SENDER, running: bool = False) -> None:
+        """Why the next claim is made (an index of REASONS), and whose credit it spends; `running`:
+        the worker just woke to make it (its own time starts now, else at its next answer)."""
         self.reason, self.sender = reason, sender
+        self._empty = False
+        self._claims += 1
+        spent = self.time
+        spent.armed = armed = self._claims % TIMED_EVERY == 0
+        if armed:
+            spent.start(running)
 
     def answered(self, found: int) -> None:
         book, i, pid = self.book, self.reason, self.sender
         if found:
+            self.time.armed = False  # its work and completion are not a claim's
             book.took[i] += 1
             if pid > 0 and (sender := book.senders.get(pid)) is not None:
                 sender.took += 1
@@ -87,10 +102,15 @@ class ClaimTally:
         book.empty[i] += 1
         if pid > 0 and (sender := book.senders.get(pid)) is not None:
             sender.empty += 1
-        self._empty_at = time.perf_counter()
+        self._empty = True
 
     def waiting(self) -> None:
-        """The worker starts to wait: an empty claim's time ends here."""
-        if self._empty_at:
-            self.book.empty_s[self.reason] += time.perf_counter() - self._empty_at
-            self._empty_at = 0.0
+        """The worker starts to wait: an empty claim's own time ends here."""
+        if self._empty:
+            self._empty = False
+            spent = self.time
+            if spent.armed:
+                spent.pause()
+                spent.armed = False
+                self.book.empty_s[self.reason] += spent.spent
+                self.book.empty_timed[self.reason] += 1

@@ -18,7 +18,6 @@ each notification over as it arrives.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
@@ -27,29 +26,17 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import pq
 
-from pgmq_sim.actors.claim_reasons import (
-    AFTER_COMPLETION,
-    AT_FALLBACK,
-    COMPLETION,
-    NO_SENDER,
-    NOTIFIED,
-    POLL,
-    RETRY,
-    SOURCE_REASON,
-    START,
-    ClaimTally,
-    Credits,
-)
+from pgmq_sim.actors.claim_reasons import COMPLETION, POLL, RETRY, START, ClaimTally
+from pgmq_sim.actors.notified import NotifySlot, TypeCredits
 from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.connection import reconnecting_async
-from pgmq_sim.db.wire import Wire
+from pgmq_sim.db.wire import LoopTime, Wire
 from pgmq_sim.model.backoff import Backoff
 from pgmq_sim.model.identity import Whose, whose
 from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.sqlfiles import statement
 
 CHANNEL = "pgmq_sim"
-UNKNOWN = 1 << 60  # messages pending that no notification told of (a prefill, a listener lost)
 
 
 class WakeupSlot(Protocol):
@@ -70,9 +57,15 @@ class WakeupSlot(Protocol):
     def retrying(self) -> None:
         """The next claim retries after a statement the server ended or a lost connection."""
 
+    def completed(self) -> bool:
+        """A completion (or a failure) it sent was answered: True to claim again now."""
+
     async def wait(self, after_completion: bool) -> bool:
         """Until a claim is worth trying (or the fallback, or the run's stop); True when the type's
         fallback woke it (no notification did)."""
+
+    def timed(self, meter: LoopTime) -> None:
+        """The worker's session counts its own time on the loop around its round trips on `meter`."""
 
 
 class Wakeup(Protocol):
@@ -108,12 +101,18 @@ class PollSlot:
     def retrying(self) -> None:
         self._claims.woke(RETRY)
 
+    def completed(self) -> bool:
+        return False
+
+    def timed(self, meter: LoopTime) -> None:
+        self._claims.time = meter
+
     async def wait(self, after_completion: bool) -> bool:
         claims = self._claims
         claims.waiting()
         if not after_completion:
             await self._halt.sleep(self._interval, self._bell)
-        claims.woke(COMPLETION if after_completion else POLL)
+        claims.woke(COMPLETION if after_completion else POLL, running=True)
         return False  # polling is the mechanism itself, not a fallback
 
 
@@ -125,183 +124,6 @@ class PollWakeup:
 
     def slot(self, queue_type: str, bell: Bell) -> WakeupSlot:
         return PollSlot(self._interval, self._halt, bell, self.book)
-
-
-class TypeCredits:
-    """A type's wake-ups in this process.
-
-    `known`: messages notified (or, at the start and after a lost listener, possibly present)
-    that no claim of this process has taken yet; a completion claims again at once while it is
-    above zero, since the group it freed may hold the next one. `credits`: notified messages
-    whose claim has not been tried, at most `known`; each wakes one claim, and the claim it wakes
-    is counted against the sender of its notification (result/claims). An empty claim, while
-    no other worker of the type here claims or holds a message, proves that nothing notified
-    before it started is claimable: `known` drops to what was notified since.
-
-    The fallback is one claim per interval for the whole type, by the worker that has waited
-    longest (at least an interval): it bounds the cost of a wake-up missed for good, and 500 idle
-    workers do not poll 500 times a second. One timer for the type, not one per waiting worker.
-    """
-
-    def __init__(self, halt: Halt, fallback: float, book: ClaimBook | None = None) -> None:
-        self._halt = halt
-        self._fallback = fallback
-        self.book = book or ClaimBook()
-        self.known = UNKNOWN
-        self._credits = Credits()
-        self.notified = 0  # ever, for what an empty claim can vouch for
-        self.active = 0  # workers claiming or holding a message
-        self._waiting: dict[Bell, float] = {}  # waiting workers, longest first, and since when
-        self._fallback_at = time.monotonic()  # the type's last claim at the fallback
-        self._timer: asyncio.TimerHandle | None = None
-
-    @property
-    def credits(self) -> int:
-        return self._credits.count
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiting)
-
-    def _wake(self, count: int, why: Why) -> None:
-        """Ring the `count` longest waiting (one already rung counts for nothing)."""
-        waiting = self._waiting
-        while count > 0 and waiting:
-            bell = next(iter(waiting))
-            del waiting[bell]
-            if bell.ring(why):
-                count -= 1
-
-    def arrived(self, count: int, sender: int = NO_SENDER) -> None:
-        self.notified += count
-        self.known = min(UNKNOWN, self.known + count)
-        self._credits.add(sender, count)
-        self._wake(count, Why.CREDIT)
-
-    def unknown(self) -> None:
-        """Notifications may have been lost: claim once more everywhere, chain until proven empty."""
-        self.known = UNKNOWN
-        short = len(self._waiting) - self._credits.count
-        if short > 0:
-            self._credits.add(NO_SENDER, short)
-        self._wake(len(self._waiting), Why.CREDIT)
-
-    def start(self) -> int:
-        self.active += 1
-        return self.notified
-
-    def found(self, hit: int, notified_at_start: int) -> None:
-        """A claim took `hit` messages (a batch spends the credits of the messages it took)."""
-        credits = self._credits
-        if hit:
-            self.known = max(0, self.known - hit)
-            credits.keep(min(credits.count - (hit - 1), self.known))
-            return
-        if self.active == 1:
-            self.known = self.notified - notified_at_start
-            credits.keep(self.known)
-        self.active -= 1
-
-    def due(self) -> int | None:
-        """After a completion: where the claim it chains comes from (a credit's sender, or
-        AFTER_COMPLETION), or None (released: it will wait)."""
-        if self._credits.count > 0:
-            return self._credits.take()
-        if self.known > 0:
-            return AFTER_COMPLETION
-        self.active -= 1
-        return None
-
-    def release(self) -> None:
-        self.active -= 1
-
-    async def wait(self, bell: Bell) -> int:
-        """Until a credit (its sender), the stop, or the type's fallback falls to this worker
-        (AT_FALLBACK)."""
-        credits = self._credits
-        if credits.count > 0:
-            return credits.take()
-        since = time.monotonic()
-        try:
-            while not self._halt.is_set():
-                self._waiting[bell] = since
-                self._arm()
-                why = await bell.wait(None)
-                if why is Why.FALLBACK:
-                    return AT_FALLBACK
-                if self._halt.is_set():
-                    break
-                if credits.count > 0:
-                    return credits.take()
-                # a credit another claim took first (or a ring for something else): wait on
-        finally:
-            self._waiting.pop(bell, None)
-        return NO_SENDER
-
-    def _arm(self) -> None:
-        """The fallback's timer, for when the longest-waiting worker will have waited an interval."""
-        if self._timer is not None or not self._waiting:
-            return
-        since = next(iter(self._waiting.values()))
-        due_in = max(self._fallback_at, since) + self._fallback - time.monotonic()
-        self._timer = asyncio.get_running_loop().call_later(max(0.0, due_in), self._fallback_due)
-
-    def _fallback_due(self) -> None:
-        self._timer = None
-        now = time.monotonic()
-        if self._waiting:
-            bell, since = next(iter(self._waiting.items()))
-            if now - max(self._fallback_at, since) >= self._fallback * 0.999:
-                del self._waiting[bell]
-                if bell.ring(Why.FALLBACK):
-                    self._fallback_at = now
-        self._arm()
-
-
-class NotifySlot:
-    """A worker's side of its type's credits: whether it is counted as active (claiming or
-    holding a message), from which notification its current claim vouches, and why it claims."""
-
-    def __init__(self, credits: TypeCredits, bell: Bell) -> None:
-        self._credits = credits
-        self._bell = bell
-        self._active = False
-        self._notified_at_start = 0
-        self._claims = ClaimTally(credits.book)
-
-    def claiming(self) -> None:
-        if not self._active:  # else claim_due kept it active and opened the window
-            self._active = True
-            self._notified_at_start = self._credits.start()
-
-    def claimed(self, found: int) -> None:
-        self._claims.answered(found)
-        if self._active:
-            self._credits.found(found, self._notified_at_start)
-            self._active = found > 0
-
-    def claim_due(self) -> bool:
-        source = self._credits.due() if self._active else None
-        self._active = source is not None
-        if source is not None:
-            self._notified_at_start = self._credits.notified
-            self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
-        return self._active
-
-    def released(self) -> None:
-        self._claims.woke(START)
-        if self._active:
-            self._active = False
-            self._credits.release()
-
-    def retrying(self) -> None:
-        self._claims.woke(RETRY)
-
-    async def wait(self, after_completion: bool) -> bool:
-        self._claims.waiting()
-        source = await self._credits.wait(self._bell)
-        self._claims.woke(SOURCE_REASON.get(source, NOTIFIED), source)
-        return source == AT_FALLBACK
 
 
 # The server reads notifications for an idle LISTEN session in transactions it dates from that

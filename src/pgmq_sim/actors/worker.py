@@ -166,6 +166,7 @@ class WorkerConnection:
             if first and self._plan.opened is not None:
                 self._plan.opened()
         self._session, self.backend_pid = session, session.backend_pid
+        self._wakeup.timed(session.time)  # an empty claim's own time, by why it was made
         self._own_pids.add(session.backend_pid)  # a notification it sends is the run's, named or not
         if first:
             self._free()
@@ -430,6 +431,8 @@ class WorkerLoop(WorkerConnection):
             self._idle_at = sent
         self._in_doubt = ("complete", claimed[-1])
         done = await session.complete(claimed, claim_next)
+        if self._wakeup.completed():  # answered: what arrived meanwhile may wait for a claim
+            self._claim_now = True
         self._ended_in_a_row = 0
         if self._outage.going_on:
             self._outage.answered()
@@ -460,5 +463,5 @@ class WorkerLoop(WorkerConnection):
         sent = time.perf_counter()
         dead = await session.fail(claimed, error)
         self._in_doubt = None
-        self._claim_now = self._wakeup.claim_due()
+        self._claim_now = self._wakeup.claim_due() or self._wakeup.completed()
         self._books.failed(claimed, dead, self._claim_s + work_s + time.perf_counter() - sent, work_s)

@@ -25,7 +25,7 @@ def read_account(
     consume: Callable[[float, Iterator[Journey], Iterator[FreeSpans]], T],
 ) -> T | None:
     """`consume(origin, journeys, free)` over the run's journeys in order of type (code point order)
-    and msg_id (with order, every done message: its group's holds; else the cohorts' only), and
+    and claim (with order, every done message: its group's holds; else the cohorts' only), and
     when each type's workers were free, by type in the same order, each streamed as the account
     reaches it; `origin` the server's epoch of the run's first enqueue; None where nothing was
     journaled. `free_at_end`: (worker, type) of the workers free when the run stopped."""
@@ -98,6 +98,7 @@ def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
         done,
         claim_from,
         committed,
+        horizon,
         *failed,
     ) in rows:
         cohorts = tuple((scope, name) for scope, name in ((queue_type, by_type), (RUN, by_run)) if name)
@@ -114,6 +115,7 @@ def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
             cohorts,
             claim_from,
             committed,
+            horizon,
         )
 
 

@@ -34,7 +34,7 @@ from pgmq_sim.db.statements import (
     worker_statements,
 )
 from pgmq_sim.db.values import Claimed, SessionPlan
-from pgmq_sim.db.wire import Answer, Wire
+from pgmq_sim.db.wire import Answer, LoopTime, Wire
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
@@ -103,6 +103,9 @@ class ClaimPort(Protocol):
 
     def close(self) -> None:
         """Close the connection as it is (the server rolls back what is open)."""
+
+    # the worker's own time on the loop around this session's round trips, for its claims' account
+    time: LoopTime
 
 
 # (worker, queue type, owner token) -> a connected session
@@ -244,6 +247,7 @@ class ClaimSession:
 
     def __init__(self, wire: Wire, plan: SessionPlan, queue_type: str, worker: str, owner: str) -> None:
         self._wire = wire
+        wire.meter = self.time = LoopTime()
         self._conn = wire.connection
         self._plan = plan
         called = called_statements(plan)
@@ -365,6 +369,7 @@ class ClaimSession:
         if chained:  # the group just completed is named: a design with affinity tries it first
             parts += ["begin", text.claim(group=claimed[-1].order_id), CLAIM_CLOCK]
         answer = await self._wire.roundtrip("; ".join(parts).encode(self._wire.encoding))
+        self.time.start(running=chained)  # a chained claim's own time is from this answer on
         results = answer.results
         first = 1 if self._split else 0
         per = (4 if bounds is not None else 2) if journal_first else 1

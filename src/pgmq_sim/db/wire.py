@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -39,6 +40,38 @@ from pgmq_sim.model.reasons import ends_session
 FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 BAD = pq.ConnStatus.BAD
 CHECK_S = 0.1  # a round trip in flight reads its socket this often, whatever the reader does
+
+
+class LoopTime:
+    """A worker's own CPU time on the loop for one claim, where its connection's round trips count
+    it: its code from the moment it woke to each send that waits for the server, the reads of the
+    answers, and its code from an answer on (to the next send, or until it is read). The loop's own
+    dispatch between them (the poll, waking the task) is not in it. The thread's CPU clock, not the
+    wall's: another thread holding the interpreter, or the machine's other work, is not the claim's.
+    Read only while `armed` (the claims its owner samples), so an unmeasured claim costs no clock."""
+
+    __slots__ = ("_since", "armed", "spent")
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.spent = 0.0
+        self._since = 0.0  # a stretch of the worker's code running since then (0: none)
+
+    def start(self, running: bool) -> None:
+        """A claim begins: from now (`running`: the worker's code is running for it), or from its
+        next answer."""
+        if self.armed:
+            self.spent = 0.0
+            self._since = time.thread_time() if running else 0.0
+
+    def resume(self) -> None:
+        if self.armed:
+            self._since = time.thread_time()
+
+    def pause(self) -> None:
+        if self.armed and self._since:
+            self.spent += time.thread_time() - self._since
+            self._since = 0.0
 
 
 class Answer(NamedTuple):
@@ -78,6 +111,7 @@ class Wire:
         self._check: asyncio.TimerHandle | None = None  # armed while round trips are in flight
         self.lost: psycopg.Error | None = None
         self._ending: tuple[str | None, str] | None = None  # what the server said before it ended the session
+        self.meter: LoopTime | None = None  # a worker's: its claims' own time (actors/claim_reasons)
         conn.add_notice_handler(self._noticed)
         self._read()
 
@@ -114,6 +148,8 @@ class Wire:
                 self._loop.remove_writer(self._fd)
 
     def _readable(self) -> None:
+        meter = self.meter
+        began = time.thread_time() if meter is not None and meter.armed else 0.0
         pg = self._pg
         try:
             pg.consume_input()
@@ -138,6 +174,9 @@ class Wire:
                     self._results.append(result)
         except psycopg.OperationalError as exc:
             self._fail(exc)
+        finally:
+            if began and meter is not None:  # a sampled claim's read
+                meter.spent += time.thread_time() - began
 
     def _checkup(self) -> None:
         """Read the socket of a round trip still in flight, as its reader would (a lost connection
@@ -211,6 +250,9 @@ class Wire:
             self._answer = answer
             if self._check is None:  # one timer for many round trips: it lapses when none is in flight
                 self._check = self._loop.call_later(CHECK_S, self._checkup)
+        meter = self.meter
+        if meter is not None and meter.armed:  # the caller waits for the server from here
+            meter.pause()
         return answer
 
     def roundtrip(self, query: bytes) -> asyncio.Future[Answer]:
@@ -231,6 +273,9 @@ class Wire:
     async def checked(self, query: bytes, params: Sequence[bytes | None] | None = None) -> Answer:
         """A round trip that must succeed as a whole: its failure raises."""
         answer = await (self.roundtrip(query) if params is None else self.params(query, params))
+        meter = self.meter
+        if meter is not None and meter.armed:
+            meter.resume()
         failure = answer.failure()
         if failure is not None:
             raise failure

@@ -65,6 +65,9 @@ class Journey(NamedTuple):
     # when its commit was over: its worker's next claim arrived, or its worker was free from then
     # (None: not known); it held its group until then, or until the group's next claim arrived
     committed: float | None = None
+    # the earliest enqueue of this journey and of every one read after it (None: its own): no
+    # window of the account begins before it from here on
+    horizon: float | None = None
 
     @property
     def start(self) -> float:

@@ -133,16 +133,19 @@ def held_up(
     journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
 ) -> Iterator[tuple[Journey, Split, list[tuple[float, float]], NotDue]]:
     """Each completed message's split, with what of its ordering a head not yet due held. Journeys
-    are read by type (in code point order, as `free`'s types) and msg_id, so in the order they
-    arrived: a group's earlier messages first (their spans are its ordering and its claims), and the spans of
-    everything that ended well before the message being split can be forgotten: what the account
-    holds is the messages in flight around it, whatever the run's length."""
+    are read by type (in code point order, as `free`'s types) and by claim, so everything that held
+    a message's group before its claim is read before it, whatever order the design keeps: the group's
+    messages claimed before it (their spans are its ordering and its claims) and a head not yet due
+    (a higher priority's, a later msg_id's: procrastinate's lock); and the spans of everything that
+    ended well before the earliest enqueue still to be read (`Journey.horizon`) can be forgotten:
+    what the account holds is the messages in flight around it, whatever the run's length."""
     types = iter(free)
     found: FreeSpans | None = next(types, None)
     queue_type: str | None = None
     times = NO_TIME
     groups: dict[int, GroupSpans] = {}
     for n, journey in enumerate(journeys):
+        horizon = journey.added if journey.horizon is None else journey.horizon
         if journey.queue_type != queue_type:
             queue_type, times, groups = journey.queue_type, NO_TIME, {}
             while found is not None and found.queue_type < queue_type:
@@ -166,21 +169,21 @@ def held_up(
             yield journey, one, pieces, NotDue(behind, *head) if head is not None else NotDue()
         if group is not None:
             if journey.due is not None and journey.due > journey.added:  # not yet due: it holds its group
-                group.add(HOLD, journey.added, min(journey.due, journey.start))
+                group.fill(HOLD, journey.added, min(journey.due, journey.start))  # since its enqueue
                 group.not_due.append((journey.added, min(journey.due, journey.start)))
                 group.head = (journey.msg_id, journey.due)
             if journey.claim_from is not None and journey.claimed is not None and not journey.attempts:
                 group.add(CLAIM, journey.claim_from, journey.claimed)  # with attempts: inside its hold
             group.add(HOLD, journey.start, journey.done)
             group.committed = journey.committed
-            group.forget(journey.added - KEPT_S)
+            group.forget(horizon - KEPT_S)
         if n % FORGET_AT == 0:
-            _forget(times, groups, journey.added - KEPT_S)
+            _forget(times, groups, horizon - KEPT_S)
 
 
 def _forget(times: TypeTime, groups: dict[int, GroupSpans], t: float) -> None:
-    """Spans that ended before t, and groups whose every span did (messages arrive in msg_id order,
-    so no later window begins before t)."""
+    """Spans that ended before t, and groups whose every span did (no window still to be read
+    begins before t)."""
     times.free.forget(t)
     times.claiming.forget(t)
     done = [g for g, spans in groups.items() if spans.last_end < t and (spans.committed or -math.inf) < t]
@@ -303,7 +306,7 @@ class LatencyAccount:
         ordered: bool,
         origin_s: float | None = None,
     ) -> LatencyAccount:
-        """`journeys` in order of type, group and msg_id; `origin_s`: the run second of their zero
+        """`journeys` in order of type and claim (held_up); `origin_s`: the run second of their zero
         (the run's first enqueue), where known."""
         cohorts: dict[tuple[str, str], _Cohort] = {}
         worst = 0.0

@@ -8,15 +8,17 @@ after a statement the server ended or a lost connection. A process's workers sha
 written on their event loop; the result (`ClaimAccount`) splits the client's CPU and the server's
 cost per message the same way.
 
-The client's time for an empty claim is measured on the loop (a clock read when the worker wakes,
-sends, is answered empty and waits again): the worker's own code, not the socket's reads, so it is
-at least what the claim cost. The server's share of the empty claims (pg_stat_statements, where
-readable) is the same statement answering the same nothing: shared by count.
+The client's time for an empty claim is its own time on the loop, measured (db/wire LoopTime): the
+worker's code from the wake-up that sent it, its round trips' sends and reads, and its code to its
+next wait; only the loop's dispatch between them is not in it. So what the claims of a cause cost
+the client is their count by their measured time, and the client's CPU without a cause is the run's
+less that. The server's share of the empty claims (pg_stat_statements, where readable) is the same
+statement answering the same nothing: shared by count.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -60,7 +62,8 @@ class ClaimBook:
     def __init__(self) -> None:
         self.took = [0] * len(REASONS)
         self.empty = [0] * len(REASONS)
-        self.empty_s = [0.0] * len(REASONS)
+        self.empty_s = [0.0] * len(REASONS)  # the measured empty claims' own time (actors/claim_reasons)
+        self.empty_timed = [0] * len(REASONS)  # how many were measured (a sample of them)
         self.senders: dict[int, SenderTally] = {}
         self.own_pids: set[int] = set()  # the sessions of this process's workers, one per connection
 
@@ -114,12 +117,13 @@ class ClaimAccount:
     messages: int
     took: dict[str, int]
     empty: dict[str, int]
-    empty_s: dict[str, float]
+    empty_s: dict[str, float]  # the own time of the empty claims measured (`empty_timed` of them)
     senders: tuple[Sender, ...]  # the most notifications first
     client_us_per_msg: float | None  # the client's CPU per message, as measured (logins apart)
     server_empty_ms: float | None  # the empty claims' statement time on the server (pg_stat_statements)
     server_empty_blocks: float | None
     channel: str = ""  # the run's channel, to name in the fix
+    empty_timed: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -135,6 +139,7 @@ class ClaimAccount:
         took = dict.fromkeys(REASONS, 0)
         empty = dict.fromkeys(REASONS, 0)
         empty_s = dict.fromkeys(REASONS, 0.0)
+        timed = dict.fromkeys(REASONS, 0)
         merged: dict[int, SenderTally] = {}
         ours = own_pids.union(*(book.own_pids for book in books))  # a writer gone before it was named
         for book in books:
@@ -142,6 +147,7 @@ class ClaimAccount:
                 took[reason] += book.took[i]
                 empty[reason] += book.empty[i]
                 empty_s[reason] += book.empty_s[i]
+                timed[reason] += book.empty_timed[i]
             for pid, s in book.senders.items():
                 m = merged.setdefault(pid, SenderTally(first_at=s.first_at, last_at=s.last_at))
                 m.notifications += s.notifications
@@ -182,6 +188,7 @@ class ClaimAccount:
             None if server is None else server.exec_ms,
             None if server is None else server.blks_hit + server.blks_read,
             channel,
+            {r.value: n for r, n in timed.items()},
         )
 
     @property
@@ -216,21 +223,33 @@ class ClaimAccount:
     def per_msg(self, value: float) -> float | None:
         return None if self.messages <= 0 else value / self.messages
 
+    def empty_each_s(self, reason: str) -> float | None:
+        """An empty claim's own CPU time on the client for `reason`, the mean of those measured
+        (None: none was)."""
+        timed = self.empty_timed.get(reason, 0)
+        return self.empty_s[reason] / timed if timed else None
+
+    def empty_client_s(self, reason: str) -> float | None:
+        """What the empty claims made for `reason` cost the client: their count by their measured time."""
+        each = self.empty_each_s(reason)
+        return None if each is None else self.empty[reason] * each
+
     @property
-    def client_outside_s(self) -> float:
-        """The client's time for what the senders outside the run caused: their empty claims (each
-        at the notified empty claims' mean) and the listener's reading of their notifications
-        (measured on the loop: at least this)."""
-        notified = ClaimReason.NOTIFIED
-        each = self.empty_s[notified] / self.empty[notified] if self.empty[notified] else 0.0
-        return self.outside_empty * each + sum(s.read_s for s in self.outside)
+    def client_outside_s(self) -> float | None:
+        """The client's CPU for what the senders outside the run caused: their empty claims, each at
+        the notified empty claims' measured own time, and the listener's reading of their
+        notifications (None: no such claim was measured)."""
+        each = self.empty_each_s(ClaimReason.NOTIFIED) if self.outside_empty else 0.0
+        return None if each is None else self.outside_empty * each + sum(s.read_s for s in self.outside)
 
     @property
     def client_us_per_msg_without(self) -> float | None:
-        """The client's CPU per message less what the senders outside the run caused (at most this)."""
-        if self.client_us_per_msg is None or self.messages <= 0:
+        """The client's CPU per message less what the claims the senders outside the run caused cost
+        it, as measured claim by claim."""
+        outside = self.client_outside_s
+        if self.client_us_per_msg is None or self.messages <= 0 or outside is None:
             return None
-        return max(0.0, self.client_us_per_msg - self.client_outside_s * 1e6 / self.messages)
+        return max(0.0, self.client_us_per_msg - outside * 1e6 / self.messages)
 
     @property
     def server_outside_ms(self) -> float | None:
@@ -244,7 +263,7 @@ class ClaimAccount:
         if not self.inflated:
             return None
         said = (
-            self.outside_senders_text()
+            senders_text(self.outside)
             + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims were theirs"
         )
         without = self.per_msg(self.empty_claims - self.outside_empty)
@@ -252,32 +271,15 @@ class ClaimAccount:
             said += f"; without them {without:.3g} empty claims per message"
             cpu, cpu_without = self.client_us_per_msg, self.client_us_per_msg_without
             if cpu is not None and cpu_without is not None:
-                said += f" and at most {cpu_without:.0f} µs of client CPU per message (against {cpu:.0f})"
+                said += (
+                    f" and {cpu_without:.0f} µs of client CPU per message (against {cpu:.0f}: their claims'"
+                    f" own time on the client, measured, {cpu - cpu_without:.0f} µs)"
+                )
             server = self.server_outside_ms
             if server is not None and self.messages:
                 per = server / self.messages * 1000
                 said += f"; their claims took {per:.0f} µs of the server's statement time per message"
         return said
-
-    def outside_senders_text(self) -> str:
-        """Who outside the run notified: one session, or many (say, an application connecting per
-        request): their sum, their applications, and how many ended before they were named."""
-        top, outside = self.outside[0], self.outside
-        if len(outside) == 1:
-            return (
-                f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
-                f" ({top.per_s:,.0f}/s) on the run's channel"
-                + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
-            )
-        apps = sorted({s.application for s in outside if s.application is not None})
-        gone = sum(1 for s in outside if s.application is None)
-        who = [f"application(s) {', '.join(repr(a) for a in apps)}"] if apps else []
-        who += [f"{gone} ended before they were named"] if gone else []
-        return (
-            f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
-            f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
-            f" {top.notifications:,} by {top.name()}"
-        )
 
     def reasons_text(self) -> str:
         """e.g. '9,000 took messages, 22,057 came back empty (2.45 per message): 21,600 after
@@ -306,10 +308,11 @@ class ClaimAccount:
         empty, out = self.empty_claims, {}
         for reason, n in self.empty.items():
             share = n / empty if empty else 0.0
+            client_s = self.empty_client_s(reason) if n else 0.0
             server_ms, blocks = self.server_empty_ms, self.server_empty_blocks
             out[reason] = {
                 "empty": _round(self.per_msg(n)),
-                "client_us": _round(self.per_msg(self.empty_s[reason] * 1e6), 2),
+                "client_us": None if client_s is None else _round(self.per_msg(client_s * 1e6), 2),
                 "server_statement_us": None
                 if server_ms is None
                 else _round(self.per_msg(server_ms * share * 1000), 2),
@@ -318,12 +321,13 @@ class ClaimAccount:
         return out
 
     def as_json(self) -> dict[str, Any]:
-        outside = self.outside_empty
+        outside, outside_s = self.outside_empty, self.client_outside_s
         return {
             "summary": self.reasons_text(),
             "claims": self.claims,
             "took": self.took,
             "empty": self.empty,
+            "empty_timed": self.empty_timed,  # of the empty claims, those whose own time was measured
             "empty_notified_by": {
                 "own": self.empty[ClaimReason.NOTIFIED] - outside,
                 "outside": outside,
@@ -334,16 +338,42 @@ class ClaimAccount:
             "inflated_by_outside": self.inflated,
             "without_outside": {
                 "empty_per_msg": _round(self.per_msg(self.empty_claims - self.outside_empty)),
-                "client_cpu_us_per_msg_at_most": _round(self.client_us_per_msg_without, 1),
+                "client_cpu_us_per_msg": _round(self.client_us_per_msg_without, 1),
+                "client_us_outside_per_msg": _round(self.per_msg((outside_s or 0.0) * 1e6), 1)
+                if outside_s is not None
+                else None,
                 "server_statement_ms_outside": _round(self.server_outside_ms, 3),
             },
             "sources": {
-                "client_s": "the workers' own time on the loop for each empty claim (at least its CPU)",
+                "client_s": "an empty claim's own CPU time on the loop (the worker's code from its"
+                " wake-up to its next wait, its round trips' sends and reads; the loop's dispatch apart),"
+                " measured on one claim in several and counted at their mean by reason",
                 "server": "pg_stat_statements, the empty claims' share by count"
                 if self.server_empty_ms is not None
                 else None,
             },
         }
+
+
+def senders_text(outside: tuple[Sender, ...]) -> str:
+    """Who outside the run notified: one session, or many (say, an application connecting per
+    request): their sum, their applications, and how many ended before they were named."""
+    top = outside[0]
+    if len(outside) == 1:
+        return (
+            f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
+            f" ({top.per_s:,.0f}/s) on the run's channel"
+            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
+        )
+    apps = sorted({s.application for s in outside if s.application is not None})
+    gone = sum(1 for s in outside if s.application is None)
+    who = [f"application(s) {', '.join(repr(a) for a in apps)}"] if apps else []
+    who += [f"{gone} ended before they were named"] if gone else []
+    return (
+        f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
+        f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
+        f" {top.notifications:,} by {top.name()}"
+    )
 
 
 EMPTY_WORDS = {

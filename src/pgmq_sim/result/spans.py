@@ -157,6 +157,32 @@ class GroupSpans:
             before.append(value)
         self._count(self._sums, kind, start, end)
 
+    def fill(self, kind: int, start: float, end: float) -> None:
+        """A span that may begin before the last ends (a head not yet due, read at its claim, held
+        the group from its enqueue): the parts of it no span covers, each in its place."""
+        i = bisect.bisect_right(self._ends, start)
+        if i == len(self._ends):
+            self.add(kind, start, end)
+            return
+        spans = list(zip(self._starts[i:], self._ends[i:], self._kinds[i:], strict=True))
+        gaps, at = [], start
+        for a, b, _ in spans:
+            if a >= end:
+                break
+            if a > at:
+                gaps.append((at, a, kind))
+            at = max(at, b)
+        if end > at:
+            gaps.append((at, end, kind))
+        if not gaps:
+            return
+        self._sums = [before[i] for before in self._before]  # the spans from i on are laid again
+        del self._starts[i:], self._ends[i:], self._kinds[i:]
+        for before in self._before:
+            del before[i:]
+        for a, b, k in sorted(spans + gaps):
+            self.add(k, a, b)
+
     def _count(self, sums: list[float], kind: int, start: float, end: float) -> None:
         sums[kind] += end - start
         for i, measure in enumerate(self._measures, 1):

@@ -2,14 +2,17 @@
 -- group from its first claim to its completion or dead letter; else only the cohorts'); $2 the
 -- types, $3, $4 and $5 each one's median cohort's first and last bucket and its slowest 1%'s first,
 -- $6 the run's three (sql/account_cohorts.sql, model/journeys.cohort_bounds).
--- The latency account's journeys, by type (code point order) and msg_id: enqueued, due, claimed
+-- The latency account's journeys, by type (code point order) and by when they were claimed (a dead
+-- letter: when it was made one), so everything that held a message's group before its claim is
+-- read before it, whatever order the design keeps (a priority, a due time): enqueued, due, claimed
 -- (the claim that completed it) and when that claim statement arrived at the server (null: not
 -- measured), completed (its first completion) or made a dead letter, when its commit was over (its
 -- worker's next claim arrived, or its worker was free from then: the next journal row of that
 -- worker says which; null: none), its failed attempts before, and its cohorts by the time from
 -- enqueue to completion: about the median (the middle 2%, at least the one or two nearest it) and
--- the slowest 1% (at least one), of its type and of the whole run, to a bucket's 0.1%. Times are
--- seconds from the run's first enqueue.
+-- the slowest 1% (at least one), of its type and of the whole run, to a bucket's 0.1%; and the
+-- earliest enqueue of it and of every journey of its type read after it (the account forgets what
+-- ended before). Times are seconds from the run's first enqueue.
 with rows as (
     select *, claimed_at - make_interval(secs => claim_s) as claim_from
     from msg_journal
@@ -57,15 +60,19 @@ journeys as (
     select d.msg_id, d.queue_type, d.order_id, null, null, null, d.failed_at, null, null, null, null
     from msg_failures d where d.dead and $1
 )
-select j.msg_id, j.queue_type, j.order_id, j.type_cohort, j.run_cohort,
-       extract(epoch from coalesce(j.time_added, a.first_claimed) - b.t0)::float8,
+select j.msg_id, j.queue_type, j.order_id, j.type_cohort, j.run_cohort, x.added,
        extract(epoch from j.due_at - b.t0)::float8,
        extract(epoch from j.claimed_at - b.t0)::float8,
        extract(epoch from j.completed_at - b.t0)::float8,
        extract(epoch from j.claim_from - b.t0)::float8,
        extract(epoch from j.committed - b.t0)::float8,
+       min(x.added) over (partition by j.queue_type order by coalesce(j.claimed_at, j.completed_at) desc,
+                          j.msg_id desc rows unbounded preceding),
        a.claimed, a.failed, a.next_at
 from journeys j
 cross join base b
 left join attempts a on a.msg_id = j.msg_id
-order by j.queue_type collate "C", j.msg_id
+cross join lateral (
+    select extract(epoch from coalesce(j.time_added, a.first_claimed) - b.t0)::float8 as added
+) x
+order by j.queue_type collate "C", coalesce(j.claimed_at, j.completed_at), j.msg_id
