@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from pgmq_sim.model.identity import said, whose
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.drift import unvacuumed_at
@@ -85,9 +86,11 @@ def old_snapshot(r: RunResult) -> str | None:
     ):
         return None
     behind = f"; its xmin {hold.xmin_age:,} transactions behind" if hold.xmin_age is not None else ""
+    pooled = r.path is not None and r.path.transaction_pooled
+    named = said(hold.application, whose(hold.application, "", True, pooled)) if hold.application else ""
     return (
         f"a snapshot held for {hold.held_s:.0f} s by pid {hold.pid}"
-        f" ({hold.application or 'no application_name'}{behind})"
+        f" ({named or 'no application_name'}{behind})"
         f" kept vacuum from removing dead tuples ({hold.dead_tuples_before} -> {hold.dead_tuples_peak});"
         " end long transactions (commit per message); vacuum settings cannot help"
     )
