@@ -4,7 +4,9 @@ messages (issue 45, "Long enough to matter": a day at 800/s is 69M messages).
 The journal is synthesized straight into the tool's tables with generate_series, in the shape of a
 steady run: --rate messages a second over three types, --orders groups per type, 12 workers, each
 message waiting 0-4 ms, claimed by a statement of 0.3-0.7 ms and worked 1-10 ms, and six in ten
-claims by a worker that had been free 0-10 ms (free_s). Then a fresh Python process reads the
+claims by a worker that had been free 0-10 ms (free_s); --backlog S adds S seconds to every
+message's wait, as in a run whose workers ran behind (each message's window then holds the free
+spans of S seconds: the backlog x spans shape of issue 50). Then a fresh Python process reads the
 account exactly as a run's collect does (db/account.read_account, result/account.LatencyAccount)
 and reports:
 
@@ -16,6 +18,7 @@ and reports:
 
     PYTHONPATH=src python bench/account_collect.py --dsn postgresql://...   # 1M and 10M
     PYTHONPATH=src python bench/account_collect.py --sizes 100000,1000000   # one embedded server
+    PYTHONPATH=src python bench/account_collect.py --sizes 100000,300000 --rate 3000 --backlog 5
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, compl
 select i, 'type' || (1 + i %% 3), (i / 3) %% %(orders)s, 'w' || (1 + i %% 3 + 3 * ((i / 3) %% 4)),
        t0 + make_interval(secs => a + wait + claim), t0 + make_interval(secs => a + wait + claim + work),
        t0 + make_interval(secs => a), 1, free, claim
-from (select i, i / %(rate)s::float8 as a, random() * 0.004 as wait, 0.0003 + random() * 0.0004 as claim,
+from (select i, i / %(rate)s::float8 as a, %(backlog)s + random() * 0.004 as wait,
+             0.0003 + random() * 0.0004 as claim,
              0.001 + random() * 0.009 as work,
              case when random() < 0.6 then random() * 0.01 end as free,
              timestamptz '2026-01-01 00:00:00+00' as t0
@@ -46,7 +50,7 @@ from (select i, i / %(rate)s::float8 as a, random() * 0.004 as wait, 0.0003 + ra
 """
 
 
-def fill(dsn: str, n: int, orders: int, rate: float) -> float:
+def fill(dsn: str, n: int, orders: int, rate: float, backlog: float) -> float:
     """A journal of n messages (the tool's own journal and failure tables, made afresh)."""
     from pgmq_sim.sqlfiles import statement
 
@@ -55,7 +59,8 @@ def fill(dsn: str, n: int, orders: int, rate: float) -> float:
         conn.execute(statement("journal"))
         conn.execute("drop table if exists msg_failures")
         conn.execute(statement("failures_table"))
-        conn.execute(FILL, {"n": n, "orders": orders, "rate": rate})
+        conn.execute("select setseed(0.5)")  # the same journal for every tree measured
+        conn.execute(FILL, {"n": n, "orders": orders, "rate": rate, "backlog": backlog})
         conn.execute("analyze msg_journal")
     return time.perf_counter() - began
 
@@ -80,6 +85,7 @@ def collect(dsn: str) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     assert account is not None and account.p99 is not None and account.median is not None
     said = {"p99": account.p99.text(), "median": account.median.text()}
+    said["placed"] = sum(s for _, s in account.p99.hidden_by_second)  # its hidden time placed in the run
     print(
         json.dumps(
             {"seconds": seconds, "client": client, "server": server_s, "before": before, "peak": peak, **said}
@@ -113,6 +119,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=c.comma_list, default=["1000000", "10000000"])
     parser.add_argument("--orders", type=int, default=100, help="groups per type (default 100)")
     parser.add_argument("--rate", type=float, default=800.0, help="messages a second (default 800)")
+    parser.add_argument(
+        "--backlog", type=float, default=0.0, help="seconds every message waits behind a backlog (default 0)"
+    )
     parser.add_argument("--collect", metavar="DSN", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.collect:
@@ -121,7 +130,7 @@ def main() -> None:
     rows = []
     with c.server_from_args(args.dsn) as server:
         for size in (int(s) for s in args.sizes):
-            filled = fill(server.dsn, size, args.orders, args.rate)
+            filled = fill(server.dsn, size, args.orders, args.rate, args.backlog)
             for _ in range(args.repeat):
                 out = subprocess.run(
                     [sys.executable, __file__, "--collect", server.dsn],
@@ -141,6 +150,7 @@ def main() -> None:
                         f"{got['peak']:.1f}",
                         f"{got['peak'] - got['before']:.1f}",
                         got["p99"],
+                        f"{got['placed']:.3f}",
                     ]
                 )
                 print(" | ".join(rows[-1]), flush=True)
@@ -155,9 +165,11 @@ def main() -> None:
             "peak MB",
             "growth MB",
             "slowest 1%",
+            "its hidden s placed",
         ],
         rows,
-        f"the latency account's collect: {args.orders} groups per type at {args.rate:g}/s",
+        f"the latency account's collect: {args.orders} groups per type at {args.rate:g}/s,"
+        f" {args.backlog:g} s of backlog",
     )
 
 

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from pgmq_sim.model.journeys import MEDIAN, P99, RUN, Attempt, FreeSpans, Journey
-from pgmq_sim.result.account import TOLERANCE_MS, LatencyAccount, Split, accounted, held_up
-from pgmq_sim.result.spans import FreeTime
+from pgmq_sim.result.account import TOLERANCE_MS, LatencyAccount, Split, accounted, held_up, split
+from pgmq_sim.result.spans import CLAIM, HOLD, FreeTime, GroupSpans, TypeTime
 
 pytestmark = pytest.mark.unit
 
@@ -127,7 +127,7 @@ def test_free_time_merges_overlapping_spans_and_answers_any_window() -> None:
     assert free.within(0.0, 10.0) == pytest.approx(3.0)
     assert free.within(1.5, 3.5) == pytest.approx(1.0)
     assert free.within(2.0, 3.0) == 0.0
-    assert list(free.pieces(1.5, 3.5)) == [(1.5, 2.0), (3.0, 3.5)]
+    assert free.within(0.25, 1.75) == pytest.approx(1.5)  # across the merged overlap
 
 
 def test_every_messages_parts_add_up_to_its_time() -> None:
@@ -209,3 +209,107 @@ def test_a_later_head_not_yet_due_holds_its_group_from_its_enqueue_whatever_its_
     # free 0.5..1 (nothing held it yet: hidden), then held 1..6.2 (a 2..2.1 and h), 6.2..6.3 hidden
     assert close(one, ordering=5.2, hidden=0.6, service=0.1), one
     assert held.head == 3 and held.head_due == 6.0 and abs(held.seconds - 5.0) < 1e-9, held
+
+
+Spans = list[tuple[float, float]]
+
+
+def union(spans: Spans) -> Spans:
+    merged: list[list[float]] = []
+    for a, b in sorted(spans):
+        if merged and a < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        elif b > a:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def subtract(pieces: Spans, cut: tuple[float, float]) -> Spans:
+    c0, c1 = cut
+    left = []
+    for a, b in pieces:
+        left += [(x, y) for x, y in ((a, min(b, c0)), (max(a, c1), b)) if y > x]
+    return left
+
+
+def reference_placed(
+    journey: Journey, free: Spans, claiming: Spans, held: Spans, origin_s: float
+) -> dict[int, float]:
+    """The account's placing of a message's hidden time before issue 50, written plainly: every free
+    span inside its wait clipped to it, less every claiming span, every span of its group (cut to
+    begin where the last ended, as the group keeps them), its own attempts and backoffs and its own
+    claim, each piece left spread over the run's seconds it covers."""
+    assert journey.claimed is not None
+    ready = min(max(journey.added, journey.due or journey.added), journey.claimed)
+    own: Spans = []
+    for a in journey.attempts:
+        own.append((a.claimed, a.failed))
+        if a.next_at is not None:
+            own.append((a.failed, a.failed + max(0.0, min(a.next_at, journey.claimed) - a.failed)))
+    claim_from = max(ready, journey.claim_from or journey.claimed, *(b for _, b in own))
+    group: Spans = []
+    for a, b in held:
+        a = max(a, group[-1][1]) if group else a
+        if b > a:
+            group.append((a, b))
+    pieces = [(max(a, ready), min(b, journey.claimed)) for a, b in union(free)]
+    pieces = [(a, b) for a, b in pieces if b > a]
+    for cut in [*union(claiming), *group, *own, (claim_from, journey.claimed)]:
+        pieces = subtract(pieces, cut)
+    placed: dict[int, float] = {}
+    for a, b in pieces:
+        t = a
+        while t < b:
+            second = max(0, int(origin_s + t))
+            edge = min(b, second + 1 - origin_s)
+            placed[second] = placed.get(second, 0.0) + (edge - t)
+            t = edge
+    return placed
+
+
+def random_spans(rng: random.Random, n: int, end: float, longest: float) -> Spans:
+    """Spans in order of their starts, some overlapping."""
+    return [(t, t + rng.uniform(0, longest)) for t in sorted(rng.uniform(0, end) for _ in range(n))]
+
+
+def test_hidden_time_is_placed_in_the_run_as_clipping_every_span_placed_it() -> None:
+    """Read from sums before each span (two reads a second of a wait), a message's hidden time lands
+    in the same seconds of the run, to the float's rounding, as clipping its wait against every free,
+    claiming and group span inside it did: on random overlapping free spans, claims that ran in them
+    (claiming lies within free, as the journal's overlap makes it), group spans added out of step
+    (holds and claims overlapping, cut apart by the group), retries, due times and claims that began
+    early, and run clocks whose seconds fall anywhere in the spans."""
+    rng = random.Random(50)
+    placed_any = 0
+    for case in range(400):
+        free = random_spans(rng, rng.randint(0, 60), 30, 1.5)
+        claims = union(random_spans(rng, rng.randint(0, 30), 30, 1.0))
+        claiming = [
+            (max(a, c), min(b, d)) for a, b in union(free) for c, d in claims if min(b, d) > max(a, c)
+        ]
+        times = TypeTime(FreeTime(free), FreeTime(sorted(claiming)))
+        group = GroupSpans(times)
+        held = random_spans(rng, rng.randint(0, 12), 30, 3.0)
+        for a, b in held:
+            group.add(rng.choice((HOLD, CLAIM)), a, b)
+        added = rng.uniform(0, 10)
+        due = added + rng.uniform(0, 3) if rng.random() < 0.3 else None
+        start = max(added, due or added) + rng.uniform(0, 2)
+        attempts = []
+        for _ in range(rng.randint(0, 2)):
+            failed = start + rng.uniform(0, 0.5)
+            attempts.append(Attempt(start, failed, failed + rng.uniform(0, 1)))
+            start = failed + rng.uniform(0, 2)  # sometimes before its backoff ended
+        claimed = start + rng.uniform(0, 15)
+        claim_from = claimed - rng.uniform(0, 3) if rng.random() < 0.8 else None
+        one = journey(
+            1, added, claimed, claimed + 0.1, due=due, attempts=tuple(attempts), claim_from=claim_from
+        )
+        origin_s = rng.choice((0.0, rng.uniform(0, 5), 1.7e9 + rng.uniform(0, 1)))
+        parts, placed = split(one, times, group, origin_s)
+        expected = reference_placed(one, free, claiming, held, origin_s) if parts.hidden > 0 else {}
+        got = dict(placed)
+        for second in set(got) | set(expected):
+            assert got.get(second, 0.0) == pytest.approx(expected.get(second, 0.0), abs=1e-6), (case, second)
+        placed_any += bool(expected)
+    assert placed_any > 100  # most cases placed some hidden time

@@ -15,7 +15,7 @@ slowest 1%, of each type and of the whole run."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -29,7 +29,7 @@ from pgmq_sim.result.spans import (
     FreeTime,
     GroupSpans,
     TypeTime,
-    minus,
+    open_until,
 )
 
 PARTS = ("due", "ordering", "claim", "capacity", "hidden", "service")
@@ -52,11 +52,15 @@ class Split(NamedTuple):
         return sum(self)
 
 
+Hidden = list[tuple[int, float]]  # a message's hidden time by second of the run: (second, seconds)
+
+
 def split(
-    journey: Journey, times: TypeTime, group: GroupSpans | None
-) -> tuple[Split, list[tuple[float, float]]]:
-    """A completed message's time by part, and the pieces of it that were hidden (to place them in
-    the run). `group`: its group's earlier messages (None: a design without order)."""
+    journey: Journey, times: TypeTime, group: GroupSpans | None, origin_s: float | None = None
+) -> tuple[Split, Hidden]:
+    """A completed message's time by part, and where in the run its hidden time fell (with
+    `origin_s`, the run second of the journeys' zero; without, nowhere). `group`: its group's
+    earlier messages (None: a design without order)."""
     free, claiming = times
     added, claimed, done = journey.added, journey.claimed, journey.done
     assert claimed is not None, "a dead letter has no account"
@@ -100,23 +104,59 @@ def split(
     claim = spans.claim + own_claim + claimed_by_others
     waiting = claimed - ready - spans.held - claim - own_s
     hidden = min(max(0.0, waiting), max(0.0, free_left - claimed_by_others))
-    pieces = []
-    if hidden > 0:
-        cuts = (
-            own + [(claim_from, claimed)] + (list(group.pieces(ready, claimed)) if group is not None else [])
-        )
-        cuts += claiming.pieces(ready, claimed)
-        pieces = minus(list(free.pieces(ready, claimed)), cuts)
+    placed: Hidden = []
+    if hidden > 0 and origin_s is not None:
+        gaps = _between(ready, claimed, [*own, (claim_from, claimed)])
+        placed = _by_second(gaps, lambda t: open_until(times, group, t), origin_s)
     parts = Split(due, spans.held, claim, max(0.0, waiting) - hidden, hidden, service)
-    return parts, pieces
+    return parts, placed
+
+
+def _between(a: float, b: float, cuts: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """[a, b] less the cuts (a message's own attempts and claim: a few), in time order."""
+    left = []
+    for c0, c1 in sorted(cuts):
+        if c1 <= c0:
+            continue
+        if c0 > a:
+            left.append((a, min(b, c0)))
+        a = max(a, c1)
+        if a >= b:
+            break
+    if a < b:
+        left.append((a, b))
+    return left
+
+
+def _by_second(gaps: list[tuple[float, float]], until: Callable[[float], float], origin_s: float) -> Hidden:
+    """The time `until` counts within the gaps, by second of the run (a second cut at each of the
+    run's seconds, those before its start in its first): two reads of `until` a slice, so a wait
+    costs its seconds, not the spans inside it."""
+    placed: dict[int, float] = {}
+    for a, b in gaps:
+        t, at = a, until(a)
+        while t < b:
+            second = max(0, int(origin_s + t))
+            edge = min(b, second + 1 - origin_s)
+            if edge <= t:  # the float's rounding at a second's edge: the rest of the gap
+                edge = b
+            got = until(edge)
+            if got > at:
+                placed[second] = placed.get(second, 0.0) + (got - at)
+            t, at = edge, max(at, got)
+    return sorted(placed.items())
 
 
 def accounted(
-    journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
-) -> Iterator[tuple[Journey, Split, list[tuple[float, float]]]]:
+    journeys: Iterable[Journey],
+    free: Iterable[FreeSpans],
+    ordered: bool,
+    cohorts_only: bool = False,
+    origin_s: float | None = None,
+) -> Iterator[tuple[Journey, Split, Hidden]]:
     """Each completed message's split (only those in a cohort, if asked): held_up()'s."""
-    for journey, one, pieces, _ in held_up(journeys, free, ordered, cohorts_only):
-        yield journey, one, pieces
+    for journey, one, placed, _ in held_up(journeys, free, ordered, cohorts_only, origin_s):
+        yield journey, one, placed
 
 
 class NotDue(NamedTuple):
@@ -130,15 +170,20 @@ class NotDue(NamedTuple):
 
 
 def held_up(
-    journeys: Iterable[Journey], free: Iterable[FreeSpans], ordered: bool, cohorts_only: bool = False
-) -> Iterator[tuple[Journey, Split, list[tuple[float, float]], NotDue]]:
-    """Each completed message's split, with what of its ordering a head not yet due held. Journeys
-    are read by type (in code point order, as `free`'s types) and by claim, so everything that held
-    a message's group before its claim is read before it, whatever order the design keeps: the group's
-    messages claimed before it (their spans are its ordering and its claims) and a head not yet due
-    (a higher priority's, a later msg_id's: procrastinate's lock); and the spans of everything that
-    ended well before the earliest enqueue still to be read (`Journey.horizon`) can be forgotten:
-    what the account holds is the messages in flight around it, whatever the run's length."""
+    journeys: Iterable[Journey],
+    free: Iterable[FreeSpans],
+    ordered: bool,
+    cohorts_only: bool = False,
+    origin_s: float | None = None,
+) -> Iterator[tuple[Journey, Split, Hidden, NotDue]]:
+    """Each completed message's split, where its hidden time fell (with `origin_s`), and what of its
+    ordering a head not yet due held. Journeys are read by type (in code point order, as `free`'s
+    types) and by claim, so everything that held a message's group before its claim is read before
+    it, whatever order the design keeps: the group's messages claimed before it (their spans are its
+    ordering and its claims) and a head not yet due (a higher priority's, a later msg_id's:
+    procrastinate's lock); and the spans of everything that ended well before the earliest enqueue
+    still to be read (`Journey.horizon`) can be forgotten: what the account holds is the messages in
+    flight around it, whatever the run's length."""
     types = iter(free)
     found: FreeSpans | None = next(types, None)
     queue_type: str | None = None
@@ -163,10 +208,10 @@ def held_up(
                 )
                 group.hold_until(min(group.committed, first))
         if journey.claimed is not None and (journey.cohorts or not cohorts_only):
-            one, pieces = split(journey, times, group)
+            one, placed = split(journey, times, group, origin_s)
             behind = min(one.ordering, group.behind_not_due(journey.added, journey.claimed)) if group else 0.0
             head = group.head if group is not None and behind > 0 else None
-            yield journey, one, pieces, NotDue(behind, *head) if head is not None else NotDue()
+            yield journey, one, placed, NotDue(behind, *head) if head is not None else NotDue()
         if group is not None:
             if journey.due is not None and journey.due > journey.added:  # not yet due: it holds its group
                 group.fill(HOLD, journey.added, min(journey.due, journey.start))  # since its enqueue
@@ -249,14 +294,7 @@ class _Cohort:
         self.not_due = 0.0
         self.head: str | None = None
 
-    def add(
-        self,
-        one: Split,
-        pieces: list[tuple[float, float]],
-        origin_s: float | None,
-        journey: Journey,
-        behind: NotDue,
-    ) -> None:
+    def add(self, one: Split, placed: Hidden, journey: Journey, behind: NotDue) -> None:
         self.messages += 1
         if behind.head is not None and behind.head_due is not None:
             self.not_due += behind.seconds
@@ -266,15 +304,8 @@ class _Cohort:
             )
         for part, value in zip(PARTS, one, strict=True):
             self.sums[part] += value
-        if origin_s is None:
-            return
-        for a, b in pieces:  # spread over the run's seconds it covers
-            t = a
-            while t < b:
-                second = max(0, int(origin_s + t))
-                edge = min(b, second + 1 - origin_s)
-                self.hidden[second] = self.hidden.get(second, 0.0) + (edge - t)
-                t = edge
+        for second, seconds in placed:
+            self.hidden[second] = self.hidden.get(second, 0.0) + seconds
 
     def result(self) -> CohortSplit:
         n = max(1, self.messages)
@@ -310,10 +341,10 @@ class LatencyAccount:
         (the run's first enqueue), where known."""
         cohorts: dict[tuple[str, str], _Cohort] = {}
         worst = 0.0
-        for journey, one, pieces, behind in held_up(journeys, free, ordered, cohorts_only=True):
+        for journey, one, placed, behind in held_up(journeys, free, ordered, True, origin_s):
             worst = max(worst, abs(one.total - (journey.done - journey.added)))
             for key in journey.cohorts:
-                cohorts.setdefault(key, _Cohort()).add(one, pieces, origin_s, journey, behind)
+                cohorts.setdefault(key, _Cohort()).add(one, placed, journey, behind)
         overall = {name: c.result() for (scope, name), c in cohorts.items() if scope == RUN}
         per_type: dict[str, dict[str, CohortSplit]] = {}
         for (scope, name), c in sorted(cohorts.items()):

@@ -2,15 +2,15 @@
 type's workers were free, and when a claim statement of the type ran (FreeTime), and what held a
 group (GroupSpans: its earlier messages' holds and the claims that took them). Each is read in time
 order as the account reaches it, with its time summed before each span (a window is two binary
-searches), and what ended before the account still needs it is dropped: it holds the waits it is
-splitting, not the run's."""
+searches, whatever the spans inside it: no window is clipped against its spans), and what ended
+before the account still needs it is dropped: it holds the waits it is splitting, not the run's."""
 
 from __future__ import annotations
 
 import bisect
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 
@@ -50,7 +50,7 @@ class FreeTime:
         if i > FORGET_AT and 2 * i > len(self._ends):  # a half at a time: each span moves once or twice
             del self._starts[:i], self._ends[:i], self._before[:i]
 
-    def _until(self, t: float) -> float:
+    def until(self, t: float) -> float:
         """Free time from the first span up to t (t no earlier than what was forgotten)."""
         self._load(t)
         i = bisect.bisect_right(self._starts, t) - 1
@@ -59,28 +59,11 @@ class FreeTime:
         return self._before[i] + min(t, self._ends[i]) - self._starts[i]
 
     def within(self, a: float, b: float) -> float:
-        return max(0.0, self._until(b) - self._until(a)) if b > a else 0.0
-
-    def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
-        """The free spans within [a, b], clipped."""
-        self._load(b)
-        return _pieces(self._starts, self._ends, a, b)
+        return max(0.0, self.until(b) - self.until(a)) if b > a else 0.0
 
 
 FORGET_AT = 4096  # spans of a type: below this many ended ones, none is forgotten
 GROUP_FORGET_AT = 64  # spans of a group (a run may have thousands of groups)
-
-
-def _pieces(
-    starts: Sequence[float], ends: Sequence[float], a: float, b: float
-) -> Iterator[tuple[float, float]]:
-    """Of spans in time order and apart, those within [a, b], clipped to it."""
-    i = max(0, bisect.bisect_right(starts, a) - 1)
-    while i < len(starts) and starts[i] < b:
-        lo, hi = max(a, starts[i]), min(b, ends[i])
-        if hi > lo:
-            yield lo, hi
-        i += 1
 
 
 NO_FREE = FreeTime(())
@@ -193,7 +176,8 @@ class GroupSpans:
         if self._ends:
             self.add(HOLD, self._ends[-1], t)
 
-    def _until(self, t: float) -> list[float]:
+    def until(self, t: float) -> list[float]:
+        """Each of Within's sums from its first span kept up to t."""
         i = bisect.bisect_right(self._starts, t) - 1
         if i < 0:  # before its first span kept (t no earlier than what was forgotten)
             return [before[0] for before in self._before] if self._starts else list(self._sums)
@@ -205,37 +189,20 @@ class GroupSpans:
         """Held and claimed time within [a, b], and the free and claiming time inside each."""
         if b <= a:
             return NOTHING
-        return Within(*(max(0.0, y - x) for x, y in zip(self._until(a), self._until(b), strict=True)))
-
-    def pieces(self, a: float, b: float) -> Iterator[tuple[float, float]]:
-        """The spans within [a, b], clipped."""
-        return _pieces(self._starts, self._ends, a, b)
+        return Within(*(max(0.0, y - x) for x, y in zip(self.until(a), self.until(b), strict=True)))
 
     def behind_not_due(self, a: float, b: float) -> float:
         """Of [a, b], the time its heads not yet due held the group."""
         return sum(max(0.0, min(b, y) - max(a, x)) for x, y in self.not_due)
 
 
-def minus(pieces: list[tuple[float, float]], cuts: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The pieces (in time order, apart) with the cuts taken out: one pass over both in time order."""
-    merged: list[list[float]] = []
-    for a, b in sorted(cuts):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        elif b > a:
-            merged.append([a, b])
-    left, i = [], 0
-    for a, b in pieces:
-        while i < len(merged) and merged[i][1] <= a:
-            i += 1
-        j = i
-        while a < b:
-            if j >= len(merged) or merged[j][0] >= b:
-                left.append((a, b))
-                break
-            c0, c1 = merged[j]
-            if c0 > a:
-                left.append((a, c0))
-            a = max(a, c1)
-            j += 1
-    return left
+def open_until(times: TypeTime, group: GroupSpans | None, t: float) -> float:
+    """Of the free time up to t, what no claim of the type that took a message ran in and no span of
+    the group held: free less claiming less the group's free time, plus the group's claiming time
+    (claiming lies within free, so that is counted out once). Each a sum before t: a message's
+    hidden time in any slice of its wait is two reads, whatever the spans inside it."""
+    at = times.free.until(t) - times.claiming.until(t)
+    if group is not None:
+        _, _, free_held, free_claim, claiming_held, claiming_claim = group.until(t)
+        at -= free_held + free_claim - claiming_held - claiming_claim
+    return at
