@@ -22,6 +22,17 @@ def doc(cli: Cli) -> dict:
     return json.loads((cli.workdir / "out.json").read_text())
 
 
+def slow_schema(cli: Cli, each: str) -> None:
+    """slow.sql: the seed's schema with a 5 ms trigger after each insert `statement` or `row`."""
+    schema = (Path(__file__).parents[1] / "schema.sql").read_text()
+    schema += f"""
+create function slow_enqueue() returns trigger language plpgsql as
+$$ begin perform pg_sleep(0.005); return null; end $$;
+create trigger slow_enqueue after insert on msg_queue for each {each} execute function slow_enqueue();
+"""
+    (cli.workdir / "slow.sql").write_text(schema)
+
+
 class Watch(threading.Thread):
     """Samples the run's producer sessions in the test's database every 50 ms; optionally ends one of
     them (the server's pg_terminate_backend) every `kill_every_s`."""
@@ -159,13 +170,7 @@ def test_one_producer_is_the_default_and_writes_one_message_per_transaction(cli:
 def test_an_application_that_batches_says_so_and_its_batches_are_one_transaction(cli: Cli) -> None:
     """-enqueue-batch 20 behind a rate the single session cannot keep one by one (a trigger takes
     5 ms per statement): waiting messages go up to 20 in one COPY, and the producer keeps up."""
-    schema = (Path(__file__).parents[1] / "schema.sql").read_text()
-    schema += """
-create function slow_enqueue() returns trigger language plpgsql as
-$$ begin perform pg_sleep(0.005); return null; end $$;
-create trigger slow_enqueue after insert on msg_queue for each statement execute function slow_enqueue();
-"""
-    (cli.workdir / "slow.sql").write_text(schema)
+    slow_schema(cli, "statement")
     result = cli.run(
         f"-schema slow.sql -fill-db 900 -rate 300 -workers 3 {FAST} -enqueue-batch 20 -json out.json"
     )
@@ -180,13 +185,7 @@ def test_a_sweep_knee_set_by_the_enqueue_half_says_so(cli: Cli) -> None:
     """One producer session behind a 5 ms trigger carries at most 200 enqueues a second: at 450/s
     arrivals wait in the client and the enqueue p99 breaks -slo enqueue-p99=100 though the workers
     keep up; the knee is the lower step and the headline says the enqueue half set it."""
-    schema = (Path(__file__).parents[1] / "schema.sql").read_text()
-    schema += """
-create function slow_enqueue() returns trigger language plpgsql as
-$$ begin perform pg_sleep(0.005); return null; end $$;
-create trigger slow_enqueue after insert on msg_queue for each row execute function slow_enqueue();
-"""
-    (cli.workdir / "slow.sql").write_text(schema)
+    slow_schema(cli, "row")
     result = cli.run(
         "-schema slow.sql -sweep rate=40,450 -step 3 -settle 3 -workers 6 -orders 40",
         FAST,

@@ -6,6 +6,7 @@ its reason: neither is ever a pass."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pgmq_sim.model.pressure import SUITE_PRESSURES
@@ -25,23 +26,18 @@ def suite_cell(result: RunResult) -> SuiteCell | None:
     after = result.phases[index + 1] if index + 1 < len(result.phases) else None
     audit = result.audit
     refused = [f.partition(NOT_INJECTED)[2] for f in pressed.faults if NOT_INJECTED in f]
-    if len(refused) == len(pressed.faults):  # it never acted on the queue: nothing to score
-        return SuiteCell(
-            result.strategy,
-            pressed.pressure,
-            audit=audit.verdict if audit is not None else None,
-            lost=audit.missing if audit is not None else None,
-            duplicated=audit.duplicates if audit is not None else None,
-            out_of_order=audit.order_violations if audit is not None else None,
-            not_injected=refused[0] if refused else "no fault was made in its phase",
-        )
-    return SuiteCell(
+    audited = SuiteCell(
         result.strategy,
         pressed.pressure,
         audit=audit.verdict if audit is not None else None,
         lost=audit.missing if audit is not None else None,
         duplicated=audit.duplicates if audit is not None else None,
         out_of_order=audit.order_violations if audit is not None else None,
+    )
+    if len(refused) == len(pressed.faults):  # it never acted on the queue: nothing to score
+        return replace(audited, not_injected=refused[0] if refused else "no fault was made in its phase")
+    return replace(
+        audited,
         throughput_per_s=pressed.throughput_per_s,
         p99_ms=pressed.p99_ms,
         recovery_s=after.recovery_s if after is not None else None,
