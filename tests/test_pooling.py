@@ -253,7 +253,8 @@ def test_the_poolers_own_faults_are_ridden_through(
     with pooler:
         cli = Cli(pooler.dsn, tmp_path)
         proc = cli.start(
-            f"-duration {duration} -rate 150 -workers 6 -orders 6 -claim indexed -work-ms 1-3",
+            # three producer sessions: after a pause the backlog of arrivals is enqueued one by one
+            f"-duration {duration} -rate 150 -producers 3 -workers 6 -orders 6 -claim indexed -work-ms 1-3",
             "-poll-interval 0.05",
             f"-pooler-admin {pooler.admin_dsn} -json out.json" + (f" -chaos {chaos}" if chaos else ""),
         )
