@@ -256,7 +256,8 @@ def test_an_adaptive_sweep_finds_a_constructed_capacity_and_a_rerun_holds_its_kn
     knee rerun at a fixed rate for the hold's length: it holds by the sweep's own rules (its backlog
     does not grow). (A second capacity, 12 x 10 ms, went: the suite's time paid for the rerun.)"""
     workers, capacity = 6, 300
-    shape = f"-workers {workers} -work-ms 20-20 -orders 100 -claim indexed -wakeup notify"
+    # two producer sessions: the consumers' capacity is searched, never one session's enqueue rate
+    shape = f"-producers 2 -workers {workers} -work-ms 20-20 -orders 100 -claim indexed -wakeup notify"
     result = cli.run(f"-sweep rate=100..400 -step 2 -settle 2 {shape} -json out.json")
     assert result.returncode == 0, result.stdout + result.stderr
     sweep = json.loads((cli.workdir / "out.json").read_text())["sweep"]
