@@ -75,10 +75,10 @@ def test_a_schema_without_a_payload_column_is_refused_before_anything_changes(
 
 
 def test_a_burst_profile_shapes_the_arrivals(cli: Cli) -> None:
-    """100/s, with 400/s more for 1 s every 3 s: seconds 0, 3 and 6 offer 500, the others 100 (four
+    """100/s, with 400/s more for 1 s every 3 s: seconds 0, 3 and 6 offer 500, the others 100 (eight
     producer sessions, as an application meets a burst: one enqueue each, 500 in a second)."""
     result = cli.run(
-        "-rate 100 -rate-profile burst:400*1s/3s -duration 7.5 -producers 4 -workers 6 -orders 50",
+        "-rate 100 -rate-profile burst:400*1s/3s -duration 7.5 -producers 8 -workers 6 -orders 50",
         FAST,
         "-json out.json",
     )
