@@ -114,19 +114,10 @@ class EnqueueTally:
             parts_s=dict(zip(CLIENT_PARTS, whole[1:], strict=True)),
             slowest_count=int(slowest[0]),
             slowest_parts_s=dict(zip(CLIENT_PARTS, slowest[1:], strict=True)),
-            server_shares=_server_shares(waits),
             waits=waits,
             triggers=triggers,
             triggers_untimed=triggers_untimed if triggers and not any(c for _, c, _ in triggers) else None,
         )
-
-
-def _server_shares(waits: WaitProfile | None) -> dict[str, float] | None:
-    """What the producer's sessions were seen doing while they were in a statement: each wait class's
-    share of their samples (None: not sampled, or never seen in one)."""
-    if waits is None or not waits.busy:
-        return None
-    return waits.shares()
 
 
 @dataclass(frozen=True)
@@ -141,7 +132,6 @@ class EnqueueAccount:
     parts_s: dict[str, float]  # every enqueue's time by part (CLIENT_PARTS), summed
     slowest_count: int  # the slowest 1% (whole latency buckets: at least 1%)
     slowest_parts_s: dict[str, float]
-    server_shares: dict[str, float] | None  # the producer's sessions' samples by wait class
     waits: WaitProfile | None  # their samples: lock events, the blockers seen
     # the queue tables' trigger functions over the run (every write of the queue runs them): name,
     # calls, milliseconds, where the server timed them (pg_stat_user_functions); else why not
@@ -154,6 +144,14 @@ class EnqueueAccount:
             return f"triggers not timed: {self.triggers_untimed}"
         timed = [(n, c, ms) for n, c, ms in self.triggers if c]
         return "; ".join(f"{n} {ms / c:.3f} ms a call, {c:,} calls" for n, c, ms in timed)
+
+    @property
+    def server_shares(self) -> dict[str, float] | None:
+        """What the producer's sessions were seen doing while in a statement: each wait class's share
+        of their samples (None: not sampled, or never seen in one)."""
+        if self.waits is None or not self.waits.busy:
+            return None
+        return self.waits.shares()
 
     @staticmethod
     def shares(parts_s: dict[str, float]) -> dict[str, float]:
