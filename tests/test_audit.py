@@ -12,8 +12,10 @@ import pytest
 from checks import handled_lines, wait_for_handled
 from conftest import REPO, Cli, assert_one_line_error
 
+from pgmq_sim.db.audit import count_audit
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.values import QueueShape
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.sqlfiles import statement
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
@@ -110,6 +112,37 @@ def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection)
     crafted.execute("update msg_queue set status = 'P' where msg_id = 2")
     lost = judge(crafted, 2, ordered=True, complete=False)
     assert not lost.passed and lost.missing_ids == (2,) and lost.left_behind == 0
+
+
+def test_a_redelivery_counts_the_lease_from_the_first_claims_arrival_not_its_clock_after(
+    crafted: psycopg.Connection,
+) -> None:
+    """An at-least-once design sets the lease inside its claim statement, between the round trip's
+    arrival (claimed_at less claim_s) and the clock read after it (claimed_at). A first claim whose
+    clock came 60 ms after its arrival (a loaded client) and a second claim 180 ms after that clock,
+    with a lease of 200 ms, is a redelivery (240 ms after the lease began at the latest); a second
+    claim 100 ms after the first's arrival is a duplicate."""
+    crafted.execute(statement("enqueue_log"))
+    crafted.execute(statement("failures_table"))
+    for msg_id in (1, 2):
+        crafted.execute(
+            "insert into pgmq_sim_enqueued values (%s, 'type1', %s, 0, %s, %s)", (msg_id, msg_id, at(0), at(0))
+        )
+    row = "insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at, claim_s)"
+    values = " values (%s, 'type1', %s, %s, %s, %s, %s)"
+    for msg_id, worker, claimed, done, claim_s in [
+        (1, "w1", 60, 400, 0.06),
+        (1, "w2", 240, 260, 0.0),  # 240 ms after the first claim's arrival: the lease had passed
+        (2, "w1", 60, 400, 0.06),
+        (2, "w2", 100, 120, 0.0),  # 100 ms after it: two workers held the message at once
+    ]:
+        crafted.execute(row + values, (msg_id, msg_id, worker, at(claimed), at(done), claim_s))
+    shape = QueueShape(seed_table=False, tables=("msg_journal",), redelivery_lease_s=0.2)
+    with psycopg.connect(crafted.info.dsn, cursor_factory=psycopg.RawCursor) as conn:  # the tool's $n text
+        counts = count_audit(conn, shape, 2, SHOW, retrying=False)
+    assert (counts.redelivered, counts.redelivered_ids) == (1, (1,))
+    assert (counts.duplicates, counts.duplicate_ids) == (1, (2,))
+    assert [c.msg_id for c in counts.duplicate_claims] == [2]  # the duplicate's evidence, not the redelivery's
 
 
 def test_claim_of_several_rows_fails_the_run_and_loses_nothing(cli: Cli, db: psycopg.Connection) -> None:

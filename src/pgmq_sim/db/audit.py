@@ -18,7 +18,8 @@ def count_audit(
 ) -> AuditCounts:
     """The counts of a run that produced msg_ids up to `expected`, the first `show` of each kind."""
     if not shape.seed_table:
-        return _logged_counts(conn, shape, expected, show, _evidence(conn, show, shape.by_priority))
+        evidence = _evidence(conn, show, shape.redelivery_lease_s, shape.by_priority)
+        return _logged_counts(conn, shape, expected, show, evidence)
     suffix = "_retry" if retrying else ""
     row = conn.execute(statement("audit_counts" + suffix), (expected,)).fetchone()
     assert row is not None
@@ -34,16 +35,19 @@ def count_audit(
         duplicate_ids=tuple(duplicate_ids),
         missing_ids=tuple(missing_ids),
         **dict(zip(retry_fields, retries, strict=False)),
-        **_evidence(conn, show),
+        **_evidence(conn, show, None),
     )
 
 
-def _evidence(conn: psycopg.Connection, show: int, by_priority: bool = False) -> dict[str, Any]:
+def _evidence(
+    conn: psycopg.Connection, show: int, lease: float | None, by_priority: bool = False
+) -> dict[str, Any]:
     """The first duplicates and order violations; a group ordered by priority (then enqueue order)
-    is judged by that order, and its overtakings by priority are counted apart, as promised."""
+        is judged by that order, and its overtakings by priority are counted apart, as promised. A redelivery
+    after an at-least-once design's `lease` is not a duplicate's evidence."""
     claims = [
         DuplicateClaims(int(m), tuple(w), bool(o), float(g))
-        for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show,))
+        for m, w, o, g in conn.execute(statement("audit_duplicate_claims"), (show, lease))
     ]
     kind = "audit_violations_priority" if by_priority else "audit_violations"
     rows = conn.execute(statement(kind), (show,)).fetchall()

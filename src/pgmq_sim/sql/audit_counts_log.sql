@@ -3,11 +3,13 @@
 -- the design's pending.sql (or, without one, every enqueued message not finished). $1: highest msg_id produced;
 -- $2: the design's lease in seconds when it delivers at least once (null: exactly once).
 -- A second completion whose claim came after the first claim's lease had passed is a redelivery
--- (the design's own trade-off, counted and named); any other is a duplicate.
+-- (the design's own trade-off, counted and named); any other is a duplicate. The lease is counted
+-- from the first claim's arrival on the server (claimed_at less claim_s): its statement set the
+-- lease somewhere between that arrival and claimed_at, the clock read after it.
 with j as (
     select msg_id, claimed_at, completed_at, due_at,
            row_number() over w as nth,
-           lag(claimed_at) over w as earlier_claim
+           lag(claimed_at - make_interval(secs => coalesce(claim_s, 0))) over w as earlier_claim
     from msg_journal
     window w as (partition by msg_id order by claimed_at, completed_at)
 ),

@@ -3,7 +3,7 @@
 -- same temporary table `pending_messages(msg_id)`.
 with j as (
     select msg_id, claimed_at, completed_at, due_at,
-           row_number() over w as nth, lag(claimed_at) over w as earlier_claim
+           row_number() over w as nth, lag(claimed_at - make_interval(secs => coalesce(claim_s, 0))) over w as earlier_claim
     from msg_journal
     window w as (partition by msg_id order by claimed_at, completed_at)
 ),
