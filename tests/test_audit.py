@@ -125,9 +125,8 @@ def test_a_redelivery_counts_the_lease_from_the_first_claims_arrival_not_its_clo
     crafted.execute(statement("enqueue_log"))
     crafted.execute(statement("failures_table"))
     for msg_id in (1, 2):
-        crafted.execute(
-            "insert into pgmq_sim_enqueued values (%s, 'type1', %s, 0, %s, %s)", (msg_id, msg_id, at(0), at(0))
-        )
+        enqueued = "insert into pgmq_sim_enqueued values (%s, 'type1', %s, 0, %s, %s)"
+        crafted.execute(enqueued, (msg_id, msg_id, at(0), at(0)))
     row = "insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at, claim_s)"
     values = " values (%s, 'type1', %s, %s, %s, %s, %s)"
     for msg_id, worker, claimed, done, claim_s in [
@@ -142,7 +141,8 @@ def test_a_redelivery_counts_the_lease_from_the_first_claims_arrival_not_its_clo
         counts = count_audit(conn, shape, 2, SHOW, retrying=False)
     assert (counts.redelivered, counts.redelivered_ids) == (1, (1,))
     assert (counts.duplicates, counts.duplicate_ids) == (1, (2,))
-    assert [c.msg_id for c in counts.duplicate_claims] == [2]  # the duplicate's evidence, not the redelivery's
+    # the duplicate's evidence, not the redelivery's
+    assert [c.msg_id for c in counts.duplicate_claims] == [2]
 
 
 def test_claim_of_several_rows_fails_the_run_and_loses_nothing(cli: Cli, db: psycopg.Connection) -> None:
