@@ -179,13 +179,20 @@ class PoolerWatch(RunThread):
         self._lock = threading.Lock()
 
     def body(self) -> None:
+        # one pulse as the run starts and one as it stops: the waits are counted between pulses, so
+        # without them a short run's first and last second (most of it on a loaded host) go uncounted
+        self._pulse()
         while not self._halt.wait(PULSE_EVERY_S):
-            try:
-                seen = self._console.pulse()
-            except psycopg.Error:  # the pooler away (restarting): a gap
-                continue
-            if seen is not None:
-                self._add(seen)
+            self._pulse()
+        self._pulse()
+
+    def _pulse(self) -> None:
+        try:
+            seen = self._console.pulse()
+        except psycopg.Error:  # the pooler away (restarting): a gap
+            return
+        if seen is not None:
+            self._add(seen)
 
     def _add(self, seen: PoolerPulse) -> None:
         self._timeline.pooler(self._clock(), seen)
