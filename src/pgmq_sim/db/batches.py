@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pgmq_sim.db.connection import connect_async, own_begin
+from pgmq_sim.db.connection import opened_async, own_begin
 from pgmq_sim.db.statements import (
     ENQUEUE,
     ENQUEUE_ARGUMENTS,
@@ -59,8 +59,8 @@ async def open_writer(
     dsn: str, evidence: Evidence, prepared: bool, enqueue: str, id_type: str | None = None
 ) -> Wire:
     """The producer's connection, its statements PREPAREd where a session keeps them."""
-    conn = await connect_async(dsn, "producer")
-    try:
+
+    async def set_up(conn: psycopg.AsyncConnection[Any]) -> Wire:
         if prepared:  # the tool's set-up: under its own bounds (a PREPARE plans the statement)
             statements = (
                 producer_statements(enqueue, id_type)
@@ -71,10 +71,9 @@ async def open_writer(
             for s in statements:
                 await conn.execute(prepare(s))
             await conn.execute("commit")
-    except BaseException:
-        await conn.close()
-        raise
-    return Wire(conn)
+        return Wire(conn)
+
+    return await opened_async(dsn, "producer", set_up)
 
 
 def enqueue_params(m: Message) -> list[bytes | None]:

@@ -17,7 +17,7 @@ from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.pq.abc import PGresult
 
 from pgmq_sim.db.claim_rows import claim_columns, claimed_rows
-from pgmq_sim.db.connection import connect_async, own_begin
+from pgmq_sim.db.connection import opened_async, own_begin
 from pgmq_sim.db.session_text import SessionText
 from pgmq_sim.db.statements import (
     CLAIM,
@@ -116,12 +116,9 @@ def claim_sessions(dsn: str, plan: SessionPlan) -> SessionOpener:
     """How workers open their sessions on this server."""
 
     async def open_session(worker: str, queue_type: str, owner: str) -> ClaimPort:
-        conn = await connect_async(dsn, worker)
-        try:
-            return await ClaimSession.open(conn, plan, queue_type, worker, owner)
-        except BaseException:
-            await conn.close()
-            raise
+        return await opened_async(
+            dsn, worker, lambda conn: ClaimSession.open(conn, plan, queue_type, worker, owner)
+        )
 
     return open_session
 

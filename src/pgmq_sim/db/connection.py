@@ -164,6 +164,27 @@ def admin_connection(dsn: str) -> Iterator[psycopg.Connection]:
         conn.close()
 
 
+async def opened_async(
+    dsn: str, name: str, set_up: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
+) -> T:
+    """A connection of the run's loop and its set-up, the tool's own, as admin_connection opens one:
+    a role's statement timeout of a few milliseconds may end the set-up's first round trip before
+    its bounds hold (between two of its statements PostgreSQL says 'user request'); nothing was done
+    yet, so it is opened again."""
+    for attempt in range(1, OPEN_ATTEMPTS + 1):
+        conn = await connect_async(dsn, name)
+        try:
+            return await set_up(conn)
+        except BaseException as exc:
+            again = isinstance(exc, psycopg.errors.QueryCanceled) or (
+                isinstance(exc, psycopg.Error) and is_connection_lost(exc, conn.closed)
+            )
+            await conn.close()
+            if attempt == OPEN_ATTEMPTS or not again:
+                raise
+    raise AssertionError("unreachable")
+
+
 def reconnecting(
     attempt: Callable[[], T],
     backoff: Backoff,

@@ -6,12 +6,13 @@ samples, not a stop), and a lost connection is opened again at the next tick."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.pq.abc import PGresult
 
-from pgmq_sim.db.connection import connect_async, own_limits
+from pgmq_sim.db.connection import opened_async, own_limits
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.db.wire import Answer, Wire
 from pgmq_sim.model.facts import HeldLocks, LockBlocker, LockSample, TablePulse, lock_blocker
@@ -101,16 +102,15 @@ class SampleSession:
         if self._wire is not None and not self._wire.closed:
             return self._wire
         self._wire = None
-        conn = await connect_async(self._dsn, "housekeeper")
-        try:
+
+        async def set_up(conn: psycopg.AsyncConnection[Any]) -> Wire:
             if self._prepared:  # a session of its own (no transaction pooler): the tool's bounds for
                 # the session, not the role's timeouts, so its samples are not canceled by them
                 await conn.execute(own_limits(conn, local=False) + f"; set lock_timeout = {LOCK_WAIT_MS}")
                 await conn.execute(f"prepare {WAIT_COUNTS} as {statement('wait_counts')}")
-        except BaseException:
-            await conn.close()
-            raise
-        self._wire = Wire(conn)
+            return Wire(conn)
+
+        self._wire = await opened_async(self._dsn, "housekeeper", set_up)
         return self._wire
 
     async def _ask(self, timeout: float, query: str, params: list[bytes | None] | None = None) -> Answer:

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.connection import connect, limit_lock_waits, own_begin
+from pgmq_sim.db.connection import admin_connection, connect, limit_lock_waits, own_begin
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import first_line
 from pgmq_sim.model.census import CENSUS, CensusSetting, ServerCensus, SlotCensus, SlotHolder, TableOptions
@@ -83,9 +83,10 @@ class ServerViews:
     def census(self, tables: tuple[str, ...]) -> ServerCensus:
         """The settings that shape the queue as this role's sessions get them, the queue tables' own
         options, who holds the connection slots and whether pg_stat_statements can be read: on a
-        session of its own, as `timeouts` is read, and timed (read_ms: what the census cost)."""
+        session of its own under the tool's bounds (none of them is a timeout the run's transactions
+        set), and timed (read_ms: what the census cost)."""
         began = time.perf_counter()
-        with connect(self.dsn, autocommit=True) as conn:
+        with admin_connection(self.dsn) as conn:
             rows = conn.execute(statement("census_settings"), (list(CENSUS), list(tables))).fetchall()
             slots = read_slots(conn)
             readable = "not installed in this database"
