@@ -436,5 +436,7 @@ def test_a_steady_rate_with_notify_claims_about_once_per_message(cli: Cli, tmp_p
     empty = sum(w["empty_claims"] for w in run["workers"])
     assert processed >= rate * 4
     assert empty / processed <= 0.1, f"{empty} empty claims for {processed} messages"
-    assert run["latency_ms"]["e2e"]["p50"] < 50
+    # a woken claim, not the 1 s fallback (which would put the median near 500 ms); a loaded host's
+    # queueing behind busy workers is not what is judged here
+    assert run["latency_ms"]["e2e"]["p50"] < 250
     assert run["audit"]["verdict"] == "pass"
