@@ -111,7 +111,8 @@ def vm_rss_mb() -> float:
     return 0.0
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -123,7 +124,11 @@ def main() -> None:
         "--backlog", type=float, default=0.0, help="seconds every message waits behind a backlog (default 0)"
     )
     parser.add_argument("--collect", metavar="DSN", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     if args.collect:
         collect(args.collect)
         return

@@ -23,14 +23,19 @@ WORKLOADS = {
 }
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--fill-db", type=int, default=10000, help="messages per run (default 10000)")
     parser.add_argument("--claim", default="indexed", help="claim strategy (default indexed)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     cells = [f"{name} / {audit}" for name in WORKLOADS for audit in ("audit", "no-audit")]
 

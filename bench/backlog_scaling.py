@@ -62,7 +62,8 @@ def single_claim_ms(dsn: str, strategy: c.QueueDesign, times: int = 3) -> float:
     return c.median(samples[1:])
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -79,7 +80,11 @@ def main() -> None:
     parser.add_argument("--no-analyze", action="store_true", help="no VACUUM ANALYZE after the prefill")
     parser.add_argument("--protocol", default="prepared", choices=["simple", "extended", "prepared"])
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     backlogs = sorted(int(x) for x in args.backlogs.split(",") if x.strip())
     claims = c.comma_list(args.claims)

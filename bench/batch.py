@@ -25,7 +25,8 @@ TARGET = 2.0
 REPO = Path(__file__).resolve().parents[1]  # the designs are named as from a clone's top
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -35,7 +36,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--orders", type=int, default=100, help="order_ids per type (default 100)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     designs = c.comma_list(args.designs)
     cells = [f"{d} / {b}" for d in designs for b in (1, args.batch)]
     with c.server_from_args(args.dsn) as server:

@@ -89,13 +89,18 @@ def per_call_us(message: Callable[[], None]) -> float:
     return (time.process_time() - began) / LOOPS * 1e6
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--empty-share", type=float, default=0.1, help="empty claims per message (0.1)")
     parser.add_argument("--repeat", type=int, default=5, help="rounds, median reported (5)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     added, bare = [], []
     for _ in range(args.repeat):  # interleaved
         added.append(per_call_us(with_account(args.empty_share)))

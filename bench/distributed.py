@@ -53,7 +53,8 @@ def client_prefix(placement: str) -> list[str]:
     return ["taskset", "-c", "0"] if placement == "pinned" else []
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -62,7 +63,11 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=100, help="order_ids per type (default 100)")
     parser.add_argument("--placements", default=",".join(PLACEMENTS), help="shared,pinned (default both)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     placements = [p for p in c.comma_list(args.placements) if p in PLACEMENTS]
     strategy = c.load_design("indexed")
     script = pgb.pgbench_script(strategy, audited=True)

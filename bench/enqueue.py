@@ -137,7 +137,8 @@ def cost(args: argparse.Namespace) -> None:
     print(f"{CLIENTS} producers / 1: {c.fmt(ratio, 2)} (at most {COST_TARGET}): {said}")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -145,7 +146,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10, help="seconds per run (default 10)")
     parser.add_argument("--rate", type=float, default=800, help="cost: msg/s (default 800)")
     c.common_args(parser, repeat=2)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     notify(args) if args.mode == "notify" else cost(args)
 
 

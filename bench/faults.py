@@ -253,7 +253,8 @@ def pooler_faults(args: argparse.Namespace) -> None:
     print(f"connections lost per fault: at most {args.workers} (one per worker) expected")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -270,7 +271,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds, median reported (default 1)")
     parser.add_argument("--pooler", action="store_true", help="the pooler path's faults instead (see above)")
     parser.add_argument("--duration", type=float, default=15, help="--pooler: seconds per run (default 15)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     if args.pooler:
         args.rate = args.rate or 300.0
         pooler_faults(args)

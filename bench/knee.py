@@ -313,7 +313,8 @@ def auto_main(args: argparse.Namespace, cells: Sequence[str]) -> None:
     )  # fmt: skip
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -330,7 +331,11 @@ def main() -> None:
         help="--auto: fixed runs at the knee, each --check-s long (default 1)",
     )
     sweep_flags(parser, step=15, settle=10)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     if args.auto:
         auto_main(
             args,

@@ -66,7 +66,8 @@ def row(case: str, data: dict[str, Any]) -> list[str]:
     return [case, limit.get("resource", "?"), c.fmt(data["throughput_per_s"]), top or "-", first[:70]]
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -77,7 +78,11 @@ def main() -> None:
     parser.add_argument(
         "--drain", type=int, default=20000, help="messages per sampling-cost run (default 20000)"
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     drain = ["-fill-db", str(args.drain), *DRAIN]
     rows = []
     evidence = []

@@ -31,7 +31,8 @@ import _common as c
 TARGETS = {500: (1.2, 100.0), 2000: (2.0, 250.0)}  # workers: (CPU per message x the fewest, peak RSS MB)
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -42,7 +43,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=20, help="seconds per run (default 20)")
     parser.add_argument("--pool", type=int, default=20, help="PgBouncer pool size (default 20)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     counts = [int(w) for w in c.comma_list(args.workers)]
 
     def cli_args(workers: int | str, bouncer: str, direct: str) -> list[str]:

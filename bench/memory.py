@@ -64,7 +64,8 @@ def rss_at(samples: list[tuple[float, float]], share: float) -> float | None:
     return next(rss for t, rss in samples if t >= at)
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -75,7 +76,11 @@ def main() -> None:
     parser.add_argument("--claim", default="indexed", help="claim strategy (default indexed)")
     parser.add_argument("--sample-s", type=float, default=0.5, help="VmRSS sampling period (default 0.5)")
     c.common_args(parser, repeat=1)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     sizes = [int(x) for x in c.comma_list(args.sizes)]
     audits = ["no-audit", "audit"]

@@ -62,12 +62,17 @@ def run_with_log(args: list[str], dsn: str) -> dict[str, Any]:
     return data
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     c.workload_args(parser, fill_db=5000, claims="seed,indexed,affinity,advisory")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     claims = c.comma_list(args.claims)
     print("ordering bound: " + c.cli_command_text(c.workload_cli_args(args, "<claim>")))

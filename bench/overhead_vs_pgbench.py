@@ -112,7 +112,8 @@ def set_naptime(dsn: str, seconds: int) -> str:
     return str(before)
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -135,7 +136,11 @@ def main() -> None:
         help="autovacuum_naptime in s on the embedded server (default 0: leave it)",
     )
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     audited = not args.no_audit
 
     strategy = c.load_design(args.claim)

@@ -22,14 +22,19 @@ import _common as c
 TARGET_SHARE = 0.03
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rate", type=float, default=800, help="msg/s (default 800)")
     parser.add_argument("--duration", type=float, default=30, help="seconds per run (default 30)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     base = [
         "-rate", f"{args.rate:g}", "-workers", "12", "-work-ms", "1-10", "-orders", "100",
         "-claim", "indexed", "-wakeup", "notify",

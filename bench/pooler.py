@@ -57,7 +57,8 @@ PATHS = ("direct", "transaction", "session")
 LOADS = ("drain", "rate")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -73,7 +74,11 @@ def main() -> None:
         "--explicit", action="store_true", help="pass -pooler none|transaction|session (default: detect)"
     )
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     works = c.comma_list(args.works)
     loads = [load for load in c.comma_list(args.loads) if load in LOADS]
 

@@ -22,7 +22,8 @@ import _common as c
 TARGET_SHARE = 0.9
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -33,7 +34,11 @@ def main() -> None:
         claims_help="comma list of strategies",
         no_audit_help="pass -no-audit (default: audit on, as users run it)",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     claims = c.comma_list(args.claims)
     print("port throughput: " + c.cli_command_text(c.workload_cli_args(args, "<claim>")))

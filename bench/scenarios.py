@@ -79,7 +79,8 @@ def recovery_s(doc: dict) -> float | None:
     return statistics.median(times) if times else None
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -100,6 +101,11 @@ def main() -> None:
         help="comma list of the scenarios to run, by the first word of their names (default: every one:"
         f" {', '.join(name.split()[0] for name in SCENARIOS)})",
     )
+    return parser
+
+
+def main() -> None:
+    parser = arguments()
     args = parser.parse_args()
     if args.time_scale <= 0:
         parser.error("--time-scale must be above 0")

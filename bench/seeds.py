@@ -60,7 +60,8 @@ def course_folders(root: Path) -> dict[str, Path]:
     return folders
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -70,7 +71,11 @@ def main() -> None:
     parser.add_argument("--course-messages", type=int, default=1000, help="001's messages (default 1000)")
     parser.add_argument("--clients", type=int, default=8, help="003's clients and workers (default 8)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     advisory = c.load_design("advisory")
     script = pgb.pgbench_script(advisory)
     per_txn = math.ceil(args.messages / args.clients)

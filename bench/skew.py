@@ -133,7 +133,8 @@ def key_figures(run: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -143,7 +144,11 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=1000, help="-orders (default 1000)")
     parser.add_argument("--claim", default="indexed", help="-claim (default indexed)")
     k.sweep_flags(parser, step=20, settle=10)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     cells = c.comma_list(args.skews)
     overrides = k.ladder_overrides(args.ladder)

@@ -62,14 +62,19 @@ def one_start(args: list[str]) -> dict[str, float]:
     return out
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=5, help="launches, median reported (default 5)")
     parser.add_argument("--fill-db", type=int, default=100, help="messages (default 100)")
     parser.add_argument("--workers", type=int, default=3, help="workers (default 3)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     run_args = ["-fill-db", str(args.fill_db), "-workers", str(args.workers)]
     print(

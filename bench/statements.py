@@ -207,7 +207,8 @@ def bouncer_version(binary: str) -> tuple[tuple[int, int], str]:
     return ((int(found.group(1)), int(found.group(2))) if found else (0, 0)), first
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -221,7 +222,11 @@ def main() -> None:
     )
     parser.add_argument("--pool-size", type=int, default=20, help="PgBouncer default_pool_size (default 20)")
     c.common_args(parser, repeat=5)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     forms = [f for f in c.comma_list(args.forms) if f in FORMS]
     paths = [p for p in c.comma_list(args.paths) if p in PATHS]
     strategy = c.load_design("indexed")

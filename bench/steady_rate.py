@@ -98,7 +98,8 @@ def statements_by_role(dsn: str) -> None:
         print(f"pg_stat_statements not available ({exc.sqlstate}): roles by transaction counts only")
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -114,7 +115,11 @@ def main() -> None:
     )
     parser.add_argument("--orders", type=int, default=100, help="order_ids per type (default 100)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
     rates = [float(r) for r in c.comma_list(args.rates)]
     wakeups = c.comma_list(args.wakeups)
     work_at = {float(k): v for k, _, v in (item.partition("=") for item in c.comma_list(args.work_ms_at))}

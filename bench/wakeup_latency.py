@@ -28,7 +28,8 @@ import argparse
 import _common as c
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -41,7 +42,11 @@ def main() -> None:
     parser.add_argument("--claim", default="seed", help="claim strategy (default seed, the tool's default)")
     parser.add_argument("--few-ms", type=float, default=5.0, help="notify's allowed p50 - work (default 5)")
     c.common_args(parser)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = arguments().parse_args()
 
     def cli_args(wakeup: str) -> list[str]:
         return [
