@@ -108,10 +108,6 @@ class LocalPostgres:
         assert self._account is not None
         return self._account.run(program, *args, timeout=timeout)
 
-    def append_as_account(self, path: Path, text: str) -> None:
-        assert self._account is not None
-        self._account.append(path, text)
-
     @property
     def dsn(self) -> str:
         """libpq URI; with tcp=True it holds the password, so redact it before printing."""

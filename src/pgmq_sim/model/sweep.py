@@ -93,11 +93,6 @@ class SweepSpec:
             return f"rate={self.values[0]:g}..{self.values[1]:g}"
         return f"{self.kind}=" + ",".join(f"{v:g}" for v in self.values)
 
-    @property
-    def ladder_length(self) -> int | None:
-        """Steps of a fixed ladder; None for a search."""
-        return None if self.adaptive else len(self.values)
-
 
 def parse_duration(text: str, flag: str) -> float:
     """Seconds, or a number with s, m or h: 90, 90s, 15m, 1h."""
