@@ -1,0 +1,91 @@
+"""Episodes judged from a timeline built by hand (no server): the soak of issue 50, whose whole-run
+verdict said nothing of 140 s of notify runs in another database, and the cases around it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from builders import settings
+
+from pgmq_sim.model.events import Fault
+from pgmq_sim.model.facts import NOTIFY_QUEUE
+from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.result.holders import HolderSeen, LockCensus
+from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.verdicts.episodes import EPISODE_FLOOR_MS, episodes, window_length
+
+pytestmark = pytest.mark.unit
+
+SOAK_S = 2400  # 40 minutes at 800/s, p99 15 ms a second, but for 140 s from 1200 s
+NOTIFIER = HolderSeen(
+    8123, "billing notifier", "active", 1201.0, 1339.5, 270, 0, 0, "", 0.02, "pgmq-sim w1, pgmq-sim w2",
+    "billing", NOTIFY_QUEUE,
+)  # fmt: skip
+
+
+def soak(*, bad: tuple[int, int] = (1200, 1340), p99_ms: float = 21_800.0, **measured: Any) -> RunResult:
+    seconds = [
+        SecondSample(s, 800, 800, 0, 6.0, 11.0, p99_ms if bad[0] <= s < bad[1] else 15.0, offered=800)
+        for s in range(SOAK_S)
+    ]
+    return RunResult.from_stats(
+        settings=settings(rate=800.0, duration=float(SOAK_S), fill_db=None),
+        server="test",
+        strategy="seed",
+        ordered=True,
+        files={},
+        produced=800 * SOAK_S,
+        elapsed_s=float(SOAK_S),
+        outcome=Outcome.COMPLETED,
+        stats=[WorkerStats(name="w1", queue_type="type1")],
+        timeline=seconds,
+        health=None,
+        audit=None,
+        **measured,
+    )
+
+
+def test_the_soaks_notify_runs_in_another_database_are_one_episode_naming_the_notifier() -> None:
+    """The measured bug: the whole run's verdict said `none` and 'stable'; the episode says when, how
+    much worse, and whose notifications held the notification queue's lock."""
+    found = episodes(soak(locks=LockCensus(4800, 0, (NOTIFIER,))))
+    assert len(found) == 1, found
+    episode = found[0]
+    assert window_length(SOAK_S) == 20
+    assert (episode.from_s, episode.to_s) == (1200, 1340), episode
+    assert episode.p99_ms == 21_800.0 and episode.baseline_p99_ms == 15.0
+    assert episode.cause.resource == "locks"
+    assert "pid 8123 (billing notifier; in database billing; active)" in episode.cause.evidence
+    assert "the notification queue" in episode.cause.evidence
+    assert episode.text().startswith("from 1200 s to 1340 s: p99 21.8 s against the run's 15.0 ms; locks: ")
+    assert episode.as_json()["limit"] == "locks" and episode.as_json()["from_s"] == 1200
+
+
+def test_an_episode_nothing_measured_explains_is_unexplained_never_none() -> None:
+    (episode,) = episodes(soak(locks=LockCensus(4800, 0, ())))
+    assert episode.cause.resource == "unexplained", episode
+    assert "no lock holder in the census" in episode.cause.evidence
+
+
+def test_a_fault_in_the_stretch_is_its_cause_and_a_holder_seen_elsewhere_is_not() -> None:
+    restart = Fault(1199.5, "restart", "server restarted", 3.0, connections_lost=4)
+    elsewhere = dataclasses.replace(NOTIFIER, first_s=100.0, last_s=200.0)
+    (episode,) = episodes(soak(faults=(restart,), locks=LockCensus(4800, 0, (elsewhere,))))
+    assert episode.cause.resource == "outage", episode
+    assert episode.cause.evidence.startswith("restart at 1199.5 s: server restarted"), episode
+
+
+def test_a_steady_run_and_a_small_rise_are_no_episode() -> None:
+    assert episodes(soak(bad=(0, 0))) == ()
+    assert episodes(soak(p99_ms=EPISODE_FLOOR_MS - 1)) == ()  # 6x the baseline, under the floor
+    assert episodes(soak(p99_ms=60.0)) == ()  # 4x the baseline: not clearly worse
+
+
+def test_a_run_whose_load_changes_on_purpose_is_not_judged_by_episodes() -> None:
+    steady = soak()
+    ramped = dataclasses.replace(steady.settings, rate_profile="ramp:100..1000/60s")
+    profiled = dataclasses.replace(steady, settings=ramped)
+    assert episodes(profiled) == ()

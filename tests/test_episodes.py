@@ -1,0 +1,81 @@
+"""Episodes: a run judged by its windows. A stretch clearly worse than the run's own baseline is
+named with its time, its figures and its cause, even where the whole run's limit averages it away."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import psycopg
+import pytest
+from conftest import Cli
+
+pytestmark = pytest.mark.integration
+FAST = "-claim indexed -wakeup notify -work-ms 1-2 -orders 50 -workers 4"
+RUN = f"-rate 80 -producers 4 -duration 14 -stall-timeout 60 {FAST} -json out.json"
+PRODUCER = "pgmq-sim producer"
+
+
+def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(cli: Cli, dsn: str) -> None:
+    """A session outside the run holds LOCK TABLE msg_queue IN ACCESS EXCLUSIVE MODE for 4 s from
+    about 5 s into a 14 s run, then lets go: the JSON's episodes hold one stretch covering the time
+    the lock census saw it, its limit `locks`, its evidence the holder's pid and application; the
+    summary and the report's answer say it with its time."""
+    holder: list[int] = []
+
+    def hold() -> None:
+        deadline = time.monotonic() + 30
+        with psycopg.connect(dsn, application_name="nightly report") as conn:
+            while time.monotonic() < deadline:  # until the run's producer has begun writing
+                seen = conn.execute(
+                    "select count(*) from pg_stat_activity where application_name = %s"
+                    " and datname = current_database()",
+                    (PRODUCER,),
+                ).fetchone()
+                conn.rollback()
+                if seen and seen[0]:
+                    break
+                time.sleep(0.05)
+            time.sleep(4.5)
+            conn.execute("lock table msg_queue in access exclusive mode")
+            holder.append(conn.info.backend_pid)
+            time.sleep(4)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    result = cli.run(RUN, "-report report.html")
+    thread.join(10)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert holder, "the lock was never taken"
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["audit"]["verdict"] == "pass", report["audit"]
+    seen = next(h for h in report["locks"]["holders"] if h["pid"] == holder[0])
+    episodes = report["episodes"]
+    assert len(episodes) == 1, episodes
+    episode = episodes[0]
+    assert episode["from_s"] <= seen["first_s"] + 1 and episode["to_s"] >= seen["last_s"], (episode, seen)
+    assert episode["from_s"] >= 3 and episode["to_s"] - episode["from_s"] <= 9, episode  # the lock and its
+    # catch-up, not the run
+    assert episode["p99_ms"] >= 2000 and episode["p99_ms"] > 5 * episode["baseline_p99_ms"], episode
+    assert episode["limit"] == "locks", episode
+    assert f"pid {holder[0]} (nightly report" in episode["evidence"], episode
+    assert "AccessExclusiveLock on msg_queue" in episode["evidence"], episode
+    assert episode["fix"] and "nightly report" in episode["fix"], episode
+    page = (cli.workdir / "report.html").read_text()
+    assert 'data-key="episodes" data-value="1"' in page, page
+    assert f"pid {holder[0]} (nightly report" in page.partition('data-key="episodes"')[2], page
+    text = " ".join(result.stdout.split())
+    assert "│ episodes │" in text and f"from {episode['from_s']} s to {episode['to_s']} s: p99" in text, text
+
+
+def test_a_clean_run_has_no_episode(cli: Cli) -> None:
+    """The same run with nothing in its way: no stretch is clearly worse than its baseline, and the
+    summary has no episodes row."""
+    result = cli.run(RUN)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["episodes"] == [], report["episodes"]
+    assert "episodes" not in result.stdout
