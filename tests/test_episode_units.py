@@ -15,6 +15,7 @@ from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.result.holders import HolderSeen, LockCensus
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.result.waits import SLICES_MOST, WaitTally
 from pgmq_sim.verdicts.episodes import EPISODE_FLOOR_MS, episodes, window_length
 
 pytestmark = pytest.mark.unit
@@ -89,3 +90,23 @@ def test_a_run_whose_load_changes_on_purpose_is_not_judged_by_episodes() -> None
     ramped = dataclasses.replace(steady.settings, rate_profile="ramp:100..1000/60s")
     profiled = dataclasses.replace(steady, settings=ramped)
     assert episodes(profiled) == ()
+
+
+def test_the_wait_samples_are_kept_by_slice_of_the_run_and_a_long_run_merges_them() -> None:
+    """A stretch's wait profile is its own samples: a second of WAL waits at 10 s reads as WAL waits
+    between 10 s and 11 s, not as the run's CPU; past SLICES_MOST slices, pairs merge (twice as
+    long each), nothing lost."""
+    tally = WaitTally()
+    cpu, wal = (4, 0, 0, 0, 0, 0, 0), (0, 0, 4, 0, 0, 0, 0)
+    for tick in range(200):
+        at = tick / 10
+        tally.add_counts(wal if 10 <= at < 11 else cpu, {}, {}, at)
+    slices = tally.slices()
+    assert slices.slice_s == 1 and len(slices.profiles) == 20
+    stretch = slices.between(10, 11)
+    assert stretch is not None and stretch.ticks == 10 and stretch.share("wal-flush") == 1.0
+    assert tally.profile().share("wal-flush") == 0.05
+    tally.add_counts(cpu, {}, {}, SLICES_MOST + 0.5)  # past the last slice: pairs merge
+    merged = tally.slices()
+    assert merged.slice_s == 2 and sum(p.ticks for p in merged.profiles) == 201
+    assert merged.between(10, 12) is not None and merged.between(10, 12).share("wal-flush") == 0.5

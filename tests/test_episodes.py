@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -69,6 +70,56 @@ def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(
     assert f"pid {holder[0]} (nightly report" in page.partition('data-key="episodes"')[2], page
     text = " ".join(result.stdout.split())
     assert "│ episodes │" in text and f"from {episode['from_s']} s to {episode['to_s']} s: p99" in text, text
+
+
+def test_a_trigger_sleeping_mid_run_is_an_episode_named_by_its_wait_event(cli: Cli, dsn: str) -> None:
+    """The queue's own trigger sleeps 300 ms on each message's update for 4 s of a 14 s run (the test
+    turns it on and off): no session outside the run holds anything, no fault, no connection lost;
+    the episode's cause is the server's waits sampled in it, named by their event (Timeout:PgSleep)."""
+    schema = (Path(__file__).parents[1] / "schema.sql").read_text()
+    schema += """
+create table episode_brake (braking boolean not null);
+insert into episode_brake values (false);
+create function episode_brake() returns trigger language plpgsql as
+$$ begin if (select braking from episode_brake) then perform pg_sleep(0.3); end if; return null; end $$;
+create trigger episode_brake after update on msg_queue for each row execute function episode_brake();
+"""
+    (cli.workdir / "brake.sql").write_text(schema)
+    braked: list[bool] = []
+
+    def brake() -> None:
+        deadline = time.monotonic() + 30
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while time.monotonic() < deadline:  # until the run's producer has begun writing
+                seen = conn.execute(
+                    "select count(*) from pg_stat_activity where application_name = %s"
+                    " and datname = current_database()",
+                    (PRODUCER,),
+                ).fetchone()
+                if seen and seen[0]:
+                    break
+                time.sleep(0.05)
+            time.sleep(4.5)
+            conn.execute("update episode_brake set braking = true")
+            braked.append(True)
+            time.sleep(4)
+            conn.execute("update episode_brake set braking = false")
+
+    thread = threading.Thread(target=brake, daemon=True)
+    thread.start()
+    result = cli.run(RUN, "-schema brake.sql")
+    thread.join(10)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert braked, "the brake was never set"
+    report = json.loads((cli.workdir / "out.json").read_text())
+    episodes = report["episodes"]
+    assert len(episodes) == 1, (episodes, [(s["second"], s["e2e_p99_ms"]) for s in report["timeline"]])
+    episode = episodes[0]
+    assert 3 <= episode["from_s"] <= 7 and episode["to_s"] - episode["from_s"] <= 10, episode
+    assert episode["limit"] == "server-waits", episode
+    assert episode["evidence"].startswith("in these seconds, "), episode  # the stretch's own samples
+    assert "Timeout:PgSleep" in episode["evidence"], episode
+    assert episode["fix"] and "trigger" in episode["fix"], episode
 
 
 def test_a_clean_run_has_no_episode(cli: Cli) -> None:

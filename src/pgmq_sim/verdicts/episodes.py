@@ -6,6 +6,7 @@ whole-run verdict averages a 140 s episode of a 40-minute soak away; an episode 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -17,8 +18,10 @@ from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.verdicts.cause import SEEN_MARGIN_S, MeasuredCause, Resource, foreign_holder_fix
+from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.limits import ms_text
 from pgmq_sim.verdicts.outages import HELD, POLICY, SERVER_ERROR, seen_around
+from pgmq_sim.verdicts.resources import WAIT_JUDGES
 
 WINDOWS_PER_RUN = 120  # a run is judged in about this many windows: a short run by the second, a
 # 40-minute soak by 20 s, a day by 12 minutes; a stretch shorter than half a window is not an episode
@@ -88,9 +91,10 @@ class _Window:
         return self.start_s + len(self.seconds)
 
 
-def episodes(r: RunResult) -> tuple[Episode, ...]:
+def episodes(r: RunResult, figures: Figures | None = None) -> tuple[Episode, ...]:
     """The run's episodes in time order; none where its load changed on purpose (a sweep, phases, a
-    rate profile: a step's rise is the plan, judged step by step) or where no window had a p99."""
+    rate profile: a step's rise is the plan, judged step by step) or where no window had a p99.
+    `figures`: the whole run's (verdicts/figures), the judges' reading of a stretch's waits."""
     if r.sweep is not None or r.phases or r.settings.phases or r.settings.rate_profile is not None:
         return ()
     length = window_length(r.elapsed_s)
@@ -99,10 +103,10 @@ def episodes(r: RunResult) -> tuple[Episode, ...]:
         if s.second >= FIRST_JUDGED_S and s.second + 1 <= r.elapsed_s:
             by_window.setdefault(s.second // length, []).append(s)
     cut = [_window(seconds) for _, seconds in sorted(by_window.items())]
-    figures = [w.p99_ms for w in cut if w.p99_ms is not None]
-    if not figures:
+    p99s = [w.p99_ms for w in cut if w.p99_ms is not None]
+    if not p99s:
         return ()
-    baseline = _quantile(figures, BASELINE_QUANTILE)
+    baseline = _quantile(p99s, BASELINE_QUANTILE)
     moving = statistics.median(sum(s.processed for s in w.seconds) for w in cut) > 0
     bound = max(baseline * EPISODE_FACTOR, EPISODE_FLOOR_MS)
     found: list[list[_Window]] = []
@@ -116,7 +120,10 @@ def episodes(r: RunResult) -> tuple[Episode, ...]:
         else:
             found.append([window])
     # a stall alone, its catch-up never worse than the bound, is a pause the faults already name
-    return tuple(_episode(r, run, baseline) for run in found if any(w.p99_ms is not None for w in run))
+    worse_runs = [run for run in found if any(w.p99_ms is not None for w in run)]
+    if worse_runs and figures is None:
+        figures = run_figures(r)
+    return tuple(_episode(r, run, baseline, figures) for run in worse_runs)
 
 
 def window_length(elapsed_s: float) -> int:
@@ -141,29 +148,36 @@ def _stalled(s: SecondSample) -> bool:
     return s.processed == 0 and (s.backlog > 0 or (s.offered or 0) > s.arrived)
 
 
-def _episode(r: RunResult, run: Sequence[_Window], baseline: float) -> Episode:
+def _episode(r: RunResult, run: Sequence[_Window], baseline: float, figures: Figures | None) -> Episode:
     seconds = [s for w in run for s in w.seconds]
     e2e = [s.e2e_p99_ms for s in seconds if s.e2e_p99_ms is not None]
     enqueue = [s.enqueue_p99_ms for s in seconds if s.enqueue_p99_ms is not None]
-    figures = [w.p99_ms for w in run if w.p99_ms is not None]
+    p99s = [w.p99_ms for w in run if w.p99_ms is not None]
     from_s, to_s = run[0].start_s, run[-1].end_s
     return Episode(
         from_s,
         to_s,
-        max(figures) if figures else None,
+        max(p99s) if p99s else None,
         baseline,
         max(e2e) if e2e else None,
         max(enqueue) if enqueue else None,
         sum(w.stalled for w in run),
-        episode_cause(r, from_s, to_s, seconds),
+        episode_cause(r, from_s, to_s, seconds, figures),
     )
 
 
-def episode_cause(r: RunResult, from_s: float, to_s: float, seconds: Sequence[SecondSample]) -> MeasuredCause:
+def episode_cause(
+    r: RunResult,
+    from_s: float,
+    to_s: float,
+    seconds: Sequence[SecondSample],
+    figures: Figures | None = None,
+) -> MeasuredCause:
     """What was measured in [from_s, to_s) that explains it, the first that applies: a session outside
     the run the lock census saw holding a lock then (most samples first), a fault injected or met
-    then, worker connections lost, clients the pooler held waiting, the producer's seconds with
-    nothing written; else unexplained, with what was looked at."""
+    then, worker connections lost, clients the pooler held waiting, the server's waits sampled then
+    (the whole run's judges on the stretch's samples: locks, the WAL flush, other waits), the
+    producer's seconds with nothing written; else unexplained, with what was looked at."""
     holders = [h for h in (r.locks.holders if r.locks else ()) if seen_around(h, from_s, to_s)]
     if holders:
         return _held(max(holders, key=lambda h: h.samples), len(holders))
@@ -181,6 +195,12 @@ def episode_cause(r: RunResult, from_s: float, to_s: float, seconds: Sequence[Se
             f"the pooler held up to {max(waiting)} client(s) waiting for a server connection"
             f" (the longest {ms_text(longest)}) in {len(waiting)} s of it",
         )
+    window = r.wait_slices.between(from_s, to_s) if r.wait_slices is not None else None
+    if window is not None and figures is not None:
+        judged = dataclasses.replace(figures, waits=window)
+        waited = next((c for judge in WAIT_JUDGES if (c := judge(judged)) is not None), None)
+        if waited is not None:
+            return dataclasses.replace(waited, evidence=f"in these seconds, {waited.evidence}")
     unwritten = [s for s in seconds if (s.offered or 0) > 0 and s.arrived == 0]
     if unwritten:
         due = sum(s.offered or 0 for s in unwritten)
@@ -192,7 +212,8 @@ def episode_cause(r: RunResult, from_s: float, to_s: float, seconds: Sequence[Se
     looked = "no lock holder in the census, no fault, no connection lost"
     if r.locks is None:
         looked = "no lock census (-wait-sample-hz 0), no fault, no connection lost"
-    return MeasuredCause(Resource.UNEXPLAINED, f"{looked}, the producer kept writing")
+    waits = f"; the server's waits in it: {window.text()}" if window is not None else ""
+    return MeasuredCause(Resource.UNEXPLAINED, f"{looked}, the producer kept writing{waits}")
 
 
 def _held(holder: HolderSeen, seen: int) -> MeasuredCause:

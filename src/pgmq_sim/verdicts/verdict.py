@@ -44,5 +44,5 @@ def judge_run(r: RunResult) -> RunVerdict:
     if r.enqueue is not None:
         enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups, figures.notifies)
     return RunVerdict(
-        limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue, episodes(r)
+        limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue, episodes(r, figures)
     )
