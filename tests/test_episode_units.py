@@ -17,6 +17,7 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import SLICES_MOST, WaitTally
 from pgmq_sim.verdicts.episodes import EPISODE_FLOOR_MS, episodes, window_length
+from pgmq_sim.verdicts.verdict import judge_run
 
 pytestmark = pytest.mark.unit
 
@@ -52,8 +53,11 @@ def soak(*, bad: tuple[int, int] = (1200, 1340), p99_ms: float = 21_800.0, **mea
 def test_the_soaks_notify_runs_in_another_database_are_one_episode_naming_the_notifier() -> None:
     """The measured bug: the whole run's verdict said `none` and 'stable'; the episode says when, how
     much worse, and whose notifications held the notification queue's lock."""
-    found = episodes(soak(locks=LockCensus(4800, 0, (NOTIFIER,))))
-    assert len(found) == 1, found
+    run = soak(locks=LockCensus(4800, 0, (NOTIFIER,)))
+    verdict = judge_run(run)
+    assert verdict.limit.resource == "none", verdict.limit  # the whole run averages it away
+    found = verdict.episodes
+    assert found == episodes(run) and len(found) == 1, found
     episode = found[0]
     assert window_length(SOAK_S) == 20
     assert (episode.from_s, episode.to_s) == (1200, 1340), episode
@@ -83,6 +87,13 @@ def test_a_steady_run_and_a_small_rise_are_no_episode() -> None:
     assert episodes(soak(bad=(0, 0))) == ()
     assert episodes(soak(p99_ms=EPISODE_FLOOR_MS - 1)) == ()  # 6x the baseline, under the floor
     assert episodes(soak(p99_ms=60.0)) == ()  # 4x the baseline: not clearly worse
+
+
+def test_a_prefilled_queue_is_not_judged_by_episodes() -> None:
+    """Its messages all wait from the start: each second's p99 is its place in the drain."""
+    paced = soak()
+    drained = tuple(dataclasses.replace(s, offered=None) for s in paced.timeline)
+    assert episodes(dataclasses.replace(paced, timeline=drained)) == ()
 
 
 def test_a_run_whose_load_changes_on_purpose_is_not_judged_by_episodes() -> None:

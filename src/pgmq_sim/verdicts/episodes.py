@@ -93,10 +93,13 @@ class _Window:
 
 def episodes(r: RunResult, figures: Figures | None = None) -> tuple[Episode, ...]:
     """The run's episodes in time order; none where its load changed on purpose (a sweep, phases, a
-    rate profile: a step's rise is the plan, judged step by step) or where no window had a p99.
+    rate profile: a step's rise is the plan, judged step by step), for a prefilled queue, or where no
+    window had a p99.
     `figures`: the whole run's (verdicts/figures), the judges' reading of a stretch's waits."""
     if r.sweep is not None or r.phases or r.settings.phases or r.settings.rate_profile is not None:
         return ()
+    if r.producer is None:  # a prefilled queue: its messages' latency is their place in the drain,
+        return ()  # rising by design from the first to the last
     length = window_length(r.elapsed_s)
     by_window: dict[int, list[SecondSample]] = {}
     for s in r.timeline:  # whole seconds, in windows from the run's start
