@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import Cli
+from psycopg.conninfo import make_conninfo
 
 pytestmark = pytest.mark.integration
 FAST = "-claim indexed -wakeup notify -work-ms 1-2 -orders 50 -workers 4"
@@ -120,6 +123,71 @@ create trigger episode_brake after update on msg_queue for each row execute func
     assert episode["evidence"].startswith("in these seconds, "), episode  # the stretch's own samples
     assert "Timeout:PgSleep" in episode["evidence"], episode
     assert episode["fix"] and "trigger" in episode["fix"], episode
+
+
+@pytest.fixture
+def other_database(server_dsn: str) -> Iterator[str]:
+    """Another database of the same server: its sessions are outside the run, its notifications
+    share the server's one notification queue."""
+    name = f"other_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"create database {name}")
+    yield make_conninfo(server_dsn, dbname=name, application_name="billing notifier")
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f"drop database if exists {name} with (force)")
+
+
+def test_notify_runs_in_another_database_are_an_episode_naming_the_notifier(
+    cli: Cli, dsn: str, other_database: str
+) -> None:
+    """Issue 50's soak in small: for 4 s of a 14 s notify run, a session in another database of the
+    server commits a write and a NOTIFY after another, each commit holding the notification queue's
+    lock through a 100 ms commit_delay (a NOTIFY alone writes no WAL and waits for no flush). The
+    run's enqueues (the queue's trigger notifies) wait on that lock; the episode names it, and the
+    notifier by pid, application and database, and its fix is every notifier's."""
+    notifier: list[int] = []
+
+    def notify() -> None:
+        deadline = time.monotonic() + 30
+        with psycopg.connect(dsn, autocommit=True) as watch:
+            while time.monotonic() < deadline:  # until the run's producer has begun writing
+                seen = watch.execute(
+                    "select count(*) from pg_stat_activity where application_name = %s"
+                    " and datname = current_database()",
+                    (PRODUCER,),
+                ).fetchone()
+                if seen and seen[0]:
+                    break
+                time.sleep(0.05)
+        with psycopg.connect(other_database, autocommit=True) as conn:
+            conn.execute("create table billing_events (at timestamptz)")
+            conn.execute("set commit_delay = 100000")  # 100 ms in each commit's WAL flush
+            conn.execute("set commit_siblings = 0")
+            time.sleep(4.5)
+            notifier.append(conn.info.backend_pid)
+            until = time.monotonic() + 4
+            while time.monotonic() < until:  # an application's write and its notification
+                with conn.transaction():
+                    conn.execute("insert into billing_events values (now())")
+                    conn.execute("notify billing")
+
+    thread = threading.Thread(target=notify, daemon=True)
+    thread.start()
+    result = cli.run(RUN)
+    thread.join(10)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert notifier, "the notifier never began"
+    report = json.loads((cli.workdir / "out.json").read_text())
+    episodes = report["episodes"]
+    assert len(episodes) == 1, (episodes, [(s["second"], s["enqueue_p99_ms"]) for s in report["timeline"]])
+    episode = episodes[0]
+    assert 3 <= episode["from_s"] <= 7 and episode["to_s"] - episode["from_s"] <= 10, episode
+    assert episode["limit"] == "locks", episode
+    assert f"pid {notifier[0]} (billing notifier; in database other_" in episode["evidence"], episode
+    assert "the notification queue" in episode["evidence"], episode
+    assert "every notifying commit on the server takes the notification queue's lock" in episode["fix"], (
+        episode
+    )
 
 
 def test_a_clean_run_has_no_episode(cli: Cli) -> None:

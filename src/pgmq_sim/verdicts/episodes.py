@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.events import Fault
+from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
-from pgmq_sim.verdicts.cause import SEEN_MARGIN_S, MeasuredCause, Resource, foreign_holder_fix
+from pgmq_sim.verdicts.cause import SEEN_MARGIN_S, MeasuredCause, Resource, foreign_holder_fix, notify_fix
 from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.limits import ms_text
 from pgmq_sim.verdicts.outages import HELD, POLICY, SERVER_ERROR, seen_around
@@ -183,7 +184,7 @@ def episode_cause(
     producer's seconds with nothing written; else unexplained, with what was looked at."""
     holders = [h for h in (r.locks.holders if r.locks else ()) if seen_around(h, from_s, to_s)]
     if holders:
-        return _held(max(holders, key=lambda h: h.samples), len(holders))
+        return _held(max(holders, key=lambda h: h.samples), len(holders), figures)
     faults = [f for f in r.faults if _during(f, from_s, to_s)]
     if faults:
         return _fault(faults)
@@ -219,13 +220,17 @@ def episode_cause(
     return MeasuredCause(Resource.UNEXPLAINED, f"{looked}, the producer kept writing{waits}")
 
 
-def _held(holder: HolderSeen, seen: int) -> MeasuredCause:
+def _held(holder: HolderSeen, seen: int, figures: Figures | None) -> MeasuredCause:
+    """The holder seen most; the notification queue's lock is every notifier's, so its fix is
+    notifying less, not ending one session."""
     others = f"; {seen - 1} other session(s) seen holding locks then" if seen > 1 else ""
-    return MeasuredCause(
-        Resource.LOCKS,
-        f"{holder.text()} (in {holder.samples} census samples){others}",
-        foreign_holder_fix(holder.pid, holder.application, holder.what, "the run's sessions waited for it"),
-    )
+    if holder.blocking_on == NOTIFY_QUEUE:
+        fix = notify_fix(figures.notifies if figures is not None else False)
+    else:
+        fix = foreign_holder_fix(
+            holder.pid, holder.application, holder.what, "the run's sessions waited for it"
+        )
+    return MeasuredCause(Resource.LOCKS, f"{holder.text()} (in {holder.samples} census samples){others}", fix)
 
 
 def _fault(faults: Sequence[Fault]) -> MeasuredCause:
