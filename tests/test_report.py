@@ -285,7 +285,7 @@ def test_a_days_report_draws_as_small_as_a_minutes_and_keeps_its_one_second_spik
 
 def test_an_episode_is_shaded_on_the_timeline_and_listed_in_the_answer() -> None:
     """A run whose seconds 4 to 6 went 40x worse than the rest: its episode is a row of the answer's
-    table and a shaded span of the timeline."""
+    table, a shaded span of the timeline, and a row of the summary and of -v's detail."""
     run = result()
     timeline = tuple(
         dataclasses.replace(s, e2e_p99_ms=800.0 if 4 <= s.second < 6 else 20.0) for s in run.timeline
@@ -297,6 +297,12 @@ def test_an_episode_is_shaded_on_the_timeline_and_listed_in_the_answer() -> None
     assert ("episodes", "1") in page.values
     assert 'id="mark-episode-0"' in html
     assert "no lock census (-wait-sample-hz 0), no fault, no connection lost" in html
+    edited = dataclasses.replace(run, timeline=timeline)
+    short, detail = " ".join(summary(edited)), " ".join(summary(edited, verbose=True))
+    for text in (short, detail):
+        assert "│ episodes" in text and "from 4 s to 6 s: p99 800 ms against the run's 20.0 ms" in text, text
+    clean = " ".join(summary(run))
+    assert "episodes" not in clean, clean
 
 
 def test_a_summary_of_repeated_faults_fits_a_screen_and_v_lists_each() -> None:
