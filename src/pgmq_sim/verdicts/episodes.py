@@ -208,16 +208,24 @@ def episode_cause(
     unwritten = [s for s in seconds if (s.offered or 0) > 0 and s.arrived == 0]
     if unwritten:
         due = sum(s.offered or 0 for s in unwritten)
+        census = "the lock census saw no session holding what it waited for" if r.locks else "no lock census"
         return MeasuredCause(
             Resource.PRODUCER,
-            f"the producer wrote nothing in {len(unwritten)} s of it while {due} messages fell due,"
-            " and the lock census saw no session holding what it waited for",
+            f"the producer wrote nothing in {len(unwritten)} s of it while {due} messages fell due; {census}",
         )
     looked = "no lock holder in the census, no fault, no connection lost"
     if r.locks is None:
         looked = "no lock census (-wait-sample-hz 0), no fault, no connection lost"
     waits = f"; the server's waits in it: {window.text()}" if window is not None else ""
-    return MeasuredCause(Resource.UNEXPLAINED, f"{looked}, the producer kept writing{waits}")
+    evidence = f"{looked}, the producer kept writing{waits}; {_flow(seconds)}"
+    return MeasuredCause(Resource.UNEXPLAINED, evidence)
+
+
+def _flow(seconds: Sequence[SecondSample]) -> str:
+    """What went in and out meanwhile: e.g. '800 arrived, 310 completed, the backlog 2 -> 492'."""
+    arrived, done = sum(s.arrived for s in seconds), sum(s.processed for s in seconds)
+    backlog = f"{seconds[0].backlog + done - arrived} -> {seconds[-1].backlog}"  # before its first second
+    return f"in it {arrived} arrived, {done} completed, the backlog {backlog}"
 
 
 def _held(holder: HolderSeen, seen: int, figures: Figures | None) -> MeasuredCause:
