@@ -123,3 +123,22 @@ def test_the_wait_samples_are_kept_by_slice_of_the_run_and_a_long_run_merges_the
     merged = tally.slices()
     assert merged.slice_s == 2 and sum(p.ticks for p in merged.profiles) == 201
     assert merged.between(10, 12) is not None and merged.between(10, 12).share("wal-flush") == 0.5
+
+
+def test_a_stall_is_part_of_the_episode_its_catch_up_makes_and_alone_is_none() -> None:
+    """Seconds in which nothing completed while work waited have no p99 of their own: beside a worse
+    catch-up they are the episode's (its stalled seconds); alone, the faults name the pause."""
+    steady = soak(bad=(0, 0))
+
+    def stalled_then(catch_up_ms: float) -> RunResult:
+        def second(s: SecondSample) -> SecondSample:
+            if 1200 <= s.second < 1260:
+                return dataclasses.replace(s, processed=0, backlog=800, e2e_p99_ms=None)
+            return dataclasses.replace(s, e2e_p99_ms=catch_up_ms) if 1260 <= s.second < 1280 else s
+
+        return dataclasses.replace(steady, timeline=tuple(second(s) for s in steady.timeline))
+
+    (episode,) = episodes(stalled_then(4_000.0))
+    assert (episode.from_s, episode.to_s, episode.stalled_s) == (1200, 1280, 60), episode
+    assert "60 s in which nothing completed while work waited" in episode.text()
+    assert episodes(stalled_then(20.0)) == ()

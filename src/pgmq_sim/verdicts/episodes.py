@@ -32,7 +32,6 @@ BASELINE_QUANTILE = 0.25  # the run's baseline: its windows' lower quartile p99,
 EPISODE_FACTOR = 5.0  # a window's p99 this many times the baseline is clearly worse: a steady run's
 # per-second p99 wanders within about twice its lower quartile (checkpoints, autovacuum, GC)
 EPISODE_FLOOR_MS = 100.0  # and above this: a 1 ms run going to 6 ms is jitter nobody waits on
-SHOWN = 5  # episodes shown in a summary; the JSON keeps them all
 
 
 @dataclass(frozen=True)
@@ -114,17 +113,18 @@ def episodes(r: RunResult, figures: Figures | None = None) -> tuple[Episode, ...
     moving = statistics.median(sum(s.processed for s in w.seconds) for w in cut) > 0
     bound = max(baseline * EPISODE_FACTOR, EPISODE_FLOOR_MS)
     found: list[list[_Window]] = []
+    worse: set[int] = set()  # the windows clearly worse, by start
     for window in cut:
-        worse = window.p99_ms is not None and window.p99_ms > bound
-        stalled = moving and window.stalled == len(window.seconds)  # nothing moved, and most windows did
-        if not (worse or stalled):
+        if window.p99_ms is not None and window.p99_ms > bound:
+            worse.add(window.start_s)
+        elif not (moving and window.stalled == len(window.seconds)):  # a stall: most windows moved
             continue
         if found and found[-1][-1].end_s == window.start_s:
             found[-1].append(window)
         else:
             found.append([window])
     # a stall alone, its catch-up never worse than the bound, is a pause the faults already name
-    worse_runs = [run for run in found if any(w.p99_ms is not None for w in run)]
+    worse_runs = [run for run in found if any(w.start_s in worse for w in run)]
     if worse_runs and figures is None:
         figures = run_figures(r)
     return tuple(_episode(r, run, baseline, figures) for run in worse_runs)
