@@ -26,6 +26,7 @@ from pgmq_sim.render.files import result_document
 from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_report
 from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
+from pgmq_sim.render.tracks import MOST_POINTS, Track
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
@@ -247,6 +248,61 @@ def summary(run: RunResult, verbose: bool = False) -> list[str]:
     out = io.StringIO()
     print_summary(Console(file=out, width=120), run, judge_run(run), verbose)
     return out.getvalue().splitlines()
+
+
+DAY_S = 86_400
+SPIKE_MS = 21_800.0  # the issue's soak: one second's p99 among seconds of 15 ms
+
+
+def test_a_days_report_draws_as_small_as_a_minutes_and_keeps_its_one_second_spike() -> None:
+    """A day of seconds is drawn in buckets (rates their mean, p95/p99 their worst second): the page is
+    as small as a short run's, the JSON keeps every second, and one second's p99 spike stays drawn
+    (the p99 series holds it, the latency axis reaches it), as does a minute's stall."""
+    spike_at, stall = DAY_S // 3, range(2 * DAY_S // 3, 2 * DAY_S // 3 + 60)
+    noise = [(s * 7919) % 11 for s in range(DAY_S)]  # seconds that differ: no line simplifies away
+    timeline = tuple(
+        SecondSample(s, 50, 0 if s in stall else 45 + n, n, 7.0, 9.0 + n, 12.0 + n, 5, 50)
+        if s != spike_at
+        else SecondSample(s, 50, 45, n, 7.0, 9.0, SPIKE_MS, 5, 50)
+        for s, n in zip(range(DAY_S), noise, strict=True)
+    )
+    run = dataclasses.replace(result(), timeline=timeline, elapsed_s=float(DAY_S))
+    doc = document(run)
+    assert len(doc["timeline"]) == DAY_S and doc["timeline"][spike_at]["e2e_p99_ms"] == SPIKE_MS
+    track = Track.of(doc, "day")
+    assert len(track.seconds) <= MOST_POINTS and track.bucket_s == 144
+    assert max(track.percentiles["e2e_p99_ms"]) == SPIKE_MS
+    assert min(track.processed) < 45 * 0.7  # 60 s of nothing in a bucket of 144 s
+    html = run_report([doc], "test")
+    short = run_report([document(result())], "test")
+    assert len(html) < 2 * len(short) and len(html) < 150_000, (len(html), len(short))
+    chart = html[html.index('data-chart="run-timeline"') :]
+    texts = [t for t in re.findall(r"<text[^>]*>([^<]*)</text>", chart) if t.strip()]
+    latency = texts[next(i for i, t in enumerate(texts) if t.startswith("seconds since the workers")) :]
+    ticks = [float(t.replace(",", "")) for t in latency if re.fullmatch(r"[\d,.]+", t)]
+    assert max(ticks) >= SPIKE_MS * 0.9, latency  # the axis is drawn up to the spike
+
+
+def test_an_episode_is_shaded_on_the_timeline_and_listed_in_the_answer() -> None:
+    """A run whose seconds 4 to 6 went 40x worse than the rest: its episode is a row of the answer's
+    table, a shaded span of the timeline, and a row of the summary and of -v's detail."""
+    run = result()
+    timeline = tuple(
+        dataclasses.replace(s, e2e_p99_ms=800.0 if 4 <= s.second < 6 else 20.0) for s in run.timeline
+    )
+    doc = document(dataclasses.replace(run, timeline=timeline))
+    assert [(e["from_s"], e["to_s"], e["limit"]) for e in doc["episodes"]] == [(4, 6, "unexplained")]
+    html = run_report([doc], "test")
+    page = Page(html)
+    assert ("episodes", "1") in page.values
+    assert 'id="mark-episode-0"' in html
+    assert "no lock census (-wait-sample-hz 0), no fault, no connection lost" in html
+    edited = dataclasses.replace(run, timeline=timeline)
+    short, detail = " ".join(summary(edited)), " ".join(summary(edited, verbose=True))
+    for text in (short, detail):
+        assert "│ episodes" in text and "from 4 s to 6 s: p99 800 ms against the run's 20.0 ms" in text, text
+    clean = " ".join(summary(run))
+    assert "episodes" not in clean, clean
 
 
 def test_a_summary_of_repeated_faults_fits_a_screen_and_v_lists_each() -> None:

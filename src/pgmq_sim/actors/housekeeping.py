@@ -106,15 +106,16 @@ class Housekeeper:
             sample = await self._session.waits()
         except (psycopg.Error, TimeoutError):
             return
-        tally.add_counts(sample.counts, sample.lock_events, sample.other_events)
+        at = self._clock()
+        tally.add_counts(sample.counts, sample.lock_events, sample.other_events, at)
         if self._producer_waits is not None:  # every sample a tick: the shares are per sample
             self._producer_waits.add_counts(*(sample.producer or ((0,) * len(sample.counts), {}, {})))
         if sample.blockers:
-            tally.blocked(sample.blockers)
+            tally.blocked(sample.blockers, at)
             if self._producer_waits is not None:
                 self._producer_waits.blocked(b for b in sample.blockers if b.waiter == PRODUCER_APPLICATION)
             if self._census is not None:  # the census's holders: who blocked the run's sessions, when
-                self._census.blocked(self._clock(), sample.blockers)
+                self._census.blocked(at, sample.blockers)
 
     async def _take_census(self, tally: LockCensusTally) -> None:
         """Best effort, as the samples; the queue's rows are counted only while its tables are small."""

@@ -234,6 +234,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
+        wait_slices=state.waits.slices() if settings.wait_sample_hz else None,
         spare_connections=state.spare_connections,
         pool_server_room=state.pool_server_room,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,

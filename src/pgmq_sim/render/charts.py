@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.render.palette import FAULT_COLORS, PALETTE, PERCENTILES, SPLIT_COLORS
+from pgmq_sim.render.palette import EPISODE_COLOR, FAULT_COLORS, PALETTE, PERCENTILES, SPLIT_COLORS
 from pgmq_sim.render.tracks import Track, nan
 from pgmq_sim.result.waits import CLASSES
 
@@ -118,6 +118,21 @@ def _draw_faults(axes: Sequence[Any], faults: list[Doc]) -> None:
             _mark(lines, f"fault-{kind}")
 
 
+def _draw_episodes(axes: Sequence[Any], episodes: list[Doc]) -> None:
+    """Each episode a shaded span over its seconds, one legend entry per limit: a long run's drawing
+    keeps the stretch its buckets may thin, where the verdict placed it."""
+    named: set[str] = set()
+    for episode in episodes:
+        limit = str(episode.get("limit"))
+        for index, ax in enumerate(axes):
+            label = f"episode: {limit}" if index == 0 and limit not in named else None
+            span = ax.axvspan(
+                episode["from_s"], episode["to_s"], color=EPISODE_COLOR, alpha=0.15, linewidth=0, label=label
+            )
+            _mark(span, "episode")
+        named.add(limit)
+
+
 def _draw_steps(axes: Sequence[Any], track: Track) -> None:
     """A sweep's steps: alternate shades, a failing step tinted red, its setting written on top."""
     for index, step in enumerate(track.steps):
@@ -194,6 +209,7 @@ def timeline_chart(tracks: Sequence[Track], name: str = "timeline") -> Chart:
             if single:
                 _draw_steps(axes, track)
                 _draw_faults(axes, track.faults)
+                _draw_episodes(axes, track.episodes)
         axes[0].set_ylabel("messages per second")
         axes[1].set_ylabel("backlog")
         axes[2].set_ylabel("end-to-end (ms)")

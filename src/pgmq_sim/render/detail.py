@@ -15,6 +15,7 @@ from pgmq_sim.render.lines import (
     client_text,
     drift_not_judged,
     enqueue_text,
+    episodes_text,
     fault_text,
     files_text,
     head,
@@ -71,6 +72,8 @@ def print_detail(
         enqueue = verdict.enqueue
         fix = f"; fix: {enqueue.fix}" if enqueue.fix else ""
         table.add_row("enqueue limit", f"[bold]{enqueue.resource}[/]: {escape(enqueue.evidence + fix)}")
+    if verdict.episodes:
+        table.add_row("episodes", escape(episodes_text(verdict.episodes)))
     if result.waits is not None:
         table.add_row("server waits", escape(result.waits.text()))
     table.add_row("workers' time", escape(time_split_text(verdict.time_split)))

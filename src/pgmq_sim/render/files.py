@@ -82,6 +82,7 @@ def result_document(result: RunResult, verdict: RunVerdict) -> dict[str, Any]:
         "hidden": hidden.as_json() if hidden is not None else None,
         "cost": verdict.cost_json(),
         "enqueue_cause": verdict.enqueue_json(),
+        "episodes": [e.as_json() for e in verdict.episodes],
         "time_split": verdict.time_split,
         "advice": list(verdict.advice),
     }

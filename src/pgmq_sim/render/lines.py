@@ -21,6 +21,16 @@ from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
+from pgmq_sim.verdicts.episodes import Episode
+
+
+def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
+    """The episodes, one a line, in time order: `most` of them (all when None), then how many more."""
+    shown = list(episodes if most is None else episodes[:most])
+    lines = [e.text() for e in shown]
+    if len(episodes) > len(shown):
+        lines.append(f"({len(episodes) - len(shown)} more: -v, or the -report)")
+    return "\n".join(lines)
 
 
 def ms(value: float | None) -> str:

@@ -11,6 +11,7 @@ FAULT_COLORS = {
     "lock-table": "#bcbd22",
     "outage": "#7f7f7f",
 }
+EPISODE_COLOR = "#e377c2"  # an episode's span: a stretch worse than the run's own baseline
 SPLIT_COLORS = {
     "due": "#c7c7c7",
     "ordering": "#9467bd",

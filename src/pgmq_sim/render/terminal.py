@@ -12,6 +12,7 @@ from pgmq_sim.render.lines import (
     audit_rows,
     drift_not_judged,
     enqueue_text,
+    episodes_text,
     fault_group_text,
     faults_by_kind,
     files_text,
@@ -34,6 +35,7 @@ from pgmq_sim.verdicts.verdict import RunVerdict
 SHORT_NOTES = 3  # notes the short summary shows; -v and the report show every one
 SHORT_ADVICE = 3  # lines of advice likewise
 SHORT_CAUSES = 3  # an audit's causes likewise
+SHORT_EPISODES = 3  # episodes the short summary shows; -v, the JSON and the report show every one
 SHORT_TYPES = 6  # more types than this: the short summary gives the overall rate alone
 OURS = ("packaged", "built-in")  # where the tool's own SQL files come from
 
@@ -73,6 +75,8 @@ def print_summary(
     enqueue = verdict.enqueue  # asked for with -producers; the limit's own when the producer was it
     if enqueue is not None and result.settings.producers > 1 and limit.resource != Resource.PRODUCER:
         table.add_row("enqueue limit", f"[bold]{enqueue.resource}[/]: {escape(enqueue.evidence)}")
+    if verdict.episodes:  # what the whole run's limit averaged away, each with its time
+        table.add_row("episodes", escape(episodes_text(verdict.episodes, SHORT_EPISODES)))
     for kind, faults in faults_by_kind(result).items():
         table.add_row("fault", escape(fault_group_text(kind, faults)))
     table.add_row("output", escape(outputs_text(result.settings, written)))

@@ -31,6 +31,7 @@ class Track:
     dead_tuples: list[float]
     percentiles: dict[str, list[float]]
     faults: list[Doc]
+    episodes: list[Doc]  # verdicts/episodes' stretches, as the JSON holds them
     steps: list[Doc]
     step_unit: str
     bound_per_s: float | None
@@ -69,6 +70,7 @@ class Track:
                 for key, _, _ in PERCENTILES
             },
             faults=list(doc.get("faults") or []),
+            episodes=list(doc.get("episodes") or []),
             steps=list(sweep.get("steps") or []),
             step_unit=" workers" if sweep.get("kind") == "workers" else "/s",
             bound_per_s=doc.get("ordering_bound_per_s"),

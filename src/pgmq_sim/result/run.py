@@ -26,7 +26,7 @@ from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
-from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.result.waits import WaitProfile, WaitSlices
 from pgmq_sim.settings import Settings
 
 
@@ -180,6 +180,7 @@ class RunResult:
     phases: tuple[PhaseResult, ...] = ()  # a run in phases: each measured apart
     ended_by: RunEnding | None = None  # the server's error that ended a run that died
     enqueue: EnqueueAccount | None = None  # the enqueues made while the workers ran, timed and split
+    wait_slices: WaitSlices | None = None  # the wait samples by stretch of the run (an episode's own)
 
     @classmethod
     def from_stats(

@@ -7,6 +7,7 @@ the sessions that block them (pg_blocking_pids): whose, in what state, holding w
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -192,37 +193,113 @@ def _positive(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     return tuple((name, n) for name, n in pairs if n > 0)
 
 
+SLICES_MOST = 2048  # a run's wait slices at most: past it, adjacent pairs merge (a day's: 64 s each)
+
+
+@dataclass(frozen=True)
+class WaitSlices:
+    """The run's wait samples by stretch of its clock: slice i holds the samples taken in
+    [i * slice_s, (i + 1) * slice_s), so a stretch of the run (an episode) is judged by its own."""
+
+    slice_s: int
+    profiles: tuple[WaitProfile, ...]
+
+    def between(self, from_s: float, to_s: float) -> WaitProfile | None:
+        """The samples of the slices that lie in [from_s, to_s), a slice cut by an edge included;
+        None where none was taken."""
+        first, last = int(from_s // self.slice_s), math.ceil(to_s / self.slice_s)
+        inside = [p for p in self.profiles[max(0, first) : max(0, last)] if p.ticks]
+        if not inside:
+            return None
+        summed = _Samples()
+        for profile in inside:
+            summed.merge(_Samples.of(profile))
+        return summed.profile()
+
+
+class _Samples:
+    """Samples added up: the whole run's, or one slice of it."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.counts: dict[str, int] = {}
+        self.events: dict[str, int] = {}
+        self.others: dict[str, int] = {}
+        self.blockers: dict[tuple[int, str, bool, str, str, str, str], BlockerSeen] = {}
+
+    def add(self, counts: Iterable[int], events: Mapping[str, int], others: Mapping[str, int]) -> None:
+        self.ticks += 1
+        for name, n in zip(WAIT_CLASSES, counts, strict=True):
+            if n:
+                self.counts[name] = self.counts.get(name, 0) + n
+        for event, n in events.items():
+            self.events[event] = self.events.get(event, 0) + n
+        for event, n in others.items():
+            self.others[event] = self.others.get(event, 0) + n
+
+    def see(self, seen: BlockerSeen) -> None:
+        before = self.blockers.get(seen.key)
+        self.blockers[seen.key] = dataclasses.replace(
+            seen, samples=seen.samples + (before.samples if before else 0)
+        )
+
+    @classmethod
+    def of(cls, profile: WaitProfile) -> _Samples:
+        samples = cls()
+        samples.ticks = profile.ticks
+        samples.counts, samples.events = dict(profile.counts), dict(profile.lock_events)
+        samples.others = dict(profile.other_events)
+        samples.blockers = {b.key: b for b in profile.blockers}
+        return samples
+
+    def merge(self, other: _Samples) -> None:
+        self.ticks += other.ticks
+        for mine, theirs in (
+            (self.counts, other.counts),
+            (self.events, other.events),
+            (self.others, other.others),
+        ):
+            for name, n in theirs.items():
+                mine[name] = mine.get(name, 0) + n
+        for seen in other.blockers.values():
+            self.see(seen)
+
+    def profile(self) -> WaitProfile:
+        return WaitProfile(
+            self.ticks,
+            tuple(sorted(self.counts.items())),
+            tuple(sorted(self.events.items())),
+            tuple(sorted(self.blockers.values(), key=lambda b: (-b.samples, b.pid))),
+            tuple(sorted(self.others.items())),
+        )
+
+
 class WaitTally:
     """The run's samples so far, shared by the housekeeper that adds (on the run's loop) and the
-    phases that read."""
+    phases that read; by slice of the run's clock too, where a sample's time is given."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ticks = 0
-        self._counts: dict[str, int] = {}
-        self._events: dict[str, int] = {}
-        self._others: dict[str, int] = {}
-        self._blockers: dict[tuple[int, str, bool, str, str, str, str], BlockerSeen] = {}
+        self._whole = _Samples()
+        self._slices: list[_Samples] = []
+        self._slice_s = 1
 
     def add_counts(
         self,
         counts: Iterable[int],
         lock_events: Mapping[str, int],
         other_events: Mapping[str, int] | None = None,
+        at_s: float | None = None,
     ) -> None:
         """One sample: backends per class (in WAIT_CLASSES' order), Lock waits per event, the other
-        class's waits per type and event."""
+        class's waits per type and event; `at_s`, when on the run's clock, its slice."""
+        counts = tuple(counts)
         with self._lock:
-            self._ticks += 1
-            for name, n in zip(WAIT_CLASSES, counts, strict=True):
-                if n:
-                    self._counts[name] = self._counts.get(name, 0) + n
-            for event, n in lock_events.items():
-                self._events[event] = self._events.get(event, 0) + n
-            for event, n in (other_events or {}).items():
-                self._others[event] = self._others.get(event, 0) + n
+            self._whole.add(counts, lock_events, other_events or {})
+            if at_s is not None:
+                self._slice(at_s).add(counts, lock_events, other_events or {})
 
-    def blocked(self, blockers: Iterable[LockBlocker]) -> None:
+    def blocked(self, blockers: Iterable[LockBlocker], at_s: float | None = None) -> None:
         """One sample of the sessions blocking the run's: each blocker once per object and mode."""
         with self._lock:
             once = {
@@ -230,16 +307,32 @@ class WaitTally:
                 for b in blockers
             }
             for seen in once:
-                before = self._blockers.get(seen.key)
-                samples = before.samples + 1 if before else 1
-                self._blockers[seen.key] = dataclasses.replace(seen, samples=samples)
+                self._whole.see(seen)
+                if at_s is not None:
+                    self._slice(at_s).see(seen)
+
+    def _slice(self, at_s: float) -> _Samples:
+        index = max(0, int(at_s)) // self._slice_s
+        while index >= SLICES_MOST:  # twice as long each: adjacent pairs merge
+            pairs = [self._slices[i : i + 2] for i in range(0, len(self._slices), 2)]
+            self._slices = [_merged(pair) for pair in pairs]
+            self._slice_s *= 2
+            index = max(0, int(at_s)) // self._slice_s
+        while len(self._slices) <= index:
+            self._slices.append(_Samples())
+        return self._slices[index]
 
     def profile(self) -> WaitProfile:
         with self._lock:
-            return WaitProfile(
-                self._ticks,
-                tuple(sorted(self._counts.items())),
-                tuple(sorted(self._events.items())),
-                tuple(sorted(self._blockers.values(), key=lambda b: (-b.samples, b.pid))),
-                tuple(sorted(self._others.items())),
-            )
+            return self._whole.profile()
+
+    def slices(self) -> WaitSlices:
+        with self._lock:
+            return WaitSlices(self._slice_s, tuple(s.profile() for s in self._slices))
+
+
+def _merged(pair: list[_Samples]) -> _Samples:
+    first = pair[0]
+    for other in pair[1:]:
+        first.merge(other)
+    return first

@@ -136,7 +136,7 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
             hot += f"; {f.achieved_per_s:.0f}/s is {share:.0%} of the ordering bound {bound:.0f}/s"
         fix = MORE_WORKERS_CANNOT
         if p99.not_due_head is not None:  # a head not yet due held its group (procrastinate's lock)
-            hot += f"; {_ms(p99.not_due_head_ms)} of it behind a head not yet due: {p99.not_due_head}"
+            hot += f"; {ms_text(p99.not_due_head_ms)} of it behind a head not yet due: {p99.not_due_head}"
             if p99.not_due_head_ms >= p99.ordering_ms / 2:
                 fix = (
                     "a group's later messages wait for its head's due time: schedule later only what must"
@@ -144,12 +144,14 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
                 )
         return MeasuredCause(
             Resource.ORDERING,
-            f"{account}: {_ms(p99.ordering_ms)} waiting while an earlier message of their group held it{hot}",
+            f"{account}: {ms_text(p99.ordering_ms)} waiting while an earlier message of their group"
+            f" held it{hot}",
             fix,
         )
     if part == "due":
         held = (
-            f"; {_ms(p99.not_due_head_ms)} of their ordering behind a head not yet due: {p99.not_due_head}"
+            f"; {ms_text(p99.not_due_head_ms)} of their ordering behind a head not yet due:"
+            f" {p99.not_due_head}"
             if p99.not_due_head is not None
             else ""
         )
@@ -161,7 +163,7 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
         if found is not None:
             return _after(account, found)
     if part == "capacity":
-        waited = f"{_ms(p99.capacity_ms)} while every worker that could take them was busy"
+        waited = f"{ms_text(p99.capacity_ms)} while every worker that could take them was busy"
         if f.offered_per_s is not None and f.kept_up:  # the rate was served: a queue's tail, no limit
             return _nearest(f, f"{account}: {waited} (a queue's tail at workers busy {f.busy:.0%}); ")
         return MeasuredCause(
@@ -186,7 +188,7 @@ def _claim(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
         f"; {f.achieved_per_s:.0f}/s is {f.achieved_per_s / bound:.0%} of the ordering bound" if bound else ""
     )
     said = (
-        f"{account}: {_ms(p99.claim_ms)} while the claim statements that took them, or their group's"
+        f"{account}: {ms_text(p99.claim_ms)} while the claim statements that took them, or their group's"
         f" earlier messages, ran{p50}{turns}"
     )
     # a scan makes the server's CPU look full: judged first; a claim that seeks reads tens of buffers
@@ -210,10 +212,10 @@ def _hidden(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
     if h is None:
         return MeasuredCause(
             Resource.UNEXPLAINED,
-            f"{account}: {_ms(p99.hidden_ms)} hidden from free workers, and nothing was sampled to"
+            f"{account}: {ms_text(p99.hidden_ms)} hidden from free workers, and nothing was sampled to"
             " explain it",
         )
-    lead = f"{account}; the slowest 1% were hidden from free workers {_ms(h.hidden_ms)} each"
+    lead = f"{account}; the slowest 1% were hidden from free workers {ms_text(h.hidden_ms)} each"
     if len(h.by_type) > 1:
         lead += f" ({h.types_text()})"
     top = h.causes[0] if h.causes else None
@@ -232,7 +234,8 @@ def _hidden(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
     )
 
 
-def _ms(ms: float) -> str:
+def ms_text(ms: float) -> str:
+    """A latency in words, to the precision its size deserves: 4.2 ms, 312 ms, 21.8 s."""
     return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
 
 

@@ -231,12 +231,13 @@ def held_pauses(faults: Sequence[Fault], holders: Sequence[HolderSeen]) -> list[
     for fault in faults:
         if fault.kind == MET and not fault.connections_lost and fault.outage_s:
             end = max(fault.at_s + fault.outage_s, fault.last_s or 0.0)  # one cause's pauses: their span
-            holder = next((h for h in holders if _seen_around(h, fault.at_s, end)), None)
+            holder = next((h for h in holders if seen_around(h, fault.at_s, end)), None)
             if holder is not None:
                 fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder.text()}")
         out.append(fault)
     return out
 
 
-def _seen_around(holder: HolderSeen, a: float, b: float) -> bool:
+def seen_around(holder: HolderSeen, a: float, b: float) -> bool:
+    """The census saw the holder within SEEN_MARGIN_S of [a, b] (seconds on the run's clock)."""
     return holder.first_s - SEEN_MARGIN_S <= b and holder.last_s + SEEN_MARGIN_S >= a

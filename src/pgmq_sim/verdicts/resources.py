@@ -414,5 +414,6 @@ def _producer(f: Figures) -> Found:
     )
 
 
+WAIT_JUDGES = (_locks, _wal, _server_waits)  # what the server's waits alone say (a stretch of a run)
 CAPACITY = (_locks, _pool, _claim_plan, _wal, _server_waits, _server_cpu, ordering, _workers, _producer)
 SERVICE = (_locks, _pool, _claim_plan, _wal, _server_waits, _server_cpu)  # what made the service itself slow

@@ -1,6 +1,7 @@
 """A run's verdicts, judged once from its result and read by every view (the summary, the detail,
 the JSON document, the report): its limit, what hid its slowest messages, what inflated its costs, the
-advice, and where the workers' time went."""
+advice, where the workers' time went, and the episodes: the stretches worse than the run's own
+baseline, each with its time and cause."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.enqueue import enqueue_cause
+from pgmq_sim.verdicts.episodes import Episode, episodes
 from pgmq_sim.verdicts.figures import run_figures
 from pgmq_sim.verdicts.hidden import HiddenAccount
 from pgmq_sim.verdicts.limits import Limit, limit_of, time_split, with_cost
@@ -25,6 +27,7 @@ class RunVerdict:
     time_split: dict[str, float]
     cost: MeasuredCause | None = None  # a cause outside the run that inflated its costs
     enqueue: MeasuredCause | None = None  # what the slowest enqueues waited for
+    episodes: tuple[Episode, ...] = ()  # the stretches clearly worse than the run's own baseline
 
     def cost_json(self) -> dict[str, Any] | None:
         return None if self.cost is None else self.cost.as_json() | {"fix": self.cost.fix}
@@ -40,4 +43,6 @@ def judge_run(r: RunResult) -> RunVerdict:
     enqueue = None
     if r.enqueue is not None:
         enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups, figures.notifies)
-    return RunVerdict(limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue)
+    return RunVerdict(
+        limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue, episodes(r, figures)
+    )
