@@ -146,7 +146,7 @@ def test_a_histogram_merges_and_reads_while_its_worker_records() -> None:
     worker = threading.Thread(target=record, daemon=True)
     worker.start()
     try:
-        for i in range(400):  # without the copies this fails within a few dozen
+        for i in range(120):  # without the copies this fails within a few dozen
             total = LatencyHistogram()
             total.merge(live)
             total.minus(LatencyHistogram())
