@@ -45,6 +45,7 @@ class RateProducer:
         tally: EnqueueTally,
         until_s: float | None = None,
         batch: int = 1,
+        owns: Callable[[Arrival], bool] | None = None,
     ) -> None:
         ends = [s for s in (until_s, profile.end_s) if s is not None]
         self._until_s = min(ends) if ends else None  # nothing is due after it
@@ -57,6 +58,7 @@ class RateProducer:
         self._timeline = timeline
         self._tally = tally
         self._batch = batch
+        self._owns = owns  # spread over processes: the arrivals of this process's groups (None: all)
         self._offered = 0
         self._noted_s = 0  # the second of the last look at what is due
         self._waiting: deque[Arrival] = deque()  # due, not yet taken by a session
@@ -111,8 +113,11 @@ class RateProducer:
         due = min(self._total, profile.due(at))
         self._offer(at, due)
         last = self._looked_s
+        owns, waiting = self._owns, self._waiting
         while source.drawn < due:  # each at its own due time (at most `at`)
-            self._waiting.append(source.draw(min(at, last + profile.next_due_in(last, source.drawn))))
+            arrival = source.draw(min(at, last + profile.next_due_in(last, source.drawn)))
+            if owns is None or owns(arrival):
+                waiting.append(arrival)
         self._looked_s = at
         return profile.next_due_in(at, source.drawn)
 
@@ -197,6 +202,19 @@ class RateProducer:
                     self._wake(len(self._idle))  # a group freed: a held message may be taken now
         finally:
             halt.forget(bell)
+
+    def owed_from(self) -> int:
+        """Spread over processes: the lowest msg_id (draw place) this process may still owe; every own
+        one below it committed (the run's count is the lowest of these, less one)."""
+        owed = [rows[0].msg_id for rows in self.sent if rows]
+        if self._waiting:
+            owed.append(self._waiting[0].draw)
+        return min(owed, default=self._source.drawn + 1)
+
+    def owed(self) -> list[int]:
+        """Spread over processes, at the end: the own msg_ids drawn and not known committed (in flight
+        when the sessions stopped, or still waiting)."""
+        return sorted([row.msg_id for row in self.unsettled()] + [a.draw for a in self._waiting])
 
     def unsettled(self) -> list[Message]:
         """The rows sessions had in flight when they stopped: each landed or not."""

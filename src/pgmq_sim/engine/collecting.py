@@ -45,7 +45,7 @@ def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
     totals = WorkerCounters.total(state.stats)
     housekeeping = state.housekeeper.transactions if state.housekeeper else 0
     return RoleTransactions(
-        producer=sum(w.writes for w in state.producers),
+        producer=sum(w.writes for w in state.producers) + sum(r[3] for r in state.enqueue_runners),
         consumers=totals.processed + totals.failed_attempts + totals.lost_ownership + totals.claim_commits,
         empty_claims=totals.empty_claims,
         tool=sum(w.records for w in state.producers)
@@ -105,7 +105,7 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
     if state.bystander is not None and not signals.interrupt.is_set() and not gone:
         bystander = state.bystander  # alone again, its statements past the server's counters
         call_bounded(lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander")
-    cut_off = state.producing.unsettled() if state.producing is not None else []
+    cut_off = state.producing.unsettled() if state.producing is not None else state.cut_off
     if cut_off and state.design.seed_table:  # a folder design's log of enqueues holds only what landed
         written = call_bounded(lambda: db.settle(cut_off, settings.audit), 30, signals, "enqueues cut off")
         if written:
@@ -244,6 +244,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
             state.producer_waits.profile() if settings.wait_sample_hz else None,
             state.meters.triggers or (),
             _untimed(state),
+            tuple((runner, sessions, written) for runner, sessions, written, _ in state.enqueue_runners),
         ),
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases

@@ -1,0 +1,61 @@
+"""A paced distributed run spreads its producer sessions over the worker processes (issue 49): each
+process enqueues its own groups' arrivals of the one seeded arrival stream, and the master's report
+and audit hold as in one process. Real server, real Locust processes."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from checks import assert_exactly_once_in_order
+from conftest import Cli
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = "-workers 6 -claim indexed -orders 40 -work-ms 0-1 -poll-interval 0.05"
+
+
+def test_processes_two_spread_four_producer_sessions_and_the_audit_holds(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """-producers 4 over --processes 2: two sessions in each process, each process's enqueues > 0
+    and together every message once; exactly once and in order; produced is what the rate offered."""
+    result = cli.run(f"-fill-db 2000 -rate 1000 -producers 4 {WORKLOAD} --processes 2 -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert_exactly_once_in_order(db, 2000, delmsg=False)
+    assert report["audit"]["verdict"] == "pass", report["audit"]
+    assert report["produced"] == report["processed"] == 2000, report["notes"]
+    runners = report["producer"]["enqueue"]["runners"]
+    assert sorted(r["runner"].split("@")[0] for r in runners) == ["p1", "p2"], runners
+    assert all(r["sessions"] == 2 and r["written"] > 0 for r in runners), runners
+    assert sum(r["written"] for r in runners) == 2000
+    offered = sum(s["offered"] or 0 for s in report["timeline"])
+    arrived = sum(s["arrived"] for s in report["timeline"])
+    assert offered == arrived == 2000, report["timeline"]
+    # one process writes a group: a group's msg_ids and enqueue times rise together
+    back = db.execute(
+        """select count(*) from (select time_added < lag(time_added) over
+             (partition by queue_type, order_id order by msg_id) as back from msg_queue) t where back"""
+    ).fetchone()
+    assert back is not None and back[0] == 0
+
+
+def test_spread_enqueue_figures_count_every_message(cli: Cli) -> None:
+    """The JSON's producer.enqueue, merged from the processes' reports: every enqueue timed, its
+    parts, each second's enqueue p99; the summary's enqueue row."""
+    result = cli.run(f"-fill-db 1200 -rate 600 -producers 3 {WORKLOAD} --processes 2 -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    enqueue = report["producer"]["enqueue"]
+    assert enqueue["sessions"] == 3 and enqueue["count"] == 1200, enqueue
+    assert [r["sessions"] for r in enqueue["runners"]] == [1, 2], enqueue["runners"]
+    figures = enqueue["latency_ms"]
+    assert 0 < figures["p50"] <= figures["p95"] <= figures["p99"] <= figures["max"], figures
+    assert abs(sum(enqueue["parts"].values()) - 1) < 0.01, enqueue["parts"]
+    seconds = [s["enqueue_p99_ms"] for s in report["timeline"] if s["arrived"]]
+    assert seconds and all(p is not None and p > 0 for p in seconds), report["timeline"]
+    assert report["server_cost"]["roles"]["producer"]["transactions_per_msg"] == 1.0
+    text = " ".join(result.stdout.split())
+    assert "enqueue ms" in text and "3 sessions: p50" in text, text
