@@ -109,8 +109,9 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
     if cut_off and state.design.seed_table:  # a folder design's log of enqueues holds only what landed
         written = call_bounded(lambda: db.settle(cut_off, settings.audit), 30, signals, "enqueues cut off")
         if written:
+            where = "in flight" if state.producing is not None else "in flight or waiting in a process"
             state.notes.append(
-                f"{len(written)} enqueue(s) in flight when the run stopped did not land, below one that"
+                f"{len(written)} enqueue(s) {where} when the run stopped did not land, below one that"
                 f" did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending"
             )
     produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
