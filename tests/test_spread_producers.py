@@ -5,10 +5,13 @@ and audit hold as in one process. Real server, real Locust processes."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 
 import psycopg
 import pytest
-from checks import assert_exactly_once_in_order
+from checks import assert_exactly_once_in_order, handled_lines
 from conftest import Cli
 
 pytestmark = pytest.mark.integration
@@ -59,3 +62,36 @@ def test_spread_enqueue_figures_count_every_message(cli: Cli) -> None:
     assert report["server_cost"]["roles"]["producer"]["transactions_per_msg"] == 1.0
     text = " ".join(result.stdout.split())
     assert "enqueue ms" in text and "3 sessions: p50" in text, text
+
+
+def test_a_lost_producing_process_stops_its_groups_enqueues_and_the_audit_stays_exact(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """SIGKILL the second of two producing processes mid-run: its groups get no more enqueues (a
+    note says so), the other finishes, and the audit counts 1..produced exactly: nothing missing or
+    repeated, the lost groups' owed arrivals written after the run, left pending."""
+    master = cli.start(f"-fill-db 3000 -rate 600 -producers 2 {WORKLOAD} --processes 2 -json out.json")
+    try:
+        log = cli.workdir / "msg_queue.p2.log"
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 200):
+            time.sleep(0.2)
+        pid = int(log.read_text().split("(pid ", 1)[1].split(")", 1)[0])
+        os.kill(pid, signal.SIGKILL)
+        out, err = master.communicate(timeout=90)
+    finally:
+        if master.poll() is None:
+            master.kill()
+            master.communicate(timeout=10)
+    assert master.returncode == 0, out + err
+    report = json.loads((cli.workdir / "out.json").read_text())
+    notes = report["notes"]
+    assert any("p2@" in note and "enqueues stopped" in note for note in notes), notes
+    audit = report["audit"]
+    assert audit["verdict"] == "pass" and audit["missing"] == audit["duplicates"] == 0, audit
+    produced = report["produced"]
+    assert audit["left_behind"] > 0 and produced <= 3000, audit
+    journal = [r[0] for r in db.execute("select msg_id from msg_journal")]
+    pending = [r[0] for r in db.execute("select msg_id from msg_queue where status = 'N'")]
+    assert len(journal) == len(set(journal)) and not set(journal) & set(pending)
+    assert sorted(journal + pending) == list(range(1, produced + 1))

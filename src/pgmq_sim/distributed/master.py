@@ -221,13 +221,14 @@ class LocustCarrier:
 
         def owes(share: int, msg_id: int) -> bool:
             report = reports[share]
-            if by_share[share].lost:
+            if by_share[share].lost or report.get("owed") is None:  # no final word: from its mark
                 return msg_id >= int(report.get("mark", 1))
             return msg_id in owed[share] or msg_id > int(report.get("drawn", 0))
 
         state.cut_off = owed_messages(state, len(by_share), owes, drawn)
         for member in producing:
             if member.lost:
+                state.enqueues_stopped = True
                 mark = int((member.enqueues or {}).get("mark", 1))
                 state.note(
                     f"worker process {member.runner} lost: its producer sessions' enqueues stopped (its"

@@ -137,7 +137,8 @@ def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings
             ordered=state.design.ordered,
             claim_sql=state.design.claim.text,
             at_least_once=state.design.at_least_once,
-            complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
+            # a lost process's arrivals were never enqueued: written after the run, left pending
+            complete=state.outcome == Outcome.COMPLETED and parts.goal.drains and not state.enqueues_stopped,
             retrying=settings.retrying,
         ),
         COLLECT_TIMEOUT_S,

@@ -110,6 +110,7 @@ class RunState:
     enqueue_runners: list[tuple[str, int, int, int]] = field(default_factory=list)  # runner, sessions,
     # messages written, transactions: each producing process's, as last reported
     cut_off: list[Message] = field(default_factory=list)  # a spread run's arrivals owed at its end
+    enqueues_stopped: bool = False  # a spread run lost a producing process: its groups' enqueues stopped
 
     def __post_init__(self) -> None:
         settings = self.settings
