@@ -53,7 +53,7 @@ def test_spread_enqueue_figures_count_every_message(cli: Cli) -> None:
     report = json.loads((cli.workdir / "out.json").read_text())
     enqueue = report["producer"]["enqueue"]
     assert enqueue["sessions"] == 3 and enqueue["count"] == 1200, enqueue
-    assert [r["sessions"] for r in enqueue["runners"]] == [1, 2], enqueue["runners"]
+    assert [r["sessions"] for r in enqueue["runners"]] == [2, 1], enqueue["runners"]
     figures = enqueue["latency_ms"]
     assert 0 < figures["p50"] <= figures["p95"] <= figures["p99"] <= figures["max"], figures
     assert abs(sum(enqueue["parts"].values()) - 1) < 0.01, enqueue["parts"]

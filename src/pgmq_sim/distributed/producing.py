@@ -1,9 +1,10 @@
 """A spread run's producers: with a constant -rate, the master deals the -producers sessions over
-the worker processes (in blocks, as it deals the workers; a process may get none, and the master
-keeps none). Every producing process draws every arrival from the same seeded source, at the same
-rate, on the same clock (the master's start, sent as wall-clock time), so an arrival's place in the
-draws is its msg_id in every process; each enqueues only the arrivals of its own groups (a stable
-function of (queue_type, order_id)), so one key's messages are one process's, in order.
+the worker processes (the first ones take one more when they do not divide evenly; with fewer
+sessions than processes the last ones get none, and the master keeps none). Every producing process
+draws every arrival from the same seeded source, at the same rate, on the same clock (the master's
+start, sent as wall-clock time), so an arrival's place in the draws is its msg_id in every process;
+each enqueues only the arrivals of its own groups (a stable function of (queue_type, order_id)), so
+one key's messages are one process's, in order.
 
 Each reports its enqueue figures with its worker reports; the master sums them (the histograms
 merge exactly), takes the run's produced count as the lowest msg_id any process may still owe, less
@@ -79,15 +80,17 @@ def spreads(state: RunState, processes: int) -> bool:
 
 
 def deal_producers(state: RunState, processes: int) -> list[ProducerShare | None]:
-    """The -producers sessions in contiguous blocks over the processes; None for one with none."""
-    settings, total = state.settings, state.settings.producers
-    counts = [(r + 1) * total // processes - r * total // processes for r in range(processes)]
+    """The -producers sessions over the processes, the first ones taking one more when they do not
+    divide evenly (fewer sessions than processes: the first ones have one each, the others none);
+    None for a process with none."""
+    total = state.settings.producers
+    counts = [total // processes + (1 if r < total % processes else 0) for r in range(processes)]
     shares = sum(1 for count in counts if count)
     assert state.source is not None and state.path is not None
     state.source.ids_by_draw = True  # the master draws them again at the end, for what was cut off
     version, internal, gauss = state.source_rng.getstate()
     source_state = [version, list(internal), gauss]
-    evidence = evidence_for(settings.delmsg, settings.audit, state.design.seed_table)
+    evidence = evidence_for(state.settings.delmsg, state.settings.audit, state.design.seed_table)
     dealt: list[ProducerShare | None] = []
     share = 0
     for count in counts:
