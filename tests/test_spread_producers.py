@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
-from checks import assert_exactly_once_in_order, handled_lines
+from checks import assert_exactly_once_in_order, free_port, handled_lines
 from conftest import Cli
 
 pytestmark = pytest.mark.integration
@@ -95,3 +98,47 @@ def test_a_lost_producing_process_stops_its_groups_enqueues_and_the_audit_stays_
     pending = [r[0] for r in db.execute("select msg_id from msg_queue where status = 'N'")]
     assert len(journal) == len(set(journal)) and not set(journal) & set(pending)
     assert sorted(journal + pending) == list(range(1, produced + 1))
+
+
+def test_master_and_two_workers_over_tcp_spread_the_producers(
+    cli: Cli, db: psycopg.Connection, tmp_path: Path
+) -> None:
+    """--master with two --worker processes (one with its own PGMQ_SIM_DSN): each enqueues its
+    groups' arrivals on its own DSN; together every message once, in order."""
+    port = free_port()
+    master = cli.start(
+        f"-fill-db 1600 -rate 800 -producers 2 {WORKLOAD} --master --expect-workers 2"
+        f" --master-bind-port {port} -json run.json"
+    )
+    workers = []
+    for name, own_dsn in (("a", False), ("b", True)):
+        home = tmp_path / name
+        home.mkdir()
+        env = cli.env() | ({"PGMQ_SIM_DSN": cli.dsn} if own_dsn else {})
+        command = [sys.executable, "-m", "pgmq_sim", "--worker", "--master-host", "127.0.0.1"]
+        workers.append(
+            subprocess.Popen(
+                [*command, "--master-port", str(port)],
+                cwd=home,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    try:
+        out, err = master.communicate(timeout=90)
+        ends = [w.communicate(timeout=30) for w in workers]
+    finally:
+        for proc in (master, *workers):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=10)
+    assert master.returncode == 0, out + err
+    assert all(w.returncode == 0 for w in workers), ends
+    report = json.loads((cli.workdir / "run.json").read_text())
+    assert_exactly_once_in_order(db, 1600, delmsg=False)
+    assert report["audit"]["verdict"] == "pass" and report["produced"] == 1600, report["notes"]
+    runners = report["producer"]["enqueue"]["runners"]
+    assert [r["sessions"] for r in runners] == [1, 1] and all(r["written"] > 0 for r in runners), runners
+    assert sum(r["written"] for r in runners) == report["producer"]["enqueue"]["count"] == 1600
