@@ -29,7 +29,7 @@ from pgmq_sim.distributed.dealing import deal_workers
 from pgmq_sim.distributed.members import Member, Members
 from pgmq_sim.distributed.monitor import Monitor
 from pgmq_sim.distributed.options import DistributedOptions
-from pgmq_sim.distributed.producing import owed_messages, wall_start
+from pgmq_sim.distributed.producing import MasterDraws, wall_start
 from pgmq_sim.distributed.web import show_queue
 from pgmq_sim.engine.bounded import TICK_S
 from pgmq_sim.engine.state import RunState
@@ -115,6 +115,8 @@ class LocustCarrier:
         assert self.master is not None
         deal_workers(state, self.master, members, self.options.web)
         if any(member.producing is not None for member in members):
+            assert state.source is not None
+            self.members.draws = MasterDraws(state.source)
             state.spread_producers = lambda _: self._produce(state)
         self._wait(
             state,
@@ -225,7 +227,8 @@ class LocustCarrier:
                 return msg_id >= int(report.get("mark", 1))
             return msg_id in owed[share] or msg_id > int(report.get("drawn", 0))
 
-        state.cut_off = owed_messages(state, len(by_share), owes, drawn)
+        assert self.members.draws is not None
+        state.cut_off = self.members.draws.owed(len(by_share), owes, drawn)
         for member in producing:
             if member.lost:
                 state.enqueues_stopped = True

@@ -14,7 +14,7 @@ from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner
 
 from pgmq_sim.distributed import messages as m
-from pgmq_sim.distributed.producing import ProducerShare, apply_deltas
+from pgmq_sim.distributed.producing import MasterDraws, ProducerShare, apply_deltas
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
@@ -64,6 +64,7 @@ class Members:
         self.failure: tuple[str, bool] | None = None  # (line, server lost) from a worker process
         self.last_count_change = time.monotonic()
         self.reconciled = False
+        self.draws: MasterDraws | None = None  # a spread run's arrivals, drawn again on the master
         for kind, handler in (
             (m.HELLO, self._on_hello),
             (m.READY, self._on_ready),
@@ -152,6 +153,11 @@ class Members:
         if marks:
             state.produced.committed = min(marks) - 1
         state.produced.written = sum(int(p.enqueues["written"]) for p in producing if p.enqueues)
+        if self.draws is not None and producing:
+            reports = [p.enqueues or {} for p in producing]
+            self.draws.follow(
+                min(int(r.get("drawn", 0)) for r in reports), min(int(r.get("mark", 1)) for r in reports)
+            )
         state.enqueue_runners = [
             (p.runner, p.producing.sessions, int(p.enqueues["written"]), int(p.enqueues["writes"]))
             for p in producing

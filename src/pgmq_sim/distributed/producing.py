@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -272,17 +273,26 @@ class ShareProducer:
         }
 
 
-def owed_messages(
-    state: RunState, shares: int, owes: Callable[[int, int], bool], drawn: int
-) -> list[Message]:
-    """At the end, on the master: the arrivals up to `drawn` that their process (owner, msg_id) may
-    not have committed, drawn again from the run's seed and stamped now: db.settle writes those below
-    the highest msg_id that landed and that did not land."""
-    source = state.source
-    assert source is not None
-    owed = []
-    while source.drawn < drawn:
-        arrival = source.draw()
-        if owes(owner(arrival, shares), arrival.draw):
-            owed.append(arrival)
-    return source.stamp(owed)
+class MasterDraws:
+    """The master's copy of the arrival stream, drawn as the processes report theirs (a few
+    microseconds an arrival; the key spread counted as in one process), keeping only the arrivals
+    from the lowest msg_id any process may still owe: at the end, only the tail is drawn."""
+
+    def __init__(self, source: MessageSource) -> None:
+        self._source = source
+        self._kept: deque[Arrival] = deque()
+
+    def follow(self, drawn: int, owed_from: int) -> None:
+        """Draw up to `drawn`; forget what every process committed (below `owed_from`)."""
+        source, kept = self._source, self._kept
+        while source.drawn < drawn:
+            kept.append(source.draw())
+        while kept and kept[0].draw < owed_from:
+            kept.popleft()
+
+    def owed(self, shares: int, owes: Callable[[int, int], bool], drawn: int) -> list[Message]:
+        """At the end: the arrivals up to `drawn` that their process (owner, msg_id) may not have
+        committed, stamped now: db.settle writes those below the highest msg_id that landed and that
+        did not land."""
+        self.follow(drawn, 0)
+        return self._source.stamp([a for a in self._kept if owes(owner(a, shares), a.draw)])
