@@ -74,11 +74,24 @@ def test_a_process_owes_from_its_lowest_waiting_or_in_flight_id() -> None:
     assert p.owed_from() == first and p.owed()[0] == first  # in flight
     p.sent = [[]]  # committed
     p._in_flight.clear()
-    rest = [a.draw for a in p._waiting]
-    assert p.owed_from() == (rest[0] if rest else p._source.drawn + 1)
-    assert p.owed() == rest
+    rest = [a.draw for a in p._waiting] + [a.draw for a in p._ahead]  # and its next, drawn ahead
+    assert p._ahead and p.owed_from() == rest[0] and p.owed() == rest
     p._waiting.clear()
+    p._ahead.clear()
     assert p.owed_from() == p._source.drawn + 1
+
+
+def test_a_process_timer_waits_for_its_own_next_arrival_not_the_others() -> None:
+    clock = [0.505]
+    p = producer(1, 4, clock)
+    next_in = p._arrive()
+    assert next_in is not None and p._ahead
+    own = p._ahead[0]
+    assert owner(own, 4) == 1 and own.due_s == pytest.approx((own.draw - 1) / 100)
+    assert next_in == pytest.approx(own.due_s - 0.505)
+    clock[0] = own.due_s
+    p._arrive()
+    assert p._waiting[-1] is own  # due now: it waits for a session
 
 
 def test_the_processes_accounts_summed_are_one_process_account() -> None:
