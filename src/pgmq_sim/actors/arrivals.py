@@ -45,6 +45,7 @@ class RateProducer:
         tally: EnqueueTally,
         until_s: float | None = None,
         batch: int = 1,
+        owns: Callable[[Arrival], bool] | None = None,
     ) -> None:
         ends = [s for s in (until_s, profile.end_s) if s is not None]
         self._until_s = min(ends) if ends else None  # nothing is due after it
@@ -57,9 +58,11 @@ class RateProducer:
         self._timeline = timeline
         self._tally = tally
         self._batch = batch
+        self._owns = owns  # spread over processes: the arrivals of this process's groups (None: all)
         self._offered = 0
         self._noted_s = 0  # the second of the last look at what is due
         self._waiting: deque[Arrival] = deque()  # due, not yet taken by a session
+        self._ahead: deque[Arrival] = deque()  # spread over processes: own arrivals drawn, not yet due
         self._in_flight: set[tuple[int, int]] = set()  # groups with an enqueue in flight
         self._held: dict[tuple[int, int], list[float]] = {}  # a held group: [its last commit, messages held]
         self._idle: dict[Bell, None] = {}  # free sessions' bells, in the order they came
@@ -103,17 +106,39 @@ class RateProducer:
     def _arrive(self) -> float | None:
         """Every message due by now joins the waiting ones, each at its own due time; the seconds until
         the next falls due (None: nothing more will)."""
-        source, profile = self._source, self._profile
+        source, profile, ahead = self._source, self._profile, self._ahead
         at = self._clock()
-        if source.drawn >= self._total or (self._until_s is not None and at >= self._until_s):
+        drawn_all = source.drawn >= self._total and not ahead
+        if drawn_all or (self._until_s is not None and at >= self._until_s):
             self._closed = True  # the sessions write what fell due, then stop
             return None
         due = min(self._total, profile.due(at))
         self._offer(at, due)
         last = self._looked_s
+        owns, waiting = self._owns, self._waiting
+        while ahead and ahead[0].draw <= due:
+            waiting.append(ahead.popleft())
         while source.drawn < due:  # each at its own due time (at most `at`)
-            self._waiting.append(source.draw(min(at, last + profile.next_due_in(last, source.drawn))))
+            arrival = source.draw(min(at, last + profile.next_due_in(last, source.drawn)))
+            if owns is None or owns(arrival):
+                waiting.append(arrival)
         self._looked_s = at
+        if owns is None:
+            return profile.next_due_in(at, source.drawn)
+        return self._next_own_in(at)
+
+    def _next_own_in(self, at: float) -> float:
+        """Spread over processes: the seconds until this process's next own arrival falls due, drawn
+        ahead (at most LOOK_AHEAD arrivals), so its timer does not wake for the others' arrivals."""
+        source, profile, ahead, owns = self._source, self._profile, self._ahead, self._owns
+        assert owns is not None
+        stop = min(self._total, source.drawn + LOOK_AHEAD)
+        while not ahead and source.drawn < stop:
+            arrival = source.draw(at + profile.next_due_in(at, source.drawn))
+            if owns(arrival):
+                ahead.append(arrival)
+        if ahead:
+            return max(0.0, ahead[0].due_s - at)
         return profile.next_due_in(at, source.drawn)
 
     def _wake(self, count: int) -> None:
@@ -198,9 +223,23 @@ class RateProducer:
         finally:
             halt.forget(bell)
 
+    def owed_from(self) -> int:
+        """Spread over processes: the lowest msg_id (draw place) this process may still owe; every own
+        one below it committed (the run's count is the lowest of these, less one)."""
+        owed = [rows[0].msg_id for rows in self.sent if rows]
+        owed += [arrivals[0].draw for arrivals in (self._waiting, self._ahead) if arrivals]
+        return min(owed, default=self._source.drawn + 1)
+
+    def owed(self) -> list[int]:
+        """Spread over processes, at the end: the own msg_ids drawn and not known committed (in flight
+        when the sessions stopped, still waiting, or drawn ahead)."""
+        waiting = [a.draw for a in self._waiting] + [a.draw for a in self._ahead]
+        return sorted([row.msg_id for row in self.unsettled()] + waiting)
+
     def unsettled(self) -> list[Message]:
         """The rows sessions had in flight when they stopped: each landed or not."""
         return [row for rows in self.sent for row in rows]
 
 
 SCAN_HELD = 256  # messages a free session passes over (held behind their groups) before it waits
+LOOK_AHEAD = 4096  # arrivals a process drawn ahead looks through for its next own one

@@ -57,8 +57,10 @@ class MessageSource:
         payload: Payload | None = None,
         priority: PriorityRange | None = None,
         delay: Delay | None = None,
+        ids_by_draw: bool = False,
     ) -> None:
         self._types = types
+        self.ids_by_draw = ids_by_draw  # a spread run's: msg_id is the draw's place, as in every process
         self._keys = keys
         self._rng = rng
         self._server_start = server_start
@@ -89,17 +91,18 @@ class MessageSource:
             priority = self._priority.draw(rng) if self._priority is not None else 0
         self.tally.add(type_index, order_id)
         self.drawn += 1
-        return Arrival(type_index, order_id, body, priority, later, due_s, due_s)
+        return Arrival(type_index, order_id, body, priority, later, due_s, due_s, False, self.drawn)
 
     def stamp(self, arrivals: list[Arrival]) -> list[Message]:
-        """The messages as they are sent: the next msg_ids, and distinct, increasing times on the
-        server's clock (now)."""
+        """The messages as they are sent: the next msg_ids (or, spread over processes, each one's draw
+        place), and distinct, increasing times on the server's clock (now)."""
         now = self._server_start + timedelta(seconds=time.monotonic() - self._mono_start)
         rows: list[Message] = []
         types = self._types
         for a in arrivals:
             self.last_added = now if self.last_added is None else max(now, self.last_added + ONE_US)
-            message = Message(self.next_id, types[a.type_index], a.order_id, self.last_added, a.body)
+            msg_id = a.draw if self.ids_by_draw else self.next_id
+            message = Message(msg_id, types[a.type_index], a.order_id, self.last_added, a.body)
             if a.priority or a.later is not None:
                 message = message._replace(
                     priority=a.priority,
@@ -130,6 +133,7 @@ class Arrival:
     due_s: float  # on the run's clock
     ready_s: float  # when nothing of its group was in flight any more (its due time, or a commit)
     held: bool = False  # seen waiting behind its group's enqueue in flight
+    draw: int = 0  # its place in the draws, from 1: its msg_id in a run spread over processes
 
     @property
     def group(self) -> tuple[int, int]:
@@ -169,6 +173,18 @@ class ProducedBook:
             return None
         self._recorded_at = time.monotonic()
         return self.committed
+
+
+class ShareBook(ProducedBook):
+    """A process's share of a spread run's enqueues: its msg_ids are draw places shared with the other
+    processes, so none of its own counts is consecutive. It counts what it wrote and raises no run
+    record; the master takes the run's count from every process's lowest id still owed."""
+
+    def landed(self, rows: list[Message]) -> None:
+        self.written += len(rows)
+
+    def record_due(self) -> int | None:
+        return None
 
 
 class BatchWriter:

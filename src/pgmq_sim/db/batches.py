@@ -241,13 +241,13 @@ def settle(conn: psycopg.Connection, cut_off: Sequence[Message], journal: bool) 
     below the highest msg_id that did, written now in the tool's own transaction (a COPY), so msg_ids
     stay consecutive (several producer sessions commit out of order); their ids."""
     top = produced_count(conn, journal)
-    name = "message_landed_journal" if journal else "message_landed"
-    gaps = []
-    for message in sorted(cut_off):
-        if message.msg_id < top:
-            row = conn.execute(statement(name), (message.msg_id,)).fetchone()
-            if not (row and row[0]):
-                gaps.append(message)
+    below = [message for message in sorted(cut_off) if message.msg_id < top]
+    landed: set[int] = set()
+    if below:  # one round trip, however many (a spread run's lost process may owe thousands)
+        ids = [message.msg_id for message in below]
+        rows = conn.execute(statement("landed_of_journal" if journal else "landed_of"), (ids,))
+        landed = {int(row[0]) for row in rows}
+    gaps = [message for message in below if message.msg_id not in landed]
     if gaps:
         payload = gaps[0].payload is not None
         with conn.cursor().copy(statement("copy_messages_payload" if payload else "copy_messages")) as copy:

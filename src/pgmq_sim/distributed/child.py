@@ -6,9 +6,10 @@ the Locust worker process supervises it and speaks to the master for it.
     python -m pgmq_sim.distributed.child --reports FD    # started by distributed/worker.py
 
 Its stdin carries JSON lines: first the plan (the master's m.Plan, the DSN, the log file), then
-`start`, `crash`, `allow`, `stop`; an end of file (the supervisor gone, even killed) stops it. The
-pipe FD carries JSON lines back: `ready` (the DSN works, the listener listens), `failed`, and a
-`report` every m.REPORT_S (the counters, the histograms every few, the CPU; the last one `final`).
+`start`, `produce` (a spread run's producer sessions: distributed/producing), `crash`, `allow`,
+`stop`; an end of file (the supervisor gone, even killed) stops it. The pipe FD carries JSON lines
+back: `ready` (the DSN works, the listener listens), `failed`, and a `report` every m.REPORT_S
+(the counters, the histograms every few, the CPU; the last one `final`).
 Its stdout is the worker process's own (a -logfile - writes there).
 It ignores SIGINT: a terminal's Ctrl-C reaches the whole process group, and the stop comes from
 the supervisor, which relays the master's.
@@ -34,6 +35,7 @@ from pgmq_sim.actors.waits import Halt, new_loop
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.distributed import messages as m
+from pgmq_sim.distributed.producing import ProducerShare, ShareProducer
 from pgmq_sim.dsn import reason, redact
 from pgmq_sim.errors import ServerLostError, SimError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
@@ -160,6 +162,7 @@ class Child:
         self.timeline = DeltaTimeline()
         self.requests: Requests | None = None
         self.crew: Crew | None = None
+        self.producer: ShareProducer | None = None  # its producer sessions in a spread run
         self.log: RunLog | None = None
         self.runner = "?"
         self.dsns: tuple[str, ...] = ()
@@ -250,6 +253,16 @@ class Child:
             self._all_connected,
         )  # fmt: skip
         self.requests = Requests() if plan.fire_requests else None
+        if plan.producing is not None:
+            self.producer = ShareProducer(
+                ProducerShare(**plan.producing),
+                settings,
+                dsn,
+                self.halt,
+                self.log.event,
+                self.timeline.reasons,
+            )
+            await self.producer.open()
         await self.crew.ready()
 
     def _all_connected(self) -> None:
@@ -264,6 +277,8 @@ class Child:
             self.cpu_at_start = CpuReading.now()
             crew.start(self.requests.after_step if self.requests is not None else None)
             self.tasks.start("reports", self._report_every())
+        elif "produce" in line and self.producer is not None and self.started:
+            self.producer.start(float(line["produce"]), self.tasks)
         elif "crash" in line:
             crew.crash(line["crash"])
         elif "allow" in line:
@@ -303,6 +318,8 @@ class Child:
             "requests": self.requests.take() if self.requests is not None else [],
             "reasons": self.timeline.reasons.take(),
         }
+        if self.producer is not None:
+            data["enqueue"] = self.producer.report(full, final)
         before = self.cpu_at_start
         if before is not None:  # this process's own cost, since its workers started
             logins = None

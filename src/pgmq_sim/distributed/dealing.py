@@ -1,5 +1,6 @@
 """Which worker process runs which workers, and the plan each is sent: the master deals w1..wN in
-contiguous blocks, so a process has every queue type once it has three workers or more."""
+contiguous blocks, so a process has every queue type once it has three workers or more; in a spread
+run (distributed/producing), the -producers sessions too."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from locust.runners import MasterRunner
 from pgmq_sim.actors.worker import Assignment
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.distributed.members import Member
+from pgmq_sim.distributed.producing import deal_producers, spreads
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
 
@@ -23,7 +25,9 @@ def deal_workers(state: RunState, master: MasterRunner, members: list[Member], w
     assert state.runners is not None and state.session is not None
     seeds = random.Random(state.rng.random())
     session = asdict(state.session)
+    producing = deal_producers(state, count) if spreads(state, count) else [None] * count
     for r, member in enumerate(members):
+        member.producing = share = producing[r]
         member.runner = f"p{r + 1}@{member.hello.host}"
         first, last = r * settings.workers // count, (r + 1) * settings.workers // count
         assignments = [Assignment(s.name, s.queue_type, seeds.random()) for s in state.stats[first:last]]
@@ -39,11 +43,17 @@ def deal_workers(state: RunState, master: MasterRunner, members: list[Member], w
             workers=assignments,
             logfile=numbered(settings.logfile, r + 1),
             fire_requests=web,
+            producing=share.as_data() if share is not None else None,
         )
         source = f"its own PGMQ_SIM_DSN {member.hello.own_dsn}" if own else "sent by the master"
         state.log.event(
             f"worker process {member.runner} (pid {member.hello.pid}): {', '.join(member.names)};"
             f" database {source}"
+            + (
+                f"; producer sessions {share.sessions} (share {share.share + 1} of {share.shares})"
+                if share
+                else ""
+            )
         )
         master.send_message(m.PLAN, plan.as_data(), client_id=member.client_id)
 

@@ -1,6 +1,7 @@
 """Workers in other processes, on this host or others, over Locust's runners: the carrier of a
-distributed run. The run itself (check, prepare, produce, watch, halt, collect), the producer, the
-audit, table health and the report stay on the master, once.
+distributed run. The run itself (check, prepare, watch, halt, collect), the audit, table health and
+the report stay on the master, once; the producer too, unless a constant -rate spreads its sessions
+over the worker processes (distributed/producing).
 
 Worker processes report their counters every REPORT_S and their HDR histograms every few reports;
 the master takes them (histograms merge exactly) and places each report's completions on its own
@@ -28,6 +29,7 @@ from pgmq_sim.distributed.dealing import deal_workers
 from pgmq_sim.distributed.members import Member, Members
 from pgmq_sim.distributed.monitor import Monitor
 from pgmq_sim.distributed.options import DistributedOptions
+from pgmq_sim.distributed.producing import MasterDraws, wall_start
 from pgmq_sim.distributed.web import show_queue
 from pgmq_sim.engine.bounded import TICK_S
 from pgmq_sim.engine.state import RunState
@@ -112,12 +114,21 @@ class LocustCarrier:
         members = self._await_members(state)
         assert self.master is not None
         deal_workers(state, self.master, members, self.options.web)
+        if any(member.producing is not None for member in members):
+            assert state.source is not None
+            self.members.draws = MasterDraws(state.source)
+            state.spread_producers = lambda _: self._produce(state)
         self._wait(
             state,
             lambda: all(member.ready for member in members),
             READY_WAIT_S,
             "the worker processes did not all get ready",
         )
+
+    def _produce(self, state: RunState) -> None:
+        """The producing processes start at the run clock's zero, sent as wall-clock time."""
+        assert self.master is not None
+        self.master.send_message(m.PRODUCE, {"at": wall_start(state)})
 
     def connected(self, state: RunState) -> None:
         pass  # each worker process connected its workers before it said it was ready
@@ -197,6 +208,36 @@ class LocustCarrier:
                 member.lost = "no final report"
         if state.changed and not state.signals.hurry.is_set():
             members.reconcile()
+            if state.spread_producers is not None:
+                self._owed(state)
+
+    def _owed(self, state: RunState) -> None:
+        """A spread run's arrivals its end cut off, for db.settle: each process's own ids in flight or
+        waiting at its end, and those it never drew; a lost process's, from the lowest it owed."""
+        producing = [member for member in self.members if member.producing is not None]
+        self.members.count_produced()
+        by_share = {member.producing.share: member for member in producing if member.producing}
+        reports = {member.producing.share: member.enqueues or {} for member in producing if member.producing}
+        owed = {share: set(report.get("owed") or ()) for share, report in reports.items()}
+        drawn = max((int(report.get("drawn", 0)) for report in reports.values()), default=0)
+
+        def owes(share: int, msg_id: int) -> bool:
+            report = reports[share]
+            if by_share[share].lost or report.get("owed") is None:  # no final word: from its mark
+                return msg_id >= int(report.get("mark", 1))
+            return msg_id in owed[share] or msg_id > int(report.get("drawn", 0))
+
+        assert self.members.draws is not None
+        state.cut_off = self.members.draws.owed(len(by_share), owes, drawn)
+        for member in producing:
+            if member.lost:
+                state.enqueues_stopped = True
+                mark = int((member.enqueues or {}).get("mark", 1))
+                state.note(
+                    f"worker process {member.runner} lost: its producer sessions' enqueues stopped (its"
+                    f" groups' arrivals from msg_id {mark} on are written after the run if below one"
+                    " that landed, left pending)"
+                )
 
     def close(self, state: RunState) -> None:
         master = self.master

@@ -14,11 +14,13 @@ from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner
 
 from pgmq_sim.distributed import messages as m
+from pgmq_sim.distributed.producing import MasterDraws, ProducerShare, apply_deltas
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import ServerLostError, SimError
 from pgmq_sim.result.costs import ProcessCpu
+from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 
 
@@ -36,6 +38,9 @@ class Member:
     in_doubt: int = 0
     busy: int = 0  # its workers holding a message, as last reported
     cpu: ProcessCpu | None = None  # its own CPU since its workers started, as last reported
+    producing: ProducerShare | None = None  # its producer sessions in a spread run
+    enqueues: dict[str, Any] | None = None  # their figures, as last reported
+    tally: EnqueueTally | None = None  # their enqueue account, as last reported in full
 
     @property
     def order(self) -> tuple[float, str, int]:
@@ -59,6 +64,7 @@ class Members:
         self.failure: tuple[str, bool] | None = None  # (line, server lost) from a worker process
         self.last_count_change = time.monotonic()
         self.reconciled = False
+        self.draws: MasterDraws | None = None  # a spread run's arrivals, drawn again on the master
         for kind, handler in (
             (m.HELLO, self._on_hello),
             (m.READY, self._on_ready),
@@ -122,8 +128,41 @@ class Members:
         if data.get("cpu"):
             member.cpu = ProcessCpu.from_json(data["cpu"], member.runner)
             state.process_cpu = [joined.cpu for joined in self.joined() if joined.cpu is not None]
+        if data.get("enqueue"):
+            self._take_enqueues(member, data["enqueue"])
         member.final = bool(data["final"])
         self.recount()
+
+    def _take_enqueues(self, member: Member, data: dict[str, Any]) -> None:
+        """A producing process's figures: its seconds on the timeline, the enqueue account summed,
+        the run's count the lowest msg_id any process still owes, less one."""
+        state = self.state
+        apply_deltas(state.timeline, data["deltas"])
+        member.enqueues = data
+        if data.get("tally"):
+            member.tally = EnqueueTally.from_data(data["tally"])
+            state.enqueues.become_sum([p.tally for p in self if p.tally is not None])
+        self.count_produced()
+
+    def count_produced(self) -> None:
+        """The run's produced count from its producing processes (a lost one's owed arrivals are left
+        out: they are written after the run, if below one that landed)."""
+        state = self.state
+        producing = [p for p in self.joined() if p.producing is not None]
+        marks = [int(p.enqueues["mark"]) if p.enqueues else 1 for p in producing if not p.lost]
+        if marks:
+            state.produced.committed = min(marks) - 1
+        state.produced.written = sum(int(p.enqueues["written"]) for p in producing if p.enqueues)
+        if self.draws is not None and producing:
+            reports = [p.enqueues or {} for p in producing]
+            self.draws.follow(
+                min(int(r.get("drawn", 0)) for r in reports), min(int(r.get("mark", 1)) for r in reports)
+            )
+        state.enqueue_runners = [
+            (p.runner, p.producing.sessions, int(p.enqueues["written"]), int(p.enqueues["writes"]))
+            for p in producing
+            if p.enqueues and p.producing is not None
+        ]
 
     def recount(self) -> None:
         state = self.state

@@ -1,8 +1,9 @@
 """What master and worker processes say to each other, as Locust custom messages.
 
 Master -> worker: the plan (settings, the SQL texts the master loaded, the DSN unless the worker
-has its own, which workers to run), start, stop. Worker -> master: hello, ready, reports (counters
-every REPORT_S, HDR histograms every FULL_EVERY reports and at the end), failed. Payloads are plain
+has its own, which workers to run, its producer sessions in a spread run), start, produce, stop.
+Worker -> master: hello, ready, reports (counters every REPORT_S, HDR histograms every FULL_EVERY
+reports and at the end; a spread run's enqueue figures), failed. Payloads are plain
 dicts, as Locust's msgpack carries them.
 """
 
@@ -22,6 +23,7 @@ REPORT = "pgmq_report"
 STOP = "pgmq_stop"
 CRASH = "pgmq_crash"  # a fault: these workers die mid-work
 ALLOW = "pgmq_allow"  # only the first N workers of the run may claim (0: finish, claim nothing)
+PRODUCE = "pgmq_produce"  # a spread run's producers start: the run clock's zero, as wall-clock time
 FAILED = "pgmq_failed"
 
 REPORT_S = 0.2
@@ -54,6 +56,7 @@ class Plan:
     workers: list[Assignment] = field(default_factory=list)
     logfile: str = "msg_queue.log"
     fire_requests: bool = False  # Locust request events, for the web UI
+    producing: dict[str, Any] | None = None  # its producer sessions (distributed/producing), if any
 
     def as_data(self) -> dict[str, Any]:
         data = asdict(self)

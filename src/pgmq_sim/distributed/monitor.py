@@ -40,6 +40,7 @@ class Monitor(RunThread):
                     state.note(
                         f"worker process {member.runner} lost ({why}); the run goes on with the others"
                     )
+        self._check_producers()
         lost = any(member.lost for member in members)
         quiet = time.monotonic() - members.last_count_change >= QUIET_S
         target = state.settings.fill_db
@@ -57,6 +58,17 @@ class Monitor(RunThread):
         if lost:
             self._check_types_served(remaining)
         members.last_count_change = time.monotonic()
+
+    def _check_producers(self) -> None:
+        """A spread run whose producing processes are all lost enqueues nothing more: it stops."""
+        state = self.state
+        producing = [member for member in self.members if member.producing is not None]
+        if producing and all(member.lost for member in producing) and not state.stop.is_set():
+            gone = ", ".join(member.runner for member in producing)
+            state.errors.report(
+                "producer",
+                SimError(f"every producing process was lost ({gone}): no more enqueues; stopping"),
+            )
 
     def _check_types_served(self, remaining: int) -> None:
         state = self.state

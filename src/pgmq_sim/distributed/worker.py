@@ -4,8 +4,8 @@ in a child process (distributed/child) that it supervises.
 This process is gevent's (Locust patches it; see pgmq_sim.launch), and the run's event loop cannot be
 a greenlet of gevent's hub without paying for both: the child is a plain process running the same
 crew as a single-process run. This one speaks to the master for it: hello, ready, the reports (the
-child's, with this process's CPU added), failures; and passes the master's start, crash, allow and
-stop down. A child that dies is a failure of this worker process; this process's end (even killed)
+child's, with this process's CPU added), failures; and passes the master's start, produce, crash,
+allow and stop down. A child that dies is a failure of this worker process; this process's end (even killed)
 closes the child's stdin, which stops it. The child writes the worker process's run log.
 
 Every setting and SQL text comes from the master; only the DSN may be the worker's own
@@ -73,6 +73,7 @@ class WorkerProcess:
             (m.STOP, self.on_stop),
             (m.CRASH, self.on_crash),
             (m.ALLOW, self.on_allow),
+            (m.PRODUCE, self.on_produce),
         ):
             runner.register_message(kind, handler, concurrent=True)
 
@@ -174,6 +175,9 @@ class WorkerProcess:
         self.started = True
         self.cpu_at_start = CpuReading.now()
         self._send({"start": True})
+
+    def on_produce(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self._send({"produce": float(msg.data["at"])})
 
     def on_crash(self, environment: Environment, msg: Any, **_: Any) -> None:
         self._send({"crash": list(msg.data["names"])})

@@ -45,7 +45,7 @@ def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
     totals = WorkerCounters.total(state.stats)
     housekeeping = state.housekeeper.transactions if state.housekeeper else 0
     return RoleTransactions(
-        producer=sum(w.writes for w in state.producers),
+        producer=sum(w.writes for w in state.producers) + sum(r[3] for r in state.enqueue_runners),
         consumers=totals.processed + totals.failed_attempts + totals.lost_ownership + totals.claim_commits,
         empty_claims=totals.empty_claims,
         tool=sum(w.records for w in state.producers)
@@ -105,12 +105,13 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
     if state.bystander is not None and not signals.interrupt.is_set() and not gone:
         bystander = state.bystander  # alone again, its statements past the server's counters
         call_bounded(lambda: bystander.alone_after(signals.interrupt), BASELINE_S + 30, signals, "bystander")
-    cut_off = state.producing.unsettled() if state.producing is not None else []
+    cut_off = state.producing.unsettled() if state.producing is not None else state.cut_off
     if cut_off and state.design.seed_table:  # a folder design's log of enqueues holds only what landed
         written = call_bounded(lambda: db.settle(cut_off, settings.audit), 30, signals, "enqueues cut off")
         if written:
+            where = "in flight" if state.producing is not None else "in flight or waiting in a process"
             state.notes.append(
-                f"{len(written)} enqueue(s) in flight when the run stopped did not land, below one that"
+                f"{len(written)} enqueue(s) {where} when the run stopped did not land, below one that"
                 f" did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending"
             )
     produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
@@ -136,7 +137,8 @@ def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings
             ordered=state.design.ordered,
             claim_sql=state.design.claim.text,
             at_least_once=state.design.at_least_once,
-            complete=state.outcome == Outcome.COMPLETED and parts.goal.drains,
+            # a lost process's arrivals were never enqueued: written after the run, left pending
+            complete=state.outcome == Outcome.COMPLETED and parts.goal.drains and not state.enqueues_stopped,
             retrying=settings.retrying,
         ),
         COLLECT_TIMEOUT_S,
@@ -245,6 +247,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
             state.producer_waits.profile() if settings.wait_sample_hz else None,
             state.meters.triggers or (),
             _untimed(state),
+            tuple((runner, sessions, written) for runner, sessions, written, _ in state.enqueue_runners),
         ),
         drift=None
         if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases

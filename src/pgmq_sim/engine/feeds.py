@@ -68,8 +68,8 @@ class Prefill:
 
 
 class Paced:
-    """The producer's sessions (on the run's process, wherever the workers run) enqueueing as a rate
-    profile has messages due while the workers run."""
+    """The producer's sessions enqueueing as a rate profile has messages due while the workers run:
+    on the run's process, or, in a spread run, on the worker processes (distributed/producing)."""
 
     paced = True
 
@@ -84,6 +84,9 @@ class Paced:
         pass
 
     def start(self, state: RunState) -> None:
+        if state.spread_producers is not None:  # the worker processes produce (distributed/producing)
+            state.spread_producers(state.started)
+            return
         assert state.source is not None
         producer = state.producing = RateProducer(
             state.producers,

@@ -23,7 +23,7 @@ from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.values import QueueShape, SessionPlan
+from pgmq_sim.db.values import Message, QueueShape, SessionPlan
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.bounded import FirstError, Signals
@@ -105,6 +105,12 @@ class RunState:
     product: dict[str, str] | None = None  # a built-in product's name and the version of its SQL run
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
+    # a spread run (distributed/producing): starts the worker processes' producers at the run's zero
+    spread_producers: Callable[[float], None] | None = None
+    enqueue_runners: list[tuple[str, int, int, int]] = field(default_factory=list)  # runner, sessions,
+    # messages written, transactions: each producing process's, as last reported
+    cut_off: list[Message] = field(default_factory=list)  # a spread run's arrivals owed at its end
+    enqueues_stopped: bool = False  # a spread run lost a producing process: its groups' enqueues stopped
 
     def __post_init__(self) -> None:
         settings = self.settings

@@ -75,6 +75,34 @@ class EnqueueTally:
         other._buckets = {k: list(v) for k, v in self._buckets.copy().items()}
         return other
 
+    def as_data(self) -> dict[str, Any]:
+        """Plain data, for a worker process's report (a spread run's enqueues merge exactly)."""
+        return {
+            "latency": self.latency.encode(),
+            "round_trip": self.round_trip.encode(),
+            "buckets": [[key, *sums] for key, sums in self._buckets.copy().items()],
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> EnqueueTally:
+        tally = cls()
+        tally.latency = LatencyHistogram.decode(data["latency"])
+        tally.round_trip = LatencyHistogram.decode(data["round_trip"])
+        tally._buckets = {int(row[0]): [float(v) for v in row[1:]] for row in data["buckets"]}
+        return tally
+
+    def become_sum(self, parts: list[EnqueueTally]) -> None:
+        """The master's tally of a spread run: the sum of every producing process's latest (each
+        attribute swapped whole: a reader's copy sees the old sum or the new)."""
+        whole = EnqueueTally()
+        for part in parts:
+            whole.latency.merge(part.latency)
+            whole.round_trip.merge(part.round_trip)
+            for key, sums in part._buckets.items():
+                into = whole._buckets.setdefault(key, [0, 0.0, 0.0, 0.0])
+                whole._buckets[key] = [a + b for a, b in zip(into, sums, strict=True)]
+        self.latency, self.round_trip, self._buckets = whole.latency, whole.round_trip, whole._buckets
+
     def minus(self, earlier: EnqueueTally) -> EnqueueTally:
         """What was recorded since `earlier` (a copy taken then)."""
         window = EnqueueTally()
@@ -93,6 +121,7 @@ class EnqueueTally:
         waits: WaitProfile | None,
         triggers: tuple[tuple[str, int, float], ...] = (),
         triggers_untimed: str | None = None,
+        runners: tuple[tuple[str, int, int], ...] = (),
     ) -> EnqueueAccount | None:
         """The account of every enqueue so far and of the slowest 1%; None when nothing was enqueued
         while the run went (a prefill)."""
@@ -117,6 +146,7 @@ class EnqueueTally:
             waits=waits,
             triggers=triggers,
             triggers_untimed=triggers_untimed if triggers and not any(c for _, c, _ in triggers) else None,
+            runners=runners,
         )
 
 
@@ -137,6 +167,7 @@ class EnqueueAccount:
     # calls, milliseconds, where the server timed them (pg_stat_user_functions); else why not
     triggers: tuple[tuple[str, int, float], ...] = ()
     triggers_untimed: str | None = None
+    runners: tuple[tuple[str, int, int], ...] = ()  # spread over processes: runner, sessions, written
 
     def trigger_text(self) -> str:
         """e.g. 'msg_queue_notify() 0.021 ms a call, 3,000 calls'."""
@@ -207,4 +238,8 @@ class EnqueueAccount:
                 for n, c, ms in self.triggers
             ],
             "triggers_untimed": self.triggers_untimed,
+            "runners": [
+                {"runner": runner, "sessions": sessions, "written": written}
+                for runner, sessions, written in self.runners
+            ],
         }

@@ -361,16 +361,28 @@ class Timeline:
 
     def enqueued(self, at_s: float, ms: float) -> None:
         """An enqueue committed at `at_s`, `ms` after it fell due."""
-        second = max(0, int(at_s))
         with self._lock:
-            histogram = self._enqueues.get(second)
-            if histogram is None:
-                if second < max(self._enqueues, default=second) - OPEN_SECONDS:
-                    return  # that second closed: counted in the whole, not ranked in its second
-                histogram = self._enqueues[second] = LatencyHistogram(2)
-                for old in [s for s in self._enqueues if s < second - OPEN_SECONDS]:
-                    self._at(old).enqueue_p99 = self._enqueues.pop(old).percentiles_ms()["p99"]
-            histogram.record_ms(ms)
+            histogram = self._enqueue_second(max(0, int(at_s)))
+            if histogram is not None:
+                histogram.record_ms(ms)
+
+    def enqueued_batch(self, second: int, latencies: LatencyHistogram) -> None:
+        """Enqueues another process committed in that second (a spread run's report)."""
+        with self._lock:
+            histogram = self._enqueue_second(max(0, second))
+            if histogram is not None:
+                histogram.merge(latencies)
+
+    def _enqueue_second(self, second: int) -> LatencyHistogram | None:
+        """That second's enqueue histogram; None when it closed (counted in the whole, not ranked)."""
+        histogram = self._enqueues.get(second)
+        if histogram is None:
+            if second < max(self._enqueues, default=second) - OPEN_SECONDS:
+                return None
+            histogram = self._enqueues[second] = LatencyHistogram(2)
+            for old in [s for s in self._enqueues if s < second - OPEN_SECONDS]:
+                self._at(old).enqueue_p99 = self._enqueues.pop(old).percentiles_ms()["p99"]
+        return histogram
 
     def processed(self, at_s: float, e2e_ms: float | None) -> None:
         with self._lock:

@@ -1,0 +1,144 @@
+"""A paced distributed run spreads its producer sessions over the worker processes (issue 49): each
+process enqueues its own groups' arrivals of the one seeded arrival stream, and the master's report
+and audit hold as in one process. Real server, real Locust processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from checks import assert_exactly_once_in_order, free_port, handled_lines
+from conftest import Cli
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = "-workers 6 -claim indexed -orders 40 -work-ms 0-1 -poll-interval 0.05"
+
+
+def test_processes_two_spread_four_producer_sessions_and_the_audit_holds(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """-producers 4 over --processes 2: two sessions in each process, each process's enqueues > 0
+    and together every message once; exactly once and in order; produced is what the rate offered."""
+    result = cli.run(f"-fill-db 2000 -rate 1000 -producers 4 {WORKLOAD} --processes 2 -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert_exactly_once_in_order(db, 2000, delmsg=False)
+    assert report["audit"]["verdict"] == "pass", report["audit"]
+    assert report["produced"] == report["processed"] == 2000, report["notes"]
+    runners = report["producer"]["enqueue"]["runners"]
+    assert sorted(r["runner"].split("@")[0] for r in runners) == ["p1", "p2"], runners
+    assert all(r["sessions"] == 2 and r["written"] > 0 for r in runners), runners
+    assert sum(r["written"] for r in runners) == 2000
+    offered = sum(s["offered"] or 0 for s in report["timeline"])
+    arrived = sum(s["arrived"] for s in report["timeline"])
+    assert offered == arrived == 2000, report["timeline"]
+    # one process writes a group: a group's msg_ids and enqueue times rise together
+    back = db.execute(
+        """select count(*) from (select time_added < lag(time_added) over
+             (partition by queue_type, order_id order by msg_id) as back from msg_queue) t where back"""
+    ).fetchone()
+    assert back is not None and back[0] == 0
+
+
+def test_spread_enqueue_figures_count_every_message(cli: Cli) -> None:
+    """The JSON's producer.enqueue, merged from the processes' reports: every enqueue timed, its
+    parts, each second's enqueue p99; the summary's enqueue row."""
+    result = cli.run(f"-fill-db 1200 -rate 600 -producers 3 {WORKLOAD} --processes 2 -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    enqueue = report["producer"]["enqueue"]
+    assert enqueue["sessions"] == 3 and enqueue["count"] == 1200, enqueue
+    assert [r["sessions"] for r in enqueue["runners"]] == [2, 1], enqueue["runners"]
+    figures = enqueue["latency_ms"]
+    assert 0 < figures["p50"] <= figures["p95"] <= figures["p99"] <= figures["max"], figures
+    assert abs(sum(enqueue["parts"].values()) - 1) < 0.01, enqueue["parts"]
+    seconds = [s["enqueue_p99_ms"] for s in report["timeline"] if s["arrived"]]
+    assert seconds and all(p is not None and p > 0 for p in seconds), report["timeline"]
+    assert report["server_cost"]["roles"]["producer"]["transactions_per_msg"] == 1.0
+    text = " ".join(result.stdout.split())
+    assert "enqueue ms" in text and "3 sessions: p50" in text, text
+
+
+def test_a_lost_producing_process_stops_its_groups_enqueues_and_the_audit_stays_exact(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """SIGKILL the second of two producing processes mid-run: its groups get no more enqueues (a
+    note says so), the other finishes, and the audit counts 1..produced exactly: nothing missing or
+    repeated, the lost groups' owed arrivals written after the run, left pending."""
+    master = cli.start(f"-fill-db 3000 -rate 600 -producers 2 {WORKLOAD} --processes 2 -json out.json")
+    try:
+        log = cli.workdir / "msg_queue.p2.log"
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and (not log.exists() or len(handled_lines(log)) < 200):
+            time.sleep(0.2)
+        pid = int(log.read_text().split("(pid ", 1)[1].split(")", 1)[0])
+        os.kill(pid, signal.SIGKILL)
+        out, err = master.communicate(timeout=90)
+    finally:
+        if master.poll() is None:
+            master.kill()
+            master.communicate(timeout=10)
+    assert master.returncode == 0, out + err
+    report = json.loads((cli.workdir / "out.json").read_text())
+    notes = report["notes"]
+    assert any("p2@" in note and "enqueues stopped" in note for note in notes), notes
+    audit = report["audit"]
+    assert audit["verdict"] == "pass" and audit["missing"] == audit["duplicates"] == 0, audit
+    produced = report["produced"]
+    assert audit["left_behind"] > 0 and produced <= 3000, audit
+    journal = [r[0] for r in db.execute("select msg_id from msg_journal")]
+    pending = [r[0] for r in db.execute("select msg_id from msg_queue where status = 'N'")]
+    assert len(journal) == len(set(journal)) and not set(journal) & set(pending)
+    assert sorted(journal + pending) == list(range(1, produced + 1))
+
+
+def test_master_and_two_workers_over_tcp_spread_the_producers(
+    cli: Cli, db: psycopg.Connection, tmp_path: Path
+) -> None:
+    """--master with two --worker processes (one with its own PGMQ_SIM_DSN): each enqueues its
+    groups' arrivals on its own DSN; together every message once, in order."""
+    port = free_port()
+    master = cli.start(
+        f"-fill-db 1600 -rate 800 -producers 2 {WORKLOAD} --master --expect-workers 2"
+        f" --master-bind-port {port} -json run.json"
+    )
+    workers = []
+    for name, own_dsn in (("a", False), ("b", True)):
+        home = tmp_path / name
+        home.mkdir()
+        env = cli.env() | ({"PGMQ_SIM_DSN": cli.dsn} if own_dsn else {})
+        command = [sys.executable, "-m", "pgmq_sim", "--worker", "--master-host", "127.0.0.1"]
+        workers.append(
+            subprocess.Popen(
+                [*command, "--master-port", str(port)],
+                cwd=home,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    try:
+        out, err = master.communicate(timeout=90)
+        ends = [w.communicate(timeout=30) for w in workers]
+    finally:
+        for proc in (master, *workers):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=10)
+    assert master.returncode == 0, out + err
+    assert all(w.returncode == 0 for w in workers), ends
+    report = json.loads((cli.workdir / "run.json").read_text())
+    assert_exactly_once_in_order(db, 1600, delmsg=False)
+    assert report["audit"]["verdict"] == "pass" and report["produced"] == 1600, report["notes"]
+    runners = report["producer"]["enqueue"]["runners"]
+    assert [r["sessions"] for r in runners] == [1, 1] and all(r["written"] > 0 for r in runners), runners
+    assert sum(r["written"] for r in runners) == report["producer"]["enqueue"]["count"] == 1600
