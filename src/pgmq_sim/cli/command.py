@@ -32,6 +32,7 @@ from pgmq_sim.engine.run import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import FaultRefused, SimError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
+from pgmq_sim.model.pressure import cell_label
 from pgmq_sim.render.files import STDOUT, result_document
 from pgmq_sim.render.lines import outputs_text
 from pgmq_sim.render.metrics import MetricsObserver
@@ -126,7 +127,7 @@ def execute(scenario: Scenario) -> int:
                     if signals.interrupt.is_set():
                         break
                     if len(inputs) > 1:
-                        observer.say(f"cell {cell_label(given)}")
+                        observer.say(f"cell {input_label(given)}")
                     try:
                         results.append(judged(run_once(given, server, observer, log, signals, carrier)))
                     except SimError as exc:
@@ -140,11 +141,11 @@ def execute(scenario: Scenario) -> int:
                         } | ({"pressure": pressure_of(given)} if settings.suite else {})
                         if settings.suite and isinstance(exc, FaultRefused):  # a row, not a failure
                             skipped.append(cell | {"skipped": str(exc)})
-                            observer.say(f"note: {cell_label(given)}: skipped: {exc}")
-                            log.event(f"note: {cell_label(given)}: skipped: {exc}")
+                            observer.say(f"note: {input_label(given)}: skipped: {exc}")
+                            log.event(f"note: {input_label(given)}: skipped: {exc}")
                             continue
                         failed.append(cell | {"error": str(exc)})
-                        click.echo(f"pgmq-sim: error: {cell_label(given)}: {exc}", err=True)
+                        click.echo(f"pgmq-sim: error: {input_label(given)}: {exc}", err=True)
                         continue
                     result = results[-1]
                     if len(inputs) == 1:
@@ -153,7 +154,7 @@ def execute(scenario: Scenario) -> int:
                             console, result, verdicts[-1], settings.verbose, given_outputs(RUN, settings)
                         )
                     if result.error:  # the summary says it too; stderr gets the one line
-                        where = f"{cell_label(given)}: " if len(inputs) > 1 else ""
+                        where = f"{input_label(given)}: " if len(inputs) > 1 else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
             record = scenario_record(scenario, effective(plan), settings.json_path)
             not_run, compare = (failed, skipped), len(inputs) > 1
@@ -178,10 +179,10 @@ def effective(plan: RunPlan) -> dict[str, Any]:
     return chosen
 
 
-def cell_label(given: RunInput) -> str:
-    label = f"{given.design.label}/{given.settings.wakeup}"
-    label += "/split" if given.settings.tx == TxMode.SPLIT else ""
-    return label + (f" under {pressure_of(given)}" if given.settings.suite else "")
+def input_label(given: RunInput) -> str:
+    s = given.settings
+    pressures = [pressure_of(given)] if s.suite else []
+    return cell_label(given.design.label, str(s.wakeup), s.tx == TxMode.SPLIT, pressures)
 
 
 def pressure_of(given: RunInput) -> str:

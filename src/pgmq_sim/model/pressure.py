@@ -9,7 +9,7 @@ pressure=idle-in-tx; name=recovery duration=20`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pgmq_sim.errors import UsageError
@@ -246,3 +246,10 @@ def phase_profile(
         profile = read(phase.rate_profile, base) if phase.rate_profile is not None else ConstantRate(base)
         parts.append((phase.duration_s, profile))
     return PhasedRate(parts)
+
+
+def cell_label(design: str, wakeup: str, split: bool, pressures: Sequence[str]) -> str:
+    """A -compare or -suite cell's name, the same before its run (the command line's) and after it
+    (the report's, from its JSON): e.g. 'indexed/notify/split under lock-table'."""
+    label = f"{design}/{wakeup}" + ("/split" if split else "")
+    return label + "".join(f" under {p}" for p in pressures)

@@ -10,7 +10,7 @@ from pathlib import Path
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.paths import describe_path
 from pgmq_sim.render.charts import WIDTH_IN, Chart, comparison_charts, run_charts, style
-from pgmq_sim.render.report import Doc, cell_label, load_text
+from pgmq_sim.render.report import Doc, doc_label, load_text
 
 PLOT_FORMATS = (".png", ".svg", ".pdf")
 
@@ -31,12 +31,12 @@ def plot_charts(documents: Sequence[Doc], compare: bool) -> tuple[str, list[Char
     """The picture's title and charts: a run's (its timeline, knee, latency split, waits), or a
     comparison's (its cells, their timelines, their knees)."""
     if compare:
-        drawn = comparison_charts([(cell_label(doc), doc) for doc in documents])
+        drawn = comparison_charts([(doc_label(doc), doc) for doc in documents])
         title = f"pgmq-sim: {len(documents)} designs compared"
     else:
         doc = documents[0]
-        drawn = run_charts(doc, "run", cell_label(doc))
-        title = f"pgmq-sim: {doc.get('outcome')}, {cell_label(doc)}, {load_text(doc)}"
+        drawn = run_charts(doc, "run", doc_label(doc))
+        title = f"pgmq-sim: {doc.get('outcome')}, {doc_label(doc)}, {load_text(doc)}"
     return title, [chart for chart in drawn.values() if chart is not None]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.pressure import cell_label
 from pgmq_sim.render import charts
 from pgmq_sim.render.files import STDOUT, check_output_path, write_text
 
@@ -89,12 +90,11 @@ def lookup(doc: Doc, key: str) -> Any:
     return value
 
 
-def cell_label(doc: Doc) -> str:
+def doc_label(doc: Doc) -> str:
     settings = doc.get("settings") or {}
-    label = f"{doc.get('strategy')}/{settings.get('wakeup')}"
-    label += "/split" if settings.get("tx") == "split" else ""
     pressures = [p["pressure"] for p in settings.get("phases") or () if p.get("pressure")]
-    return label + "".join(f" under {p}" for p in pressures)
+    split = settings.get("tx") == "split"
+    return cell_label(str(doc.get("strategy")), str(settings.get("wakeup")), split, pressures)
 
 
 def load_text(doc: Doc) -> str:
@@ -173,7 +173,7 @@ def settings_rows(doc: Doc) -> list[tuple[str, Any]]:
 def run_view(doc: Doc, key: str, label: str | None = None, drawn: bool = True) -> Doc:
     """What the page shows of one run: its document, and the charts drawn from it (none where the
     page shows the run's answer and scenario alone: `drawn` false)."""
-    label = label or cell_label(doc)
+    label = label or doc_label(doc)
     split = doc.get("latency_split")
     doc_charts = svgs(charts.run_charts(doc, key, label) if drawn else dict.fromkeys(charts.RUN_CHARTS))
     return doc_charts | {
