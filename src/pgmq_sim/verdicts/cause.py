@@ -88,3 +88,9 @@ MORE_WORKERS_CANNOT = (
     "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work:"
     " each group takes one message at a time"
 )
+
+
+def ms_text(ms: float) -> str:
+    """A duration in a verdict's words, to the precision its size deserves: 4.2 ms, 312 ms, 21.8 s
+    (one rule for every sentence: a limit, the hidden time, an episode)."""
+    return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"

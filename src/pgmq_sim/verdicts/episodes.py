@@ -18,9 +18,15 @@ from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
-from pgmq_sim.verdicts.cause import SEEN_MARGIN_S, MeasuredCause, Resource, foreign_holder_fix, notify_fix
+from pgmq_sim.verdicts.cause import (
+    SEEN_MARGIN_S,
+    MeasuredCause,
+    Resource,
+    foreign_holder_fix,
+    ms_text,
+    notify_fix,
+)
 from pgmq_sim.verdicts.figures import Figures, run_figures
-from pgmq_sim.verdicts.limits import ms_text
 from pgmq_sim.verdicts.outages import HELD, POLICY, SERVER_ERROR, seen_around
 from pgmq_sim.verdicts.resources import WAIT_JUDGES
 

@@ -19,7 +19,14 @@ from typing import Any
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import SEED_CLAIM_FIX, SEEN_MARGIN_S, MeasuredCause, Resource, foreign_holder_fix
+from pgmq_sim.verdicts.cause import (
+    SEED_CLAIM_FIX,
+    SEEN_MARGIN_S,
+    MeasuredCause,
+    Resource,
+    foreign_holder_fix,
+    ms_text,
+)
 
 EXCESS = 1.5  # a worker holding this many rows (or advisory locks) per message it may hold locks more
 WAKE_TRIPS = 3  # a notified wake-up: the enqueue's commit, the notification, the claim
@@ -45,8 +52,8 @@ class HiddenAccount:
         return max(0.0, 1.0 - sum(self.share(c) for c in self.causes))
 
     def types_text(self) -> str:
-        """e.g. 'type1's slowest 1% 3.41 s each, type2's 2.1 ms, type3's 1.9 ms'."""
-        said = [f"{t}'s {_ms(ms)}" for t, ms in self.by_type]
+        """e.g. 'type1's slowest 1% 3410 ms each, type2's 2.1 ms, type3's 1.9 ms'."""
+        said = [f"{t}'s {ms_text(ms)}" for t, ms in self.by_type]
         if said:
             said[0] = said[0].replace("'s ", "'s slowest 1% ", 1) + " each"
         return ", ".join(said)
@@ -60,10 +67,6 @@ class HiddenAccount:
             "looked_at": self.looked_at,
             "hidden_ms_by_type": {t: round(ms, 3) for t, ms in self.by_type},
         }
-
-
-def _ms(ms: float) -> str:
-    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.1f} ms"
 
 
 def hidden_account(r: RunResult) -> HiddenAccount | None:

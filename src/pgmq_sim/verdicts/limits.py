@@ -17,7 +17,7 @@ from typing import Any
 
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, SEED_CLAIM_FIX, MeasuredCause, Resource
+from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, SEED_CLAIM_FIX, MeasuredCause, Resource, ms_text
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.ending import ended
 from pgmq_sim.verdicts.figures import Figures, run_figures
@@ -232,11 +232,6 @@ def _hidden(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
     return MeasuredCause(
         top.resource, f"{lead}: {h.share(top):.0%} {top.evidence}{also}{unexplained}", top.fix, h.share(top)
     )
-
-
-def ms_text(ms: float) -> str:
-    """A latency in words, to the precision its size deserves: 4.2 ms, 312 ms, 21.8 s."""
-    return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
 
 
 def run_limit(r: RunResult) -> Limit:
