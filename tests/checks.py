@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 
+PRODUCER = "pgmq-sim producer"  # the application_name of the run's producer sessions
 HANDLED = re.compile(r"handled worker=(\S+) type=(\S+) msg_id=(\d+) order_id=(\d+) added=(\S+)")
 
 
@@ -54,6 +55,23 @@ def wait_for_handled(log: Path, count: int, timeout: float = 30) -> None:
     while not (log.exists() and len(handled_lines(log)) >= count):
         if time.monotonic() > deadline:
             raise AssertionError(f"fewer than {count} messages handled within {timeout} s")
+        time.sleep(0.05)
+
+
+def wait_for_producer(conn: psycopg.Connection, timeout: float = 30) -> None:
+    """Until a producer session of the run is in `conn`'s database (the run made its table and
+    began), or `timeout` passed; a connection outside autocommit is left outside a transaction."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = conn.execute(
+            "select count(*) from pg_stat_activity where application_name = %s"
+            " and datname = current_database()",
+            (PRODUCER,),
+        ).fetchone()
+        if not conn.autocommit:
+            conn.rollback()
+        if seen and seen[0]:
+            return
         time.sleep(0.05)
 
 

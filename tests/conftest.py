@@ -88,6 +88,23 @@ class Cli:
         env["COLUMNS"] = "200"
         return env
 
+    def tcp_workers(self, port: int, homes: Path) -> list[subprocess.Popen[str]]:
+        """Two --worker processes joining a master at 127.0.0.1:`port`, each in its folder under
+        `homes`: a on the database the master sends, b on its own PGMQ_SIM_DSN."""
+        workers = []
+        for name, own_dsn in (("a", False), ("b", True)):
+            home = homes / name
+            home.mkdir()
+            env = self.env() | ({"PGMQ_SIM_DSN": self.dsn} if own_dsn else {})
+            command = [sys.executable, "-m", "pgmq_sim", "--worker", "--master-host", "127.0.0.1"]
+            command += ["--master-port", str(port)]
+            workers.append(
+                subprocess.Popen(
+                    command, cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            )
+        return workers
+
     def run(
         self, *args: str, dsn: bool = True, timeout: float = 120, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:

@@ -99,18 +99,7 @@ def test_master_and_two_workers_over_tcp(cli: Cli, db: psycopg.Connection, tmp_p
     master = cli.start(
         f"-fill-db 1500 {WORKLOAD} --master --expect-workers 2 --master-bind-port {port} -json run.json"
     )
-    workers = []
-    for name, own_dsn in (("a", False), ("b", True)):
-        home = tmp_path / name
-        home.mkdir()
-        env = cli.env() | ({"PGMQ_SIM_DSN": cli.dsn} if own_dsn else {})
-        command = [sys.executable, "-m", "pgmq_sim", "--worker", "--master-host", "127.0.0.1"]
-        command += ["--master-port", str(port)]
-        workers.append(
-            subprocess.Popen(
-                command, cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-        )
+    workers = cli.tcp_workers(port, tmp_path)
     code, _out, err = finish(master)
     results = [finish(w, timeout=30) for w in workers]
     assert code == 0, err

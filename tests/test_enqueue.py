@@ -11,11 +11,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from checks import PRODUCER, wait_for_producer
 from conftest import Cli, Refuse, assert_one_line_error
 
 pytestmark = pytest.mark.integration
 FAST = "-claim indexed -wakeup notify -work-ms 1-2"
-PRODUCER = "pgmq-sim producer"
 
 
 def doc(cli: Cli) -> dict:
@@ -113,15 +113,8 @@ def test_a_lock_on_the_queue_shows_in_the_enqueue_latency_named_with_its_holder(
     holder: list[int] = []
 
     def hold() -> None:
-        deadline = time.monotonic() + 30
         with psycopg.connect(dsn, application_name="nightly report") as conn:
-            while time.monotonic() < deadline:  # until the run has made its table and begun
-                seen = conn.execute("select count(*) from pg_stat_activity where application_name = %s"
-                                    " and datname = current_database()", (PRODUCER,)).fetchone()  # fmt: skip
-                conn.rollback()
-                if seen and seen[0]:
-                    break
-                time.sleep(0.05)
+            wait_for_producer(conn)
             time.sleep(1.5)
             conn.execute("lock table msg_queue in exclusive mode")
             holder.append(conn.info.backend_pid)

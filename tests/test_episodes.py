@@ -12,13 +12,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from checks import wait_for_producer
 from conftest import Cli
 from psycopg.conninfo import make_conninfo
 
 pytestmark = pytest.mark.integration
 FAST = "-claim indexed -wakeup notify -work-ms 1-2 -orders 50 -workers 4"
 RUN = f"-rate 80 -producers 4 -duration 14 -stall-timeout 60 {FAST} -json out.json"
-PRODUCER = "pgmq-sim producer"
 
 
 def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(cli: Cli, dsn: str) -> None:
@@ -29,18 +29,8 @@ def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(
     holder: list[int] = []
 
     def hold() -> None:
-        deadline = time.monotonic() + 30
         with psycopg.connect(dsn, application_name="nightly report") as conn:
-            while time.monotonic() < deadline:  # until the run's producer has begun writing
-                seen = conn.execute(
-                    "select count(*) from pg_stat_activity where application_name = %s"
-                    " and datname = current_database()",
-                    (PRODUCER,),
-                ).fetchone()
-                conn.rollback()
-                if seen and seen[0]:
-                    break
-                time.sleep(0.05)
+            wait_for_producer(conn)
             time.sleep(4.5)
             conn.execute("lock table msg_queue in access exclusive mode")
             holder.append(conn.info.backend_pid)
@@ -91,17 +81,8 @@ create trigger episode_brake after update on msg_queue for each row execute func
     braked: list[bool] = []
 
     def brake() -> None:
-        deadline = time.monotonic() + 30
         with psycopg.connect(dsn, autocommit=True) as conn:
-            while time.monotonic() < deadline:  # until the run's producer has begun writing
-                seen = conn.execute(
-                    "select count(*) from pg_stat_activity where application_name = %s"
-                    " and datname = current_database()",
-                    (PRODUCER,),
-                ).fetchone()
-                if seen and seen[0]:
-                    break
-                time.sleep(0.05)
+            wait_for_producer(conn)
             time.sleep(4.5)
             conn.execute("update episode_brake set braking = true")
             braked.append(True)
@@ -148,17 +129,8 @@ def test_notify_runs_in_another_database_are_an_episode_naming_the_notifier(
     notifier: list[int] = []
 
     def notify() -> None:
-        deadline = time.monotonic() + 30
         with psycopg.connect(dsn, autocommit=True) as watch:
-            while time.monotonic() < deadline:  # until the run's producer has begun writing
-                seen = watch.execute(
-                    "select count(*) from pg_stat_activity where application_name = %s"
-                    " and datname = current_database()",
-                    (PRODUCER,),
-                ).fetchone()
-                if seen and seen[0]:
-                    break
-                time.sleep(0.05)
+            wait_for_producer(watch)
         with psycopg.connect(other_database, autocommit=True) as conn:
             conn.execute("create table billing_events (at timestamptz)")
             conn.execute("set commit_delay = 100000")  # 100 ms in each commit's WAL flush

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -110,22 +108,7 @@ def test_master_and_two_workers_over_tcp_spread_the_producers(
         f"-fill-db 1600 -rate 800 -producers 2 {WORKLOAD} --master --expect-workers 2"
         f" --master-bind-port {port} -json run.json"
     )
-    workers = []
-    for name, own_dsn in (("a", False), ("b", True)):
-        home = tmp_path / name
-        home.mkdir()
-        env = cli.env() | ({"PGMQ_SIM_DSN": cli.dsn} if own_dsn else {})
-        command = [sys.executable, "-m", "pgmq_sim", "--worker", "--master-host", "127.0.0.1"]
-        workers.append(
-            subprocess.Popen(
-                [*command, "--master-port", str(port)],
-                cwd=home,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        )
+    workers = cli.tcp_workers(port, tmp_path)
     try:
         out, err = master.communicate(timeout=90)
         ends = [w.communicate(timeout=30) for w in workers]
