@@ -133,7 +133,7 @@ def test_pool_exhaustion_takes_the_slots_and_gives_them_back(own_cli: Cli, own_p
 # -- -suite pressure on a -dsn server, as a plain role -------------------------------------------
 
 SUITE = "-suite pressure -phase 2 -rate 100 -workers 4 -orders 4 -work-ms 1-3 -poll-interval 0.1 -json a.json"
-RUN_SESSIONS = 2 + 4 + 1  # the tool's own two, 4 workers, the producer (engine/phases.check's count)
+RUN_SESSIONS = 3 + 4 + 1  # the tool's own three (with the live audit), 4 workers, the producer
 SuiteRun = tuple[subprocess.CompletedProcess[str], dict[str, dict]]
 
 

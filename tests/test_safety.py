@@ -170,14 +170,15 @@ def test_connections_are_counted_as_the_run_opens_them(cli: Cli, db: psycopg.Con
     db.execute("grant all on schema public to pgmq_limited")
     params = psycopg.conninfo.conninfo_to_dict(dsn)
     limited = f"postgresql://pgmq_limited@/{params['dbname']}?host={params['host']}&port={params['port']}"
-    # 3 workers + producer + listener + the tool's own two = 7 > 5
+    # 3 workers + producer + listener + the tool's own three (its phases', the housekeeper's and
+    # the live audit's) = 8 > 5
     result = cli.run("-dsn", limited, "-workers 3 -rate 100 -wakeup notify", dsn=False)
-    assert_one_line_error(result, 2, "needs 7 connections", "CONNECTION LIMIT")
+    assert_one_line_error(result, 2, "needs 8 connections", "CONNECTION LIMIT", "the tool's own 3")
     # who holds the slots is named: here a session of the role's own, by its application
     with psycopg.connect(limited, application_name="nightly-export"):
-        result = cli.run("-dsn", limited, "-workers 3 -rate 100", dsn=False)  # 6 needed, 4 left
+        result = cli.run("-dsn", limited, "-workers 3 -rate 100", dsn=False)  # 7 needed, 4 left
     assert_one_line_error(
-        result, 2, "needs 6 connections", "allows 4 more now (1 client session(s): 1 by application"
+        result, 2, "needs 7 connections", "allows 4 more now (1 client session(s): 1 by application"
         " 'nightly-export' as role pgmq_limited)"
     )  # fmt: skip
 

@@ -143,6 +143,7 @@ class Settings:
     archive: bool  # complete by the design's complete_archive.sql (move to its archive)
     wakeup: WakeupMode
     audit: bool
+    audit_window: float  # the live audit's windows, seconds apart (0: the audit at the end alone)
     stall_timeout: float
     json_path: Path | None
     plot_path: Path | None

@@ -20,6 +20,7 @@ from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
+from pgmq_sim.engine.judging import counts_after_windows
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
 from pgmq_sim.result.audit import AuditVerdict
@@ -82,8 +83,12 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
     db = QueueDatabase(sessions, shape)
     produced = db.produced(journal=True)  # the record's count lags by up to a second in a killed run
     retrying = recorded.get("tx") == "split" or bool(recorded.get("fail_rate"))
+    if tables["pgmq_sim_windows"][0]:  # a run's live audit: go on from its closed windows
+        counts, windows, why = counts_after_windows(db, previous.run_id, produced, retrying)
+    else:
+        counts, windows, why = db.audit_counts(produced, SHOW, retrying), [], None
     verdict = judge_audit(
-        db.audit_counts(produced, SHOW, retrying),
+        counts,
         expected=produced,
         ordered=previous.ordered,
         claim_sql=design.get("claim_sql"),
@@ -98,6 +103,13 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
         f"run {previous.run_id} started {previous.started_at:%Y-%m-%d %H:%M:%S}: {state};"
         f" {produced} of {previous.target} produced"
     )
+    if windows:
+        console.print(
+            f"live audit: window(s) 1 to {len(windows)} (msg_id 1 to {windows[-1].hi:,}) judged"
+            f" while the run went, passed; msg_id {windows[-1].hi + 1:,} to {produced:,} judged now"
+        )
+    elif why is not None:
+        console.print(f"live audit: {why}")
     detail = "; ".join(verdict.problems) or f"{verdict.processed}/{verdict.expected} processed exactly once"
     console.print(f"audit {verdict.verdict}: {detail}; {verdict.left_behind} still pending")
     for cause in verdict.causes:
@@ -105,6 +117,12 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
     if json_path:
         write_json(
             json_path,
-            {"run_id": previous.run_id, "outcome": previous.outcome or None, "audit": verdict.as_json()},
+            {
+                "run_id": previous.run_id,
+                "outcome": previous.outcome or None,
+                "audit": verdict.as_json(),
+                "live_windows": len(windows),
+                "judged_after": windows[-1].hi if windows else 0,
+            },
         )
     return verdict

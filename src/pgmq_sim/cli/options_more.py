@@ -104,6 +104,18 @@ MORE_OPTIONS = (
         example=("-stall-timeout", "45"),
     ),
     Option(
+        "audit-window",
+        "float",
+        "the live audit: every S seconds the messages behind the watermark (all finished) are judged"
+        " as one window, kept on the server and shown live, so the end judges only the last one (0:"
+        " the whole audit at the end); see [The live audit](docs/audit.md#the-live-audit)",
+        "faults",
+        default=10.0,
+        metavar="S",
+        range=NOT_NEGATIVE,
+        example=("-audit-window", "30"),
+    ),
+    Option(
         "reconnect-timeout",
         "float",
         "how long workers, producer, listener and the tool's own session keep reconnecting to a lost server",
@@ -161,7 +173,8 @@ MORE_OPTIONS = (
         "replace-tables",
         "switch",
         "replace `msg_queue`, `msg_journal`, `msg_failures`, `pgmq_sim_owners`, `pgmq_sim_run`,"
-        " `pgmq_sim_bystander` (and, behind a transaction pooler, the `pgmq_sim_*` functions) even if"
+        " `pgmq_sim_bystander`, `pgmq_sim_windows`, `pgmq_sim_marks` (and, behind a transaction pooler,"
+        " the `pgmq_sim_*` functions) even if"
         " pgmq-sim did not create them",
         "path",
         default=False,

@@ -16,6 +16,7 @@ from pgmq_sim.db.install import QueueInstall
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.statements import NAMES, NOTIFY_FUNCTION
 from pgmq_sim.db.values import Message, QueueShape
+from pgmq_sim.db.windows import ClosedWindow, WindowRead, closed_windows, journal_rows_through, read_rest
 from pgmq_sim.model.facts import AuditCounts, PreviousRun, TableHealth
 from pgmq_sim.model.journeys import FreeSpans, Journey
 from pgmq_sim.sqlfiles import statement
@@ -195,6 +196,21 @@ class QueueDatabase(QueueInstall):
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""
         return [(str(t), int(o), int(n), float(b)) for t, o, n, b in self.sessions.all("group_blocking")]
+
+    def audit_rest(self, after: int, expected: int, show: int, retrying: bool) -> WindowRead:
+        """The audit of what the live audit's closed windows (1..after) left (db/windows.read_rest)."""
+        return self.sessions.retrying(
+            lambda conn: read_rest(conn, self.shape, after, expected, show, retrying)
+        )
+
+    def closed_windows(self, run_id: str) -> tuple[list[ClosedWindow], int]:
+        """The live audit's closed windows of the run, and the journal's rows of their msg_ids now."""
+
+        def read(conn: psycopg.Connection) -> tuple[list[ClosedWindow], int]:
+            windows = closed_windows(conn, run_id)
+            return windows, journal_rows_through(conn, windows[-1].hi) if windows else 0
+
+        return self.sessions.retrying(read)
 
     def audit_counts(self, expected: int, show: int, retrying: bool = False) -> AuditCounts:
         """What the journal, the queue and the tool's records say, counted on the server, with the

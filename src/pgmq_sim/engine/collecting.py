@@ -16,16 +16,17 @@ from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
+from pgmq_sim.engine.judging import counts_after_windows
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.phased import windowed
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError
-from pgmq_sim.model.facts import TableHealth
+from pgmq_sim.model.facts import AuditCounts, TableHealth
 from pgmq_sim.model.kinds import Outcome, TxMode
 from pgmq_sim.model.locks import source_functions
 from pgmq_sim.result.account import LatencyAccount
-from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.result.audit import AuditVerdict, LiveAuditRecord
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.holders import LockCensus
@@ -69,6 +70,7 @@ class EndReadings:
     server_cost: ServerCost | None = None
     account: LatencyAccount | None = None
     skipped: str | None = None  # why the audit asked for did not run
+    judged_live: int = 0  # msg_ids 1..this judged by the live audit's windows, not again at the end
 
 
 def collect(state: RunState, parts: RunParts) -> RunResult:
@@ -130,9 +132,19 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
 
 def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings) -> None:
     settings, signals, produced = state.settings, state.signals, end.produced
+
+    def counts() -> AuditCounts:
+        if state.live_judge is None:
+            return db.audit_counts(produced, SHOW, settings.retrying)
+        counted, used, why = counts_after_windows(db, state.run_id, produced, settings.retrying)
+        end.judged_live = used[-1].hi if used else 0
+        if why is not None:
+            state.notes.append(f"live audit: {why}")
+        return counted
+
     verdict = call_bounded(
         lambda: judge_audit(
-            db.audit_counts(produced, SHOW, settings.retrying),
+            counts(),
             expected=produced,
             ordered=state.design.ordered,
             claim_sql=state.design.claim.text,
@@ -240,6 +252,14 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         spare_connections=state.spare_connections,
         pool_server_room=state.pool_server_room,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,
+        live_audit=LiveAuditRecord(
+            settings.audit_window,
+            tuple(state.live_judge.windows()),
+            end.judged_live,
+            state.live_judge.failures,
+        )
+        if state.live_judge is not None
+        else None,
         ended_by=state.ended_by,
         enqueue=state.enqueues.account(
             settings.producers,
@@ -256,6 +276,15 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
     result = dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
     # the journal answered: each phase's and each sweep step's own account
     return windowed(state, db, census, result) if end.account is not None else result
+
+
+def _live_audit(state: RunState, end: EndReadings) -> LiveAuditRecord | None:
+    judge = state.live_judge
+    if judge is None:
+        return None
+    return LiveAuditRecord(
+        state.settings.audit_window, tuple(judge.windows()), end.judged_live, judge.failures
+    )
 
 
 def _untimed(state: RunState) -> str | None:

@@ -30,6 +30,7 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.census import read_census, slot_holders
 from pgmq_sim.engine.ending import name_the_ending
+from pgmq_sim.engine.judging import LiveJudge
 from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
@@ -39,6 +40,7 @@ from pgmq_sim.errors import FaultRefused, SimError, UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.skew import hottest_share, key_sampler
+from pgmq_sim.verdicts.audit import judge_audit
 from pgmq_sim.verdicts.policies import conflicts, run_shape
 
 STOP_GRACE_S = 2.0
@@ -57,8 +59,9 @@ def check(state: RunState, parts: RunParts) -> None:
         state.pool_server_room = min(left for left in (budget, role_left) if left is not None)
         budget = role_left = None
     faults = sum(f.kind.sessions(f.count) for f in state.chaos)  # the faults' own sessions
+    own = OWN_CONNECTIONS + (1 if settings.audit and settings.audit_window > 0 else 0)  # + the live audit's
     needed = (
-        OWN_CONNECTIONS
+        own
         + (1 if settings.bystander else 0)
         + parts.carrier.connections(state)
         + parts.feed.connections(state)
@@ -80,7 +83,7 @@ def check(state: RunState, parts: RunParts) -> None:
         if left is not None and needed > left:
             raise UsageError(
                 f"-workers {settings.workers} needs {needed} connections (workers, producer,"
-                f" listener, fault sessions and the tool's own two) but {whose} allows {left} more now"
+                f" listener, fault sessions and the tool's own {own}) but {whose} allows {left} more now"
                 f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
             )
     check_timeouts(state)
@@ -256,7 +259,8 @@ def prepare(state: RunState, parts: RunParts) -> None:
             "pending_sql": design.pending and design.pending.text,
             "keyed": state.id_type is not None,
         }
-    record = (uuid.uuid4().hex, settings.fill_db, design.ordered, settings.audit, recorded)
+    state.run_id = uuid.uuid4().hex
+    record = (state.run_id, settings.fill_db, design.ordered, settings.audit, recorded)
     state.log.open()
     state.changed = True
     try:
@@ -363,6 +367,32 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         producer_waits=state.producer_waits if settings.paced else None,
     )
     state.on_loop().start("housekeeping", housekeeper.run)
+    if judged_live(state):
+        state.live_judge = LiveJudge(
+            state.server.dsn,
+            state.db.shape,
+            state.run_id,
+            settings.audit_window,
+            lambda: state.produced.committed,
+            lambda counts, messages: judge_audit(
+                counts,
+                expected=messages,
+                ordered=state.design.ordered,
+                claim_sql=state.design.claim.text,
+                at_least_once=state.design.at_least_once,
+                complete=False,
+                retrying=settings.retrying,
+            ),
+            settings.retrying,
+            state.clock,
+            state.stop,
+            state.errors.reporter("live audit"),
+            lambda exc: state.note(
+                f"live audit: a window was not closed ({reason(exc, *state.dsns)}); it tries again"
+            ),
+        )
+        state.threads.append(state.live_judge)
+        state.live_judge.start()
     if state.pooler is not None:
         state.pooler_watch = PoolerWatch(
             state.pooler, state.timeline, state.clock, state.stop, state.errors.reporter("pooler watch")
@@ -379,6 +409,18 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
             lambda exc: reason(exc, *state.dsns),
         )
         state.schedule.start()
+
+
+def judged_live(state: RunState) -> bool:
+    """The live audit runs where this process writes every message (a spread run's are counted by
+    its processes) and a group's order is enqueue order (by priority, a later message may pass)."""
+    settings = state.settings
+    return (
+        settings.audit
+        and settings.audit_window > 0
+        and state.spread_producers is None
+        and not state.db.shape.by_priority
+    )
 
 
 def fault_actions(state: RunState, parts: RunParts) -> FaultActions:

@@ -27,6 +27,7 @@ from pgmq_sim.db.values import Message, QueueShape, SessionPlan
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.bounded import FirstError, Signals
+from pgmq_sim.engine.judging import LiveJudge
 from pgmq_sim.engine.loop import RunLoop
 from pgmq_sim.engine.meters import Meters
 from pgmq_sim.model.census import ServerCensus
@@ -86,6 +87,8 @@ class RunState:
     faults: list[Fault] = field(default_factory=list)  # appended by the schedule's threads
     housekeeper: Housekeeper | None = None
     pooler_watch: PoolerWatch | None = None
+    live_judge: LiveJudge | None = None  # the live audit (engine/judging), where it runs
+    run_id: str = ""  # the run record's, once installed
     waits: WaitTally = field(default_factory=WaitTally)  # the housekeeper's samples
     locks: LockCensusTally = field(default_factory=LockCensusTally)  # and its lock census
     schedule: FaultSchedule | None = None

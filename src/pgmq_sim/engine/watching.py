@@ -16,7 +16,7 @@ from pgmq_sim.model.facts import StallFacts
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
-from pgmq_sim.verdicts.checks import live_breach
+from pgmq_sim.verdicts.checks import LiveReadings, live_breach
 from pgmq_sim.verdicts.diagnose import explain_stall
 from pgmq_sim.verdicts.policies import reasons_since
 
@@ -35,6 +35,7 @@ def watch(state: RunState, parts: RunParts) -> None:
             parts.goal.describe,
             state.timeline.last_dead_tuples,
             lambda: tuple(steps),
+            state.live_judge.live if state.live_judge is not None else lambda: None,
         )
     )
     last_count, last_change = 0, time.monotonic()
@@ -52,7 +53,8 @@ def watch(state: RunState, parts: RunParts) -> None:
                 return
             totals = WorkerCounters.total(state.stats)
             if settings.check_abort:
-                breach = live_breach(settings.checks, totals)
+                audit = state.live_judge.live() if state.live_judge is not None else None
+                breach = live_breach(settings.checks, LiveReadings(totals, audit))
                 if breach is not None:  # by request, as a signal: the audit counts what is left as pending
                     state.outcome = Outcome.INTERRUPTED
                     state.notes.append(

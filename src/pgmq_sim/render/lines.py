@@ -14,6 +14,7 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
+from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.enqueues import EnqueueAccount
@@ -64,9 +65,26 @@ def audit_rows(table: Table, result: RunResult, causes: int | None = None) -> No
             table.add_row("audit cause", escape(cause))
         if len(shown) < len(a.causes):
             table.add_row("audit cause", f"({len(a.causes) - len(shown)} more: -v, or the -report)")
+        if result.live_audit is not None and result.live_audit.windows:
+            table.add_row("live audit", escape(live_audit_text(result.live_audit)))
     elif result.settings.audit:
         why = result.audit_skipped or "the server could not be reached"
         table.add_row("audit", f"[red]not run[/]: {escape(why)}")
+
+
+def live_audit_text(live: LiveAuditRecord) -> str:
+    """The windows the run judged as it went, and what its end judged."""
+    seen = LiveAudit.of(live.windows)
+    failed = f"{seen.failed_windows} failed" if seen.failed_windows else "all passed"
+    end = (
+        f"the end judged msg_id {live.end_from + 1:,} on"
+        if live.end_from
+        else "the end judged the whole run again"
+    )
+    return (
+        f"{seen.windows} window(s) closed while the run went, every {live.every_s:g} s (msg_id 1 to "
+        f"{seen.through:,}), {failed}; {end}"
+    )
 
 
 def faults_by_kind(result: RunResult) -> dict[str, list[Fault]]:

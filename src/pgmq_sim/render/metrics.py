@@ -53,6 +53,18 @@ class RunCollector(Collector):
         for name, pick in (("e2e", lambda w: w.e2e), ("claim", lambda w: w.claim)):
             merged = LatencyHistogram.merged([pick(w) for w in workers])
             yield _histogram(f"pgmq_sim_{name}_latency_seconds", f"{name} latency in seconds.", merged)
+        audit = self._figures.audit()
+        if audit is not None:  # the live audit's closed windows so far
+            for name, text, value in (
+                ("checked", "Messages the live audit found completed or dead-lettered.", audit.checked),
+                ("lost", "Messages the live audit found lost.", audit.lost),
+                ("duplicated", "Duplicate completions the live audit found.", audit.duplicated),
+                ("out_of_order", "Order violations the live audit found.", audit.out_of_order),
+                ("windows_closed", "Windows the live audit closed.", audit.windows),
+                ("windows_failed", "Windows whose audit failed.", audit.failed_windows),
+            ):
+                yield _counter(f"pgmq_sim_audit_{name}", text, value)
+            yield _gauge("pgmq_sim_audit_watermark", "Every msg_id up to this one was judged.", audit.through)
         phase = GaugeMetricFamily(
             "pgmq_sim_phase", "What the run does now (a sweep's step).", labels=["phase"]
         )

@@ -14,6 +14,7 @@ from collections import deque
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
+from pgmq_sim.result.audit import LiveAudit
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
 
@@ -26,6 +27,16 @@ def floor_percent(done: int, total: int) -> str:
     if total <= 0:
         return "0.0%"
     return f"{math.floor(done * 1000 / total) / 10:.1f}%"
+
+
+def audit_text(audit: LiveAudit) -> str:
+    """The live audit so far, once a window closed: 'ok 12,000 checked in 4 windows' or what failed."""
+    if not audit.windows:
+        return "waiting for its first window"
+    bad = [f"{n:,} {what}" for n, what in ((audit.lost, "lost"), (audit.duplicated, "duplicated"),
+           (audit.out_of_order, "out of order")) if n]  # fmt: skip
+    verdict = "FAIL " + ", ".join(bad) if bad or audit.failed_windows else "ok"
+    return f"{verdict} {audit.checked:,} checked in {audit.windows} window(s)"
 
 
 def eta_text(remaining: int, rate: float) -> str:
@@ -61,6 +72,7 @@ class RunProgress:
         self._duration = figures.duration_s
         self._produced = figures.produced
         self._phase = figures.phase
+        self._audit = figures.audit
         self._started = time.monotonic()
         self._last_plain = self._started
         self._rate = RecentRate()
@@ -116,7 +128,8 @@ class RunProgress:
             text += f"  {elapsed:.0f} s  {eta_text(self._target - done, rate)}"
         else:
             text = f"{done} processed  {rate:.0f} msg/s  {self._seconds(elapsed, '/')}"
-        return text + (f"  {phase}" if phase else "")
+        audit = self._audit()
+        return text + (f"  {phase}" if phase else "") + (f"  audit {audit_text(audit)}" if audit else "")
 
     def line(self, done: int, elapsed: float, rate: float) -> str:
         backlog = max(0, self._produced() - done)
@@ -128,7 +141,8 @@ class RunProgress:
         else:
             text = f"progress: {done} processed, {rate:.0f} msg/s, backlog {backlog},"
             text += f" {self._seconds(elapsed, ' of ')}"
-        return text + (f", {phase}" if phase else "")
+        audit = self._audit()
+        return text + (f", {phase}" if phase else "") + (f", audit {audit_text(audit)}" if audit else "")
 
     def _seconds(self, elapsed: float, of: str) -> str:
         """'12 of 60 s' for a run of a known length; '12 s' for one that ends when its goal says (a

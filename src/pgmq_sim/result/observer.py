@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pgmq_sim.model.sweep import StepResult
+from pgmq_sim.result.audit import LiveAudit
 from pgmq_sim.result.stats import WorkerStats
 
 
@@ -23,6 +24,7 @@ class LiveFigures:
     phase: Callable[[], str] = lambda: ""  # what the run is doing now, e.g. a sweep's step
     dead_tuples: Callable[[], int | None] = lambda: None  # the housekeeper's last sample
     sweep_steps: Callable[[], Sequence[StepResult]] = lambda: ()  # a sweep's finished steps
+    audit: Callable[[], LiveAudit | None] = lambda: None  # the live audit's closed windows so far
 
 
 class RunObserver(Protocol):

@@ -16,7 +16,7 @@ from pgmq_sim.model.reasons import ReasonCount, RunEnding
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.account import LatencyAccount
-from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.result.audit import AuditVerdict, LiveAuditRecord
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
@@ -181,6 +181,7 @@ class RunResult:
     ended_by: RunEnding | None = None  # the server's error that ended a run that died
     enqueue: EnqueueAccount | None = None  # the enqueues made while the workers ran, timed and split
     wait_slices: WaitSlices | None = None  # the wait samples by stretch of the run (an episode's own)
+    live_audit: LiveAuditRecord | None = None  # the windows judged while the run went
 
     @classmethod
     def from_stats(

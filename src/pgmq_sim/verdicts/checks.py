@@ -14,9 +14,11 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import CHECK_FORMS, CHECK_PATTERN, Check
+from pgmq_sim.result.audit import LiveAudit
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters
@@ -32,14 +34,26 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
+class LiveReadings(NamedTuple):
+    """What a live check reads: the workers' counters, and the live audit so far (None: it does
+    not run)."""
+
+    counters: WorkerCounters
+    audit: LiveAudit | None
+
+
+def _live_audit(attribute: str) -> Callable[[LiveReadings], float | None]:
+    return lambda live: None if live.audit is None else float(getattr(live.audit, attribute))
+
+
 @dataclass(frozen=True)
 class Figure:
     unit: str
     read: Callable[[RunResult], float | None]
     needs: Callable[[Settings], str | None] = lambda _s: None  # why the run cannot produce it
-    # known while the run goes on, from the workers' counters, and can only get worse: -check-abort
-    # acts on it (duplicates and missing are known only at the audit)
-    live: Callable[[WorkerCounters], float] | None = None
+    # known while the run goes on, from the workers' counters or the live audit's closed windows
+    # (None: not yet), and can only get worse: -check-abort acts on it
+    live: Callable[[LiveReadings], float | None] | None = None
     # why the verdict this figure mirrors would not judge it (a trend in noise): the check is then
     # not judged either, and does not fail the run
     unjudged: Callable[[RunResult], str | None] = lambda _r: None
@@ -107,9 +121,11 @@ FIGURES: dict[str, Figure] = {
     "client-cpu-per-msg": Figure("us", lambda r: r.client.cpu_us_per_msg),
     "empty-per-msg": Figure("", lambda r: _per_msg(r.empty_claims, r)),
     "dead-tuples": Figure("", lambda r: None if r.health is None else float(r.health.dead_tuples)),
-    "lost": Figure("", lambda r: float(r.connections_lost), live=lambda c: float(c.connections_lost)),
-    "duplicates": Figure("", _audit("duplicates"), _needs_audit),
-    "missing": Figure("", _audit("missing"), _needs_audit),
+    "lost": Figure(
+        "", lambda r: float(r.connections_lost), live=lambda live: float(live.counters.connections_lost)
+    ),
+    "duplicates": Figure("", _audit("duplicates"), _needs_audit, live=_live_audit("duplicated")),
+    "missing": Figure("", _audit("missing"), _needs_audit, live=_live_audit("lost")),
     "bystander-p99": Figure(
         "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
     ),
@@ -179,10 +195,12 @@ def judged(result: RunResult) -> RunResult:
     return dataclasses.replace(result, checks=evaluate(result.settings.checks, result))
 
 
-def live_breach(checks: tuple[Check, ...], counters: WorkerCounters) -> Check | None:
-    """The first check on a live figure that the workers' counters already breach (-check-abort)."""
+def live_breach(checks: tuple[Check, ...], readings: LiveReadings) -> Check | None:
+    """The first check on a live figure that the workers' counters, or the live audit's closed
+    windows, already breach (-check-abort)."""
     for check in checks:
         live = FIGURES[check.figure].live
-        if live is not None and not OPERATORS[check.op](live(counters), check.bound):
+        value = live(readings) if live is not None else None
+        if value is not None and not OPERATORS[check.op](value, check.bound):
             return check
     return None

@@ -1,0 +1,138 @@
+"""The live audit: while the run goes, the messages behind a watermark (every one below it finished:
+completed, dead-lettered or lost) are judged a window at a time, on a session and a thread of their
+own, by the audit's own statements (db/windows). Each closed window is kept on the server, so a
+killed run keeps its verdicts and `pgmq-sim audit` goes on from the watermark; the run's end judges
+only what the windows left."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+from pgmq_sim.actors.threads import RunThread
+from pgmq_sim.db.connection import connect, limit_lock_waits
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.values import QueueShape
+from pgmq_sim.db.windows import ClosedWindow, keep_window, read_window, summarize_journal, watermark
+from pgmq_sim.model.facts import AuditCounts
+from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
+from pgmq_sim.verdicts.audit import SHOW
+
+Judge = Callable[[AuditCounts, int], AuditVerdict]  # a window's counts and its messages: its verdict
+
+
+class LiveJudge(RunThread):
+    """Closes a window every `every_s` seconds behind the watermark: the lowest of the highest msg_id
+    below which every enqueue landed (`safe`) and the lowest one not finished."""
+
+    def __init__(
+        self,
+        dsn: str,
+        shape: QueueShape,
+        run_id: str,
+        every_s: float,
+        safe: Callable[[], int],
+        judge: Judge,
+        retrying: bool,
+        clock: Callable[[], float],
+        stop: threading.Event,
+        on_error: Callable[[BaseException], None],
+        on_failure: Callable[[BaseException], None],
+    ) -> None:
+        super().__init__("live audit", stop, on_error)
+        self._dsn, self._shape, self._run_id = dsn, shape, run_id
+        self._every_s, self._safe, self._judge = every_s, safe, judge
+        self._retrying, self._clock, self._on_failure = retrying, clock, on_failure
+        self._conn: psycopg.Connection | None = None
+        self._windows: list[AuditWindow] = []
+        self._lock = threading.Lock()
+        self.failures = 0  # windows not closed for an error (the next tick tries again)
+
+    def connection(self) -> psycopg.Connection | None:
+        return self._conn
+
+    def windows(self) -> list[AuditWindow]:
+        with self._lock:
+            return list(self._windows)
+
+    def live(self) -> LiveAudit:
+        return LiveAudit.of(self.windows())
+
+    def body(self) -> None:
+        try:
+            while not self._halt.wait(self._every_s):
+                self.close_window()
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+
+    def close_window(self) -> AuditWindow | None:
+        """The next window, if any message behind the last one is finished; an error is counted and
+        said once, and the next tick tries again on a new session."""
+        windows = self.windows()
+        after = windows[-1].hi if windows else 0
+        safe = self._safe()
+        if safe <= after:
+            return None
+        try:
+            conn = self._conn = self._conn or connect(self._dsn, "pgmq-sim live audit")
+            conn.prepare_threshold = None  # its views change under the same text
+            limit_lock_waits(conn)
+            conn.execute("set transaction isolation level repeatable read")
+            hi = watermark(conn, self._shape, after, safe)
+            if hi <= after:
+                conn.rollback()
+                return None
+            read = read_window(conn, self._shape, after, hi, SHOW, self._retrying)
+            verdict = self._judge(read.counts, hi - after)
+            window = AuditWindow(len(windows) + 1, after, hi, self._clock(), read.journal_rows, verdict)
+            keep_window(conn, self._run_id, window.number, read, verdict.passed, verdict.as_json())
+            conn.commit()
+        except psycopg.Error as exc:
+            self._failed(exc)
+            return None
+        with self._lock:
+            self._windows.append(window)
+        self._summarize(conn)
+        return window
+
+    def _summarize(self, conn: psycopg.Connection) -> None:
+        """The journal's new ranges summarized for the next read; a vacuum doing it meanwhile wins."""
+        try:
+            limit_lock_waits(conn)
+            summarize_journal(conn)
+            conn.commit()
+        except psycopg.Error:
+            conn.rollback()
+
+    def _failed(self, exc: psycopg.Error) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            self._on_failure(exc)
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def counts_after_windows(
+    db: QueueDatabase, run_id: str, expected: int, retrying: bool
+) -> tuple[AuditCounts, list[ClosedWindow], str | None]:
+    """The run's audit counts, going on from the closed windows the server kept where they passed
+    and no completion came after they closed: the windows used, and else why none was."""
+    windows, rows_now = db.closed_windows(run_id)
+    why: str | None = None
+    if not windows:
+        pass
+    elif not all(w.passed for w in windows):
+        why = "a window failed: the whole run judged again, for every id"
+    elif rows_now != sum(w.journal_rows for w in windows):
+        late = rows_now - sum(w.journal_rows for w in windows)
+        why = f"{late} completion(s) of a closed window's messages came after it closed: judged again whole"
+    elif windows[-1].hi > expected:
+        why = f"the windows reach msg_id {windows[-1].hi}, past the {expected} produced: judged again whole"
+    else:
+        rest = db.audit_rest(windows[-1].hi, expected, SHOW, retrying)
+        return after_windows(rest.counts, [w.audit for w in windows]), windows, None
+    return db.audit_counts(expected, SHOW, retrying), [], why

@@ -1,0 +1,2 @@
+-- The live audit's closed windows of run $1, in order: number, lo, hi, journal rows, passed, audit.
+select window_no, lo, hi, journal_rows, passed, audit from pgmq_sim_windows where run_id = $1 order by window_no

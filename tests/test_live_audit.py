@@ -1,0 +1,156 @@
+"""The live audit (issue 50): windows of msg_ids behind the watermark judged while the run goes, on
+a real server: order across a window's boundary, windows kept through a kill -9 and `pgmq-sim
+audit` going on from them, the audit so far in the metrics, and -check-abort acting on it."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import psycopg
+import pytest
+from checks import free_port
+from conftest import Cli
+
+from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.sessions import Sessions
+from pgmq_sim.db.values import QueueShape
+from pgmq_sim.engine.judging import LiveJudge
+from pgmq_sim.verdicts.audit import SHOW, judge_audit
+
+pytestmark = pytest.mark.integration
+
+
+def windows_kept(db: psycopg.Connection) -> list[tuple[int, int, int, bool]]:
+    return db.execute("select window_no, lo, hi, passed from pgmq_sim_windows order by window_no").fetchall()
+
+
+def wait_for_windows(db: psycopg.Connection, count: int, timeout: float = 40) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        exists = db.execute("select to_regclass('pgmq_sim_windows') is not null").fetchone()
+        if exists and exists[0] and len(windows_kept(db)) >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} live audit windows closed in {timeout} s")
+
+
+def judge_of(dsn: str, safe: list[int]) -> LiveJudge:
+    """A live judge over the seed's table, its watermark's upper bound `safe[0]`."""
+    return LiveJudge(
+        dsn,
+        QueueShape(),
+        "planted",
+        1.0,
+        lambda: safe[0],
+        lambda counts, messages: judge_audit(counts, expected=messages, ordered=True, complete=False),
+        False,
+        time.monotonic,
+        threading.Event(),
+        lambda exc: None,
+        lambda exc: None,
+    )
+
+
+def test_order_is_judged_across_a_windows_boundary(cli: Cli, db: psycopg.Connection) -> None:
+    """One group's ten messages, in two windows; the sixth claimed before the fifth completed: the
+    pair straddles the boundary, and the second window finds it through the first one's mark."""
+    assert cli.run("-fill-db 10 -workers 1 -work-ms 0 -orders 1 -types 1").returncode == 0
+    db.execute("truncate msg_journal, pgmq_sim_windows, pgmq_sim_marks")
+    # message n claimed at second 2n and completed at 2n + 1; the sixth claimed at 10.5, before the
+    # fifth's completion at 11
+    db.execute(
+        "insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at)"
+        " select n, 'type1', 1, 'w' || (n % 2),"
+        "        t + make_interval(secs => case when n = 6 then 10.5 else 2 * n end),"
+        "        t + make_interval(secs => 2 * n + 1)"
+        " from generate_series(1, 10) n, (select now() t) t0"
+    )
+    db.execute("update msg_queue set queue_type = 'type1', order_id = 1, status = 'P'")
+    safe = [5]
+    judge = judge_of(cli.dsn, safe)
+    first = judge.close_window()
+    assert first is not None and (first.lo, first.hi) == (0, 5)
+    assert first.verdict.passed and first.verdict.order_violations == 0
+    safe[0] = 10
+    second = judge.close_window()
+    assert second is not None and (second.lo, second.hi) == (5, 10)
+    assert second.verdict.processed == 5 and second.verdict.missing == 0
+    assert second.verdict.order_violations == 1 and second.verdict.order_violation_ids == (6,)
+    pair = second.verdict.violations[0]
+    assert (pair.prev_msg_id, pair.msg_id) == (5, 6), pair
+    assert not second.verdict.passed
+    assert windows_kept(db) == [(1, 0, 5, True), (2, 5, 10, False)]
+    # nothing is left behind the watermark: a third tick closes no window
+    assert judge.close_window() is None
+
+
+def test_a_killed_runs_windows_stay_and_the_audit_goes_on_from_them(cli: Cli, db: psycopg.Connection) -> None:
+    proc = cli.start("-rate 200 -duration 60 -workers 6 -orders 20 -claim indexed -audit-window 1")
+    try:
+        wait_for_windows(db, 3)
+    finally:
+        proc.kill()  # SIGKILL: nothing of the tool's runs after it
+        proc.communicate(timeout=30)
+    kept = windows_kept(db)
+    assert len(kept) >= 3 and all(passed for *_, passed in kept), kept
+    assert [lo for _, lo, _, _ in kept] == [0] + [hi for _, _, hi, _ in kept[:-1]], kept  # contiguous
+    result = cli.audit("-dsn", cli.dsn, "-json", "audit.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    through = kept[-1][2]
+    assert f"window(s) 1 to {len(kept)} (msg_id 1 to {through:,}) judged while the run went" in result.stdout
+    report = json.loads((cli.workdir / "audit.json").read_text())
+    assert report["live_windows"] == len(kept) and report["judged_after"] == through
+    # the same counts as the whole journal judged again from its first id
+    database = QueueDatabase(Sessions(cli.dsn))
+    produced = database.produced(journal=True)
+    whole = database.audit_counts(produced, SHOW)
+    audit = report["audit"]
+    assert (audit["processed"], audit["duplicates"], audit["missing"], audit["order_violations"]) == (
+        whole.processed,
+        whole.duplicates,
+        whole.missing,
+        whole.order_violations,
+    )
+    assert audit["processed"] > through
+
+
+def test_the_audit_so_far_is_live_in_the_metrics_and_fails_the_run_early(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """A completed message's journal row deleted mid-run is a lost message: the next window finds
+    it, the metrics say so, and -check missing==0 -check-abort stops the run then, not at its end."""
+    port = free_port()
+    proc = cli.start(
+        "-rate 100 -duration 60 -workers 4 -orders 10 -claim indexed -audit-window 1 -json r.json",
+        f"-check missing==0 -check-abort -metrics-port {port}",
+    )
+    began = time.monotonic()
+    try:
+        wait_for_windows(db, 1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            before = answer.read().decode()
+        watermark = max(hi for _, _, hi, _ in windows_kept(db))
+        row = db.execute(
+            "delete from msg_journal where msg_id = (select max(msg_id) from msg_journal) returning msg_id"
+        ).fetchone()
+        assert row is not None and row[0] > watermark
+        out, err = proc.communicate(timeout=40)
+    finally:
+        proc.kill()
+    assert time.monotonic() - began < 45, "the run went on to its end"
+
+    def value(text: str, name: str) -> float:
+        return float(next(line.split()[-1] for line in text.splitlines() if line.startswith(name + " ")))
+
+    assert value(before, "pgmq_sim_audit_windows_closed_total") >= 1
+    assert value(before, "pgmq_sim_audit_checked_total") > 0
+    assert value(before, "pgmq_sim_audit_lost_total") == 0
+    report = json.loads((cli.workdir / "r.json").read_text())
+    assert any("-check-abort: missing==0 breached" in note for note in report["notes"]), report["notes"]
+    assert report["audit"]["missing"] == 1 and report["audit"]["missing_ids"] == [row[0]], report["audit"]
+    live = report["live_audit"]
+    assert live["failed_windows"] == 1 and any(w["missing"] == 1 for w in live["windows"]), live
+    assert proc.returncode != 0, out + err
