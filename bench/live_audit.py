@@ -1,0 +1,107 @@
+"""What the live audit saves at the run's end (issue 50, "judged as it runs"): the same run with the
+audit's windows closed while it goes (-audit-window W) and with the whole audit at its end
+(-audit-window 0), in interleaved rounds on one server.
+
+    pgmq-sim -rate R -fill-db N -workers 6 -work-ms 0 -orders 100 -claim indexed -audit-window W
+
+Per cell, medians of --repeat rounds:
+
+* run s: the run itself (the JSON's elapsed_s);
+* after s: from the run's end to the tool's last line (the log's `completed`/`stopped` event to its
+  `run end`): the audit, the table's health, the latency account and the report;
+* audit s: from the run's end to the audit's verdict (the log's `audit` event): what the windows
+  leave to the end;
+* windows, through: windows closed while the run went, and the msg_id they reached;
+* cpu s, peak MB: the whole process's user + system CPU and peak resident memory (wait4).
+
+The account still reads the whole journal at the end (the windows judge the audit only), so the
+after-run time keeps the account's part; the audit's part is what shrinks.
+
+    python bench/live_audit.py                                   # 60,000 at 3,000/s, 3 rounds
+    python bench/live_audit.py --fill-db 300000 --rate 3000 --repeat 2 --dsn postgresql://...
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import _common as c
+
+END_EVENTS = r"(completed|stopped|interrupted|stalled|failed)"
+
+
+def arguments() -> argparse.ArgumentParser:
+    """Its arguments, apart: the tests parse the quick form with them."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--fill-db", type=int, default=60000, help="messages per run (default 60000)")
+    parser.add_argument("--rate", type=float, default=3000, help="arrivals per second (default 3000)")
+    parser.add_argument(
+        "--window", type=float, default=10, help="-audit-window of the live cell (default 10)"
+    )
+    c.common_args(parser)
+    return parser
+
+
+def measured(args: argparse.Namespace, window: float, dsn: str) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="pgmq-bench-live-") as tmp:
+        log = Path(tmp) / "run.log"
+        run = c.run_cli(
+            [
+                *("-rate", f"{args.rate:g}", "-fill-db", str(args.fill_db), "-workers", "6", "-work-ms", "0"),
+                *("-orders", "100", "-claim", "indexed", "-audit-window", f"{window:g}"),
+            ],
+            dsn,
+            keep_log=log,
+        )
+        lines = c.read_run_log(log)
+    ended, audited, last = lines.first_event(END_EVENTS), lines.first_event("audit "), lines.events[-1][0]
+    live = run.get("live_audit") or {}
+    run["_live"] = {
+        "after_s": (last - ended).total_seconds() if ended else float("nan"),
+        "audit_s": (audited - ended).total_seconds() if ended and audited else float("nan"),
+        "windows": live.get("windows_closed", 0),
+        "through": live.get("through_msg_id", 0),
+    }
+    return run
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    cells = {f"windows every {args.window:g} s": args.window, "audit at the end": 0.0}
+    with c.server_from_args(args.dsn) as server:
+        runs = c.interleaved(
+            list(cells), args.repeat, lambda cell, _r: measured(args, cells[cell], server.dsn)
+        )
+    rows = []
+    for cell, found in runs.items():
+
+        def at(key: str, found: list[dict[str, Any]] = found) -> float:
+            return c.median([r["_live"][key] for r in found])
+
+        rows.append(
+            [
+                cell,
+                c.fmt(c.median([r["elapsed_s"] for r in found])),
+                c.fmt(at("after_s")),
+                c.fmt(at("audit_s"), 2),
+                c.fmt(at("windows"), 0),
+                c.fmt(at("through"), 0),
+                c.fmt(c.median([r["_bench"]["cpu_s"] for r in found])),
+                c.fmt(c.median([r["_bench"]["max_rss_mb"] for r in found])),
+                c.audit_verdicts(found),
+            ]
+        )
+    c.print_table(
+        ["cell", "run s", "after s", "audit s", "windows", "through", "cpu s", "peak MB", "audit"],
+        rows,
+        f"medians of {args.repeat} interleaved rounds; -rate {args.rate:g} -fill-db {args.fill_db}",
+    )
+
+
+if __name__ == "__main__":
+    main()
