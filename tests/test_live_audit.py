@@ -83,8 +83,42 @@ def test_order_is_judged_across_a_windows_boundary(cli: Cli, db: psycopg.Connect
     assert (pair.prev_msg_id, pair.msg_id) == (5, 6), pair
     assert not second.verdict.passed
     assert windows_kept(db) == [(1, 0, 5, True), (2, 5, 10, False)]
-    # nothing is left behind the watermark: a third tick closes no window
+    # nothing new behind the watermark, nothing carried: a third tick closes no window
     assert judge.close_window() is None
+
+
+def test_a_message_pending_when_its_window_closes_is_judged_by_a_later_one(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """Messages 3 and 4 (a group of their own) still pending when the first window closes: carried,
+    not lost. The next window judges 3 once it completed, and finds 4 lost: gone from the queue,
+    never completed."""
+    assert cli.run("-fill-db 10 -workers 1 -work-ms 0 -orders 1 -types 1").returncode == 0
+    db.execute(
+        "update msg_queue set order_id = 2, status = 'N', time_processed = null where msg_id in (3, 4)"
+    )
+    db.execute("delete from msg_journal where msg_id in (3, 4)")
+    safe = [5]
+    judge = judge_of(cli.dsn, safe)
+    first = judge.close_window()
+    assert first is not None and first.carried == 2
+    assert (first.verdict.processed, first.verdict.left_behind, first.verdict.missing) == (3, 2, 0)
+    assert first.verdict.passed
+    carried = db.execute("select array_agg(msg_id order by msg_id) from pgmq_sim_carried").fetchone()
+    assert carried == ([3, 4],)
+    # 3 completes (its journal row, as the completing transaction writes it); 4 is deleted unfinished
+    db.execute(
+        "insert into msg_journal (msg_id, queue_type, order_id, worker, claimed_at, completed_at)"
+        " values (3, 'type1', 2, 'w9', now(), now())"
+    )
+    db.execute("update msg_queue set status = 'P', time_processed = now() where msg_id = 3")
+    db.execute("delete from msg_queue where msg_id = 4")
+    safe[0] = 10
+    second = judge.close_window()
+    assert second is not None and (second.lo, second.hi, second.carried) == (5, 10, 0)
+    assert (second.verdict.processed, second.verdict.missing, second.verdict.missing_ids) == (6, 1, (4,))
+    assert not second.verdict.passed
+    assert db.execute("select count(*) from pgmq_sim_carried").fetchone() == (0,)
 
 
 def test_a_killed_runs_windows_stay_and_the_audit_goes_on_from_them(cli: Cli, db: psycopg.Connection) -> None:

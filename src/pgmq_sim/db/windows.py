@@ -1,18 +1,20 @@
-"""The live audit's windows on the server: msg_ids judged a window at a time, behind a watermark
-below which every message is finished, by the run's own audit statements over views of the
-window's rows (sql/window_views*.sql); each closed window kept (pgmq_sim_windows) with each group's
-last completed message (pgmq_sim_marks), so a killed run keeps what was judged and the next window
-checks order across the boundary."""
+"""The live audit's windows on the server: msg_ids judged a window at a time, up to the watermark
+(every enqueue below it landed), by the run's own audit statements over views of the window's rows
+(sql/window_views*.sql); each closed window kept (pgmq_sim_windows) with its messages still pending
+(pgmq_sim_carried, judged by a later window once they finish) and each group's last completed
+message (pgmq_sim_marks), so a killed run keeps what was judged and the next window checks order
+across the boundary."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pgmq_sim.db.audit import count_audit, load_pending
+from pgmq_sim.db.audit import count_audit
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.sqlfiles import statement
@@ -20,12 +22,14 @@ from pgmq_sim.sqlfiles import statement
 
 @dataclass(frozen=True)
 class WindowRead:
-    """A window's counts: msg_ids lo+1..hi, its journal rows, read in one snapshot."""
+    """A window's counts: msg_ids lo+1..hi and those the closed windows carried, its journal rows,
+    and its messages still pending (carried on), read in one snapshot."""
 
     lo: int
     hi: int
     journal_rows: int
     counts: AuditCounts
+    pending: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -36,57 +40,51 @@ class ClosedWindow:
     lo: int
     hi: int
     journal_rows: int
+    carried: int
     passed: bool
     audit: dict[str, Any]
-
-
-def watermark(conn: psycopg.Connection, shape: QueueShape, after: int, safe: int) -> int:
-    """The highest msg_id, from `after` to `safe` (every enqueue up to it landed or never will),
-    below which every message is finished: the window's views are set for after+1..safe."""
-    _views(conn, shape, after, safe)
-    if shape.seed_table:
-        row = conn.execute(statement("window_unfinished_seed")).fetchone()
-    else:
-        load_pending(conn, shape)  # over the window's rows, where the design has no pending.sql
-        row = conn.execute(statement("window_unfinished_log")).fetchone()
-        conn.execute("drop table pending_messages")  # the audit loads it again for the window
-    lowest = row[0] if row else None
-    return safe if lowest is None else min(safe, int(lowest) - 1)
 
 
 def read_window(
     conn: psycopg.Connection, shape: QueueShape, after: int, hi: int, show: int, retrying: bool
 ) -> WindowRead:
-    """The audit's counts of msg_ids after+1..hi, in this transaction (the caller's snapshot)."""
-    _bounds(conn, after, hi, marks=False)
+    """The audit's counts of msg_ids after+1..hi and of those the closed windows carried, in this
+    transaction (the caller's snapshot), over the window's views."""
+    row = conn.execute(statement("window_from"), (after,)).fetchone()
+    first = int(row[0]) if row and row[0] is not None else after
+    _bounds(conn, first, after, hi)
+    conn.execute(statement("window_views"))
+    conn.execute(statement("window_views_seed" if shape.seed_table else "window_views_log"))
     rows = conn.execute(statement("window_rows")).fetchone()
     counts = count_audit(conn, shape, hi, show, retrying, after=after)
-    return WindowRead(after, hi, int(rows[0]) if rows else 0, counts)
+    if shape.seed_table and after:  # carried ones lost since: the seed's ids are a range, not a log
+        lost = conn.execute(statement("window_carried_count")).fetchone()
+        if lost and lost[0]:
+            ids = [int(r[0]) for r in conn.execute(statement("window_carried_missing"), (show,))]
+            counts = dataclasses.replace(
+                counts,
+                missing=counts.missing + int(lost[0]),
+                missing_ids=tuple(sorted((*ids, *counts.missing_ids)))[:show],
+            )
+    _bounds(conn, first, after, hi)  # the evidence read the groups' marks: the window alone again
+    pending = statement("window_pending_seed" if shape.seed_table else "window_pending_log")
+    return WindowRead(
+        after, hi, int(rows[0]) if rows else 0, counts, tuple(int(r[0]) for r in conn.execute(pending))
+    )
 
 
 def keep_window(conn: psycopg.Connection, run_id: str, number: int, read: WindowRead, passed: bool,
                 audit: dict[str, Any]) -> None:  # fmt: skip
-    """The window closed: its groups' marks and its record, in the transaction that read it."""
-    _bounds(conn, read.lo, read.hi, marks=False)
+    """The window closed: its groups' marks, its pending messages carried in place of the last
+    ones, and its record, in the transaction that read it."""
     conn.execute(statement("window_marks"))
+    conn.execute(statement("window_carried_clear"))
+    conn.execute(statement("window_carry"), (list(read.pending),))
     conn.execute(statement("window_views_drop"))
     conn.execute(
-        statement("window_keep"), (run_id, number, read.lo, read.hi, read.journal_rows, passed, Jsonb(audit))
+        statement("window_keep"),
+        (run_id, number, read.lo, read.hi, read.journal_rows, len(read.pending), passed, Jsonb(audit)),
     )
-
-
-def drop_views(conn: psycopg.Connection) -> None:
-    conn.execute(statement("window_views_drop"))
-
-
-def read_rest(
-    conn: psycopg.Connection, shape: QueueShape, after: int, expected: int, show: int, retrying: bool
-) -> WindowRead:
-    """What the closed windows left: msg_ids after+1..expected, pending ones included (the run's
-    end, or `pgmq-sim audit`), judged as a window is (the views go with the connection)."""
-    conn.execute("set transaction isolation level repeatable read")
-    _views(conn, shape, after, expected)
-    return read_window(conn, shape, after, expected, show, retrying)
 
 
 def summarize_journal(conn: psycopg.Connection) -> None:
@@ -94,10 +92,19 @@ def summarize_journal(conn: psycopg.Connection) -> None:
     conn.execute(statement("journal_summarize"))
 
 
+def read_rest(
+    conn: psycopg.Connection, shape: QueueShape, after: int, expected: int, show: int, retrying: bool
+) -> WindowRead:
+    """What the closed windows left: msg_ids after+1..expected and those they carried (the run's
+    end, or `pgmq-sim audit`), judged as a window is (the views go with the connection)."""
+    conn.execute("set transaction isolation level repeatable read")
+    return read_window(conn, shape, after, expected, show, retrying)
+
+
 def closed_windows(conn: psycopg.Connection, run_id: str) -> list[ClosedWindow]:
     return [
-        ClosedWindow(int(n), int(lo), int(hi), int(rows), bool(passed), dict(audit))
-        for n, lo, hi, rows, passed, audit in conn.execute(statement("windows_closed"), (run_id,))
+        ClosedWindow(int(n), int(lo), int(hi), int(rows), int(carried), bool(passed), dict(audit))
+        for n, lo, hi, rows, carried, passed, audit in conn.execute(statement("windows_closed"), (run_id,))
     ]
 
 
@@ -106,15 +113,10 @@ def journal_rows_through(conn: psycopg.Connection, hi: int) -> int:
     return int(row[0]) if row else 0
 
 
-def _views(conn: psycopg.Connection, shape: QueueShape, lo: int, hi: int) -> None:
-    _bounds(conn, lo, hi, marks=False)
-    conn.execute(statement("window_views"))
-    conn.execute(statement("window_views_seed" if shape.seed_table else "window_views_log"))
-
-
-def _bounds(conn: psycopg.Connection, lo: int, hi: int, marks: bool) -> None:
+def _bounds(conn: psycopg.Connection, first: int, lo: int, hi: int) -> None:
+    """The window: msg_ids lo+1..hi, and those carried from first+1 on; the groups' marks off."""
     conn.execute(
-        "select set_config('pgmq_sim.window_lo', $1, true), set_config('pgmq_sim.window_hi', $2, true),"
-        " set_config('pgmq_sim.window_marks', $3, true)",
-        (str(lo), str(hi), "on" if marks else "off"),
+        "select set_config('pgmq_sim.window_from', $1, true), set_config('pgmq_sim.window_lo', $2, true),"
+        " set_config('pgmq_sim.window_hi', $3, true), set_config('pgmq_sim.window_marks', 'off', true)",
+        (str(first), str(lo), str(hi)),
     )

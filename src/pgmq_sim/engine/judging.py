@@ -1,8 +1,8 @@
-"""The live audit: while the run goes, the messages behind a watermark (every one below it finished:
-completed, dead-lettered or lost) are judged a window at a time, on a session and a thread of their
-own, by the audit's own statements (db/windows). Each closed window is kept on the server, so a
-killed run keeps its verdicts and `pgmq-sim audit` goes on from the watermark; the run's end judges
-only what the windows left."""
+"""The live audit: while the run goes, the messages behind a watermark (every enqueue below it
+landed) are judged a window at a time, on a session and a thread of their own, by the audit's own
+statements (db/windows); a window's messages still pending are carried to the next. Each closed
+window is kept on the server, so a killed run keeps its verdicts and `pgmq-sim audit` goes on from
+the watermark; the run's end judges only what the windows left."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.connection import connect, limit_lock_waits
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.values import QueueShape
-from pgmq_sim.db.windows import ClosedWindow, keep_window, read_window, summarize_journal, watermark
+from pgmq_sim.db.windows import ClosedWindow, keep_window, read_window, summarize_journal
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
 from pgmq_sim.verdicts.audit import SHOW
@@ -24,8 +24,8 @@ Judge = Callable[[AuditCounts, int], AuditVerdict]  # a window's counts and its 
 
 
 class LiveJudge(RunThread):
-    """Closes a window every `every_s` seconds behind the watermark: the lowest of the highest msg_id
-    below which every enqueue landed (`safe`) and the lowest one not finished."""
+    """Closes a window every `every_s` seconds, up to the watermark: the highest msg_id below which
+    every enqueue landed (`safe`)."""
 
     def __init__(
         self,
@@ -69,25 +69,24 @@ class LiveJudge(RunThread):
                 self._conn.close()
 
     def close_window(self) -> AuditWindow | None:
-        """The next window, if any message behind the last one is finished; an error is counted and
-        said once, and the next tick tries again on a new session."""
+        """The next window: the messages enqueued since the last one, and those it carried; an error
+        is counted and said once, and the next tick tries again on a new session."""
         windows = self.windows()
         after = windows[-1].hi if windows else 0
-        safe = self._safe()
-        if safe <= after:
+        carried = windows[-1].carried if windows else 0
+        hi = max(after, self._safe())
+        if hi == after and not carried:
             return None
         try:
             conn = self._conn = self._conn or connect(self._dsn, "pgmq-sim live audit")
             conn.prepare_threshold = None  # its views change under the same text
             limit_lock_waits(conn)
             conn.execute("set transaction isolation level repeatable read")
-            hi = watermark(conn, self._shape, after, safe)
-            if hi <= after:
-                conn.rollback()
-                return None
             read = read_window(conn, self._shape, after, hi, SHOW, self._retrying)
             verdict = self._judge(read.counts, hi - after)
-            window = AuditWindow(len(windows) + 1, after, hi, self._clock(), read.journal_rows, verdict)
+            window = AuditWindow(
+                len(windows) + 1, after, hi, self._clock(), read.journal_rows, len(read.pending), verdict
+            )
             keep_window(conn, self._run_id, window.number, read, verdict.passed, verdict.as_json())
             conn.commit()
         except psycopg.Error as exc:

@@ -48,14 +48,15 @@ SUMMED = (  # the counts a window adds to the run's: a passed window's lists of 
 
 @dataclass(frozen=True)
 class AuditWindow:
-    """A window the live audit closed while the run went: msg_ids lo+1..hi, every one of them
-    finished then, judged in one snapshot and kept on the server."""
+    """A window the live audit closed while the run went: msg_ids lo+1..hi and those the last window
+    carried, judged in one snapshot and kept on the server; its messages still pending, carried."""
 
     number: int
     lo: int
     hi: int
     closed_s: float  # the run's second it closed
     journal_rows: int
+    carried: int
     verdict: AuditVerdict
 
     def as_json(self) -> dict[str, Any]:
@@ -64,6 +65,7 @@ class AuditWindow:
             "window": self.number,
             "msg_ids": [self.lo + 1, self.hi],
             "closed_s": round(self.closed_s, 3),
+            "carried": self.carried,
             "verdict": v.verdict,
             **{name: getattr(v, name) for name in SUMMED},
             "problems": list(v.problems),

@@ -24,9 +24,10 @@ create table msg_journal(
 -- The live audit reads a window of msg_ids at a time: rows land in roughly that order, so a block
 -- range index finds a window's rows without reading the journal (its upkeep costs next to nothing).
 create index msg_journal_msg_id on msg_journal using brin (msg_id) with (pages_per_range = 8);
--- The live audit's closed windows: msg_ids lo+1..hi, every one of them finished when it closed
--- (completed, dead-lettered or lost), judged in one snapshot; journal_rows, the window's journal
--- rows then (a later count that differs: a message completed again after its window closed).
+-- The live audit's closed windows: msg_ids lo+1..hi and the earlier windows' messages that were
+-- still pending when they closed and have finished since, judged in one snapshot; journal_rows,
+-- the window's journal rows then (a later count that differs: a message completed again after its
+-- window closed); carried, its messages still pending, judged by a later window.
 drop table if exists pgmq_sim_windows;
 create table pgmq_sim_windows(
     run_id text not null,
@@ -35,10 +36,15 @@ create table pgmq_sim_windows(
     hi bigint not null,
     closed_at timestamp with time zone not null default clock_timestamp(),
     journal_rows bigint not null,
+    carried bigint not null,
     passed boolean not null,
     audit jsonb not null,
     primary key (run_id, window_no)
 );
+-- The closed windows' messages still pending when the last one closed: the next window judges them
+-- once they finish.
+drop table if exists pgmq_sim_carried;
+create table pgmq_sim_carried (msg_id bigint primary key);
 -- Each group's last completed message in the closed windows: what its next message, in a window
 -- not closed yet, is checked against (per-group order across windows).
 drop table if exists pgmq_sim_marks;
