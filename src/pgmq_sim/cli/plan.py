@@ -124,9 +124,10 @@ def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
                 " is, and the audit judges whether it keeps order",
             )
         design = design.for_retries()
-    if settings.batch > 1 and design.name == "seed" and design.seed_table and "limit 1" in design.claim.text:
+    if settings.batch > 1 and not design.takes_batch:
         notes += (
-            f"-batch {settings.batch}: the seed's claim takes one message (limit 1); its batches are of one",
+            f"-batch {settings.batch}: claim {design.claim} takes one message (its text has no $2, the"
+            " batch's size); its batches are of one",
         )
     return RunInput(settings, design, notes)
 

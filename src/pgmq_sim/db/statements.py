@@ -14,11 +14,11 @@ use) and, as a function, runs them inside one that returns the rows they changed
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 
 from pgmq_sim.db.values import SessionPlan
+from pgmq_sim.designs.design import BATCH_PARAMETER
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.sqlfiles import statement
 
@@ -113,9 +113,6 @@ def design_statement(
     if own is not None and wrapper != Wrapper.ONE:
         return WorkerStatement(name, text, own)
     return WorkerStatement(name, text, arguments, wrapper)
-
-
-BATCH_PARAMETER = re.compile(r"\$2(?!\d)")
 
 
 def claim_statement(plan: SessionPlan) -> WorkerStatement:

@@ -16,6 +16,7 @@ columns, the stall diagnosis of its groups).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,6 +57,8 @@ ORDERS = ("enqueue", "priority")  # within a group: enqueue order, or by priorit
 DELIVERIES = ("exactly-once", "at-least-once")
 UNORDERED_MARK = "-- pgmq-sim: unordered"  # an older claim file's way to say it keeps no order
 STRATEGIES = ("seed", "indexed", "affinity", "advisory", "fifo")  # -compare all: the seed table's claims
+
+BATCH_PARAMETER = re.compile(r"\$2(?!\d)")  # a claim's batch size: how many it may take
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,11 @@ class QueueDesign:
     @property
     def has_split_form(self) -> bool:
         return self.split_claim is not None
+
+    @property
+    def takes_batch(self) -> bool:
+        """The claim takes up to -batch messages: its text uses $2, the batch's size."""
+        return BATCH_PARAMETER.search(self.claim.text) is not None
 
     @property
     def skips_locked(self) -> bool:
