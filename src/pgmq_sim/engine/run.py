@@ -57,7 +57,6 @@ def sweep_parts(state: RunState, spec: SweepSpec, carrier: WorkerCarrier) -> Run
     """A rate sweep paces the producer through the steps; a workers sweep opens the claim gate to
     each step's count, at a fixed -rate or keeping the queue topped up."""
     settings = state.settings
-    settings.check_sweep_wakeup()
     profile: RateProfile
     stepped: SteppedRate | None = None
     if spec.kind == "rate" or settings.rate:
