@@ -12,15 +12,13 @@ import urllib.request
 import psycopg
 import pytest
 from checks import free_port
-from conftest import Cli
+from conftest import Cli, Refuse, assert_one_line_error
 
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.engine.judging import LiveJudge
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
-
-pytestmark = pytest.mark.integration
 
 
 def windows_kept(db: psycopg.Connection) -> list[tuple[int, int, int, bool]]:
@@ -54,6 +52,7 @@ def judge_of(dsn: str, safe: list[int]) -> LiveJudge:
     )
 
 
+@pytest.mark.integration
 def test_order_is_judged_across_a_windows_boundary(cli: Cli, db: psycopg.Connection) -> None:
     """One group's ten messages, in two windows; the sixth claimed before the fifth completed: the
     pair straddles the boundary, and the second window finds it through the first one's mark."""
@@ -87,6 +86,7 @@ def test_order_is_judged_across_a_windows_boundary(cli: Cli, db: psycopg.Connect
     assert judge.close_window() is None
 
 
+@pytest.mark.integration
 def test_a_message_pending_when_its_window_closes_is_judged_by_a_later_one(
     cli: Cli, db: psycopg.Connection
 ) -> None:
@@ -121,6 +121,7 @@ def test_a_message_pending_when_its_window_closes_is_judged_by_a_later_one(
     assert db.execute("select count(*) from pgmq_sim_carried").fetchone() == (0,)
 
 
+@pytest.mark.integration
 def test_a_killed_runs_windows_stay_and_the_audit_goes_on_from_them(cli: Cli, db: psycopg.Connection) -> None:
     proc = cli.start("-rate 200 -duration 60 -workers 6 -orders 20 -claim indexed -audit-window 1")
     try:
@@ -151,6 +152,7 @@ def test_a_killed_runs_windows_stay_and_the_audit_goes_on_from_them(cli: Cli, db
     assert audit["processed"] > through
 
 
+@pytest.mark.integration
 def test_the_audit_so_far_is_live_in_the_metrics_and_fails_the_run_early(
     cli: Cli, db: psycopg.Connection
 ) -> None:
@@ -188,3 +190,12 @@ def test_the_audit_so_far_is_live_in_the_metrics_and_fails_the_run_early(
     live = report["live_audit"]
     assert live["failed_windows"] == 1 and any(w["missing"] == 1 for w in live["windows"]), live
     assert proc.returncode != 0, out + err
+
+
+@pytest.mark.unit
+def test_check_abort_reads_the_live_audit_only_where_it_runs(refuse: Refuse) -> None:
+    for argv in ("-fill-db 10 -check missing==0 -check-abort -audit-window 0",
+                 "-fill-db 10 -check duplicates==0 -check-abort -audit-window 0"):  # fmt: skip
+        assert_one_line_error(refuse(argv), 2, "-check-abort acts on -check lost (known")
+    result = refuse("-fill-db 10 -check-abort")
+    assert_one_line_error(result, 2, "acts on -check lost, duplicates, missing (known while the run goes on)")

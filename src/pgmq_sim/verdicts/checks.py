@@ -54,6 +54,7 @@ class Figure:
     # known while the run goes on, from the workers' counters or the live audit's closed windows
     # (None: not yet), and can only get worse: -check-abort acts on it
     live: Callable[[LiveReadings], float | None] | None = None
+    live_when: Callable[[Settings], bool] = lambda _s: True  # whether this run reads it live
     # why the verdict this figure mirrors would not judge it (a trend in noise): the check is then
     # not judged either, and does not fail the run
     unjudged: Callable[[RunResult], str | None] = lambda _r: None
@@ -101,6 +102,10 @@ def _needs_bystander(s: Settings) -> str | None:
     return None if s.bystander is not None else "-bystander RATE"
 
 
+def _judged_live(s: Settings) -> bool:
+    return s.audit and s.audit_window > 0
+
+
 def _needs_audit(s: Settings) -> str | None:
     return None if s.audit else "the audit (drop -no-audit)"
 
@@ -124,8 +129,10 @@ FIGURES: dict[str, Figure] = {
     "lost": Figure(
         "", lambda r: float(r.connections_lost), live=lambda live: float(live.counters.connections_lost)
     ),
-    "duplicates": Figure("", _audit("duplicates"), _needs_audit, live=_live_audit("duplicated")),
-    "missing": Figure("", _audit("missing"), _needs_audit, live=_live_audit("lost")),
+    "duplicates": Figure(
+        "", _audit("duplicates"), _needs_audit, live=_live_audit("duplicated"), live_when=_judged_live
+    ),
+    "missing": Figure("", _audit("missing"), _needs_audit, live=_live_audit("lost"), live_when=_judged_live),
     "bystander-p99": Figure(
         "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
     ),
@@ -182,8 +189,12 @@ def evaluate(checks: tuple[Check, ...], result: RunResult) -> tuple[CheckResult,
 
 def refuse_unwatchable(checks: tuple[Check, ...], settings: Settings) -> None:
     """-check-abort acts only on a figure known while the run goes on."""
-    if settings.check_abort and not any(FIGURES[c.figure].live is not None for c in checks):
-        live = ", ".join(name for name, f in FIGURES.items() if f.live is not None)
+
+    def watched(f: Figure) -> bool:
+        return f.live is not None and f.live_when(settings)
+
+    if settings.check_abort and not any(watched(FIGURES[c.figure]) for c in checks):
+        live = ", ".join(name for name, f in FIGURES.items() if watched(f))
         raise UsageError(
             f"-check-abort acts on -check {live} (known while the run goes on);"
             " add -check lost==0, or drop -check-abort"
