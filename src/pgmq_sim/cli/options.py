@@ -3,23 +3,26 @@ the workload, time and sweeps, faults, the path, gates, outputs and the runners)
 the diff's. The flags (-fill-db, --fill-db), the scenario file's keys (fill-db = 100), --help, the
 JSON's scenario and the docs' flag tables are all read from these.
 
-The run's options are declared by --help's sections in cli/options_go, options_load, options_more
-and options_out. A new option is one `Option(...)` there (and, for a run, its typed field in
-Settings, which cli/plan fills from it); see docs/scenarios.md#adding-an-option."""
+The run's options are declared by --help's sections in cli/options_go, options_load,
+options_faults, options_path, options_gates and options_out. A new option is one `Option(...)`
+there (and, for a run, its typed field in Settings, which cli/plan fills from it); see
+docs/scenarios.md#adding-an-option."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from pgmq_sim.cli.option import SEED_DSN, CommandOptions, Option
+from pgmq_sim.cli.options_faults import FAULT_OPTIONS
+from pgmq_sim.cli.options_gates import GATE_OPTIONS
 from pgmq_sim.cli.options_go import GO_OPTIONS
 from pgmq_sim.cli.options_load import LOAD_OPTIONS
-from pgmq_sim.cli.options_more import MORE_OPTIONS
 from pgmq_sim.cli.options_out import OUTPUT_OPTIONS
+from pgmq_sim.cli.options_path import PATH_OPTIONS
 from pgmq_sim.dsn import DSN_ENV
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, parse_fail_on
 
-RUN_OPTIONS = (*GO_OPTIONS, *LOAD_OPTIONS, *MORE_OPTIONS, *OUTPUT_OPTIONS)
+RUN_OPTIONS = (*GO_OPTIONS, *LOAD_OPTIONS, *FAULT_OPTIONS, *PATH_OPTIONS, *GATE_OPTIONS, *OUTPUT_OPTIONS)
 
 
 def _run_option(name: str) -> Option:
