@@ -80,9 +80,10 @@ FAULT_OPTIONS = (
     Option(
         "audit-window",
         "float",
-        "the live audit: every S seconds the messages behind the watermark (all finished) are judged"
-        " as one window, kept on the server and shown live, so the end judges only the last one (0:"
-        " the whole audit at the end); see [The live audit](docs/audit.md#the-live-audit)",
+        "the live audit: every S seconds the messages enqueued since the last window, and those"
+        " pending then once they finish, are judged as one window, kept on the server and shown live,"
+        " so the run's end judges only what is left (0: the whole audit at the end); see [The live"
+        " audit](docs/audit.md#the-live-audit)",
         "faults",
         default=10.0,
         metavar="S",
