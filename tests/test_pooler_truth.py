@@ -29,7 +29,7 @@ def bouncer(server: LocalPostgres, pool_size: int = 20) -> PgBouncer:
     return PgBouncer("127.0.0.1", server.port, "postgres", server.password, "postgres", pool_size=pool_size)
 
 
-@pytest.mark.integration
+@pytest.mark.faults  # a server of its own
 @pytest.mark.parametrize("console", [True, False], ids=["pooler-admin", "without-console"])
 def test_a_server_whose_slots_another_application_holds_is_the_limit_not_the_pool(
     tmp_path: Path, console: bool
@@ -64,7 +64,7 @@ def test_a_server_whose_slots_another_application_holds_is_the_limit_not_the_poo
     assert "raise the pooler's pool size" not in " ".join(report["advice"]), report["advice"]
 
 
-@pytest.mark.integration
+@pytest.mark.faults  # a server of its own
 def test_the_runs_own_pooled_backend_is_never_a_session_outside_the_run(tmp_path: Path) -> None:
     """Eight workers through a pool of three hold a row each while they work. The housekeeper asking
     who holds the rows is handed a backend a worker's transaction just left, and the server names
