@@ -19,17 +19,36 @@ from pgmq_sim.embedded.postgres import LocalPostgres
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = ("unit", "integration", "faults")
+# the fixtures that bring a server, by the layer they belong to (cli and db open the shared one;
+# tcp_pg is a module's own server on 127.0.0.1, for the poolers in front of it)
+SERVED = {"integration": {"pg", "server_dsn", "dsn", "db", "cli"}, "faults": {"own_pg", "tcp_pg"}}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test belongs to exactly one layer (pytestmark in its module): pytest -m LAYER runs one."""
+    """Every test belongs to exactly one layer (pytestmark in its module, or a mark on each test of a
+    module of two layers): pytest -m LAYER runs one. A test's server fixtures say its layer: the shared
+    server's are integration's and an integration test takes one, own_pg and tcp_pg are faults' (as is
+    a server a test starts itself), and a unit test takes none."""
     wrong = []
     for item in items:
         layers = {mark.name for mark in item.iter_markers() if mark.name in LAYERS}
         if len(layers) != 1:
             wrong.append(f"{item.nodeid}: {sorted(layers) or 'no layer'}")
+            continue
+        callspec = getattr(item, "callspec", None)  # a parameter may share a fixture's name (dsn)
+        fixtures = set(getattr(item, "fixturenames", ())) - set(callspec.params if callspec else ())
+        for layer, served in SERVED.items():
+            if fixtures & served and layer not in layers:
+                wrong.append(f"{item.nodeid}: {sorted(layers)[0]}, but takes {sorted(fixtures & served)}")
+        if "integration" in layers and not fixtures & SERVED["integration"]:
+            wrong.append(f"{item.nodeid}: integration, but takes no fixture of the shared server")
     if wrong:
-        raise pytest.UsageError("tests need exactly one of " + ", ".join(LAYERS) + ": " + "; ".join(wrong))
+        raise pytest.UsageError(
+            "tests need exactly one of "
+            + ", ".join(LAYERS)
+            + ", the one their fixtures use: "
+            + "; ".join(wrong)
+        )
 
 
 @pytest.fixture(scope="session")

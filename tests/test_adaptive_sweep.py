@@ -343,7 +343,7 @@ def test_a_sweep_cut_short_after_a_failed_hold_calls_no_rate_sustainable(cli: Cl
     assert "FAIL" in next(r for r in rows if r.startswith("3 hold")), rows
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args,needles",
     [

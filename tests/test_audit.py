@@ -1,7 +1,10 @@
-"""The audit's verdict, judged from the journal: it passes correct runs and catches broken ones."""
+"""The audit's verdict, judged from the journal: it passes correct runs and catches broken ones; on
+counts and evidence built by hand (unit), each kind of problem fails it and each cause is named. And
+the stall diagnosis: on real runs, and on facts built by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import time
@@ -16,11 +19,17 @@ from pgmq_sim.db.audit import count_audit
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import QueueShape
+from pgmq_sim.model.facts import (
+    AuditCounts,
+    DuplicateClaims,
+    LockBlocker,
+    OrderViolation,
+    StallFacts,
+)
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.sqlfiles import statement
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
-
-pytestmark = pytest.mark.integration
+from pgmq_sim.verdicts.diagnose import explain_stall
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -56,6 +65,7 @@ def journal(db: psycopg.Connection, msg_id: int, claimed: float, done: float, or
     )
 
 
+@pytest.mark.integration
 def test_clean_run_passes(crafted: psycopg.Connection) -> None:
     for i in (1, 2, 3):
         queue(crafted, i, "P")
@@ -71,6 +81,7 @@ def test_clean_run_passes(crafted: psycopg.Connection) -> None:
     ) == (3, 0, 0, 0, 0)
 
 
+@pytest.mark.integration
 def test_each_field_fails_the_verdict(crafted: psycopg.Connection) -> None:
     queue(crafted, 1, "P")
     journal(crafted, 1, 0, 5)
@@ -92,6 +103,7 @@ def test_each_field_fails_the_verdict(crafted: psycopg.Connection) -> None:
     assert "1 duplicate" in text and "2 missing" in text and "left behind" in text and "order" in text
 
 
+@pytest.mark.integration
 def test_order_violation_alone_fails_only_ordered_strategies(crafted: psycopg.Connection) -> None:
     for i, (claimed, done) in enumerate([(0, 10), (5, 12)], start=1):
         queue(crafted, i, "P")
@@ -101,6 +113,7 @@ def test_order_violation_alone_fails_only_ordered_strategies(crafted: psycopg.Co
     assert unordered.passed and unordered.order_violations == 1
 
 
+@pytest.mark.integration
 def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection) -> None:
     queue(crafted, 1, "P")
     journal(crafted, 1, 0, 5)
@@ -114,6 +127,7 @@ def test_partial_run_may_leave_pending_but_not_lose(crafted: psycopg.Connection)
     assert not lost.passed and lost.missing_ids == (2,) and lost.left_behind == 0
 
 
+@pytest.mark.integration
 def test_a_redelivery_counts_the_lease_from_the_first_claims_arrival_not_its_clock_after(
     crafted: psycopg.Connection,
 ) -> None:
@@ -145,6 +159,7 @@ def test_a_redelivery_counts_the_lease_from_the_first_claims_arrival_not_its_clo
     assert [c.msg_id for c in counts.duplicate_claims] == [2]
 
 
+@pytest.mark.integration
 def test_claim_of_several_rows_fails_the_run_and_loses_nothing(cli: Cli, db: psycopg.Connection) -> None:
     (cli.workdir / "two.sql").write_text(
         (REPO / "src/pgmq_sim/designs/fifo/claim.sql").read_text().replace("limit $2", "limit $2 + 1")
@@ -169,6 +184,7 @@ returning mq.msg_id, mq.queue_type, mq.order_id
 """
 
 
+@pytest.mark.integration
 def test_claim_without_row_lock_is_caught_as_duplicates(cli: Cli, db: psycopg.Connection) -> None:
     """Seed 001's exercise: without locking, two workers take the same message."""
     (cli.workdir / "nolock.sql").write_text(NO_LOCK_CLAIM)
@@ -186,6 +202,7 @@ def test_claim_without_row_lock_is_caught_as_duplicates(cli: Cli, db: psycopg.Co
     assert "FAIL" in result.stdout and "duplicate" in result.stdout
 
 
+@pytest.mark.integration
 def test_unordered_claim_is_caught_as_order_violations(cli: Cli) -> None:
     (cli.workdir / "unordered.sql").write_text(UNORDERED_CLAIM)
     result = cli.run("-next-msg unordered.sql -fill-db 300 -workers 12 -work-ms 2-6 -json out.json")
@@ -210,6 +227,7 @@ JSON_KEYS = [
 ]
 
 
+@pytest.mark.integration
 def test_json_document_keys(cli: Cli) -> None:
     result = cli.run("-fill-db", "200", "-workers", "6", "-work-ms", "0-2", "-json", "out.json")
     assert result.returncode == 0, result.stderr
@@ -237,6 +255,7 @@ def test_json_document_keys(cli: Cli) -> None:
     assert doc["worker_bound_per_s"] == pytest.approx(doc["ordering_bound_per_s"], rel=0.01)
 
 
+@pytest.mark.integration
 def test_fewer_workers_than_groups_lowers_the_bound_and_says_so(cli: Cli) -> None:
     result = cli.run("-fill-db 300 -workers 3 -orders 4 -work-ms 0-2 -json out.json")
     assert result.returncode == 0, result.stderr
@@ -246,6 +265,7 @@ def test_fewer_workers_than_groups_lowers_the_bound_and_says_so(cli: Cli) -> Non
     assert doc["limit"]["resource"] == "workers", doc["limit"]  # the workers, not the groups, bound it
 
 
+@pytest.mark.integration
 def test_no_audit_skips_the_journal(cli: Cli, db: psycopg.Connection) -> None:
     result = cli.run("-fill-db", "50", "-workers", "3", "-work-ms", "0", "-no-audit", "-json", "out.json")
     assert result.returncode == 0
@@ -253,6 +273,7 @@ def test_no_audit_skips_the_journal(cli: Cli, db: psycopg.Connection) -> None:
     assert db.execute("select to_regclass('msg_journal')").fetchone()[0] is None
 
 
+@pytest.mark.integration
 def test_plot_is_a_png(cli: Cli) -> None:
     result = cli.run("-fill-db 300 -workers 6 -rate 300 -work-ms 1-3 -poll-interval 0.1 -plot run.png")
     assert result.returncode == 0, result.stderr
@@ -284,6 +305,7 @@ def custom_schema(cli: Cli, extra: str) -> str:
     return "custom.sql"
 
 
+@pytest.mark.integration
 def test_stall_names_a_type_without_worker(cli: Cli) -> None:
     result = cli.run(
         "-schema",
@@ -296,6 +318,7 @@ def test_stall_names_a_type_without_worker(cli: Cli) -> None:
     assert doc["outcome"] == "stalled" and any("type9" in c for c in doc["stall_causes"])
 
 
+@pytest.mark.integration
 def test_stall_names_a_group_whose_head_cannot_be_claimed(cli: Cli) -> None:
     result = cli.run(
         "-schema",
@@ -335,6 +358,7 @@ def run_while_another_session_locks(
             proc.kill()
 
 
+@pytest.mark.integration
 def test_stall_names_the_session_holding_a_row_lock(cli: Cli, dsn: str) -> None:
     pid, result = run_while_another_session_locks(
         cli,
@@ -347,6 +371,7 @@ def test_stall_names_the_session_holding_a_row_lock(cli: Cli, dsn: str) -> None:
     assert f"locked by another session, pid {pid}" in out and "lock-holder-test" in out
 
 
+@pytest.mark.integration
 def test_stall_names_the_session_holding_a_table_lock_and_stops(cli: Cli, dsn: str) -> None:
     """A table lock held elsewhere blocks every worker; the run must still end, and say who."""
     pid, result = run_while_another_session_locks(
@@ -358,6 +383,7 @@ def test_stall_names_the_session_holding_a_table_lock_and_stops(cli: Cli, dsn: s
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_producer_held_by_a_lock_is_a_stall_naming_the_holder(cli: Cli, dsn: str) -> None:
     """The workers keep up and wait; the producer, blocked on a lock of the tool's log table, writes
     nothing more. Nothing is pending, yet the run must end (it would wait for its count forever)
@@ -377,12 +403,14 @@ def test_a_producer_held_by_a_lock_is_a_stall_naming_the_holder(cli: Cli, dsn: s
     ), out
 
 
+@pytest.mark.integration
 def test_slow_producer_is_not_a_stall(cli: Cli) -> None:
     """A run whose producer is still behind schedule is not a stall: nothing is pending."""
     result = cli.run("-fill-db 4 -rate 2 -workers 3 -work-ms 0 -stall-timeout 1 -poll-interval 0.05")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_threads_share_nothing_unsafe(cli: Cli, db: psycopg.Connection) -> None:
     """Many workers on few groups: each worker's count in the report matches what the database
     and the log saw of that worker (no lost updates across threads)."""
@@ -399,3 +427,185 @@ def test_threads_share_nothing_unsafe(cli: Cli, db: psycopg.Connection) -> None:
     assert reported == journaled == logged
     assert doc["processed"] == 1500 == sum(journaled.values())
     assert doc["audit"]["verdict"] == "pass"
+
+
+CLEAN = AuditCounts(100, 0, 0, 0, (), (), (), 0)
+
+
+def verdict(counts: AuditCounts = CLEAN, *, ordered: bool = True, complete: bool = True) -> AuditVerdict:
+    return judge_audit(counts, expected=100, ordered=ordered, complete=complete)
+
+
+@pytest.mark.unit
+def test_verdict_passes_a_clean_run_and_keeps_every_count() -> None:
+    v = verdict()
+    assert v.passed and v.problems == ()
+    doc = v.as_json()
+    assert doc["verdict"] == "pass" and doc["expected"] == 100 and doc["processed"] == 100
+    assert doc["order_checked"] is True and doc["complete"] is True
+    assert set(doc) >= {f.name for f in dataclasses.fields(AuditCounts)}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        ({"duplicates": 1, "duplicate_ids": (7,)}, "1 duplicate(s), e.g. msg_id 7"),
+        ({"missing": 2, "missing_ids": (3, 4)}, "2 missing, e.g. msg_id 3, 4"),
+        ({"left_behind": 5}, "5 left behind"),
+        ({"order_violations": 1, "order_violation_ids": (9,)}, "1 order violation(s), e.g. msg_id 9"),
+    ],
+)
+def test_each_kind_of_problem_fails_the_verdict(change: dict[str, object], words: str) -> None:
+    v = verdict(dataclasses.replace(CLEAN, **change))  # type: ignore[arg-type]
+    assert not v.passed and v.verdict == "fail"
+    assert words in "; ".join(v.problems)
+
+
+@pytest.mark.unit
+def test_a_partial_run_may_leave_messages_and_an_unordered_one_may_reorder() -> None:
+    assert verdict(dataclasses.replace(CLEAN, left_behind=5), complete=False).passed
+    reordered = dataclasses.replace(CLEAN, order_violations=3, order_violation_ids=(1, 2, 3))
+    assert verdict(reordered, ordered=False).passed
+    assert "out-of-order (unordered strategy)" in "; ".join(verdict(reordered, ordered=False).problems)
+
+
+def facts(**changes: object) -> StallFacts:
+    base = StallFacts(blocked=[], pending_by_type=[], heads=[], unlocked_heads=set(), lock_holders=[])
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+def test_stall_names_a_type_nobody_serves() -> None:
+    causes = explain_stall(facts(pending_by_type=[("type9", 30)]), {"type1", "type2", "type3"})
+    assert causes == ["30 pending message(s) of type 'type9' but no worker serves that type"]
+
+
+@pytest.mark.unit
+def test_stall_names_the_session_holding_a_head_and_hides_its_literals() -> None:
+    holder = (
+        4242,
+        "report job",
+        "idle in transaction",
+        61.0,
+        "777",
+        "update t set pw = 'hunter2'",
+        False,
+        "10.0.0.9",
+    )
+    causes = explain_stall(
+        facts(heads=[("type1", 3, 12, False, "777")], lock_holders=[holder]), {"type1", "type2", "type3"}
+    )
+    assert len(causes) == 1
+    assert "group (type1, order_id 3): head msg_id 12 is locked by another session, pid 4242" in causes[0]
+    assert "report job" in causes[0] and "hunter2" not in causes[0] and "'…'" in causes[0]
+
+
+@pytest.mark.unit
+def test_stall_names_a_pooler_connection_and_a_session_hidden_from_the_role() -> None:
+    ours = (100, "pgmq-sim w1", "active", 1.0, "", "execute claim", True, "127.0.0.1")
+    pooled_holder = (
+        200,
+        "report job",
+        "idle in transaction",
+        30.0,
+        "900",
+        "lock table x",
+        False,
+        "127.0.0.1",
+    )
+    facts_ = facts(
+        heads=[("type1", 1, 5, False, "900")],
+        blocked=[LockBlocker(100, "pgmq-sim w1", 300, "", "", False, "relation", "x", "")],
+        lock_holders=[ours, pooled_holder],
+    )
+    causes = explain_stall(facts_, {"type1", "type2", "type3"}, pooled=True)
+    assert "its state and query are hidden from this role" in causes[0] and "pid 300" in causes[0]
+    assert "a server connection of the pooler at 127.0.0.1, last serving report job" in causes[1]
+    assert "pooler" not in " ".join(explain_stall(facts_, {"type1", "type2", "type3"}, pooled=False))
+
+
+@pytest.mark.unit
+def test_stall_names_a_time_tie_and_a_head_the_claim_never_selects() -> None:
+    heads = [("type1", 1, 5, True, "0"), ("type2", 2, 6, False, "0")]
+    causes = explain_stall(facts(heads=heads, unlocked_heads={5, 6}), {"type1", "type2", "type3"})
+    assert "shares its time_added" in causes[0] and "never selects it" in causes[1]
+
+
+def counts(**values: object) -> AuditCounts:
+    base: dict[str, object] = {
+        "processed": 100,
+        "duplicates": 0,
+        "missing": 0,
+        "left_behind": 0,
+        "duplicate_ids": (),
+        "missing_ids": (),
+        "order_violation_ids": (),
+        "order_violations": 0,
+    }
+    return AuditCounts(**(base | values))  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+def test_duplicates_from_a_claim_without_a_lock_name_the_workers_and_the_missing_lock() -> None:
+    evidence = (DuplicateClaims(17, ("w2", "w5"), False, 0.004),)
+    verdict = judge_audit(
+        counts(duplicates=3, duplicate_ids=(17,), left_behind=3, duplicate_claims=evidence),
+        expected=100,
+        ordered=True,
+        complete=True,
+        claim_sql="update q set s = 'taken' where id = (select id from q where s = 'new' limit 1)",
+    )
+    assert not verdict.passed
+    assert "msg_id 17 was completed by w2 and again by w5" in verdict.causes[0]
+    assert "4.0 ms after w2's" in verdict.causes[0] and "takes no row lock" in verdict.causes[0]
+    assert "3 message(s) were never processed" in verdict.causes[1]  # the count was reached by duplicates
+    assert verdict.fix is not None and "FOR UPDATE SKIP LOCKED" in verdict.fix
+
+
+@pytest.mark.unit
+def test_duplicates_despite_a_lock_say_the_lock_is_not_on_the_row_updated() -> None:
+    evidence = (DuplicateClaims(8, ("w1", "w3"), True, 0.002),)
+    verdict = judge_audit(
+        counts(duplicates=1, duplicate_ids=(8,), duplicate_claims=evidence),
+        expected=100,
+        ordered=True,
+        complete=False,
+        claim_sql="select id from q for update skip locked",
+    )
+    assert "while w1 still held it" in verdict.causes[0]
+    assert "FOR UPDATE, SKIP LOCKED, yet two transactions held one message at once" in verdict.causes[0]
+
+
+@pytest.mark.unit
+def test_an_order_violation_names_the_group_both_messages_and_how_early() -> None:
+    evidence = (OrderViolation("type2", 4, 12, 9, "w3", "w1", 0.0021),)
+    verdict = judge_audit(
+        counts(order_violations=1, order_violation_ids=(12,), violations=evidence),
+        expected=100,
+        ordered=True,
+        complete=True,
+        claim_sql="select id from q for update skip locked",
+    )
+    assert (
+        "group (type2, order_id 4): msg_id 12 (w3) was claimed 2.1 ms before msg_id 9 (w1)"
+        in verdict.causes[0]
+    )
+    assert "skips locked rows" in verdict.causes[0]
+    unordered = judge_audit(counts(order_violations=1), expected=100, ordered=False, complete=True)
+    assert (
+        unordered.passed and unordered.causes == ()
+    )  # an unordered design's reordering is reported, not failed
+
+
+@pytest.mark.unit
+def test_a_passing_audit_has_no_cause_and_redeliveries_are_named_not_failed() -> None:
+    verdict = judge_audit(
+        counts(redelivered=2, redelivered_ids=(5, 6)),
+        expected=100,
+        ordered=True,
+        complete=True,
+        at_least_once=True,
+    )
+    assert verdict.passed and verdict.causes == () and verdict.fix is None
+    assert "2 redelivered after their lease passed" in "; ".join(verdict.problems)

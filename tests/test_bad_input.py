@@ -1,4 +1,5 @@
-"""Bad input: one line naming the problem and the fix, a non-zero exit, no traceback, nothing lost."""
+"""Bad input: one line naming the problem and the fix, a non-zero exit, no traceback, nothing lost.
+What is refused before a server is opened (bad flag values, SQL files too large or not UTF-8) is unit."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pytest
 from checks import free_port
 from conftest import Cli, Refuse, assert_one_line_error
 
-pytestmark = pytest.mark.integration
+from pgmq_sim.errors import UsageError
+from pgmq_sim.sqlfiles import MAX_SQL_BYTES, read_sql
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args,needles",
     [
@@ -56,6 +59,7 @@ def test_bad_flag_values_are_usage_errors(
     assert not (tmp_path / "msg_queue.log").exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args,needles",
     [
@@ -74,6 +78,7 @@ def test_flags_the_path_to_the_server_rules_out_are_usage_errors(
     assert not (cli.workdir / "msg_queue.log").exists()
 
 
+@pytest.mark.integration
 def test_missing_and_unreadable_sql_files(cli: Cli) -> None:
     assert_one_line_error(cli.run("-schema", "nope.sql"), 2, "nope.sql does not exist", "-schema")
     (cli.workdir / "adir.sql").mkdir()
@@ -83,6 +88,7 @@ def test_missing_and_unreadable_sql_files(cli: Cli) -> None:
     assert_one_line_error(cli.run("-next-msg", "empty.sql"), 2, "is empty")
 
 
+@pytest.mark.integration
 def test_broken_schema_shows_server_message_and_keeps_old_table(cli: Cli, db: psycopg.Connection) -> None:
     assert cli.run("-fill-db", "25", "-workers", "3", "-work-ms", "0").returncode == 0
     (cli.workdir / "bad.sql").write_text("drop table if exists msg_queue;\ncreate tabel msg_queue(x int);\n")
@@ -92,11 +98,13 @@ def test_broken_schema_shows_server_message_and_keeps_old_table(cli: Cli, db: ps
     assert db.execute("select count(*) from msg_queue").fetchone()[0] == 25
 
 
+@pytest.mark.integration
 def test_broken_claim_query_shows_server_message(cli: Cli) -> None:
     (cli.workdir / "claim.sql").write_text("select msg_id from msg_queue where no_such_column = $1")
     assert_one_line_error(cli.run("-next-msg", "claim.sql"), 2, "claim query claim.sql", "no_such_column")
 
 
+@pytest.mark.integration
 def test_unreachable_server(cli: Cli) -> None:
     port = free_port()
     result = cli.run("-dsn", f"postgres://test:s3cret-pw@127.0.0.1:{port}/test", dsn=False)
@@ -105,6 +113,7 @@ def test_unreachable_server(cli: Cli) -> None:
     assert "***" in line
 
 
+@pytest.mark.integration
 def test_failed_login_never_shows_password(cli: Cli, db: psycopg.Connection, pg: object) -> None:
     db.execute("drop role if exists pgmq_login")
     db.execute("create role pgmq_login login password 'right-password'")
@@ -123,21 +132,39 @@ def test_failed_login_never_shows_password(cli: Cli, db: psycopg.Connection, pg:
         db.execute("select pg_reload_conf()")
 
 
+@pytest.mark.integration
 def test_dsn_from_environment_is_used(cli: Cli, dsn: str) -> None:
     result = cli.run("-fill-db 10 -workers 3 -work-ms 0", dsn=False, env={"PGMQ_SIM_DSN": dsn})
     assert result.returncode == 0, result.stderr
     assert "embedded" not in result.stdout
 
 
+@pytest.mark.integration
 def test_unwritable_log_file(cli: Cli) -> None:
     assert_one_line_error(cli.run("-logfile", "no/such/dir/run.log"), 2, "cannot write log file", "-logfile")
 
 
+@pytest.mark.integration
 def test_too_many_workers_for_the_server(cli: Cli) -> None:
     assert_one_line_error(cli.run("-workers", "500"), 2, "-workers 500", "max_connections")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("flag", ["-json", "-plot"])
 def test_unwritable_result_file_is_refused_before_the_run(cli: Cli, flag: str) -> None:
     assert_one_line_error(cli.run(flag, "no/such/dir/out"), 2, f"cannot write {flag} file", "writable")
     assert not (cli.workdir / "msg_queue.log").exists()
+
+
+@pytest.mark.unit
+def test_sql_file_limits(tmp_path: Path) -> None:
+    big = tmp_path / "big.sql"
+    big.write_bytes(b"-- x\n" * (MAX_SQL_BYTES // 5 + 10))
+    with pytest.raises(UsageError, match="larger than"):
+        read_sql(big, "schema", "fix")
+    binary = tmp_path / "bin.sql"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(UsageError, match="not UTF-8"):
+        read_sql(binary, "schema", "fix")
+    with pytest.raises(UsageError, match="larger than"):
+        read_sql(Path("/dev/zero"), "schema", "fix")

@@ -1,5 +1,6 @@
 """How much a queue takes and what it costs the database: runs bounded by time, sweeps to the knee,
-server cost per message from PostgreSQL's own statistics, and a bystander's latency."""
+server cost per message from PostgreSQL's own statistics, and a bystander's latency, compared with
+its baseline only when like for like; capacity flags refused before the run (unit)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 from checks import assert_exactly_once_in_order
 from conftest import Cli, Refuse, assert_one_line_error
 
-pytestmark = pytest.mark.integration
 FAST = "-claim indexed -poll-interval 0.02"
 
 
@@ -19,6 +19,7 @@ def doc(cli: Cli) -> dict:
     return json.loads((cli.workdir / "out.json").read_text())
 
 
+@pytest.mark.integration
 def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     cli: Cli, db: psycopg.Connection, dsn: str
 ) -> None:
@@ -69,6 +70,7 @@ def test_a_rate_sweep_finds_the_knee_and_the_audit_holds_over_it(
     assert again.returncode == 0 and "audit pass" in again.stdout, again.stdout + again.stderr
 
 
+@pytest.mark.integration
 def test_a_sweeps_summary_has_its_step_table_and_its_progress_counts_seconds(cli: Cli) -> None:
     """The short summary (no -v) holds the steps' table its headline is read from; a run that ends
     when its goal says (a sweep, phases) has no length to count to: its progress line says the
@@ -83,6 +85,7 @@ def test_a_sweeps_summary_has_its_step_table_and_its_progress_counts_seconds(cli
     assert progress and all(re.search(r", \d+ s, step [12]/2: ", line) for line in progress), progress
 
 
+@pytest.mark.integration
 def test_fewer_groups_than_workers_are_said_before_the_run(cli: Cli) -> None:
     """The default 3 types x 2 orders are 6 groups: 8 workers dealt over 3 types can never all work
     at once. Said before the run, and in the summary, not only under -v."""
@@ -98,6 +101,7 @@ def test_fewer_groups_than_workers_are_said_before_the_run(cli: Cli) -> None:
     assert enough.returncode == 0 and "caps the run" not in enough.stdout + enough.stderr
 
 
+@pytest.mark.integration
 @pytest.mark.alone
 def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:
     result = cli.run("-sweep workers=3,6 -step 2 -orders 20 -work-ms 5 -json out.json", FAST)
@@ -109,6 +113,7 @@ def test_a_workers_sweep_finds_where_throughput_peaks(cli: Cli) -> None:
     assert "throughput peaks at 6 workers" in " ".join(result.stdout.split())
 
 
+@pytest.mark.integration
 def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db: psycopg.Connection) -> None:
     """400/s offered to what takes about 300/s: when 3 s have passed, the producer stops, the work in
     flight finishes, and the rest is backlog: pending, not missing."""
@@ -128,6 +133,7 @@ def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db
     assert f"{pending} left as backlog" in " ".join(result.stdout.split())
 
 
+@pytest.mark.integration
 def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection) -> None:
     db.execute("create extension if not exists pg_stat_statements")  # the tests' server preloads it
     result = cli.run(
@@ -179,6 +185,7 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
     assert_exactly_once_in_order(db, 400, delmsg=False)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args,needles",
     [
@@ -194,3 +201,33 @@ def test_server_cost_and_bystander_are_reported(cli: Cli, db: psycopg.Connection
 )
 def test_bad_capacity_flags(refuse: Refuse, args: str, needles: list[str]) -> None:
     assert_one_line_error(refuse(args), 2, *needles)
+
+
+def _p50(ms: float) -> dict[str, float | None]:
+    return {"p50": ms, "p95": ms * 2, "p99": ms * 3, "max": ms * 4}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "before,after,beside,why",
+    [
+        (0.50, 0.55, 0.60, None),  # alone agrees with itself, beside is slower: the queue's cost
+        (1.00, 0.40, 0.60, "disagree"),  # the server changed between the two alone windows
+        (1.04, 1.00, 0.40, "sleeping CPU"),  # an idle machine is no baseline for a busy one
+        (0.50, None, 0.60, "not measured"),  # the run stopped before the second window
+    ],
+)
+def test_a_bystander_baseline_is_compared_only_when_it_is_like_for_like(
+    before: float, after: float | None, beside: float, why: str | None
+) -> None:
+    from pgmq_sim.result.costs import BystanderResult
+
+    alone = (before + after) / 2 if after is not None else before
+    result = BystanderResult(
+        50, 500, 0, _p50(alone), _p50(beside), _p50(before), _p50(after) if after is not None else None
+    )
+    reason = result.incomparable_because
+    assert (reason is None) == (why is None), reason
+    if why is not None:
+        assert reason is not None and why in reason
+    assert result.as_json()["comparable"] == (why is None)

@@ -14,7 +14,7 @@ from conftest import Cli
 
 from pgmq_sim.embedded.postgres import LocalPostgres
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.faults  # a server of its own, reconfigured (ALTER SYSTEM)
 
 
 def test_settings_set_on_the_server_and_the_role_are_named_where_they_are_set(

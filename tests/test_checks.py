@@ -58,7 +58,7 @@ def test_passing_checks_exit_0(cli: Cli) -> None:
     assert all(c["passed"] for c in json.loads((cli.workdir / "out.json").read_text())["checks"])
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args,needles",
     [

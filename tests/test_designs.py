@@ -1,6 +1,7 @@
 """A queue design is a folder of SQL: a team's own table runs under the tool, the audit proves it,
 a batch commits several messages at once, an unsafe claim is caught and explained, and a broken
-folder is refused before anything changes."""
+folder is refused before anything changes. Without a server (unit): how a folder is read, what a
+claim's text says about its locks, and the claim the workers prepare being the file as written."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import psycopg
 import pytest
 from conftest import REPO, Cli, Refuse, assert_one_line_error
 
-pytestmark = pytest.mark.integration
+from pgmq_sim.designs.design import load_design
+from pgmq_sim.errors import UsageError
+from pgmq_sim.model.locks import ClaimLocks
 
 # An outbox, shaped unlike the seed's table: its own names, a text phase, a bigint id kept from $1.
 OUTBOX = {
@@ -75,6 +78,7 @@ def folder(root: Path, name: str = "outbox", **changes: str | None) -> Path:
     return where
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("batch", [1, 5])
 def test_a_teams_own_queue_runs_and_the_audit_proves_it(cli: Cli, db: psycopg.Connection, batch: int) -> None:
     folder(cli.workdir)
@@ -101,6 +105,7 @@ def test_a_teams_own_queue_runs_and_the_audit_proves_it(cli: Cli, db: psycopg.Co
         assert doc["server_cost"] is None or doc["server_cost"]["commits_per_msg"] < 0.9
 
 
+@pytest.mark.integration
 def test_a_claim_without_a_lock_fails_the_audit_and_is_named(cli: Cli, dsn: str) -> None:
     folder(cli.workdir, **{"claim.sql": UNSAFE_CLAIM})
     result = cli.run("-queue ./outbox -fill-db 300 -workers 6 -work-ms 1-3 -orders 30 -json u.json")
@@ -155,6 +160,7 @@ BAD = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("changes", "needle"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_a_broken_design_is_refused_before_anything_changes(
     cli: Cli, db: psycopg.Connection, changes: dict[str, str | None], needle: str
@@ -176,6 +182,7 @@ def test_a_broken_design_is_refused_before_anything_changes(
     assert not (cli.workdir / "msg_queue.log").exists()  # the log opens only once the checks pass
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("flags", "needle"),
     [
@@ -194,6 +201,7 @@ def test_what_a_design_cannot_do_is_refused_with_its_fix(
     assert_one_line_error(refuse(f"-queue ./outbox -fill-db 50 -workers 3 {flags}"), 2, needle)
 
 
+@pytest.mark.integration
 def test_the_example_design_with_notify_and_failures(cli: Cli) -> None:
     shutil.copytree(REPO / "examples" / "jobs", cli.workdir / "jobs")
     result = cli.run(
@@ -206,6 +214,7 @@ def test_the_example_design_with_notify_and_failures(cli: Cli) -> None:
     assert audit["processed"] + audit["dead_lettered"] == 300 and audit["missing"] == 0
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("design", "flags"),
     [
@@ -234,6 +243,7 @@ def test_each_seed_design_passes_the_audit(cli: Cli, db: psycopg.Connection, des
         assert audit["failed_attempts"] > 0 and doc["retries"]["blocked_s_total"] > 0
 
 
+@pytest.mark.integration
 def test_a_worker_slower_than_the_visibility_timeout_sees_its_message_redelivered(cli: Cli) -> None:
     result = cli.run(
         "-queue visibility -fill-db 60 -workers 6 -work-ms 150-400 -lease 0.2 -orders 30 -json v.json"
@@ -245,6 +255,7 @@ def test_a_worker_slower_than_the_visibility_timeout_sees_its_message_redelivere
     assert "redelivered after their lease passed" in " ".join(result.stdout.split())
 
 
+@pytest.mark.integration
 def test_a_claim_that_ignores_the_due_time_completes_early_and_fails_the_audit(cli: Cli) -> None:
     shutil.copytree(REPO / "src" / "pgmq_sim" / "designs" / "priority", cli.workdir / "eager")
     claim = cli.workdir / "eager" / "claim.sql"
@@ -258,6 +269,7 @@ def test_a_claim_that_ignores_the_due_time_completes_early_and_fails_the_audit(c
     assert "before their not-before time" in audit["causes"][0]
 
 
+@pytest.mark.integration
 def test_under_a_backlog_the_top_priority_waits_less_than_half_as_long(cli: Cli) -> None:
     result = cli.run(
         "-queue priority -fill-db 1500 -workers 6 -work-ms 1-2 -orders 300 -priority 1-5 -json p.json -v"
@@ -301,6 +313,7 @@ URGENT = {
 }
 
 
+@pytest.mark.integration
 def test_a_claim_that_ranks_urgency_before_the_id_overtakes_and_the_cause_says_so(cli: Cli) -> None:
     """Never two messages of a group in flight, yet messages overtake their group's earlier ones
     while those are pending: the audit fails, and its cause says overtaking, not in flight, and
@@ -320,6 +333,7 @@ def test_a_claim_that_ranks_urgency_before_the_id_overtakes_and_the_cause_says_s
     assert "earliest unfinished message" in audit["fix"] and "head is locked" not in audit["fix"]
 
 
+@pytest.mark.integration
 def test_the_seed_table_refuses_what_it_cannot_hold(cli: Cli) -> None:
     assert_one_line_error(cli.run("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
     assert_one_line_error(cli.run("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
@@ -365,6 +379,7 @@ TIME_RANDOM = {
 }
 
 
+@pytest.mark.integration
 def test_ids_that_do_not_sort_in_enqueue_order_are_the_measured_cause(cli: Cli) -> None:
     """The claim takes each customer's smallest id: right, were the ids in enqueue order. The audit
     fails, and its cause is what the rows say (ids inverted, made within one millisecond), not the
@@ -389,6 +404,7 @@ def test_ids_that_do_not_sort_in_enqueue_order_are_the_measured_cause(cli: Cli) 
     assert "ids do not increase in enqueue order" in " ".join(result.stdout.split())
 
 
+@pytest.mark.integration
 def test_autovacuum_off_on_the_queue_table_is_read_before_the_run_and_named(cli: Cli) -> None:
     """Issue 43, case 3, on a team's table: its schema.sql turns autovacuum off for the queue table.
     The census reads the reloption before the run; the note, the table row and the advice name it
@@ -415,3 +431,157 @@ def test_autovacuum_off_on_the_queue_table_is_read_before_the_run_and_named(cli:
     out = " ".join(result.stdout.split())
     assert f"note: autovacuum is off for the queue's tables ({off})" in out
     assert "autovacuum off: table public.outbox" in out and "autovacuum x" not in out
+
+
+@pytest.mark.unit
+def test_advisory_locks_are_transaction_level_only() -> None:
+    """A transaction pooler hands the server connection to another client at every commit: a
+    session-level advisory lock would stay with the connection, not with the worker."""
+    root = REPO / "src" / "pgmq_sim"
+    texts = {str(path.relative_to(root)): path.read_text() for path in root.rglob("*.sql")}
+    session_level = re.compile(r"pg_(try_)?advisory_(lock|unlock)(_shared)?\s*\(")
+    assert [name for name, text in texts.items() if session_level.search(text)] == []
+    for name in ("designs/advisory/claim.sql", "designs/advisory/claim_split.sql"):
+        assert "pg_try_advisory_xact_lock(" in texts[name], name
+
+
+@pytest.mark.unit
+def test_a_claim_skips_locked_rows_by_its_code_not_its_comments(tmp_path: Path) -> None:
+    """Every built-in claim passes over what another worker holds; a team's claim is read from its
+    code: SKIP LOCKED named only in a comment, or a blocking advisory lock, does not skip."""
+    from pgmq_sim.designs.design import built_in_designs, load_design
+
+    # (pgmq's and PgQ's claims call functions: their locks are not in the claim's text)
+    assert all(load_design(n).skips_locked for n in built_in_designs() if load_design(n).requires is None)
+    said = tmp_path / "said.sql"
+    said.write_text("-- no SKIP LOCKED here\nselect 1 /* nor FOR UPDATE SKIP LOCKED */ for update")
+    blocking = tmp_path / "blocking.sql"
+    blocking.write_text("select 1 where pg_advisory_xact_lock(1) is not null")
+    trying = tmp_path / "trying.sql"
+    trying.write_text("select 1 where pg_try_advisory_xact_lock(1)")
+    assert not load_design("indexed", next_msg=said).skips_locked
+    assert not load_design("seed", next_msg=blocking).skips_locked
+    assert load_design("seed", next_msg=trying).skips_locked
+
+
+FILES = ("schema.sql", "enqueue.sql", "claim.sql", "complete.sql")
+
+
+def make(tmp_path: Path, toml: str | None = None, **extra: str) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        (tmp_path / name).write_text("select 1")
+    for name, text in extra.items():
+        (tmp_path / name.replace("_sql", ".sql")).write_text(text)
+    if toml is not None:
+        (tmp_path / "queue.toml").write_text(toml)
+    return tmp_path
+
+
+@pytest.mark.unit
+def test_a_folder_is_read_with_its_options(tmp_path: Path) -> None:
+    design = load_design(
+        str(make(tmp_path, 'transaction = "split"\ndelivery = "at-least-once"\nordered = false\n'))
+    )
+    assert (design.transaction, design.at_least_once, design.ordered, design.seed_table) == (
+        "split",
+        True,
+        False,
+        False,
+    )
+    assert design.origin == "given by -queue" and design.complete.path.name == "complete.sql"
+
+
+@pytest.mark.unit
+def test_delmsg_picks_the_deleting_form_or_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"has only complete\.sql"):
+        load_design(str(make(tmp_path)), delmsg=True)
+    (tmp_path / "complete_delete.sql").write_text("delete from t where id = $1")
+    design = load_design(str(tmp_path), delmsg=True)
+    assert design.deletes and design.complete.path.name == "complete_delete.sql"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("toml", "needle"),
+    [
+        ('transaction = "sometimes"\n', "use one of single, split"),
+        ("ordered = 1\n", "ordered must be true or false"),
+        ('table = "jobs"\n', "only the built-in designs name a table"),
+        ('extends = "nowhere"\n', "unknown queue design 'nowhere'"),
+    ],
+)
+def test_a_queue_toml_that_says_something_unknown_is_refused(tmp_path: Path, toml: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=needle):
+        load_design(str(make(tmp_path, toml)))
+
+
+@pytest.mark.unit
+def test_the_built_in_strategies_are_designs_on_the_seed_table() -> None:
+    indexed = load_design("indexed")
+    assert indexed.seed_table and indexed.extra_schema is not None and indexed.has_split_form
+    assert "limit $2" in indexed.claim.text  # batches
+    affinity = load_design("affinity")  # extends indexed: its schema and split form come from there
+    assert affinity.extra_schema == indexed.extra_schema and "$3" in affinity.claim.text
+    assert not load_design("fifo").ordered
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("claim", "said"),
+    [
+        (
+            "select id from t -- for update skip locked (a comment)",
+            "no row lock (no FOR UPDATE, no advisory lock)",
+        ),
+        ("select id from t for update skip locked", "FOR UPDATE, SKIP LOCKED"),
+        ("select id from t FOR NO KEY UPDATE", "FOR UPDATE"),
+        ("select id from t where pg_try_advisory_xact_lock(1, id)", "an advisory lock"),
+    ],
+)
+def test_a_claims_locks_are_read_from_its_text_not_its_comments(claim: str, said: str) -> None:
+    assert ClaimLocks.read(claim).said() == said
+
+
+@pytest.mark.unit
+def test_the_workers_claim_is_the_file_as_written() -> None:
+    """No file is wrapped, nested or rewritten: the claim the workers prepare is claim.sql's text,
+    its batch still the argument $2; as a function it returns the claim's own columns."""
+    from dataclasses import replace
+
+    from pgmq_sim.db.statements import CLAIM, create_function, prepare, worker_statements
+    from pgmq_sim.db.values import SessionPlan
+
+    design = load_design("indexed")
+    plan = SessionPlan(
+        design.claim.text,
+        False,
+        True,
+        complete_sql=design.complete.text,
+        batch=10,
+        claim_returns="msg_id integer",
+    )
+    claim = next(s for s in worker_statements(plan) if s.name == CLAIM)
+    assert claim.text == design.claim.text and "limit $2" in claim.text
+    assert prepare(claim) == f"prepare {CLAIM}(text, integer, bigint, text, float8) as {design.claim.text}"
+    drop, create, _ = create_function(claim)  # an earlier run's function of other columns dropped first
+    assert drop.startswith("drop function if exists pgmq_sim_claim(")
+    assert "returns table (msg_id integer) language sql" in create
+    assert "with claimed as" not in create_function(claim)[0]
+    # the tool's own built-in claims have their batch written in (a plan the plan cache keeps)
+    own = next(s for s in worker_statements(replace(plan, builtin_claim=True)) if s.name == CLAIM)
+    assert "$2" not in own.text and "limit 10  -- the batch" in own.text
+
+
+@pytest.mark.unit
+def test_a_folder_missing_its_enqueue_is_refused_not_taken_for_a_strategy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = make(tmp_path / "mine")
+    (folder / "enqueue.sql").unlink()
+    with pytest.raises(UsageError, match=r"has no enqueue\.sql"):
+        load_design(str(folder))
+    monkeypatch.chdir(tmp_path)  # as before designs, ./strategies/NAME with only a claim is a strategy
+    (tmp_path / "strategies" / "old").mkdir(parents=True)
+    (tmp_path / "strategies" / "old" / "claim.sql").write_text("select 1")
+    assert load_design("old").seed_table

@@ -23,8 +23,6 @@ import pytest
 from checks import assert_exactly_once_in_order, free_port, handled_lines
 from conftest import REPO, Cli, assert_one_line_error
 
-pytestmark = pytest.mark.integration
-
 WORKLOAD = "-workers 6 -claim indexed -orders 4 -work-ms 0-1"
 
 
@@ -56,6 +54,7 @@ def check_report(db: psycopg.Connection, result: dict[str, Any], n: int, runners
     assert len(per_runner) == runners and all(r != "local" for r in per_runner)
 
 
+@pytest.mark.integration
 def test_processes_two(cli: Cli, db: psycopg.Connection) -> None:
     result = cli.run(f"-fill-db 1500 {WORKLOAD} --processes 2 -json out.json", timeout=90)
     assert result.returncode == 0, result.stderr
@@ -77,6 +76,7 @@ def test_processes_two(cli: Cli, db: psycopg.Connection) -> None:
     assert report["client"]["cpu_s"] == pytest.approx(sum(p["cpu_s"] for p in processes.values()), abs=0.01)
 
 
+@pytest.mark.integration
 def test_processes_two_split_mode_under_a_fault_schedule(cli: Cli, db: psycopg.Connection) -> None:
     """Leases, recovery and the fault schedule hold across processes: the master's housekeeper
     recovers what a crashed worker in another process held, and finds backends on the server."""
@@ -94,6 +94,7 @@ def test_processes_two_split_mode_under_a_fault_schedule(cli: Cli, db: psycopg.C
     assert report["retries"]["crashes"] == 1 and report["connections_lost"] >= 1
 
 
+@pytest.mark.integration
 def test_master_and_two_workers_over_tcp(cli: Cli, db: psycopg.Connection, tmp_path: Path) -> None:
     port = free_port()
     master = cli.start(
@@ -119,6 +120,7 @@ def worker_backends(db: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+@pytest.mark.integration
 def test_workers_stop_and_close_their_connections_when_the_master_is_killed(
     cli: Cli, db: psycopg.Connection, tmp_path: Path
 ) -> None:
@@ -167,6 +169,7 @@ def web_entries(port: int) -> dict[str, int]:
     return {entry["name"]: entry["num_requests"] for entry in data.get("stats", [])}
 
 
+@pytest.mark.integration
 def test_worker_process_killed_mid_run(cli: Cli, db: psycopg.Connection) -> None:
     """SIGKILL one of two worker processes: the master notices, the other finishes the queue, the
     lost process's last commits are counted from the journal; the web UI showed the run live."""
@@ -196,6 +199,7 @@ def test_worker_process_killed_mid_run(cli: Cli, db: psycopg.Connection) -> None
     check_report(db, report, 4000, runners=2)
 
 
+@pytest.mark.integration
 def test_distributed_usage_errors(cli: Cli) -> None:
     assert_one_line_error(cli.run("--master -fill-db 10", dsn=False), 2, "--master needs -dsn")
     worker_with_settings = cli.run("--worker --master-host h -fill-db 10", dsn=False)
@@ -269,6 +273,7 @@ def in_ns(ns: str, *command: str, **kwargs: Any) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.faults  # a server of its own
 def test_hosts_in_network_namespaces(hosts: dict[str, str], tmp_path: Path) -> None:
     """PostgreSQL, the master and two workers each in a namespace of their own (10.231.7.1-4):
     the settings, the SQL and the stats cross a real network stack, as between hosts."""

@@ -14,7 +14,6 @@ import pytest
 from checks import PRODUCER, wait_for_producer
 from conftest import Cli, Refuse, assert_one_line_error
 
-pytestmark = pytest.mark.integration
 FAST = "-claim indexed -wakeup notify -work-ms 1-2"
 
 
@@ -63,6 +62,7 @@ class Watch(threading.Thread):
                     last_kill = time.monotonic()
 
 
+@pytest.mark.integration
 def test_eight_producers_at_a_steady_rate_are_timed_and_split_and_survive_their_sessions_killed(
     cli: Cli, dsn: str, db: psycopg.Connection
 ) -> None:
@@ -103,6 +103,7 @@ def test_eight_producers_at_a_steady_rate_are_timed_and_split_and_survive_their_
     assert "enqueue ms" in text and "8 sessions: p50" in text, text
 
 
+@pytest.mark.integration
 def test_a_lock_on_the_queue_shows_in_the_enqueue_latency_named_with_its_holder(
     cli: Cli, dsn: str, db: psycopg.Connection
 ) -> None:
@@ -143,6 +144,7 @@ def test_a_lock_on_the_queue_shows_in_the_enqueue_latency_named_with_its_holder(
     assert "nightly report" in report["limit"]["evidence"], report["limit"]
 
 
+@pytest.mark.integration
 def test_one_producer_is_the_default_and_writes_one_message_per_transaction(cli: Cli) -> None:
     """The Go tool's single producer stays the default: one session, one transaction per message,
     timed like the others."""
@@ -160,6 +162,7 @@ def test_one_producer_is_the_default_and_writes_one_message_per_transaction(cli:
     assert triggers["msg_queue_notify()"]["ms_per_call"] > 0
 
 
+@pytest.mark.integration
 def test_an_application_that_batches_says_so_and_its_batches_are_one_transaction(cli: Cli) -> None:
     """-enqueue-batch 20 behind a rate the single session cannot keep one by one (a trigger takes
     5 ms per statement): waiting messages go up to 20 in one COPY, and the producer keeps up."""
@@ -174,6 +177,7 @@ def test_an_application_that_batches_says_so_and_its_batches_are_one_transaction
     assert report["audit"]["verdict"] == "pass"
 
 
+@pytest.mark.integration
 def test_a_sweep_knee_set_by_the_enqueue_half_says_so(cli: Cli) -> None:
     """One producer session behind a 5 ms trigger carries at most 200 enqueues a second: at 450/s
     arrivals wait in the client and the enqueue p99 breaks -slo enqueue-p99=100 though the workers
@@ -196,6 +200,7 @@ def test_a_sweep_knee_set_by_the_enqueue_half_says_so(cli: Cli) -> None:
     assert "the enqueue half set it" in text and "at 450 msg/s enqueue p99" in text, text
 
 
+@pytest.mark.unit
 def test_the_enqueue_options_are_refused_where_they_cannot_mean_anything(refuse: Refuse) -> None:
     assert_one_line_error(refuse("-fill-db 100 -producers 4"), 2, "-producers", "-rate")
     assert_one_line_error(refuse("-fill-db 100 -enqueue-batch 4"), 2, "-enqueue-batch", "-rate")

@@ -348,7 +348,7 @@ def test_a_held_snapshot_growing_table_drifts_and_a_steady_run_is_stable(cli: Cl
     assert steady["audit"]["verdict"] == growing["audit"]["verdict"] == "pass"
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "args,needles",
     [

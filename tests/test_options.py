@@ -1,6 +1,7 @@
 """One definition per option (cli/options): the flags, --help, the docs' tables, the settings and the
 scenario file's keys all agree with it; a scenario file gives what the flags give; a bad file is one
-line and exit 2. No server: every check here is one a run makes before it starts one."""
+line and exit 2; values parsed (-work-ms, -compare, the modes) or refused by range. No server: every
+check here is one a run makes before it starts one."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import builders
 import click
 import pytest
 from conftest import REPO
@@ -24,11 +26,12 @@ from pgmq_sim.cli.flag_table import flag_tables
 from pgmq_sim.cli.flags import check_flags, command_of
 from pgmq_sim.cli.option import SECTIONS, CommandOptions, Option
 from pgmq_sim.cli.options import AUDIT, DIFF, RUN
-from pgmq_sim.cli.plan import plan_run, settings_of
+from pgmq_sim.cli.plan import parse_compare, plan_run, settings_of
 from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_record, scenario_toml
 from pgmq_sim.errors import UsageError
 from pgmq_sim.launch import wants_locust
-from pgmq_sim.settings import Settings
+from pgmq_sim.model.kinds import Outcome, TxMode, WakeupMode
+from pgmq_sim.settings import Settings, WorkTime
 
 pytestmark = pytest.mark.unit
 
@@ -381,3 +384,72 @@ def test_a_scenario_that_names_a_runner_imports_locust_first(workdir: Path) -> N
     assert wants_locust(["-config", "many.toml"]) and wants_locust(["--config=many.toml"])
     assert not wants_locust(["-config", "one.toml"]) and not wants_locust(["-config", "missing.toml"])
     assert wants_locust(["--processes", "2"])
+
+
+@pytest.mark.parametrize(
+    "text,expected", [("1-10", (1, 10)), ("0", (0, 0)), (" 2.5 - 3 ", (2.5, 3)), ("7", (7, 7))]
+)
+def test_work_time_parses(text: str, expected: tuple[float, float]) -> None:
+    work = WorkTime.parse(text)
+    assert (work.min_ms, work.max_ms) == expected
+
+
+@pytest.mark.parametrize("text", ["ten", "9-3", "-1", "1-", ""])
+def test_work_time_refuses(text: str) -> None:
+    with pytest.raises(UsageError):
+        WorkTime.parse(text)
+
+
+def test_compare_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no -tx: each cell runs its design's own (None), which is single for the seed's table
+    assert parse_compare("seed, indexed/notify") == [
+        ("seed", "poll", None),
+        ("indexed", "notify", None),
+    ]
+    (tmp_path / "mine").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert parse_compare("./mine/notify,./mine") == [("./mine", "notify", None), ("./mine", "poll", None)]
+    assert parse_compare("indexed/split,fifo/notify/split", "single") == [
+        ("indexed", "poll", "split"),
+        ("fifo", "notify", "split"),
+    ]
+    assert ("fifo", "notify", "split") in parse_compare("all", "split")
+    for bad in ("nope", "seed/smoke", " , ", "./missing/notify"):
+        with pytest.raises(UsageError):
+            parse_compare(bad)
+
+
+def test_flags_named_as_written_and_given_once() -> None:
+    from pgmq_sim.cli.command import check_flags  # the run command's, not cli.flags's
+
+    check_flags(["-fill-db", "10", "--workers=3", "-logfile", "-", "-work-ms", "0"])
+    with pytest.raises(UsageError, match="unknown flag -frobnicate"):
+        check_flags(["-frobnicate"])
+    with pytest.raises(UsageError, match="given twice"):
+        check_flags(["-fill-db", "50", "--fill-db=300"])
+
+
+def test_options_refuse_values_the_table_cannot_hold() -> None:
+    """The ranges are the options' (cli/options): a flag's and a file's value are both checked."""
+    orders, fill_db = RUN.by_name("orders"), RUN.by_name("fill-db")
+    assert orders is not None and fill_db is not None
+    with pytest.raises(UsageError, match=r"^-orders 3000000000 must be between 1 and 2147483647 \(order_id"):
+        orders.checked(3_000_000_000)
+    with pytest.raises(UsageError, match=r"^x.toml:3: fill-db = 2147483648 must be between 1 and .*integer"):
+        fill_db.checked(2**31, "x.toml:3: ")
+
+
+def settings(**changes: object) -> Settings:
+    """Three workers without work time, ten messages."""
+    return builders.settings(
+        **({"fill_db": 10, "workers": 3, "work": WorkTime(0, 0), "seed": None} | changes)
+    )
+
+
+def test_modes_arrive_as_text_and_are_kept_as_names() -> None:
+    s = settings(tx="split", wakeup="notify")
+    assert s.tx is TxMode.SPLIT and s.wakeup is WakeupMode.NOTIFY
+    assert s.as_json()["tx"] == "split" and type(s.as_json()["tx"]) is str
+    with pytest.raises(UsageError, match="unknown -tx 'twice'; use one of: single, split"):
+        settings(tx="twice")
+    assert [o.exit_code for o in Outcome] == [0, 0, 1, 3, 3, 3]

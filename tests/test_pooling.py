@@ -22,7 +22,7 @@ from pooler import PgBouncer, skip_reason, temp_role
 from pgmq_sim.db.pooler import COMMAND_TIMEOUT_S, ConsoleError, PoolerConsole
 from pgmq_sim.embedded.postgres import LocalPostgres
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.faults  # servers of its own (tcp_pg, TLS), each behind the pooler it starts
 RUN = "-fill-db 600 -workers 12 -claim indexed -orders 8 -work-ms 0-2 -poll-interval 0.05 -json out.json"
 
 

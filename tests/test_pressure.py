@@ -239,7 +239,7 @@ def test_a_cell_that_could_not_start_is_skipped_with_its_reason() -> None:
     assert cells[0].skipped == "needs -chaos-allow-restart" and cells[0].audit is None
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 def test_phase_options_refused(refuse: Refuse) -> None:
     result = refuse("-phase 20")
     assert result.returncode == 2 and "goes with -suite pressure" in result.stderr

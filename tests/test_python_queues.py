@@ -19,13 +19,12 @@ from test_real_queues import pgq_bindir, pgq_skip_reason
 
 from pgmq_sim.embedded.postgres import LocalPostgres
 
-pytestmark = pytest.mark.integration
-
 
 def report(cli: Cli, name: str) -> dict:
     return json.loads((cli.workdir / name).read_text())
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("product", "delivery", "ordered"),
     [("procrastinate", "exactly-once", True), ("pgqueuer", "at-least-once", False)],
@@ -55,6 +54,7 @@ def test_a_python_queue_runs_from_its_package_as_a_plain_role(
         assert report(cli, "b.json")["audit"]["processed"] == 30
 
 
+@pytest.mark.integration
 def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psycopg.Connection) -> None:
     """Within a lock procrastinate runs jobs by priority, then id: a later job of a higher priority
     overtakes, as promised; the audit judges that order, counts the overtakings, never fails them."""
@@ -81,6 +81,7 @@ def test_procrastinate_priorities_are_judged_by_its_lock_order(cli: Cli, db: psy
     assert overtook > 0
 
 
+@pytest.mark.integration
 def test_procrastinate_a_lock_held_by_a_job_not_yet_due_is_named(cli: Cli) -> None:
     """procrastinate's fetch passes over a lock while an earlier job of it waits for its
     scheduled_at: the jobs behind it wait for their group, and the account says which lock and job."""
@@ -102,6 +103,7 @@ def test_procrastinate_a_lock_held_by_a_job_not_yet_due_is_named(cli: Cli) -> No
         assert "behind a head not yet due: group type" in doc["limit"]["evidence"], doc["limit"]
 
 
+@pytest.mark.integration
 def test_procrastinate_a_higher_priority_job_not_yet_due_holds_its_lock_and_is_named_not_hidden(
     cli: Cli, db: psycopg.Connection
 ) -> None:
@@ -144,6 +146,7 @@ def test_procrastinate_a_higher_priority_job_not_yet_due_holds_its_lock_and_is_n
     assert any("schedule later only what must wait" in line for line in doc["advice"]), doc["advice"]
 
 
+@pytest.mark.faults  # a server of its own
 @pytest.mark.skipif(pgq_skip_reason() is not None, reason=pgq_skip_reason() or "")
 def test_pgq_as_a_plain_role_after_the_administrator_steps_it_prints(tmp_path: Path) -> None:
     """The refusal names every step an administrator takes once; after exactly those, the plain role
@@ -174,6 +177,7 @@ def test_pgq_as_a_plain_role_after_the_administrator_steps_it_prints(tmp_path: P
             assert conn.execute("select count(*) from pgq.get_queue_info()").fetchone()[0] == 3
 
 
+@pytest.mark.integration
 def test_pgqueuer_heartbeats_keep_a_live_workers_job(cli: Cli) -> None:
     """Work longer than pgqueuer's heartbeat timeout (-lease): the heartbeat of a live worker's jobs
     (pgqueuer's own update_heartbeat, run by the tool's housekeeper) keeps them from being picked

@@ -16,8 +16,6 @@ from psycopg import conninfo
 
 from pgmq_sim.embedded.postgres import LocalPostgres
 
-pytestmark = pytest.mark.integration
-
 # The Go tool's schema.sql as its repository has it: no payload column, no drop.
 GO_SCHEMA = "\n".join(
     [
@@ -41,6 +39,7 @@ def report(cli: Cli, name: str) -> dict:
     return json.loads((cli.workdir / name).read_text())
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("rate", ["", "-rate 400"], ids=["prefilled", "paced"])
 def test_the_go_tools_own_files_run_unchanged(cli: Cli, db: psycopg.Connection, rate: str) -> None:
     (cli.workdir / "schema.sql").write_text(GO_SCHEMA)
@@ -114,6 +113,7 @@ def write_folder(cli: Cli, name: str, files: dict[str, str]) -> None:
         (where / file).write_text(text)
 
 
+@pytest.mark.integration
 def test_a_claim_with_data_modifying_ctes_runs_as_written(cli: Cli, db: psycopg.Connection) -> None:
     write_folder(cli, "named", NAMED_QUEUES)
     result = cli.run("-queue ./named -fill-db 300 -workers 6 -work-ms 0-2 -orders 10 -json n.json")
@@ -124,6 +124,7 @@ def test_a_claim_with_data_modifying_ctes_runs_as_written(cli: Cli, db: psycopg.
     assert db.execute("select count(*), sum(attempts) from jobs where done").fetchone() == (300, 300)
 
 
+@pytest.mark.integration
 def test_a_broken_pending_sql_is_refused_before_the_run(cli: Cli, db: psycopg.Connection) -> None:
     write_folder(cli, "named", NAMED_QUEUES | {"pending.sql": "truncate jobs"})
     result = cli.run("-queue ./named -fill-db 50 -workers 3")
@@ -132,6 +133,7 @@ def test_a_broken_pending_sql_is_refused_before_the_run(cli: Cli, db: psycopg.Co
     assert not (cli.workdir / "msg_queue.log").exists()
 
 
+@pytest.mark.integration
 def test_an_audit_that_cannot_run_says_why_and_fails_the_run(cli: Cli) -> None:
     """pending.sql runs in the trial (one message) and fails at the end (300): the run exits 1, not 0,
     with the server's message, and -no-audit is the way to ask for a run without it."""
@@ -204,6 +206,7 @@ def own_ids_folder(kind: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("kind", "flags"),
     [("bigserial", "-rate 300"), ("uuid", "-fail-rate 0.1 -max-attempts 2 -backoff-ms 5 -tx single")],
@@ -237,6 +240,7 @@ def test_the_designs_own_ids_returned_by_its_enqueue(
         assert audit["failed_attempts"] > 0
 
 
+@pytest.mark.integration
 def test_the_real_pgmq_keeps_order_under_12_workers_and_archives(cli: Cli, db: psycopg.Connection) -> None:
     from pgmq.install import get_embedded_sql_version
 
@@ -290,12 +294,14 @@ def pgq_skip_reason() -> str | None:
     return None
 
 
+@pytest.mark.integration
 def test_without_pgq_on_the_server_one_line_names_the_package(cli: Cli, db: psycopg.Connection) -> None:
     result = cli.run("-queue pgq -fill-db 10 -workers 3")  # the embedded server: no PgQ
     assert_one_line_error(result, 2, "postgresql-NN-pgq3", "pgqd")
     assert db.execute("select to_regclass('pgmq_sim_pgq_events')").fetchone()[0] is None
 
 
+@pytest.mark.faults  # a server of its own
 @pytest.mark.skipif(pgq_skip_reason() is not None, reason=pgq_skip_reason() or "")
 def test_the_real_pgq_shares_batches_keeps_order_and_redelivers(tmp_path: Path) -> None:
     with LocalPostgres(bindir=pgq_bindir()) as pg:

@@ -1,6 +1,6 @@
 """Faults as scenarios: split transactions with leases and recovery, failing work with retries
 and dead letters, and a fault schedule injected into the run. The database, not the report,
-proves what was kept."""
+proves what was kept. A fault schedule's text is parsed, or refused, without a server (unit)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from conftest import REPO, Cli, Refuse, assert_one_line_error
 
-pytestmark = pytest.mark.integration
+from pgmq_sim.actors.chaos import parse_chaos
+from pgmq_sim.errors import UsageError
 
 FAST = "-work-ms 1-3 -poll-interval 0.05"
 
@@ -36,6 +37,7 @@ def journal_facts(db: psycopg.Connection) -> tuple[int, int, int]:
     return rows, distinct, overlaps
 
 
+@pytest.mark.integration
 def test_split_mode_recovers_what_killed_workers_held(cli: Cli, db: psycopg.Connection) -> None:
     result = cli.run(
         "-fill-db 900 -rate 450 -workers 6 -orders 3 -tx split -lease 5 -json out.json",
@@ -64,6 +66,7 @@ def test_split_mode_recovers_what_killed_workers_held(cli: Cli, db: psycopg.Conn
     )
 
 
+@pytest.mark.integration
 def test_single_mode_rides_through_killed_connections(cli: Cli, db: psycopg.Connection) -> None:
     result = cli.run(
         "-fill-db 900 -rate 450 -workers 6 -orders 3 -json out.json", FAST, "-chaos kill-connection*2/0.5s"
@@ -77,6 +80,7 @@ def test_single_mode_rides_through_killed_connections(cli: Cli, db: psycopg.Conn
     assert rows == distinct == 900 and overlaps == 0
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("tx", ["single", "split"])
 def test_failing_work_retries_and_dead_letters_add_up(cli: Cli, db: psycopg.Connection, tx: str) -> None:
     result = cli.run(
@@ -117,6 +121,7 @@ def test_failing_work_retries_and_dead_letters_add_up(cli: Cli, db: psycopg.Conn
     assert any("failing heads kept their groups waiting" in line for line in doc["advice"])
 
 
+@pytest.mark.integration
 def test_audit_command_judges_a_retry_run_as_the_run_did(cli: Cli, dsn: str) -> None:
     result = cli.run(
         "-fill-db 200 -workers 3 -claim indexed -fail-rate 0.4 -max-attempts 1 -json out.json", FAST
@@ -128,6 +133,7 @@ def test_audit_command_judges_a_retry_run_as_the_run_did(cli: Cli, dsn: str) -> 
     assert "audit pass" in again.stdout
 
 
+@pytest.mark.integration
 def test_split_mode_rides_out_a_table_lock_longer_than_its_own_lock_timeout(cli: Cli) -> None:
     result = cli.run(
         "-fill-db 1200 -rate 300 -workers 6 -claim indexed -tx split -json out.json",
@@ -138,6 +144,7 @@ def test_split_mode_rides_out_a_table_lock_longer_than_its_own_lock_timeout(cli:
     assert doc_of(cli)["audit"]["verdict"] == "pass"
 
 
+@pytest.mark.integration
 def test_kill_worker_with_zero_work_crashes_a_worker(cli: Cli) -> None:
     result = cli.run(
         "-fill-db 900 -rate 300 -workers 6 -claim indexed -tx split -work-ms 0 -poll-interval 0.05",
@@ -147,6 +154,7 @@ def test_kill_worker_with_zero_work_crashes_a_worker(cli: Cli) -> None:
     assert doc_of(cli)["retries"]["crashes"] == 1
 
 
+@pytest.mark.integration
 def test_a_claim_without_its_split_form_is_caught(cli: Cli) -> None:
     (cli.workdir / "seed_as_is.sql").write_text((REPO / "next_msg.sql").read_text())
     result = cli.run(
@@ -159,6 +167,7 @@ def test_a_claim_without_its_split_form_is_caught(cli: Cli) -> None:
     assert any("no form for leases and retries" in n for n in doc["notes"])
 
 
+@pytest.mark.integration
 def test_held_snapshot_grows_dead_tuples_and_is_named(cli: Cli) -> None:
     result = cli.run(
         "-fill-db 12000 -rate 1500 -workers 6 -orders 20 -claim indexed -delmsg -work-ms 0 -json out.json",
@@ -177,6 +186,7 @@ def test_held_snapshot_grows_dead_tuples_and_is_named(cli: Cli) -> None:
     assert not any("vacuum the queue table more often" in line for line in doc["advice"])
 
 
+@pytest.mark.integration
 def test_table_lock_is_injected_and_ridden_out(cli: Cli) -> None:
     result = cli.run("-fill-db 800 -rate 400 -workers 3 -json out.json", FAST, "-chaos lock-table@0.5s+1.5s")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -185,10 +195,12 @@ def test_table_lock_is_injected_and_ridden_out(cli: Cli) -> None:
     assert doc["audit"]["verdict"] == "pass"
 
 
+@pytest.mark.integration
 def test_restart_of_a_dsn_server_needs_permission(cli: Cli) -> None:
     assert_one_line_error(cli.run("-chaos restart-server@1s"), 2, "-chaos-allow-restart")
 
 
+@pytest.mark.integration
 def test_compare_runs_single_and_split_on_one_workload(cli: Cli) -> None:
     result = cli.run("-compare indexed/single,indexed/split -fill-db 400 -workers 6 -json out.json", FAST)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -199,6 +211,7 @@ def test_compare_runs_single_and_split_on_one_workload(cli: Cli) -> None:
     assert "split" in result.stdout
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "spec,needle",
     [
@@ -210,3 +223,18 @@ def test_compare_runs_single_and_split_on_one_workload(cli: Cli) -> None:
 )
 def test_bad_chaos_spec_is_a_usage_error(refuse: Refuse, spec: str, needle: str) -> None:
     assert_one_line_error(refuse("-chaos", spec), 2, needle)
+
+
+@pytest.mark.unit
+def test_chaos_spec() -> None:
+    faults = parse_chaos("kill-connection*2/5s, kill-worker@3s,hold-xmin@500ms+20s")
+    assert [(f.kind, f.count, f.at_s, f.every_s, f.duration_s) for f in faults] == [
+        ("kill-connection", 2, 5.0, 5.0, None),
+        ("kill-worker", 1, 3.0, None, None),
+        ("hold-xmin", 1, 0.5, None, 20.0),
+    ]
+    assert faults[0].times(16) == [5.0, 10.0, 15.0]
+    assert parse_chaos("kill-connection/5s@0s")[0].at_s == 0.0
+    for bad in ("kill-connection", "explode@1s", "lock-table@1s", "kill-worker@1s+1s", "kill-connection/0s"):
+        with pytest.raises(UsageError):
+            parse_chaos(bad)

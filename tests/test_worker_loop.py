@@ -1,6 +1,7 @@
-"""The one worker code path (`WorkerLoop`) against a fake claim session: what it counts, when it
-waits, how it settles a commit whose answer was lost, and what a crash leaves. No server: the
-session is scripted, and each step runs on an event loop of the run's kind."""
+"""The one worker code path (`WorkerLoop`) against a fake claim session: what it counts (counters
+that add up field by field), when it waits, how it settles a commit whose answer was lost, and what a
+crash leaves. No server: the session is scripted, and each step runs on an event loop of the run's
+kind."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.db.wire import LoopTime
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.result.claims import ClaimBook
-from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.stats import Timeline, WorkerCounters, WorkerStats
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime
 
@@ -467,3 +468,15 @@ def test_simulated_work_is_never_shorter_than_asked_and_a_ring_cuts_it_short() -
         loop.close()
     assert len(short) == 320 and max(short) <= 0, f"{sum(s > 0 for s in short)} waits ended early"
     assert cut < 1.0
+
+
+def test_counters_add_up_field_by_field() -> None:
+    a, b = WorkerStats(name="w1", queue_type="type1"), WorkerStats(name="w2", queue_type="type2")
+    a.processed, a.busy_s, a.dead_lettered = 3, 0.5, 1
+    b.processed, b.busy_s, b.crashes = 4, 0.25, 2
+    total = WorkerCounters.total([a, b])
+    assert (total.processed, total.busy_s, total.dead_lettered, total.crashes) == (7, 0.75, 1, 2)
+    assert total.finished == 8
+    assert set(a.counters()) == set(WorkerCounters.names()) and "name" not in a.counters()
+    b.set_counters(a.counters())
+    assert b.counters() == a.counters() and b.name == "w2"
