@@ -25,9 +25,10 @@ def test_import_graph_of_the_package_has_no_circle_and_keeps_its_layers() -> Non
     assert "no circles" in checked.stdout
 
 
-def test_the_house_sizes_hold_and_the_check_names_each_one_over(tmp_path: Path) -> None:
-    """No module over 500 lines, no class over 250, no function over 100 (tools/check_sizes.py);
-    the check names a module, a class and a method over their limits, in every part (verdicts/ too)."""
+def test_the_size_check_asks_about_each_long_part_and_fails_nothing(tmp_path: Path) -> None:
+    """A module over 500 lines, a class over 250, a function over 100 (tools/check_sizes.py): the
+    check names each, in every part (verdicts/ too), as a question, and exits 0: length alone is
+    no reason to split a module."""
     checked = tool("check_sizes.py")
     assert checked.returncode == 0, checked.stdout
     package = tmp_path / "pgmq_sim"
@@ -37,8 +38,8 @@ def test_the_house_sizes_hold_and_the_check_names_each_one_over(tmp_path: Path) 
     (package / "render" / "big.py").write_text("class Big:\n" + method * 3 + "x = 1\n" * 200)
     (package / "verdicts" / "big.py").write_text("x = 1\n" * 600)
     checked = tool("check_sizes.py", package)
-    assert checked.returncode == 1
-    assert "render/big.py: 507 lines (a module at most 500)" in checked.stdout
+    assert checked.returncode == 0
+    assert "render/big.py: 507 lines (a module at most 500): one concept, or two" in checked.stdout
     assert "render/big.py:1: class Big, 307 lines (at most 250)" in checked.stdout
     assert "render/big.py:2: function long, 102 lines (at most 100)" in checked.stdout
     assert "verdicts/big.py: 600 lines (a module at most 500)" in checked.stdout

@@ -1,6 +1,8 @@
-"""Check the house's sizes: no module over 500 lines, no class over 250, no function over 100
-(a method counts as a function; a nested function counts inside its own). Exits 1 and names each
-one over its limit; prints one line when all is well.
+"""Ask about the house's long parts: a module over 500 lines, a class over 250, a function over
+100 (a method counts as a function; a nested function counts inside its own). Length is a question,
+not a failure: a declarative table, or one concept, may be long; a module holding two concepts is
+split by them, never for its length alone. Names each one over its length as a question and exits
+0; prints one line when none is.
 
     python tools/check_sizes.py [src/pgmq_sim]
 """
@@ -43,9 +45,9 @@ def main(argv: list[str]) -> int:
     package = Path(argv[0]) if argv else Path(__file__).resolve().parents[1] / "src" / "pgmq_sim"
     found = problems(package)
     for problem in found:
-        print(problem)
+        print(f"{problem}: one concept, or two to split by?")
     if found:
-        return 1
+        return 0
     print(
         f"sizes of {package}: no module over {MODULE_LINES} lines, no class over {CLASS_LINES},"
         f" no function over {FUNCTION_LINES}"
