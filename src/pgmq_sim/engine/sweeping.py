@@ -25,6 +25,7 @@ class SteppedRate:
     so switching never makes messages due twice or skips any."""
 
     end_s = None
+    fixed = False  # the sweep sets its steps' rates as it goes
 
     def __init__(self, rate: float) -> None:
         self._lock = threading.Lock()
@@ -59,6 +60,7 @@ class TopUp:
     """Keeps the queue fed for a workers sweep without -rate: always `level` messages waiting."""
 
     end_s = None
+    fixed = False  # due with the messages finished
 
     def __init__(self, finished: Callable[[], int], level: int) -> None:
         self._finished = finished

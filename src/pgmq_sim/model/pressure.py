@@ -189,6 +189,7 @@ class PhasedRate:
             before += profile.due(length - 1e-9)
         self._end = start
         self._total = before
+        self.fixed = all(profile.fixed for _, profile in parts)
 
     def _phase(self, t: float) -> int:
         index = 0

@@ -51,6 +51,12 @@ class RateProfile(Protocol):
         """One line for the report, e.g. 'ramp 100..1000/s over 60 s'."""
         ...
 
+    @property
+    def fixed(self) -> bool:
+        """Whether due(t) depends on t alone (not on a sweep's step or the messages finished), so a
+        next due time, once asked, stays true: the producer keeps it rather than ask per look."""
+        ...
+
 
 @dataclass(frozen=True)
 class _Segment:
@@ -227,6 +233,7 @@ class _ShapedProfile:
     """What every profile built from a _Shape answers the same way."""
 
     _shape: _Shape
+    fixed = True
 
     def rate_at(self, t: float) -> float:
         return self._shape.rate_at(t)
@@ -360,6 +367,7 @@ class Burst:
     rate: float
     burst_s: float
     every_s: float
+    fixed = True  # a class attribute, not a field
 
     def __post_init__(self) -> None:
         _check_rate(self.base, "a burst's base")
@@ -430,3 +438,4 @@ class Burst:
             f"burst +{number_text(self.rate)}/s for {number_text(self.burst_s)} s"
             f" every {number_text(self.every_s)} s{over}"
         )
+
