@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
 
 IDLE_WAIT_S = 0.05  # the longest sleep next_due_in asks for while nothing is offered
 NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # unsigned: a sign is never meant in a flag
@@ -439,3 +439,32 @@ class Burst:
             f" every {number_text(self.every_s)} s{over}"
         )
 
+
+_KINDS: dict[str, type[ConstantRate | Ramp | Steps | Replay | Burst]] = {
+    "constant": ConstantRate,
+    "ramp": Ramp,
+    "steps": Steps,
+    "replay": Replay,
+    "burst": Burst,
+}
+
+
+def profile_data(profile: RateProfile) -> dict[str, Any] | None:
+    """A profile of its form's numbers as plain data, so another process (a spread run's producer,
+    which may not see a replayed file) builds the same one; None for one set as the run goes (a
+    sweep's, the phases')."""
+    for kind, form in _KINDS.items():
+        if type(profile) is form:
+            values = {f.name: getattr(profile, f.name) for f in fields(form) if f.init}
+            return {"kind": kind, **values}
+    return None
+
+
+def profile_of(data: dict[str, Any]) -> RateProfile:
+    """The profile `profile_data` gave (its numbers exact: floats travel as floats)."""
+    values = {name: value for name, value in data.items() if name != "kind"}
+    if data["kind"] == "steps":
+        values["rates"] = tuple(float(rate) for rate in values["rates"])
+    if data["kind"] == "replay":
+        values["points"] = tuple((float(second), float(rate)) for second, rate in values["points"])
+    return _KINDS[str(data["kind"])](**values)
