@@ -130,9 +130,13 @@ class RateProducer:
         while ahead and ahead[0].draw <= due:
             waiting.append(ahead.popleft())
         kept, self._next_of = (self._next_at if self._next_of == source.drawn else None), -1
+        # a fixed profile says each one's due time itself (next_due_in asks more), unless the rate
+        # was 0 at the last look (next_due_in's lull bound then applies)
+        timed = self._fixed and source.drawn < due and profile.rate_at(last) > 0
         while source.drawn < due:  # each at its own due time (at most `at`)
-            if kept is not None:  # the first one's due time, as asked below at a look before
-                arrival, kept = source.draw(min(at, kept)), None
+            when = kept if kept is not None else profile.due_time(source.drawn) if timed else None
+            if when is not None:  # the first one's as asked at a look before, or the profile's
+                arrival, kept = source.draw(min(at, max(last, when))), None
             else:
                 arrival = source.draw(min(at, last + profile.next_due_in(last, source.drawn)))
             if owns is None or owns(arrival):

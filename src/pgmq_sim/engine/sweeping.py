@@ -52,6 +52,9 @@ class SteppedRate:
                 return IDLE_WAIT_S
             return min(IDLE_WAIT_S, max(0.0, (count + 1 - self._offered(t)) / self._rate))
 
+    def due_time(self, count: int) -> float | None:
+        return None  # not fixed
+
     def describe(self) -> str:
         return "the sweep's rates"
 
@@ -74,6 +77,9 @@ class TopUp:
 
     def next_due_in(self, t: float, count: int) -> float:
         return 0.02
+
+    def due_time(self, count: int) -> float | None:
+        return None  # not fixed
 
     def describe(self) -> str:
         return f"a top-up keeping {self._level} messages waiting"

@@ -212,6 +212,9 @@ class PhasedRate:
         length, profile = self._parts[index]
         return self._before[index] + min(profile.due(t - self._starts[index]), profile.due(length - 1e-9))
 
+    def due_time(self, count: int) -> float | None:
+        return None  # asked of its phases as they come (next_due_in)
+
     def next_due_in(self, t: float, count: int) -> float:
         if self.due(t) > count:
             return 0.0

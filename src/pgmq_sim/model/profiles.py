@@ -42,6 +42,11 @@ class RateProfile(Protocol):
         while the rate at t is 0, so a producer waiting through a lull still sees its deadline."""
         ...
 
+    def due_time(self, count: int) -> float | None:
+        """When message count+1 falls due (the earliest t by which due(t) counts it), whatever t
+        is now; None if it never does, or if the profile is not fixed (it cannot say ahead)."""
+        ...
+
     @property
     def end_s(self) -> float | None:
         """After this t nothing more is due; None: the profile goes on forever."""
@@ -229,6 +234,18 @@ def _next_due_in(profile: RateProfile, when: float | None, t: float, count: int)
     return wait if rate_now > 0 else min(wait, IDLE_WAIT_S)
 
 
+def _nudged(profile: RateProfile, when: float | None, count: int) -> float | None:
+    """`when`, nudged as _next_due_in nudges it: due(when) really counts message count+1."""
+    if when is None:
+        return None
+    at, step = when, max(abs(when), 1.0) * 1e-15
+    for _ in range(40):
+        if profile.due(at) > count:
+            return at
+        at, step = at + step, step * 2.0
+    return when
+
+
 class _ShapedProfile:
     """What every profile built from a _Shape answers the same way."""
 
@@ -243,6 +260,9 @@ class _ShapedProfile:
 
     def next_due_in(self, t: float, count: int) -> float:
         return _next_due_in(self, self._shape.due_at(count + 1), t, count)
+
+    def due_time(self, count: int) -> float | None:
+        return _nudged(self, self._shape.due_at(count + 1), count)
 
     @property
     def end_s(self) -> float | None:
@@ -431,6 +451,9 @@ class Burst:
 
     def next_due_in(self, t: float, count: int) -> float:
         return _next_due_in(self, self._due_at(count + 1), t, count)
+
+    def due_time(self, count: int) -> float | None:
+        return _nudged(self, self._due_at(count + 1), count)
 
     def describe(self) -> str:
         over = f" over {number_text(self.base)}/s" if self.base else ""
