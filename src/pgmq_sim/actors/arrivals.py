@@ -144,10 +144,11 @@ class RateProducer:
         self._looked_s = at
         if owns is not None:
             return self._next_own_in(at)
-        next_in = profile.next_due_in(at, source.drawn)
-        if self._fixed and next_in < IDLE_WAIT_S:  # not a lull's bound: the next message's due time
-            self._next_at, self._next_of = at + next_in, source.drawn
-        return next_in
+        when = profile.due_time(source.drawn) if self._fixed else None
+        if when is None or when - at >= IDLE_WAIT_S:  # a lull's bound, or nothing more is due
+            return profile.next_due_in(at, source.drawn)
+        self._next_at, self._next_of = when, source.drawn  # kept for the looks until it falls due
+        return max(0.0, when - at)
 
     def _next_own_in(self, at: float) -> float:
         """Spread over processes: the seconds until this process's next own arrival falls due, drawn
