@@ -160,11 +160,14 @@ def test_a_replayed_profile_spreads_from_the_rows_the_master_read(cli: Cli, db: 
     runners = report["producer"]["enqueue"].get("runners")
     assert runners and all(r["written"] > 0 for r in runners), report["producer"]
     offered = sum(s["offered"] or 0 for s in report["timeline"])
-    assert offered == report["produced"] == sum(r["written"] for r in runners) == 900, report["timeline"]
+    assert offered == 900, report["timeline"]  # 300 + 600: the rows as the master read them
+    # the replay's end ends the run: an enqueue in flight then may be cut off (above the last landed)
+    produced, written = report["produced"], sum(r["written"] for r in runners)
+    assert 890 <= produced <= 900 and produced - 10 <= written <= produced, (produced, runners)
     assert report["audit"]["verdict"] == "pass", report["audit"]
     journal = [r[0] for r in db.execute("select msg_id from msg_journal")]
     pending = [r[0] for r in db.execute("select msg_id from msg_queue where status = 'N'")]
-    assert sorted(journal + pending) == list(range(1, 901))  # the run ends with the replay: some left
+    assert sorted(journal + pending) == list(range(1, produced + 1))  # each once; some left pending
 
 
 def test_phases_keep_the_producer_on_the_master_and_say_so_in_one_line(cli: Cli) -> None:
