@@ -125,3 +125,60 @@ def test_master_and_two_workers_over_tcp_spread_the_producers(
     runners = report["producer"]["enqueue"]["runners"]
     assert [r["sessions"] for r in runners] == [1, 1] and all(r["written"] > 0 for r in runners), runners
     assert sum(r["written"] for r in runners) == report["producer"]["enqueue"]["count"] == 1600
+
+
+def test_a_rate_profile_spreads_its_producers_as_a_constant_rate_does(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """-rate-profile step:300,900/1s over --processes 2: each process draws the arrivals by the same
+    profile (its numbers sent in the plan) and enqueues its groups'; the first second offers what
+    the profile has due in it, and together every message once, in order."""
+    result = cli.run(
+        f"-fill-db 1500 -rate-profile step:300,900/1s -producers 2 {WORKLOAD} --processes 2 -json out.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert_exactly_once_in_order(db, 1500, delmsg=False)
+    assert report["audit"]["verdict"] == "pass", report["audit"]
+    assert report["produced"] == report["processed"] == 1500, report["notes"]
+    runners = report["producer"]["enqueue"].get("runners")
+    assert runners, report["producer"]  # before: the producer stayed on the master (no runners)
+    assert [r["sessions"] for r in runners] == [1, 1] and all(r["written"] > 0 for r in runners), runners
+    assert sum(r["written"] for r in runners) == 1500
+    offered = [s["offered"] or 0 for s in report["timeline"]]
+    assert offered[0] == 300 and sum(offered) == 1500, offered  # 300/s in second 0, then 900/s
+
+
+def test_a_replayed_profile_spreads_from_the_rows_the_master_read(cli: Cli, db: psycopg.Connection) -> None:
+    """A CSV replay over --processes 2 (no -fill-db: the replay's end ends the run): the processes
+    follow the rows the master read, and the run offers and writes the replay's messages, each
+    once."""
+    (cli.workdir / "day.csv").write_text("second,rate\n0,300\n1,600\n")
+    result = cli.run(f"-rate-profile day.csv -producers 2 {WORKLOAD} --processes 2 -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    runners = report["producer"]["enqueue"].get("runners")
+    assert runners and all(r["written"] > 0 for r in runners), report["producer"]
+    offered = sum(s["offered"] or 0 for s in report["timeline"])
+    assert offered == 900, report["timeline"]  # 300 + 600: the rows as the master read them
+    # the replay's end ends the run: an enqueue in flight then may be cut off (above the last landed)
+    produced, written = report["produced"], sum(r["written"] for r in runners)
+    assert 890 <= produced <= 900 and produced - 10 <= written <= produced, (produced, runners)
+    assert report["audit"]["verdict"] == "pass", report["audit"]
+    journal = [r[0] for r in db.execute("select msg_id from msg_journal")]
+    pending = [r[0] for r in db.execute("select msg_id from msg_queue where status = 'N'")]
+    assert sorted(journal + pending) == list(range(1, produced + 1))  # each once; some left pending
+
+
+def test_phases_keep_the_producer_on_the_master_and_say_so_in_one_line(cli: Cli) -> None:
+    """Phases set their rates on the master as they go: under --processes their producer sessions
+    stay there, and one note says why; the run and its audit are as before."""
+    phases = "name=a duration=1.5 rate=200; name=b duration=1.5 rate=400"
+    argv = [*cli.command(f"-producers 2 {WORKLOAD} --processes 2 -json out.json"), "-phase", phases]
+    result = cli.run_argv(argv)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    kept = [note for note in report["notes"] if "producer sessions stay on the master" in note]
+    assert len(kept) == 1 and "phases" in kept[0], report["notes"]
+    assert not report["producer"]["enqueue"].get("runners"), report["producer"]
+    assert report["audit"]["verdict"] == "pass", report["audit"]

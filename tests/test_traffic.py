@@ -283,6 +283,23 @@ def test_rate_at_the_boundaries_of_bursts_steps_and_rows(
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_due_time_is_when_next_due_in_has_each_message_due(case: Case) -> None:
+    """The producer dates a look's arrivals by due_time (one question each) where the rate at its
+    last look was not 0: the same due times as next_due_in from that look, and due(t) counts each."""
+    profile = case.profile
+    times = sample_times(case)
+    for last, at in itertools.pairwise(times):
+        if profile.rate_at(last) == 0:
+            continue
+        for count in range(profile.due(last), min(profile.due(at), profile.due(last) + 50)):
+            when = profile.due_time(count)
+            assert when is not None and profile.due(when) > count, (last, count)
+            assert min(at, max(last, when)) == pytest.approx(
+                min(at, last + profile.next_due_in(last, count)), abs=1e-9
+            ), (last, count)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_next_due_in_wakes_the_producer_just_when_the_next_message_is_due(case: Case) -> None:
     profile = case.profile
     final = profile.due(case.end_s) if case.end_s is not None else None

@@ -6,13 +6,14 @@ enqueue is timed from its due time to its commit (result/enqueues)."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
 from collections.abc import Callable
 
 from pgmq_sim.actors.producer import Arrival, BatchWriter, MessageSource
 from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.values import Message
-from pgmq_sim.model.profiles import RateProfile
+from pgmq_sim.model.profiles import IDLE_WAIT_S, RateProfile
 from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.stats import Timeline
 
@@ -68,6 +69,9 @@ class RateProducer:
         self._idle: dict[Bell, None] = {}  # free sessions' bells, in the order they came
         self._timer: Bell | None = None  # the free session sleeping until the next message falls due
         self._looked_s = clock()  # when what was due was last drawn
+        self._fixed = profile.fixed
+        self._next_at = -math.inf  # when message _next_of + 1 falls due, kept while the profile is fixed
+        self._next_of = -1
         self._closed = False  # nothing more falls due
         self.sent: list[list[Message]] = [[] for _ in sessions]  # per session, its rows in flight
 
@@ -112,20 +116,39 @@ class RateProducer:
         if drawn_all or (self._until_s is not None and at >= self._until_s):
             self._closed = True  # the sessions write what fell due, then stop
             return None
+        owns = self._owns
+        if owns is None and at < self._next_at and source.drawn == self._next_of:
+            # the usual look at a steady rate: the next message's due time is still ahead
+            if int(at) > self._noted_s:
+                self._offer(at, self._offered)
+            self._looked_s = at
+            return self._next_at - at
         due = min(self._total, profile.due(at))
         self._offer(at, due)
         last = self._looked_s
-        owns, waiting = self._owns, self._waiting
+        waiting = self._waiting
         while ahead and ahead[0].draw <= due:
             waiting.append(ahead.popleft())
+        kept, self._next_of = (self._next_at if self._next_of == source.drawn else None), -1
+        # a fixed profile says each one's due time itself (next_due_in asks more), unless the rate
+        # was 0 at the last look (next_due_in's lull bound then applies)
+        timed = self._fixed and source.drawn < due and profile.rate_at(last) > 0
         while source.drawn < due:  # each at its own due time (at most `at`)
-            arrival = source.draw(min(at, last + profile.next_due_in(last, source.drawn)))
+            when = kept if kept is not None else profile.due_time(source.drawn) if timed else None
+            if when is not None:  # the first one's as asked at a look before, or the profile's
+                arrival, kept = source.draw(min(at, max(last, when))), None
+            else:
+                arrival = source.draw(min(at, last + profile.next_due_in(last, source.drawn)))
             if owns is None or owns(arrival):
                 waiting.append(arrival)
         self._looked_s = at
-        if owns is None:
+        if owns is not None:
+            return self._next_own_in(at)
+        when = profile.due_time(source.drawn) if self._fixed else None
+        if when is None or when - at >= IDLE_WAIT_S:  # a lull's bound, or nothing more is due
             return profile.next_due_in(at, source.drawn)
-        return self._next_own_in(at)
+        self._next_at, self._next_of = when, source.drawn  # kept for the looks until it falls due
+        return max(0.0, when - at)
 
     def _next_own_in(self, at: float) -> float:
         """Spread over processes: the seconds until this process's next own arrival falls due, drawn
@@ -152,6 +175,15 @@ class RateProducer:
         """The oldest waiting messages whose group has nothing in flight (or held before them), up to
         a batch; a message passed over is held behind its group's enqueue."""
         waiting, in_flight = self._waiting, self._in_flight
+        if not waiting:
+            return []
+        if self._batch == 1:  # the usual take: the oldest, its group free and nothing of it held
+            head = waiting[0]
+            group = head.group
+            if not head.held and group not in in_flight:
+                waiting.popleft()
+                in_flight.add(group)
+                return [head]
         taken: list[Arrival] = []
         passed: list[Arrival] = []
         held_groups: set[tuple[int, int]] = set()

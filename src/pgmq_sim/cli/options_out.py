@@ -80,8 +80,8 @@ OUTPUT_OPTIONS = (
     Option(
         "processes",
         "int",
-        "run the workers in N processes on this host (`-1`: one per core), and a constant `-rate`'s"
-        " producer sessions; see [More processes, more hosts](docs/processes.md)",
+        "run the workers in N processes on this host (`-1`: one per core), and a `-rate`'s or"
+        " `-rate-profile`'s producer sessions; see [More processes, more hosts](docs/processes.md)",
         "runners",
         metavar="N",
         setting=None,

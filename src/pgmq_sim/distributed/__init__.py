@@ -1,5 +1,5 @@
 """pgmq-sim's workers on Locust's distributed runners: one master (audit, report; the producer,
-unless a constant -rate spreads it over the workers: `producing`) and worker processes on this host
+unless a -rate or -rate-profile spreads it over the workers: `producing`) and worker processes on this host
 (--processes N) or others (--worker --master-host H).
 
 Only `options` may be imported by a single-process run, and only `child` (with what it imports) by

@@ -12,7 +12,7 @@ from locust.runners import MasterRunner
 from pgmq_sim.actors.worker import Assignment
 from pgmq_sim.distributed import messages as m
 from pgmq_sim.distributed.members import Member
-from pgmq_sim.distributed.producing import deal_producers, spreads
+from pgmq_sim.distributed.producing import deal_producers, kept_on_master, spreads
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
 
@@ -26,6 +26,9 @@ def deal_workers(state: RunState, master: MasterRunner, members: list[Member], w
     seeds = random.Random(state.rng.random())
     session = asdict(state.session)
     producing = deal_producers(state, count) if spreads(state, count) else [None] * count
+    kept = kept_on_master(state) if settings.paced else None
+    if kept is not None:
+        state.note(f"the producer sessions stay on the master, not spread over the processes: {kept}")
     for r, member in enumerate(members):
         member.producing = share = producing[r]
         member.runner = f"p{r + 1}@{member.hello.host}"

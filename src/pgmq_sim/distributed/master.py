@@ -1,6 +1,6 @@
 """Workers in other processes, on this host or others, over Locust's runners: the carrier of a
 distributed run. The run itself (check, prepare, watch, halt, collect), the audit, table health and
-the report stay on the master, once; the producer too, unless a constant -rate spreads its sessions
+the report stay on the master, once; the producer too, unless a -rate or -rate-profile spreads its sessions
 over the worker processes (distributed/producing).
 
 Worker processes report their counters every REPORT_S and their HDR histograms every few reports;

@@ -1,10 +1,12 @@
-"""A spread run's producers: with a constant -rate, the master deals the -producers sessions over
-the worker processes (the first ones take one more when they do not divide evenly; with fewer
-sessions than processes the last ones get none, and the master keeps none). Every producing process
-draws every arrival from the same seeded source, at the same rate, on the same clock (the master's
-start, sent as wall-clock time), so an arrival's place in the draws is its msg_id in every process;
-each enqueues only the arrivals of its own groups (a stable function of (queue_type, order_id)), so
-one key's messages are one process's, in order.
+"""A spread run's producers: at a constant -rate or a -rate-profile (its numbers sent in the plan),
+the master deals the -producers sessions over the worker processes (the first ones take one more
+when they do not divide evenly; with fewer sessions than processes the last ones get none, and the
+master keeps none). Every producing process draws every arrival from the same seeded source, by the
+same profile, on the same clock (the master's start, sent as wall-clock time), so an arrival's
+place in the draws is its msg_id in every process; each enqueues only the arrivals of its own
+groups (a stable function of (queue_type, order_id)), so one key's messages are one process's, in
+order. A profile set on the master as the run goes (a sweep's, the phases') keeps the producer
+there, and a note says why (kept_on_master).
 
 Each reports its enqueue figures with its worker reports; the master sums them (the histograms
 merge exactly), takes the run's produced count as the lowest msg_id any process may still owe, less
@@ -32,7 +34,7 @@ from pgmq_sim.db.values import Message
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.extras import Delay, PriorityRange
 from pgmq_sim.model.keys import GroupTally
-from pgmq_sim.model.profiles import ConstantRate
+from pgmq_sim.model.profiles import profile_data, profile_of
 from pgmq_sim.model.skew import INT4_MAX, KeySkew, hottest_share, key_sampler
 from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.reasons import ReasonTally
@@ -54,6 +56,7 @@ class ProducerShare:
     evidence: str  # db.batches.Evidence
     prepared: bool  # named statements (not behind a transaction pooler)
     id_type: str | None
+    profile: dict[str, Any]  # the rate profile's numbers (model/profiles.profile_data)
 
     def as_data(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,20 +67,28 @@ def owner(arrival: Arrival, shares: int) -> int:
     return (arrival.type_index * GROUP_SPREAD + arrival.order_id) % shares
 
 
-def spreads(state: RunState, processes: int) -> bool:
-    """Whether the worker processes produce: a constant -rate on the seed's table, whose rows say
-    what landed (a -rate-profile, a sweep, phases and a folder design's own enqueue stay on the
-    master), and at least one process."""
+def kept_on_master(state: RunState) -> str | None:
+    """Why a paced run's producer sessions stay on the master, in one line; None: they are spread.
+    A spread run's processes draw the arrivals from a profile of fixed numbers (a constant -rate or
+    a -rate-profile), on the seed's table, whose rows say what landed."""
     settings = state.settings
-    evidence = evidence_for(settings.delmsg, settings.audit, state.design.seed_table)
-    return (
-        processes > 0
-        and settings.rate > 0
-        and settings.profile is None
-        and settings.sweep is None
-        and not settings.phases
-        and evidence in (Evidence.ROWS, Evidence.JOURNAL)
-    )
+    if settings.sweep is not None:
+        return "a sweep sets its steps' rates on the master as it goes"
+    if settings.phases:
+        return "phases set their rates and pressures on the master as they go"
+    if not state.design.seed_table:
+        return "a folder design's own enqueue leaves no row of the seed's table to say what landed"
+    if evidence_for(settings.delmsg, settings.audit) == Evidence.RECORD:
+        return "-delmsg with -no-audit leaves no row to say what landed"
+    if profile_data(settings.rate_schedule) is None:
+        return f"its rate ({settings.rate_schedule.describe()}) is set on the master as the run goes"
+    return None
+
+
+def spreads(state: RunState, processes: int) -> bool:
+    """Whether the worker processes produce: a paced run whose producer nothing keeps on the master
+    (kept_on_master), and at least one process."""
+    return processes > 0 and state.settings.paced and kept_on_master(state) is None
 
 
 def deal_producers(state: RunState, processes: int) -> list[ProducerShare | None]:
@@ -92,6 +103,8 @@ def deal_producers(state: RunState, processes: int) -> list[ProducerShare | None
     version, internal, gauss = state.source_rng.getstate()
     source_state = [version, list(internal), gauss]
     evidence = evidence_for(state.settings.delmsg, state.settings.audit, state.design.seed_table)
+    profile = profile_data(state.settings.rate_schedule)
+    assert profile is not None  # spreads(): a profile of fixed numbers
     dealt: list[ProducerShare | None] = []
     share = 0
     for count in counts:
@@ -108,6 +121,7 @@ def deal_producers(state: RunState, processes: int) -> list[ProducerShare | None
                 str(evidence),
                 not state.path.transaction_pooled,
                 state.id_type,
+                profile,
             )
         )
         share += 1
@@ -247,7 +261,7 @@ class ShareProducer:
             self.writers,
             self.source,
             int(fill) if fill is not None else INT4_MAX,
-            ConstantRate(float(settings["rate"])),
+            profile_of(share.profile),
             self._halt,
             self.clock,
             self.deltas,

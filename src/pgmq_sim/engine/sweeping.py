@@ -25,6 +25,7 @@ class SteppedRate:
     so switching never makes messages due twice or skips any."""
 
     end_s = None
+    fixed = False  # the sweep sets its steps' rates as it goes
 
     def __init__(self, rate: float) -> None:
         self._lock = threading.Lock()
@@ -51,6 +52,9 @@ class SteppedRate:
                 return IDLE_WAIT_S
             return min(IDLE_WAIT_S, max(0.0, (count + 1 - self._offered(t)) / self._rate))
 
+    def due_time(self, count: int) -> float | None:
+        return None  # not fixed
+
     def describe(self) -> str:
         return "the sweep's rates"
 
@@ -59,6 +63,7 @@ class TopUp:
     """Keeps the queue fed for a workers sweep without -rate: always `level` messages waiting."""
 
     end_s = None
+    fixed = False  # due with the messages finished
 
     def __init__(self, finished: Callable[[], int], level: int) -> None:
         self._finished = finished
@@ -72,6 +77,9 @@ class TopUp:
 
     def next_due_in(self, t: float, count: int) -> float:
         return 0.02
+
+    def due_time(self, count: int) -> float | None:
+        return None  # not fixed
 
     def describe(self) -> str:
         return f"a top-up keeping {self._level} messages waiting"

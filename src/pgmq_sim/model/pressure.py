@@ -189,6 +189,7 @@ class PhasedRate:
             before += profile.due(length - 1e-9)
         self._end = start
         self._total = before
+        self.fixed = all(profile.fixed for _, profile in parts)
 
     def _phase(self, t: float) -> int:
         index = 0
@@ -210,6 +211,9 @@ class PhasedRate:
         index = self._phase(t)
         length, profile = self._parts[index]
         return self._before[index] + min(profile.due(t - self._starts[index]), profile.due(length - 1e-9))
+
+    def due_time(self, count: int) -> float | None:
+        return None  # asked of its phases as they come (next_due_in)
 
     def next_due_in(self, t: float, count: int) -> float:
         if self.due(t) > count:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
 
 IDLE_WAIT_S = 0.05  # the longest sleep next_due_in asks for while nothing is offered
 NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # unsigned: a sign is never meant in a flag
@@ -42,6 +42,11 @@ class RateProfile(Protocol):
         while the rate at t is 0, so a producer waiting through a lull still sees its deadline."""
         ...
 
+    def due_time(self, count: int) -> float | None:
+        """When message count+1 falls due (the earliest t by which due(t) counts it), whatever t
+        is now; None if it never does, or if the profile is not fixed (it cannot say ahead)."""
+        ...
+
     @property
     def end_s(self) -> float | None:
         """After this t nothing more is due; None: the profile goes on forever."""
@@ -49,6 +54,12 @@ class RateProfile(Protocol):
 
     def describe(self) -> str:
         """One line for the report, e.g. 'ramp 100..1000/s over 60 s'."""
+        ...
+
+    @property
+    def fixed(self) -> bool:
+        """Whether due(t) depends on t alone (not on a sweep's step or the messages finished), so a
+        next due time, once asked, stays true: the producer keeps it rather than ask per look."""
         ...
 
 
@@ -223,10 +234,23 @@ def _next_due_in(profile: RateProfile, when: float | None, t: float, count: int)
     return wait if rate_now > 0 else min(wait, IDLE_WAIT_S)
 
 
+def _nudged(profile: RateProfile, when: float | None, count: int) -> float | None:
+    """`when`, nudged as _next_due_in nudges it: due(when) really counts message count+1."""
+    if when is None:
+        return None
+    at, step = when, max(abs(when), 1.0) * 1e-15
+    for _ in range(40):
+        if profile.due(at) > count:
+            return at
+        at, step = at + step, step * 2.0
+    return when
+
+
 class _ShapedProfile:
     """What every profile built from a _Shape answers the same way."""
 
     _shape: _Shape
+    fixed = True
 
     def rate_at(self, t: float) -> float:
         return self._shape.rate_at(t)
@@ -236,6 +260,9 @@ class _ShapedProfile:
 
     def next_due_in(self, t: float, count: int) -> float:
         return _next_due_in(self, self._shape.due_at(count + 1), t, count)
+
+    def due_time(self, count: int) -> float | None:
+        return _nudged(self, self._shape.due_at(count + 1), count)
 
     @property
     def end_s(self) -> float | None:
@@ -360,6 +387,7 @@ class Burst:
     rate: float
     burst_s: float
     every_s: float
+    fixed = True  # a class attribute, not a field
 
     def __post_init__(self) -> None:
         _check_rate(self.base, "a burst's base")
@@ -424,9 +452,42 @@ class Burst:
     def next_due_in(self, t: float, count: int) -> float:
         return _next_due_in(self, self._due_at(count + 1), t, count)
 
+    def due_time(self, count: int) -> float | None:
+        return _nudged(self, self._due_at(count + 1), count)
+
     def describe(self) -> str:
         over = f" over {number_text(self.base)}/s" if self.base else ""
         return (
             f"burst +{number_text(self.rate)}/s for {number_text(self.burst_s)} s"
             f" every {number_text(self.every_s)} s{over}"
         )
+
+
+_KINDS: dict[str, type[ConstantRate | Ramp | Steps | Replay | Burst]] = {
+    "constant": ConstantRate,
+    "ramp": Ramp,
+    "steps": Steps,
+    "replay": Replay,
+    "burst": Burst,
+}
+
+
+def profile_data(profile: RateProfile) -> dict[str, Any] | None:
+    """A profile of its form's numbers as plain data, so another process (a spread run's producer,
+    which may not see a replayed file) builds the same one; None for one set as the run goes (a
+    sweep's, the phases')."""
+    for kind, form in _KINDS.items():
+        if type(profile) is form:
+            values = {f.name: getattr(profile, f.name) for f in fields(form) if f.init}
+            return {"kind": kind, **values}
+    return None
+
+
+def profile_of(data: dict[str, Any]) -> RateProfile:
+    """The profile `profile_data` gave (its numbers exact: floats travel as floats)."""
+    values = {name: value for name, value in data.items() if name != "kind"}
+    if data["kind"] == "steps":
+        values["rates"] = tuple(float(rate) for rate in values["rates"])
+    if data["kind"] == "replay":
+        values["points"] = tuple((float(second), float(rate)) for second, rate in values["points"])
+    return _KINDS[str(data["kind"])](**values)
