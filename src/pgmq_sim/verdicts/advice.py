@@ -5,7 +5,6 @@ does, so no two lines pull in opposite directions."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from pgmq_sim.model.identity import said, whose
@@ -173,34 +172,10 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-FLAGS = ("-claim", "-wakeup", "-tx")  # flags a fix may name with a value: never the run's own
-
-
-def repeats(line: str, r: RunResult) -> str | None:
-    """What in a line of advice the run already does, or None: a flag with the run's own value, a claim
-    that skips locked rows to a run whose claim does, a rate to a paced run, workers beyond the
-    connections the server allows or to no more than the run has."""
-    s = r.settings
-    for flag in FLAGS:
-        own = str(getattr(s, flag[1:]))
-        if re.search(rf"(?<![\w-]){flag} {re.escape(own)}\b", line):
-            return f"{flag} {own}"
-    if r.claim_skips_locked and "use a claim that skips locked rows" in line:
-        return "a claim that skips locked rows"
-    if s.paced and "-rate R" in line:
-        return f"-rate {s.rate:g}"
-    asked = re.search(r"add workers(?:: about| up to) (\d+)", line)
-    if asked and int(asked.group(1)) <= len(r.workers):
-        return f"-workers {len(r.workers)}"
-    if "add workers" in line and r.spare_connections is not None and r.spare_connections <= 0:
-        return f"-workers {len(r.workers)}: the server allows no more connections"
-    return None
-
-
 def advice(result: RunResult, limit: Limit | None = None) -> list[str]:
     """The limit's fix (judged here unless the caller has it), then one line for each other figure
-    that calls for action; none that repeats what the run already does (the rules are written not
-    to; this holds it whatever a rule says)."""
+    that calls for action; none repeats what the run already does (each rule is written not to:
+    tests/test_advice.py reads every rule's line against runs that already do what it would say)."""
     limit = limit or run_limit(result)
     lines = []
     audit = result.audit
@@ -216,4 +191,4 @@ def advice(result: RunResult, limit: Limit | None = None) -> list[str]:
         line = rule(result)
         if line:
             lines.append(line)
-    return [line for line in lines if repeats(line, result) is None]
+    return lines
