@@ -801,7 +801,6 @@ def repeats(line: str, r: RunResult) -> str | None:
     return None
 
 
-
 def test_every_limit_and_rule_is_tried_on_a_run_that_already_does_what_it_would_say() -> None:
     named = {name for name, _, _ in ALREADY}
     assert named >= {rule.__name__ for rule in advice.RULES}
@@ -829,9 +828,7 @@ def test_no_advice_repeats_what_the_run_already_does(
 
 def test_the_oracle_names_what_a_line_would_repeat() -> None:
     indexed = result(strategy="indexed", claim="indexed", skips_locked=True, wakeup="notify", rate=50.0)
-    assert (
-        repeats("try -claim indexed, which reads only each group's head", indexed) == "-claim indexed"
-    )
+    assert repeats("try -claim indexed, which reads only each group's head", indexed) == "-claim indexed"
     assert repeats("try -claim advisory", indexed) is None
     assert repeats("-wakeup notify wakes them at once", indexed) == "-wakeup notify"
     assert repeats("use a claim that skips locked rows (-claim advisory)", indexed) is not None

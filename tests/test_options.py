@@ -148,7 +148,7 @@ def test_a_new_option_is_one_declaration(workdir: Path) -> None:
     """A throwaway option, declared once, is a flag (both spellings, its default, its choices checked),
     a line of --help in its section, a scenario file's key (-print-config writes it, -config reads it),
     a setting (in the JSON's settings and its scenario) and a row of the docs' flag table."""
-    spec = RUN.with_options(FLAVOUR)
+    spec = CommandOptions(RUN.command, (*RUN.options, FLAVOUR))  # the run's options and the throwaway
     cmd = command_of(spec)(lambda **_: None)
 
     def scenario(args: list[str]) -> Scenario:

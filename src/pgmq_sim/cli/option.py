@@ -214,10 +214,6 @@ class CommandOptions:
         """The output files the command writes."""
         return tuple(o for o in self.options if o.output is not None)
 
-    def with_options(self, *more: Option) -> CommandOptions:
-        """These options and more (a test's throwaway option)."""
-        return CommandOptions(self.command, (*self.options, *more))
-
 
 def split_list(text: str) -> list[str]:
     """A comma list (-check, -fail-on) as the items a file gives as an array."""
