@@ -162,9 +162,11 @@ def test_notify_runs_in_another_database_are_an_episode_naming_the_notifier(
     )
 
 
+@pytest.mark.alone
 def test_a_clean_run_has_no_episode(cli: Cli) -> None:
     """The same run with nothing in its way: no stretch is clearly worse than its baseline, and the
-    summary has no episodes row."""
+    summary has no episodes row. Alone: it judges that the run's own noise is no episode, and a
+    second of the host's load beside it (a 155 ms p99 against a 22 ms baseline in a CI run) is one."""
     result = cli.run(RUN)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())

@@ -149,9 +149,9 @@ def test_a_killed_runs_windows_stay_and_the_audit_goes_on_from_them(cli: Cli, db
         whole.missing,
         whole.order_violations,
     )
-    # beyond the windows: what they carried and what came after them, judged by the audit now
+    # the windows' own and what came after them (none, if the kill followed a window at once)
     judged_live = db.execute("select sum((audit->>'processed')::int) from pgmq_sim_windows").fetchone()
-    assert judged_live is not None and audit["processed"] > judged_live[0] > 0
+    assert judged_live is not None and audit["processed"] >= judged_live[0] > 0
 
 
 @pytest.mark.integration

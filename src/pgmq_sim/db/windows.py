@@ -49,12 +49,11 @@ def read_window(
     conn: psycopg.Connection, shape: QueueShape, after: int, hi: int, show: int, retrying: bool
 ) -> WindowRead:
     """The audit's counts of msg_ids after+1..hi and of those the closed windows carried, in this
-    transaction (the caller's snapshot), over the window's views."""
+    transaction (the caller's snapshot), over the window's views (open_views)."""
+    conn.execute(statement("window_plans"))
     row = conn.execute(statement("window_from"), (after,)).fetchone()
     first = int(row[0]) if row and row[0] is not None else after
     _bounds(conn, first, after, hi)
-    conn.execute(statement("window_views"))
-    conn.execute(statement("window_views_seed" if shape.seed_table else "window_views_log"))
     rows = conn.execute(statement("window_rows")).fetchone()
     counts = count_audit(conn, shape, hi, show, retrying, after=after)
     if shape.seed_table and after:  # carried ones lost since: the seed's ids are a range, not a log
@@ -80,11 +79,18 @@ def keep_window(conn: psycopg.Connection, run_id: str, number: int, read: Window
     conn.execute(statement("window_marks"))
     conn.execute(statement("window_carried_clear"))
     conn.execute(statement("window_carry"), (list(read.pending),))
-    conn.execute(statement("window_views_drop"))
     conn.execute(
         statement("window_keep"),
         (run_id, number, read.lo, read.hi, read.journal_rows, len(read.pending), passed, Jsonb(audit)),
     )
+
+
+def open_views(conn: psycopg.Connection, shape: QueueShape) -> None:
+    """The window's views of the tool's tables, for the rest of this session (a session of the live
+    audit's own, or one closed after its read): made once, not each window, so the windows write
+    nothing to the server's catalogs."""
+    conn.execute(statement("window_views"))
+    conn.execute(statement("window_views_seed" if shape.seed_table else "window_views_log"))
 
 
 def summarize_journal(conn: psycopg.Connection) -> None:
@@ -98,6 +104,7 @@ def read_rest(
     """What the closed windows left: msg_ids after+1..expected and those they carried (the run's
     end, or `pgmq-sim audit`), judged as a window is (the views go with the connection)."""
     conn.execute("set transaction isolation level repeatable read")
+    open_views(conn, shape)
     return read_window(conn, shape, after, expected, show, retrying)
 
 

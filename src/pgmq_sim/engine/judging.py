@@ -7,6 +7,7 @@ the watermark; the run's end judges only what the windows left."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -15,11 +16,12 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.connection import connect, limit_lock_waits
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.values import QueueShape
-from pgmq_sim.db.windows import ClosedWindow, keep_window, read_window, summarize_journal
+from pgmq_sim.db.windows import ClosedWindow, keep_window, open_views, read_window, summarize_journal
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
 from pgmq_sim.verdicts.audit import SHOW
 
+SHARE_OF_TIME = 10  # the next window waits at least this many times the last one's judging
 Judge = Callable[[AuditCounts, int], AuditVerdict]  # a window's counts and its messages: its verdict
 
 
@@ -61,9 +63,14 @@ class LiveJudge(RunThread):
         return LiveAudit.of(self.windows())
 
     def body(self) -> None:
+        """A window every `every_s`, or less often: the judging takes at most a tenth of the run's
+        time, so the audit never becomes the load it measures."""
+        wait = self._every_s
         try:
-            while not self._halt.wait(self._every_s):
+            while not self._halt.wait(wait):
+                began = time.monotonic()
                 self.close_window()
+                wait = max(self._every_s, SHARE_OF_TIME * (time.monotonic() - began))
         finally:
             if self._conn is not None:
                 self._conn.close()
@@ -77,15 +84,22 @@ class LiveJudge(RunThread):
         hi = max(after, self._safe())
         if hi == after and not carried:
             return None
+        began = time.perf_counter()
         try:
-            conn = self._conn = self._conn or connect(self._dsn, "pgmq-sim live audit")
-            conn.prepare_threshold = None  # its views change under the same text
+            conn = self._conn = self._conn or self._open()
             limit_lock_waits(conn)
             conn.execute("set transaction isolation level repeatable read")
             read = read_window(conn, self._shape, after, hi, SHOW, self._retrying)
             verdict = self._judge(read.counts, hi - after)
             window = AuditWindow(
-                len(windows) + 1, after, hi, self._clock(), read.journal_rows, len(read.pending), verdict
+                len(windows) + 1,
+                after,
+                hi,
+                self._clock(),
+                read.journal_rows,
+                len(read.pending),
+                verdict,
+                time.perf_counter() - began,
             )
             keep_window(conn, self._run_id, window.number, read, verdict.passed, verdict.as_json())
             conn.commit()
@@ -96,6 +110,15 @@ class LiveJudge(RunThread):
             self._windows.append(window)
         self._summarize(conn)
         return window
+
+    def _open(self) -> psycopg.Connection:
+        """The live audit's session, its views of the tool's tables made once."""
+        conn = connect(self._dsn, "pgmq-sim live audit")
+        conn.prepare_threshold = None  # the views' bounds change under the same text
+        limit_lock_waits(conn)
+        open_views(conn, self._shape)
+        conn.commit()
+        return conn
 
     def _summarize(self, conn: psycopg.Connection) -> None:
         """The journal's new ranges summarized for the next read; a vacuum doing it meanwhile wins."""

@@ -81,9 +81,10 @@ def live_audit_text(live: LiveAuditRecord) -> str:
         if live.end_from
         else "the end judged the whole run again"
     )
+    judged = sum(w.judged_s for w in live.windows)
     return (
-        f"{seen.windows} window(s) closed while the run went, every {live.every_s:g} s (msg_id 1 to "
-        f"{seen.through:,}), {failed}; {end}"
+        f"{seen.windows} window(s) closed while the run went, every {live.every_s:g} s or less often"
+        f" (msg_id 1 to {seen.through:,}), {failed}, judging them took {judged:.1f} s; {end}"
     )
 
 

@@ -58,6 +58,7 @@ class AuditWindow:
     journal_rows: int
     carried: int
     verdict: AuditVerdict
+    judged_s: float  # what judging it took, the read and the record (the live audit's own cost)
 
     def as_json(self) -> dict[str, Any]:
         v = self.verdict
@@ -66,6 +67,7 @@ class AuditWindow:
             "msg_ids": [self.lo + 1, self.hi],
             "closed_s": round(self.closed_s, 3),
             "carried": self.carried,
+            "judged_s": round(self.judged_s, 3),
             "verdict": v.verdict,
             **{name: getattr(v, name) for name in SUMMED},
             "problems": list(v.problems),
@@ -124,5 +126,6 @@ class LiveAuditRecord:
             "failed_windows": live.failed_windows,
             "end_judged_after": self.end_from,
             "errors": self.failures,
+            "judged_s": round(sum(w.judged_s for w in self.windows), 3),
             "windows": [w.as_json() for w in self.windows],
         }

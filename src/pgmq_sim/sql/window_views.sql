@@ -3,7 +3,7 @@
 -- pending when they closed; none below pgmq_sim.window_from), so the run's audit statements judge a
 -- window as they judge a run. With pgmq_sim.window_marks on, the journal holds, before the window's rows,
 -- each group's last completed message of the closed windows: per-group order across windows.
--- The views bind the real tables when made, and are dropped before the transaction ends.
+-- The views bind the real tables when made; they last as long as the session.
 create temporary view msg_journal as
 select * from msg_journal
 where msg_id > current_setting('pgmq_sim.window_from')::bigint
