@@ -35,8 +35,9 @@ def wait_for_windows(db: psycopg.Connection, count: int, timeout: float = 40) ->
     raise AssertionError(f"fewer than {count} live audit windows closed in {timeout} s")
 
 
-def judge_of(dsn: str, safe: list[int]) -> LiveJudge:
-    """A live judge over the seed's table, its watermark's upper bound `safe[0]`."""
+def judge_of(dsn: str, safe: list[int], said: list[BaseException] | None = None) -> LiveJudge:
+    """A live judge over the seed's table, its watermark's upper bound `safe[0]`; what it would say
+    to the run, in `said`."""
     return LiveJudge(
         dsn,
         QueueShape(),
@@ -48,7 +49,7 @@ def judge_of(dsn: str, safe: list[int]) -> LiveJudge:
         time.monotonic,
         threading.Event(),
         lambda exc: None,
-        lambda exc: None,
+        (said if said is not None else []).append,
     )
 
 
@@ -201,3 +202,26 @@ def test_check_abort_reads_the_live_audit_only_where_it_runs(refuse: Refuse) -> 
         assert_one_line_error(refuse(argv), 2, "-check-abort acts on -check lost (known")
     result = refuse("-fill-db 10 -check-abort")
     assert_one_line_error(result, 2, "acts on -check lost, duplicates, missing (known while the run goes on)")
+
+
+@pytest.mark.integration
+def test_a_lost_live_audit_session_is_said_once_and_the_next_window_opens_another(
+    cli: Cli, db: psycopg.Connection
+) -> None:
+    """The live audit's session ended by the server between two windows: that tick closes no window,
+    says so once, and does not end the run; the next tick opens a new session and closes it."""
+    assert cli.run("-fill-db 10 -workers 1 -work-ms 0 -orders 1 -types 1").returncode == 0
+    said: list[BaseException] = []
+    safe = [5]
+    judge = judge_of(cli.dsn, safe, said)
+    assert judge.close_window() is not None
+    ended = db.execute(
+        "select count(pg_terminate_backend(pid)) from pg_stat_activity"
+        " where application_name = 'pgmq-sim live audit' and datname = current_database()"
+    ).fetchone()
+    assert ended == (1,)
+    safe[0] = 10
+    assert judge.close_window() is None and judge.failures == 1 and len(said) == 1
+    second = judge.close_window()
+    assert second is not None and (second.lo, second.hi) == (5, 10) and second.verdict.passed
+    assert [w.number for w in judge.windows()] == [1, 2]

@@ -52,6 +52,7 @@ def role_transactions(state: RunState, parts: RunParts) -> RoleTransactions:
         tool=sum(w.records for w in state.producers)
         + totals.clock_reads
         + housekeeping
+        + (state.live_judge.transactions if state.live_judge else 0)
         + 1,  # + the meters' reading
         wakeups=parts.carrier.wakeups(state),
     )

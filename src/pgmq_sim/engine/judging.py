@@ -6,6 +6,7 @@ the watermark; the run's end judges only what the windows left."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +52,7 @@ class LiveJudge(RunThread):
         self._windows: list[AuditWindow] = []
         self._lock = threading.Lock()
         self.failures = 0  # windows not closed for an error (the next tick tries again)
+        self.transactions = 0  # its commits on the server: the tool's, not the queue's
 
     def connection(self) -> psycopg.Connection | None:
         return self._conn
@@ -103,6 +105,7 @@ class LiveJudge(RunThread):
             )
             keep_window(conn, self._run_id, window.number, read, verdict.passed, verdict.as_json())
             conn.commit()
+            self.transactions += 1
         except psycopg.Error as exc:
             self._failed(exc)
             return None
@@ -113,11 +116,11 @@ class LiveJudge(RunThread):
 
     def _open(self) -> psycopg.Connection:
         """The live audit's session, its views of the tool's tables made once."""
-        conn = connect(self._dsn, "pgmq-sim live audit")
-        conn.prepare_threshold = None  # the views' bounds change under the same text
+        conn = connect(self._dsn, "live audit")  # application_name 'pgmq-sim live audit'
         limit_lock_waits(conn)
         open_views(conn, self._shape)
         conn.commit()
+        self.transactions += 1
         return conn
 
     def _summarize(self, conn: psycopg.Connection) -> None:
@@ -126,8 +129,10 @@ class LiveJudge(RunThread):
             limit_lock_waits(conn)
             summarize_journal(conn)
             conn.commit()
-        except psycopg.Error:
-            conn.rollback()
+            self.transactions += 1
+        except psycopg.Error:  # a lost session is found, and opened again, by the next window
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
 
     def _failed(self, exc: psycopg.Error) -> None:
         self.failures += 1

@@ -4,13 +4,15 @@
 -- LWLock, the client (idle in transaction), other. Then the Lock waits by event ('relation:3,tuple:1'),
 -- the pids waiting on a lock ('4242,4243'), whose blockers the sampler reads a few times a second, and
 -- the other waits by type and event ('Timeout:PgSleep:2'). The sessions: the tool's client backends in
--- this database, the sampler's own and a pressure's (it stands for a session outside the run) left
--- out. One statement, one read of pg_stat_activity.
+-- this database, the sampler's own, the live audit's (the tool's bookkeeping, not the queue's) and a
+-- pressure's (it stands for a session outside the run) left out. One statement, one read of
+-- pg_stat_activity.
 with s as materialized (
     select state, wait_event_type as type, wait_event as event, pid,
            application_name = 'pgmq-sim producer' as producer
     from pg_stat_activity
-    where application_name like 'pgmq-sim%' and application_name <> 'pgmq-sim pressure'
+    where application_name like 'pgmq-sim%'
+      and application_name not in ('pgmq-sim pressure', 'pgmq-sim live audit')
       and pid <> pg_backend_pid()
       and backend_type = 'client backend'
       and datname = current_database()
