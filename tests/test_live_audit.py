@@ -46,6 +46,7 @@ def judge_of(dsn: str, safe: list[int], said: list[BaseException] | None = None)
         lambda: safe[0],
         lambda counts, messages: judge_audit(counts, expected=messages, ordered=True, complete=False),
         False,
+        True,
         time.monotonic,
         threading.Event(),
         lambda exc: None,

@@ -86,11 +86,15 @@ def keep_window(conn: psycopg.Connection, run_id: str, number: int, read: Window
 
 
 def open_views(conn: psycopg.Connection, shape: QueueShape) -> None:
-    """The window's views of the tool's tables, for the rest of this session (a session of the live
-    audit's own, or one closed after its read): made once, not each window, so the windows write
-    nothing to the server's catalogs."""
+    """The window's views of the tool's tables, for the rest of this session, or of this transaction
+    (drop_views): made once a session where the session is the tool's alone, so the windows write
+    nothing to the server's catalogs; each window behind a transaction pooler."""
     conn.execute(statement("window_views"))
     conn.execute(statement("window_views_seed" if shape.seed_table else "window_views_log"))
+
+
+def drop_views(conn: psycopg.Connection) -> None:
+    conn.execute(statement("window_views_drop"))
 
 
 def summarize_journal(conn: psycopg.Connection) -> None:

@@ -17,7 +17,14 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.connection import connect, limit_lock_waits
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.values import QueueShape
-from pgmq_sim.db.windows import ClosedWindow, keep_window, open_views, read_window, summarize_journal
+from pgmq_sim.db.windows import (
+    ClosedWindow,
+    drop_views,
+    keep_window,
+    open_views,
+    read_window,
+    summarize_journal,
+)
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
 from pgmq_sim.verdicts.audit import SHOW
@@ -39,6 +46,7 @@ class LiveJudge(RunThread):
         safe: Callable[[], int],
         judge: Judge,
         retrying: bool,
+        views_kept: bool,
         clock: Callable[[], float],
         stop: threading.Event,
         on_error: Callable[[BaseException], None],
@@ -48,6 +56,9 @@ class LiveJudge(RunThread):
         self._dsn, self._shape, self._run_id = dsn, shape, run_id
         self._every_s, self._safe, self._judge = every_s, safe, judge
         self._retrying, self._clock, self._on_failure = retrying, clock, on_failure
+        # its views made once a session; not behind a transaction pooler, which would hand them to
+        # another client's transactions with the server connection: there, made and dropped each window
+        self._views_kept = views_kept
         self._conn: psycopg.Connection | None = None
         self._windows: list[AuditWindow] = []
         self._lock = threading.Lock()
@@ -91,6 +102,8 @@ class LiveJudge(RunThread):
             conn = self._conn = self._conn or self._open()
             limit_lock_waits(conn)
             conn.execute("set transaction isolation level repeatable read")
+            if not self._views_kept:
+                open_views(conn, self._shape)
             read = read_window(conn, self._shape, after, hi, SHOW, self._retrying)
             verdict = self._judge(read.counts, hi - after)
             window = AuditWindow(
@@ -104,6 +117,8 @@ class LiveJudge(RunThread):
                 time.perf_counter() - began,
             )
             keep_window(conn, self._run_id, window.number, read, verdict.passed, verdict.as_json())
+            if not self._views_kept:
+                drop_views(conn)
             conn.commit()
             self.transactions += 1
         except psycopg.Error as exc:
@@ -115,12 +130,13 @@ class LiveJudge(RunThread):
         return window
 
     def _open(self) -> psycopg.Connection:
-        """The live audit's session, its views of the tool's tables made once."""
+        """The live audit's session, its views of the tool's tables made once where they may stay."""
         conn = connect(self._dsn, "live audit")  # application_name 'pgmq-sim live audit'
-        limit_lock_waits(conn)
-        open_views(conn, self._shape)
-        conn.commit()
-        self.transactions += 1
+        if self._views_kept:
+            limit_lock_waits(conn)
+            open_views(conn, self._shape)
+            conn.commit()
+            self.transactions += 1
         return conn
 
     def _summarize(self, conn: psycopg.Connection) -> None:

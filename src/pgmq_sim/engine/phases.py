@@ -384,6 +384,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
                 retrying=settings.retrying,
             ),
             settings.retrying,
+            not state.path.transaction_pooled,
             state.clock,
             state.stop,
             state.errors.reporter("live audit"),
