@@ -193,7 +193,8 @@ def test_a_whole_run_as_a_plain_role(tcp_pg: LocalPostgres, tmp_path: Path) -> N
     with temp_role(tcp_pg.dsn, name, "plain-pw") as role:
         cli = Cli(role.dsn, tmp_path)
         result = cli.run(
-            "-fill-db 600 -rate 300 -workers 6 -claim indexed -orders 6 -work-ms 0-2 -poll-interval 0.05",
+            # 3 s of arrivals: the kill at 2 s lands inside the run, not on its end
+            "-fill-db 900 -rate 300 -workers 6 -claim indexed -orders 6 -work-ms 0-2 -poll-interval 0.05",
             "-tx split -chaos kill-connection/1s,hold-xmin@0.5s+1s -json out.json",
         )
         assert result.returncode == 0, result.stdout + result.stderr
