@@ -56,8 +56,9 @@ class LiveJudge(RunThread):
         self._dsn, self._shape, self._run_id = dsn, shape, run_id
         self._every_s, self._safe, self._judge = every_s, safe, judge
         self._retrying, self._clock, self._on_failure = retrying, clock, on_failure
-        # its views made once a session; not behind a transaction pooler, which would hand them to
-        # another client's transactions with the server connection: there, made and dropped each window
+        # its views made once a session; not behind a pooler, which may hand them to another client
+        # with the server connection (a transaction's, or a session's without a reset): there, made
+        # and dropped in each window's transaction
         self._views_kept = views_kept
         self._conn: psycopg.Connection | None = None
         self._windows: list[AuditWindow] = []

@@ -384,7 +384,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
                 retrying=settings.retrying,
             ),
             settings.retrying,
-            not state.path.transaction_pooled,
+            not state.path.pooled,  # a pooler may hand its session to another client
             state.clock,
             state.stop,
             state.errors.reporter("live audit"),
