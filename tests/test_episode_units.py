@@ -142,3 +142,25 @@ def test_a_stall_is_part_of_the_episode_its_catch_up_makes_and_alone_is_none() -
     assert (episode.from_s, episode.to_s, episode.stalled_s) == (1200, 1280, 60), episode
     assert "60 s in which nothing completed while work waited" in episode.text()
     assert episodes(stalled_then(20.0)) == ()
+
+
+def short_run(per_s: int, bad: range) -> RunResult:
+    """14 s at `per_s`, p99 10 ms a second but 150 ms in the seconds `bad` (the CI run's blip)."""
+    seconds = [
+        SecondSample(s, per_s, per_s, 0, 6.0, 8.0, 150.0 if s in bad else 10.0, offered=per_s)
+        for s in range(14)
+    ]
+    return dataclasses.replace(soak(), timeline=tuple(seconds), elapsed_s=14.0)
+
+
+def test_one_slow_message_in_a_second_of_few_is_no_episode_and_a_slow_stretch_is() -> None:
+    """At 80/s a second's p99 is its slowest message: one held up once made an 'episode' of a clean
+    run (CI: 146 ms against 10.6 ms). A window holds 100 completions at least, so a blip of one second
+    is no episode; three such seconds are one (judged by two-second windows: the one wholly slow),
+    and at 800/s one second is enough."""
+    assert window_length(14.0, 80.0) == 2 and window_length(14.0, 800.0) == 1
+    assert episodes(short_run(80, range(5, 6))) == ()
+    (slow,) = episodes(short_run(80, range(5, 8)))
+    assert (slow.from_s, slow.to_s) == (6, 8), slow
+    (spike,) = episodes(short_run(800, range(5, 6)))
+    assert (spike.from_s, spike.to_s) == (5, 6), spike

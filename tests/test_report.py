@@ -285,8 +285,9 @@ def test_a_days_report_draws_as_small_as_a_minutes_and_keeps_its_one_second_spik
 
 def test_an_episode_is_shaded_on_the_timeline_and_listed_in_the_answer() -> None:
     """A run whose seconds 4 to 6 went 40x worse than the rest: its episode is a row of the answer's
-    table, a shaded span of the timeline, and a row of the summary and of -v's detail."""
-    run = result()
+    table, a shaded span of the timeline, and a row of the summary and of -v's detail. At 120/s: a
+    second holds enough completions for its p99 to be one (verdicts/episodes.MIN_COMPLETIONS)."""
+    run = result(per_second=120)
     timeline = tuple(
         dataclasses.replace(s, e2e_p99_ms=800.0 if 4 <= s.second < 6 else 20.0) for s in run.timeline
     )

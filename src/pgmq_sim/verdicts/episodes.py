@@ -37,6 +37,8 @@ BASELINE_QUANTILE = 0.25  # the run's baseline: its windows' lower quartile p99,
 # an episode (with its catch-up) may last up to three quarters of the run and still stand out
 EPISODE_FACTOR = 5.0  # a window's p99 this many times the baseline is clearly worse: a steady run's
 # per-second p99 wanders within about twice its lower quartile (checkpoints, autovacuum, GC)
+MIN_COMPLETIONS = 100  # a window's p99 is one over this many completions at least: over 80 (a second at
+# 80/s) it is their slowest, and one message held up once is no episode
 EPISODE_FLOOR_MS = 100.0  # and above this: a 1 ms run going to 6 ms is jitter nobody waits on
 
 
@@ -106,11 +108,11 @@ def episodes(r: RunResult, figures: Figures | None = None) -> tuple[Episode, ...
         return ()
     if r.producer is None:  # a prefilled queue: its messages' latency is their place in the drain,
         return ()  # rising by design from the first to the last
-    length = window_length(r.elapsed_s)
+    judged = [s for s in r.timeline if s.second >= FIRST_JUDGED_S and s.second + 1 <= r.elapsed_s]
+    length = window_length(r.elapsed_s, statistics.fmean(s.processed for s in judged) if judged else 0.0)
     by_window: dict[int, list[SecondSample]] = {}
-    for s in r.timeline:  # whole seconds, in windows from the run's start
-        if s.second >= FIRST_JUDGED_S and s.second + 1 <= r.elapsed_s:
-            by_window.setdefault(s.second // length, []).append(s)
+    for s in judged:  # whole seconds, in windows from the run's start
+        by_window.setdefault(s.second // length, []).append(s)
     cut = [_window(seconds) for _, seconds in sorted(by_window.items())]
     p99s = [w.p99_ms for w in cut if w.p99_ms is not None]
     if not p99s:
@@ -123,7 +125,7 @@ def episodes(r: RunResult, figures: Figures | None = None) -> tuple[Episode, ...
     for window in cut:
         if window.p99_ms is not None and window.p99_ms > bound:
             worse.add(window.start_s)
-        elif not (moving and window.stalled == len(window.seconds)):  # a stall: most windows moved
+        elif not (moving and window.stalled * 2 >= len(window.seconds)):  # a stall: most windows moved
             continue
         if found and found[-1][-1].end_s == window.start_s:
             found[-1].append(window)
@@ -136,9 +138,11 @@ def episodes(r: RunResult, figures: Figures | None = None) -> tuple[Episode, ...
     return tuple(_episode(r, run, baseline, figures) for run in worse_runs)
 
 
-def window_length(elapsed_s: float) -> int:
-    """Seconds per window: WINDOWS_PER_RUN windows over the run, a second at least."""
-    return max(1, math.ceil(elapsed_s / WINDOWS_PER_RUN))
+def window_length(elapsed_s: float, per_s: float = 0.0) -> int:
+    """Seconds per window: WINDOWS_PER_RUN windows over the run, a second at least, and long enough
+    for MIN_COMPLETIONS at the run's `per_s` completions a second."""
+    by_count = math.ceil(MIN_COMPLETIONS / per_s) if per_s > 0 else 1
+    return max(1, math.ceil(elapsed_s / WINDOWS_PER_RUN), by_count)
 
 
 def _window(seconds: Sequence[SecondSample]) -> _Window:
