@@ -313,3 +313,50 @@ def test_hidden_time_is_placed_in_the_run_as_clipping_every_span_placed_it() -> 
             assert got.get(second, 0.0) == pytest.approx(expected.get(second, 0.0), abs=1e-6), (case, second)
         placed_any += bool(expected)
     assert placed_any > 100  # most cases placed some hidden time
+
+
+def overlap_s(spans: Spans, others: Spans, a: float, b: float) -> float:
+    """Time in [a, b] inside both (each apart, in order)."""
+    mine = [(x, y) for x, y in spans if y > a and x < b]
+    theirs = [(c, d) for c, d in others if d > a and c < b]
+    return sum(max(0.0, min(y, d, b) - max(x, c, a)) for x, y in mine for c, d in theirs)
+
+
+def test_a_groups_sums_read_after_spans_are_forgotten_are_its_spans_clipped_to_the_window() -> None:
+    """A group's free and claiming sums are laid only when read (issue 50): read now and then while
+    hundreds of spans are added, and after the group and its type forget what ended before t, any
+    window from t on holds exactly its spans clipped to it, the free and claiming time inside each
+    kind too, whether or not the forgotten spans were ever laid."""
+    rng = random.Random(52)
+    for case in range(20):
+        free = union(random_spans(rng, 400, 200, 1.0))
+        claiming = [(a + (b - a) / 3, b - (b - a) / 3) for a, b in free]
+        times = TypeTime(FreeTime(free), FreeTime(claiming))
+        group = GroupSpans(times)
+        kept: list[tuple[int, float, float]] = []
+        t = 0.0
+        for _ in range(300):
+            start, kind = t + rng.uniform(-0.2, 0.4), rng.choice((HOLD, CLAIM))
+            t = start + rng.uniform(0.05, 0.5)
+            group.add(kind, start, t)
+            start = max(start, kept[-1][2]) if kept else start
+            if t > start:
+                kept.append((kind, start, t))
+            if rng.random() < 0.05:  # a cohort's message read the group now
+                group.within(max(0.0, t - 5), t)
+        forget_at = rng.uniform(0.5, 0.9) * t
+        times.free.forget(forget_at)
+        times.claiming.forget(forget_at)
+        group.forget(forget_at)
+        for _ in range(20):
+            a = rng.uniform(forget_at, t)
+            b = rng.uniform(a, t + 1)
+            got = group.within(a, b)
+            for kind, (held, in_free, in_claiming) in (
+                (HOLD, (got.held, got.free_held, got.claiming_held)),
+                (CLAIM, (got.claim, got.free_claim, got.claiming_claim)),
+            ):
+                mine = [(x, y) for k, x, y in kept if k == kind]
+                assert held == pytest.approx(overlap_s(mine, [(a, b)], a, b), abs=1e-9), case
+                assert in_free == pytest.approx(overlap_s(mine, free, a, b), abs=1e-9), case
+                assert in_claiming == pytest.approx(overlap_s(mine, claiming, a, b), abs=1e-9), case

@@ -101,8 +101,13 @@ def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
         horizon,
         *failed,
     ) in rows:
-        cohorts = tuple((scope, name) for scope, name in ((queue_type, by_type), (RUN, by_run)) if name)
-        attempts = tuple(Attempt(*a) for a in zip(*(f or () for f in failed), strict=True))
+        # most rows are in no cohort and failed never: built without a generator each (a row's cost)
+        cohorts = (
+            tuple((scope, name) for scope, name in ((queue_type, by_type), (RUN, by_run)) if name)
+            if by_type or by_run
+            else ()
+        )
+        attempts = tuple(map(Attempt._make, zip(*failed, strict=True))) if failed[0] else ()
         yield Journey(
             int(msg_id),
             queue_type,
