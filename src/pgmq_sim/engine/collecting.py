@@ -279,15 +279,6 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
     return windowed(state, db, census, result) if end.account is not None else result
 
 
-def _live_audit(state: RunState, end: EndReadings) -> LiveAuditRecord | None:
-    judge = state.live_judge
-    if judge is None:
-        return None
-    return LiveAuditRecord(
-        state.settings.audit_window, tuple(judge.windows()), end.judged_live, judge.failures
-    )
-
-
 def _untimed(state: RunState) -> str | None:
     """Why the server did not time the queue's triggers, where it did not."""
     census = state.census

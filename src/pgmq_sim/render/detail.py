@@ -33,6 +33,7 @@ from pgmq_sim.render.lines import (
 )
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.cause import cohort_text
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 
@@ -240,7 +241,7 @@ def _account_rows(table: Table, result: RunResult) -> None:
             result.latency.per_type.items(), key=lambda tc: -(tc[1]["p99"].total_ms if "p99" in tc[1] else 0)
         )
         for queue_type, cohorts in slowest[:ACCOUNT_TYPES]:
-            said = "; ".join(f"{NAMES[name]} {c.text()}" for name, c in sorted(cohorts.items()))
+            said = "; ".join(f"{NAMES[name]} {cohort_text(c)}" for name, c in sorted(cohorts.items()))
             table.add_row(f"  {queue_type}", escape(said))
         if len(slowest) > ACCOUNT_TYPES:
             table.add_row(

@@ -21,6 +21,7 @@ from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
+from pgmq_sim.verdicts.cause import cohort_text
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.episodes import Episode
 
@@ -181,7 +182,7 @@ def latency_text(result: RunResult) -> str:
 def account_text(account: LatencyAccount) -> str:
     """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
     cohorts = ((NAMES[MEDIAN], account.median), (NAMES[P99], account.p99))
-    return "; ".join(f"{name} {c.text()}" for name, c in cohorts if c is not None)
+    return "; ".join(f"{name} {cohort_text(c)}" for name, c in cohorts if c is not None)
 
 
 def enqueue_text(account: EnqueueAccount) -> str:

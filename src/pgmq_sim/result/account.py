@@ -269,21 +269,12 @@ class CohortSplit:
         """The part that took most of the cohort's time."""
         return max(PARTS, key=self.part_ms)
 
-    def text(self) -> str:
-        """e.g. '27.1 s: claim 62%, ordering 30%, hidden 5%, service 3%'."""
-        said = [f"{part} {self.share(part):.0%}" for part in sorted(PARTS, key=lambda p: -self.part_ms(p))]
-        return f"{_duration(self.total_ms)}: " + ", ".join(s for s in said if not s.endswith(" 0%"))
-
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"messages": self.messages, "e2e_ms": round(self.total_ms, 3)}
         data |= {f"{part}_ms": round(self.part_ms(part), 3) for part in PARTS}
         if self.not_due_head is not None:
             data |= {"not_due_head_ms": round(self.not_due_head_ms, 3), "not_due_head": self.not_due_head}
         return data
-
-
-def _duration(ms: float) -> str:
-    return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
 
 
 class _Cohort:

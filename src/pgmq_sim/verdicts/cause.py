@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from pgmq_sim.result.account import PARTS, CohortSplit
+
 
 class Resource(StrEnum):
     """What bounded a run, or explains a share of its time (docs/report.md lists them)."""
@@ -94,3 +96,9 @@ def ms_text(ms: float) -> str:
     """A duration in a verdict's words, to the precision its size deserves: 4.2 ms, 312 ms, 21.8 s
     (one rule for every sentence: a limit, the hidden time, an episode)."""
     return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+def cohort_text(cohort: CohortSplit) -> str:
+    """A cohort's time and its parts, largest first: '27.1 s: claim 62%, ordering 30%, hidden 5%'."""
+    said = [f"{part} {cohort.share(part):.0%}" for part in sorted(PARTS, key=lambda p: -cohort.part_ms(p))]
+    return f"{ms_text(cohort.total_ms)}: " + ", ".join(s for s in said if not s.endswith(" 0%"))

@@ -17,7 +17,14 @@ from typing import Any
 
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import MORE_WORKERS_CANNOT, SEED_CLAIM_FIX, MeasuredCause, Resource, ms_text
+from pgmq_sim.verdicts.cause import (
+    MORE_WORKERS_CANNOT,
+    SEED_CLAIM_FIX,
+    MeasuredCause,
+    Resource,
+    cohort_text,
+    ms_text,
+)
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.ending import ended
 from pgmq_sim.verdicts.figures import Figures, run_figures
@@ -118,7 +125,7 @@ def _after(account: str, found: MeasuredCause) -> MeasuredCause:
 
 def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
     """The limit read from where the slowest 1% spent their time: its largest part, then its cause."""
-    account = f"the slowest 1% took {p99.text()}"
+    account = f"the slowest 1% took {cohort_text(p99)}"
     part = p99.largest
     if part == "hidden" or p99.share("hidden") >= HIDDEN_SHARE:
         return _hidden(f, p99, account)
