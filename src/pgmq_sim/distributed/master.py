@@ -248,7 +248,7 @@ class LocustCarrier:
         try:
             master.quit()
         except Exception as exc:  # a worker gone with its socket: nothing left to tell it
-            state.notes.append(f"quitting the workers: {exc}")
+            state.note(f"quitting the workers: {exc}", screen=False)
         deadline = time.monotonic() + CHILD_EXIT_S
         for child in self.children:
             try:

@@ -214,8 +214,9 @@ class Members:
                     by_name[name].processed += missing // len(names) + (1 if i < missing % len(names) else 0)
                 how = "from the server's remaining count, spread over its workers (no journal with -no-audit)"
         except (SimError, psycopg.Error, InterruptedError) as exc:
-            state.notes.append(
-                f"counts of lost worker processes not reconciled: {reason(exc, state.server.dsn)}"
+            state.note(
+                f"counts of lost worker processes not reconciled: {reason(exc, state.server.dsn)}",
+                screen=False,
             )
             return
         added = WorkerCounters.total(state.stats).processed - before
@@ -223,6 +224,5 @@ class Members:
             state.timeline.processed_batch(state.clock(), added, None)
         runners = ", ".join(member.runner for member in lost)
         line = f"{added} completions of lost process(es) {runners} counted {how}"
-        state.notes.append(line)
-        state.log.event(line)
+        state.note(line, screen=False)
         self.recount()

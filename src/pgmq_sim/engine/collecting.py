@@ -86,7 +86,7 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
             _read_end(state, parts, db, end)
         except (SimError, psycopg.Error, InterruptedError) as exc:
             why = "a second signal" if isinstance(exc, InterruptedError) else reason(exc, *state.dsns)
-            state.notes.append(f"table health and audit skipped: {why}")
+            state.note(f"table health and audit skipped: {why}", screen=False)
             state.log.event(f"audit skipped: {why}")
             end.skipped = why
     if settings.audit and end.verdict is None and end.skipped is None:
@@ -113,9 +113,10 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
         written = call_bounded(lambda: db.settle(cut_off, settings.audit), 30, signals, "enqueues cut off")
         if written:
             where = "in flight" if state.producing is not None else "in flight or waiting in a process"
-            state.notes.append(
+            state.note(
                 f"{len(written)} enqueue(s) {where} when the run stopped did not land, below one that"
-                f" did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending"
+                f" did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending",
+                screen=False,
             )
     produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
     end.produced = produced
@@ -123,7 +124,7 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
     if settings.tx == TxMode.SPLIT and state.design.seed_table:  # held by stopped workers: back
         back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
         if back:
-            state.notes.append(f"{len(back)} message(s) in progress at the end went back to pending")
+            state.note(f"{len(back)} message(s) in progress at the end went back to pending", screen=False)
     end.health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
     if settings.retrying:
         end.blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
@@ -140,7 +141,7 @@ def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings
         counted, used, why = counts_after_windows(db, state.run_id, produced, settings.retrying)
         end.judged_live = used[-1].hi if used else 0
         if why is not None:
-            state.notes.append(f"live audit: {why}")
+            state.note(f"live audit: {why}", screen=False)
         return counted
 
     verdict = call_bounded(
@@ -174,7 +175,7 @@ def _audit(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadings
     except psycopg.Error as exc:  # the audit stands without it
         if is_connection_lost(exc):
             raise
-        state.notes.append(f"latency account skipped: {reason(exc, *state.dsns)}")
+        state.note(f"latency account skipped: {reason(exc, *state.dsns)}", screen=False)
 
 
 def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabase) -> RunResult:

@@ -59,6 +59,5 @@ def choose_path(state: RunState) -> RunPath:
             "this role cannot see other roles' sessions (no pg_read_all_stats): a stall caused by another"
             " role's session is named by pid only, and the oldest snapshot is looked for among this role's"
         )
-        state.notes.append(line)
-        state.log.event(f"note: {line}")
+        state.note(line, screen=False)
     return RunPath(mode, detected, tuple(changes), facts)

@@ -189,7 +189,7 @@ def window_accounts(
                 )
             )
         except (SimError, psycopg.Error) as exc:  # the run's figures stand without it
-            state.notes.append(f"{what}: latency account skipped: {reason(exc, *state.dsns)}")
+            state.note(f"{what}: latency account skipped: {reason(exc, *state.dsns)}", screen=False)
             break
     return accounts + [None] * (len(windows) - len(accounts))
 

@@ -211,9 +211,10 @@ def reach_pooler(state: RunState) -> PoolerConsole | None:
                 " (database pgbouncer, a user in its admin_users)"
             )
         if path.pooled:
-            state.notes.append(
+            state.note(
                 f"the {path.pooler} pooler's side was not observed (its waiting clients, its server"
-                " connections): pass -pooler-admin URL to read its pools each second"
+                " connections): pass -pooler-admin URL to read its pools each second",
+                screen=False,
             )
         return None
     if not path.pooled:
@@ -295,7 +296,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
         try:
             call_bounded(state.db.track_statements, 30, state.signals, "pg_stat_statements")
         except psycopg.Error as exc:
-            state.notes.append(f"per-statement cost not tracked: {reason(exc, *state.dsns)}")
+            state.note(f"per-statement cost not tracked: {reason(exc, *state.dsns)}", screen=False)
     server_now = call_bounded(state.db.server_clock, 30, state.signals, "server clock")
     state.source = MessageSource(
         settings.queue_types,
@@ -517,9 +518,10 @@ def halt(state: RunState, parts: RunParts) -> None:
     if loop is not None:
         loop.close()
     if left or stuck:
-        state.notes.append(
+        state.note(
             f"{len(left) + len(stuck)} task(s) still waiting on the server were left behind:"
-            f" {', '.join(left + stuck)}"
+            f" {', '.join(left + stuck)}",
+            screen=False,
         )
     parts.carrier.close(state)
     if state.pooler is not None:

@@ -190,11 +190,13 @@ class RunState:
     def begin_clock(self) -> None:
         self.started = time.perf_counter()
 
-    def note(self, line: str) -> None:
-        """Something the person should know: in the report, the log and on screen."""
+    def note(self, line: str, *, screen: bool = True) -> None:
+        """Something the person should know: in the report and the log, and on screen as it happens
+        unless `screen` is False (the summary shows every note at the end)."""
         self.notes.append(line)
-        self.log.event(line)
-        self.observer.say(f"note: {line}")
+        self.log.event(f"note: {line}")
+        if screen:
+            self.observer.say(f"note: {line}")
 
     def record_fault(self, fault: Fault) -> None:
         self.faults.append(fault)

@@ -57,8 +57,9 @@ def watch(state: RunState, parts: RunParts) -> None:
                 breach = live_breach(settings.checks, LiveReadings(totals, audit))
                 if breach is not None:  # by request, as a signal: the audit counts what is left as pending
                     state.outcome = Outcome.INTERRUPTED
-                    state.notes.append(
-                        f"-check-abort: {breach} breached at {state.clock():.1f} s; the run stops"
+                    state.note(
+                        f"-check-abort: {breach} breached at {state.clock():.1f} s; the run stops",
+                        screen=False,
                     )
                     return
             # progress is any message written or finished, or a recorded failure
