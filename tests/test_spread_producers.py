@@ -25,11 +25,15 @@ def test_processes_two_spread_four_producer_sessions_and_the_audit_holds(
 ) -> None:
     """-producers 4 over --processes 2: two sessions in each process, each process's enqueues > 0
     and together every message once; exactly once and in order; produced is what the rate offered."""
-    result = cli.run(f"-fill-db 2000 -rate 1000 -producers 4 {WORKLOAD} --processes 2 -json out.json")
+    result = cli.run(
+        f"-fill-db 2000 -rate 1000 -producers 4 {WORKLOAD} --processes 2 -audit-window 0.5 -json out.json"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
     assert_exactly_once_in_order(db, 2000, delmsg=False)
     assert report["audit"]["verdict"] == "pass", report["audit"]
+    live = report["live_audit"]  # judged as it ran, from the processes' reports
+    assert live is not None and live["windows_closed"] >= 2 and not live["failed_windows"], live
     assert report["produced"] == report["processed"] == 2000, report["notes"]
     runners = report["producer"]["enqueue"]["runners"]
     assert sorted(r["runner"].split("@")[0] for r in runners) == ["p1", "p2"], runners
@@ -71,7 +75,9 @@ def test_a_lost_producing_process_stops_its_groups_enqueues_and_the_audit_stays_
     """SIGKILL the second of two producing processes mid-run: its groups get no more enqueues (a
     note says so), the other finishes, and the audit counts 1..produced exactly: nothing missing or
     repeated, the lost groups' owed arrivals written after the run, left pending."""
-    master = cli.start(f"-fill-db 3000 -rate 600 -producers 2 {WORKLOAD} --processes 2 -json out.json")
+    master = cli.start(
+        f"-fill-db 3000 -rate 600 -producers 2 {WORKLOAD} --processes 2 -audit-window 0.5 -json out.json"
+    )
     try:
         log = cli.workdir / "msg_queue.p2.log"
         deadline = time.monotonic() + 45
@@ -96,6 +102,11 @@ def test_a_lost_producing_process_stops_its_groups_enqueues_and_the_audit_stays_
     pending = [r[0] for r in db.execute("select msg_id from msg_queue where status = 'N'")]
     assert len(journal) == len(set(journal)) and not set(journal) & set(pending)
     assert sorted(journal + pending) == list(range(1, produced + 1))
+    # judged live: the lost process held the watermark below what it owed, so no window found
+    # its unwritten ids lost
+    live = report["live_audit"]
+    assert live["windows_closed"] >= 2 and not live["failed_windows"], live
+    assert 0 < live["through_msg_id"] <= produced, live
 
 
 def test_master_and_two_workers_over_tcp_spread_the_producers(

@@ -161,6 +161,9 @@ class ProducedBook:
     def __init__(self) -> None:
         self.committed = 0  # every msg_id up to this one committed
         self.written = 0  # messages committed, in all
+        # a spread run's: the lowest msg_id a lost producing process may still owe (its arrivals are
+        # written after the run), which the run's count passes and the live audit must not
+        self.held_back: int | None = None
         self._above: set[int] = set()  # committed above the count: an earlier one is in flight
         self._recorded_at = time.monotonic()
 
@@ -176,6 +179,10 @@ class ProducedBook:
         while self.committed + 1 in above:
             above.remove(self.committed + 1)
             self.committed += 1
+
+    def watermark(self) -> int:
+        """Every msg_id up to this one landed: what the live audit may judge."""
+        return self.committed if self.held_back is None else min(self.committed, self.held_back - 1)
 
     def record_due(self) -> int | None:
         """The count to raise the run record to, once a second (for a killed run), else None."""

@@ -152,6 +152,8 @@ class Members:
         marks = [int(p.enqueues["mark"]) if p.enqueues else 1 for p in producing if not p.lost]
         if marks:
             state.produced.committed = min(marks) - 1
+        lost = [int(p.enqueues["mark"]) if p.enqueues else 1 for p in producing if p.lost]
+        state.produced.held_back = min(lost, default=None)
         state.produced.written = sum(int(p.enqueues["written"]) for p in producing if p.enqueues)
         if self.draws is not None and producing:
             reports = [p.enqueues or {} for p in producing]

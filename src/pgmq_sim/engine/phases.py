@@ -374,7 +374,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
             state.db.shape,
             state.run_id,
             settings.audit_window,
-            lambda: state.produced.committed,
+            state.produced.watermark,
             lambda counts, messages: judge_audit(
                 counts,
                 expected=messages,
@@ -414,15 +414,10 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
 
 
 def judged_live(state: RunState) -> bool:
-    """The live audit runs where this process writes every message (a spread run's are counted by
-    its processes) and a group's order is enqueue order (by priority, a later message may pass)."""
+    """The live audit runs where a group's order is enqueue order (by priority, a later message may
+    pass); a spread run's watermark is its processes' lowest msg_id still owed, less one."""
     settings = state.settings
-    return (
-        settings.audit
-        and settings.audit_window > 0
-        and state.spread_producers is None
-        and not state.db.shape.by_priority
-    )
+    return settings.audit and settings.audit_window > 0 and not state.db.shape.by_priority
 
 
 def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
