@@ -160,13 +160,23 @@ def test_workers_stop_and_close_their_connections_when_the_master_is_killed(
     assert worker_backends(db) == 0 and closed_s < 10, closed_s
 
 
-def web_entries(port: int) -> dict[str, int]:
+def web_stats(port: int) -> dict[str, Any]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats/requests", timeout=2) as answer:
-            data = json.load(answer)
+            data: dict[str, Any] = json.load(answer)
+            return data
     except OSError:
         return {}
+
+
+def web_entries(data: dict[str, Any]) -> dict[str, int]:
     return {entry["name"]: entry["num_requests"] for entry in data.get("stats", [])}
+
+
+def queue_tab(data: dict[str, Any]) -> dict[str, str]:
+    """The Queue tab's figures (distributed/web)."""
+    tables = [t for t in data.get("extended_stats", []) if t.get("key") == "queue"]
+    return {row["name"]: row["value"] for table in tables for row in table["data"]}
 
 
 @pytest.mark.integration
@@ -177,16 +187,23 @@ def test_worker_process_killed_mid_run(cli: Cli, db: psycopg.Connection) -> None
     master = cli.start(
         # paced, so the run outlasts the web UI's first stats report and the kill lands mid-run
         f"-fill-db 4000 -rate 700 {WORKLOAD.replace('0-1', '1-2')} --processes 2 --web --web-port {web}"
-        " -poll-interval 0.05 -json out.json"
+        " -poll-interval 0.05 -audit-window 0.5 -json out.json"
     )
     try:
         log = cli.workdir / "msg_queue.p2.log"
         deadline = time.monotonic() + 45
         entries: dict[str, int] = {}
-        while time.monotonic() < deadline and not (entries.get("claim") and len(handled_lines(log)) >= 300):
+        tab: dict[str, str] = {}
+        while time.monotonic() < deadline and not (
+            entries.get("claim") and len(handled_lines(log)) >= 300 and tab.get("audit: checked", "0") != "0"
+        ):
             time.sleep(0.2)
-            entries = web_entries(web)
+            stats = web_stats(web)
+            entries, tab = web_entries(stats), queue_tab(stats)
         assert entries.get("claim") and entries.get("complete"), entries
+        # the live audit so far, in the Queue tab: windows closed, none failed, messages checked
+        assert tab["audit: windows closed (failed)"].endswith("(0)") and int(tab["audit: checked"]) > 0, tab
+        assert tab["audit: lost / duplicated / out of order"] == "0 / 0 / 0", tab
         pid = int(log.read_text().split("(pid ", 1)[1].split(")", 1)[0])
         os.kill(pid, signal.SIGKILL)
         code, _out, err = finish(master)

@@ -1,7 +1,7 @@
 """The queue's own figures in Locust's web UI: a "Queue" tab beside Locust's request statistics
 (which show claims, completions and end-to-end latency as request entries, and the queue workers
 as Users): messages produced and processed, the backlog, throughput, end-to-end percentiles, and
-during a sweep the current step."""
+during a sweep the current step, and the live audit so far."""
 
 from __future__ import annotations
 
@@ -35,6 +35,17 @@ def queue_rows(state: RunState) -> list[dict[str, str]]:
         ("empty claims", str(totals.empty_claims)),
         ("connections lost", str(totals.connections_lost)),
     ]
+    if state.live_judge is not None:  # the audit so far, from the windows closed
+        audit = state.live_judge.live()
+        rows += [
+            ("audit: windows closed (failed)", f"{audit.windows} ({audit.failed_windows})"),
+            ("audit: msg_ids judged through", str(audit.through)),
+            ("audit: checked", str(audit.checked)),
+            (
+                "audit: lost / duplicated / out of order",
+                f"{audit.lost} / {audit.duplicated} / {audit.out_of_order}",
+            ),
+        ]
     return [{"name": name, "value": value} for name, value in rows]
 
 
