@@ -16,8 +16,8 @@ import pytest
 from conftest import Cli
 from psycopg.conninfo import make_conninfo
 
+from pgmq_sim.actors.bells import Halt, new_loop
 from pgmq_sim.actors.claim_reasons import TIMED_EVERY, ClaimTally
-from pgmq_sim.actors.waits import Halt, new_loop
 from pgmq_sim.actors.wakeup import NotifySlot, TypeCredits
 from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
 

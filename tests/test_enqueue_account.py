@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from pgmq_sim.actors.arrivals import RateProducer
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.producer import MessageSource, ProducedBook
-from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.values import Message
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.facts import NOTIFY_QUEUE

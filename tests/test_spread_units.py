@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from pgmq_sim.actors.arrivals import RateProducer
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.producer import MessageSource
-from pgmq_sim.actors.waits import Halt
 from pgmq_sim.distributed.producing import EnqueueDeltas, owner
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.profiles import ConstantRate

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from conftest import REPO, Cli, assert_one_line_error
 
-from pgmq_sim.actors.waits import new_loop
+from pgmq_sim.actors.bells import new_loop
 from pgmq_sim.db.claims import ClaimSession
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import SessionPlan

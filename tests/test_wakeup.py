@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from conftest import Cli
 
-from pgmq_sim.actors.waits import Halt, new_loop
+from pgmq_sim.actors.bells import Halt, new_loop
 from pgmq_sim.actors.wakeup import NotifySlot, NotifyWakeup, TypeCredits
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.sqlfiles import statement

@@ -12,7 +12,7 @@ import time
 import psycopg
 import pytest
 
-from pgmq_sim.actors.waits import new_loop
+from pgmq_sim.actors.bells import new_loop
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.wire import Wire
 

@@ -17,8 +17,8 @@ import psycopg
 import pytest
 
 from pgmq_sim.actors import worker
+from pgmq_sim.actors.bells import Bell, Halt, new_loop
 from pgmq_sim.actors.books import ProcessedCounter
-from pgmq_sim.actors.waits import Bell, Halt, new_loop
 from pgmq_sim.actors.worker import WorkerLoop, WorkerPlan
 from pgmq_sim.db.claims import Completion
 from pgmq_sim.db.values import Claimed, SessionPlan
@@ -431,7 +431,7 @@ def test_a_poolers_refusal_and_a_server_going_away_are_lost_connections_a_bad_st
 def test_simulated_work_is_never_shorter_than_asked_and_a_ring_cuts_it_short() -> None:
     """The loop's own timers end a wait up to a millisecond early; the work a worker simulates
     (Halt.work, on a timerfd) must take at least its time, with other tasks busy on the loop."""
-    from pgmq_sim.actors.waits import Halt, Why, new_loop
+    from pgmq_sim.actors.bells import Halt, Why, new_loop
 
     async def busy() -> None:
         while True:

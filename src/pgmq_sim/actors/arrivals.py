@@ -10,8 +10,8 @@ import math
 from collections import deque
 from collections.abc import Callable
 
+from pgmq_sim.actors.bells import Bell, Halt, Why
 from pgmq_sim.actors.producer import Arrival, BatchWriter, MessageSource
-from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.values import Message
 from pgmq_sim.model.profiles import IDLE_WAIT_S, RateProfile
 from pgmq_sim.result.enqueues import EnqueueTally

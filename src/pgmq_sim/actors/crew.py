@@ -13,11 +13,11 @@ from typing import Any
 
 import psycopg
 
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.gate import ClaimGate
 from pgmq_sim.actors.ownership import Heartbeat, Owners
 from pgmq_sim.actors.tasks import Tasks
-from pgmq_sim.actors.waits import Halt
 from pgmq_sim.actors.wakeup import NotifyWakeup, PollWakeup, wakeup_for
 from pgmq_sim.actors.worker import WorkerLoop, WorkerPlan, worker_index
 from pgmq_sim.db.claims import ClaimPort, claim_sessions

@@ -3,7 +3,7 @@ message."""
 
 from __future__ import annotations
 
-from pgmq_sim.actors.waits import Bell, Why
+from pgmq_sim.actors.bells import Bell, Why
 
 
 class ClaimGate:

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import psycopg
 
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.ownership import OWNER_TIMEOUT_S
 from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.connection import PRODUCER_APPLICATION
 from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.samples import SampleSession

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from pgmq_sim.actors.bells import Bell, Halt, Why
 from pgmq_sim.actors.claim_reasons import (
     AFTER_COMPLETION,
     AT_FALLBACK,
@@ -18,7 +19,6 @@ from pgmq_sim.actors.claim_reasons import (
     ClaimTally,
     Credits,
 )
-from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.wire import LoopTime
 from pgmq_sim.result.claims import ClaimBook
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.actors.waits import Halt
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.db.wire import Wire
 from pgmq_sim.sqlfiles import statement
 

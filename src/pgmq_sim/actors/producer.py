@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 import psycopg
 
-from pgmq_sim.actors.waits import Bell, Halt
+from pgmq_sim.actors.bells import Bell, Halt
 from pgmq_sim.db.batches import (
     Evidence,
     enqueue_params,

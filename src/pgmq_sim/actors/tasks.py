@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from pgmq_sim.actors.waits import Halt
+from pgmq_sim.actors.bells import Halt
 
 
 class Tasks:

@@ -11,7 +11,7 @@ steady arrival rate costs about one claim per message, not a herd of empty ones.
 counted whether or not anyone waits: a message that arrives between a worker's empty claim and
 its wait leaves a credit that the wait takes at once, so no wake-up is lost in that window.
 
-Everything here runs on the run's event loop: a waiting worker is its bell (actors/waits), rung by
+Everything here runs on the run's event loop: a waiting worker is its bell (actors/bells), rung by
 a credit, by its type's fallback or by the halt; the listener is a connection whose reader hands
 each notification over as it arrives.
 """
@@ -26,9 +26,9 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import pq
 
+from pgmq_sim.actors.bells import Bell, Halt, Why
 from pgmq_sim.actors.claim_reasons import COMPLETION, POLL, RETRY, START, ClaimTally
 from pgmq_sim.actors.notified import NotifySlot, TypeCredits
-from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.db.connection import reconnecting_async
 from pgmq_sim.db.wire import LoopTime, Wire
 from pgmq_sim.model.backoff import Backoff

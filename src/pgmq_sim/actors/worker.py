@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from pgmq_sim.actors.bells import Bell, Halt, Why
 from pgmq_sim.actors.books import ProcessedCounter, WorkerBooks
 from pgmq_sim.actors.gate import ClaimGate
 from pgmq_sim.actors.outage import Outage
 from pgmq_sim.actors.ownership import Owners
-from pgmq_sim.actors.waits import Bell, Halt, Why
 from pgmq_sim.actors.wakeup import Wakeup, WakeupSlot
 from pgmq_sim.db.claims import ClaimPort, SessionOpener
 from pgmq_sim.db.connection import is_connection_lost, server_reason

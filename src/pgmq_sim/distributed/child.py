@@ -28,10 +28,10 @@ from typing import Any
 
 import psycopg
 
+from pgmq_sim.actors.bells import Halt, new_loop
 from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.crew import Crew, CrewPlan
 from pgmq_sim.actors.tasks import Tasks
-from pgmq_sim.actors.waits import Halt, new_loop
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.distributed import messages as m

@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pgmq_sim.actors.arrivals import RateProducer
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.producer import Arrival, BatchWriter, MessageSource, ShareBook
 from pgmq_sim.actors.tasks import Tasks
-from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.batches import Evidence, evidence_for
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import Message

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from pgmq_sim.actors.bells import Halt, new_loop
 from pgmq_sim.actors.tasks import Tasks
-from pgmq_sim.actors.waits import Halt, new_loop
 from pgmq_sim.engine.bounded import TICK_S, NotAnswering, Signals
 
 T = TypeVar("T")

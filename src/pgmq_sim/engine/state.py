@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgmq_sim.actors.arrivals import RateProducer
+from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.bystander import Bystander
 from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos, pressure_faults
@@ -17,7 +18,6 @@ from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.pgqd import Pgqd
 from pgmq_sim.actors.producer import BatchWriter, MessageSource, ProducedBook
 from pgmq_sim.actors.threads import RunThread
-from pgmq_sim.actors.waits import Halt
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
 from pgmq_sim.db.pooler import PoolerConsole
