@@ -114,10 +114,11 @@ def execute(scenario: Scenario) -> int:
     if settings.metrics_port is not None:  # the last check: it opens the port
         metrics = observer = MetricsObserver(settings.metrics_host, settings.metrics_port, observer)
         click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
+    compare = len(inputs) > 1  # -compare's cells, or -suite pressure's
     results: list[RunResult] = []
+    verdicts: list[RunVerdict] = []  # each result's, judged once
     failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
     skipped: list[dict[str, str]] = []  # -suite pressure's cells whose pressure the path cannot take
-    verdicts: list[RunVerdict] = []  # judged once: a single run's, for its summary and its files
     with signals_caught() as (signals, received):
         try:
             with open_server(settings.dsn) as server:
@@ -126,12 +127,12 @@ def execute(scenario: Scenario) -> int:
                 for given in inputs:
                     if signals.interrupt.is_set():
                         break
-                    if len(inputs) > 1:
+                    if compare:
                         observer.say(f"cell {input_label(given)}")
                     try:
-                        results.append(judged(run_once(given, server, observer, log, signals, carrier)))
+                        result = judged(run_once(given, server, observer, log, signals, carrier))
                     except SimError as exc:
-                        if len(inputs) == 1:
+                        if not compare:
                             raise
                         # one broken comparison cell should not cost the others their results
                         cell = {
@@ -147,18 +148,19 @@ def execute(scenario: Scenario) -> int:
                         failed.append(cell | {"error": str(exc)})
                         click.echo(f"pgmq-sim: error: {input_label(given)}: {exc}", err=True)
                         continue
-                    result = results[-1]
-                    if len(inputs) == 1:
-                        verdicts.append(judge_run(result))
+                    results.append(result)
+                    verdicts.append(judge_run(result))
+                    if not compare:
                         print_summary(
                             console, result, verdicts[-1], settings.verbose, given_outputs(RUN, settings)
                         )
                     if result.error:  # the summary says it too; stderr gets the one line
-                        where = f"{input_label(given)}: " if len(inputs) > 1 else ""
+                        where = f"{input_label(given)}: " if compare else ""
                         click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
             record = scenario_record(scenario, effective(plan), settings.json_path)
-            not_run, compare = (failed, skipped), len(inputs) > 1
-            code = _report(settings, results, verdicts, not_run, console, compare, plan.baseline, record)
+            code = _report(
+                settings, results, verdicts, (failed, skipped), console, compare, plan.baseline, record
+            )
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
             outcome = ", ".join(r.outcome for r in results) or "no run"
@@ -213,8 +215,6 @@ def _report(
     worse_than_base: list[FigureChange] = []
     # a document costs the advice: made only for a file that holds it
     needed = baseline is not None or needs_documents(RUN, settings)
-    if needed and len(verdicts) < len(results):  # a comparison's cells, judged once here
-        verdicts = [judge_run(r) for r in results]
     documents = [result_document(r, v) for r, v in zip(results, verdicts, strict=True)] if needed else []
     if baseline is not None and documents:
         changes = compare_runs(baseline, documents[0])

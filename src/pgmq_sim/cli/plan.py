@@ -27,7 +27,8 @@ from pgmq_sim.verdicts.diff import setting_differences
 __all__ = ["RunPlan", "load_baseline", "parse_compare", "plan_run", "run_input"]  # parse_compare: cli/cells
 
 
-def given(value: Any) -> bool:
+def is_set(value: Any) -> bool:
+    """An option's value that says something: neither absent nor a flag left off."""
     return value is not None and value is not False
 
 
@@ -35,17 +36,17 @@ def check_rules(spec: CommandOptions, options: dict[str, Any]) -> None:
     """The rules the options declare between them: one that goes with another, two that conflict."""
     for option in spec:
         mine = options.get(option.param)
-        if not given(mine):
+        if not is_set(mine):
             continue
         if option.needs is not None:
             name, fix = option.needs
             needed = spec.by_name(name)
-            if needed is not None and not given(options.get(needed.param)):
+            if needed is not None and not is_set(options.get(needed.param)):
                 raise UsageError(f"{option.flag} goes with {needed.flag}; drop it, or {fix}")
         for name, why in option.conflicts:
             other = spec.by_name(name)
             theirs = options.get(other.param) if other is not None else None
-            if given(theirs) and theirs != mine:
+            if is_set(theirs) and theirs != mine:
                 raise UsageError(why.format(mine=mine, theirs=theirs))
 
 
@@ -112,9 +113,9 @@ def run_input(settings: Settings, tx_given: TxMode | None = None) -> RunInput:
         if settings.payload is not None and "$6" not in design.enqueue.text:
             notes += ("-payload-bytes: the design's enqueue.sql does not use $6, the payload",)
     elif settings.priority is not None or settings.delay is not None:
-        given = "-priority" if settings.priority is not None else "-delay"
+        flag = "-priority" if settings.priority is not None else "-delay"
         raise UsageError(
-            f"{given}: the seed's table ({design.name}) has no priority and no due time; use a design"
+            f"{flag}: the seed's table ({design.name}) has no priority and no due time; use a design"
             " that has them (-queue priority, next-attempt or visibility, or a folder of your own)"
         )
     elif settings.retrying:
@@ -165,22 +166,22 @@ def plan_run(scenario: Scenario) -> RunPlan | None:
         for name, wakeup, tx in cells
     )
     if settings.suite is not None:
-        inputs = tuple(suite_cell(given, pressure) for given in inputs for pressure in SUITE_PRESSURES)
-    for given in inputs:
-        given.settings.check_sweep_wakeup()  # a cell's wake-up is its own
+        inputs = tuple(suite_cell(cell, pressure) for cell in inputs for pressure in SUITE_PRESSURES)
+    for cell in inputs:
+        cell.settings.check_sweep_wakeup()  # a cell's wake-up is its own
     log = RunLog(settings.logfile)  # checks the path; opens it only when the run starts
     return RunPlan(settings, inputs, baseline, fleet, log, scenario)
 
 
-def suite_cell(given: RunInput, pressure: str) -> RunInput:
+def suite_cell(cell: RunInput, pressure: str) -> RunInput:
     """A -suite pressure cell: the design's run in three phases, the pressure in the middle one
     (a lock held for the whole phase stops every claim for as long: the stall bound waits it out)."""
-    settings = given.settings
+    settings = cell.settings
     seconds = settings.suite_seconds
     stall = max(settings.stall_timeout, seconds + 10) if pressure == "lock-table" else settings.stall_timeout
     phases = suite_phases(pressure, seconds, settings.rate)
     return dataclasses.replace(
-        given, settings=dataclasses.replace(settings, phases=phases, fill_db=None, stall_timeout=stall)
+        cell, settings=dataclasses.replace(settings, phases=phases, fill_db=None, stall_timeout=stall)
     )
 
 
