@@ -19,7 +19,9 @@ from psycopg.conninfo import make_conninfo
 from pgmq_sim.actors.bells import Halt, new_loop
 from pgmq_sim.actors.claim_reasons import TIMED_EVERY, ClaimTally
 from pgmq_sim.actors.wakeup import NotifySlot, TypeCredits
+from pgmq_sim.render.lines import claims_text
 from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
+from pgmq_sim.verdicts.costs import inflated, inflation_text
 
 RUN_PID, FLOODER_PID = 101, 202
 
@@ -48,8 +50,8 @@ def book_with_flood() -> ClaimBook:
 def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it() -> None:
     account = ClaimAccount.of([book_with_flood()], 1000, 5.0, 700.0, None, "pgmq_sim")
     assert account.claims == 1000 + 915 and account.empty_claims == 915
-    assert account.outside_empty == 910 and account.inflated
-    said = account.inflation_text()
+    assert account.outside_empty == 910 and inflated(account)
+    said = inflation_text(account)
     assert said is not None
     assert (
         f"pid {FLOODER_PID} (app 'flooder')" in said
@@ -74,7 +76,7 @@ def test_the_split_names_the_sender_outside_the_run_and_the_figures_without_it()
     }
     assert [s["pid"] for s in body["senders"]] == [FLOODER_PID, RUN_PID]
     assert body["senders"][0]["own"] is False and body["senders"][1]["own"] is True
-    assert "910 after notifications from outside the run, 5 at the notify fallback" in account.reasons_text()
+    assert "910 after notifications from outside the run, 5 at the notify fallback" in claims_text(account)
 
 
 @pytest.mark.unit
@@ -87,15 +89,15 @@ def test_a_writer_of_the_run_that_ended_before_it_was_named_is_the_runs_own() ->
     flooder = gone.sender(FLOODER_PID)
     flooder.application, flooder.own = None, False  # as the listener leaves a sender gone when asked
     outside = ClaimAccount.of([gone], 1000, 5.0, 700.0, None, "pgmq_sim")
-    assert [s.pid for s in outside.outside] == [FLOODER_PID] and outside.inflated
+    assert [s.pid for s in outside.outside] == [FLOODER_PID] and inflated(outside)
     producer = ClaimAccount.of([gone], 1000, 5.0, 700.0, None, "pgmq_sim", frozenset({FLOODER_PID}))
     gone.own_pids.add(FLOODER_PID)
     worker = ClaimAccount.of([gone], 1000, 5.0, 700.0, None, "pgmq_sim")
     for ours in (producer, worker):
-        assert ours.outside == () and ours.outside_empty == 0 and not ours.inflated
-        assert ours.inflation_text() is None
+        assert ours.outside == () and ours.outside_empty == 0 and not inflated(ours)
+        assert inflation_text(ours) is None
         assert {s.pid: s.own for s in ours.senders} == {FLOODER_PID: True, RUN_PID: True}
-        assert "910 after notifications, 5 at" in ours.reasons_text()  # none from outside
+        assert "910 after notifications, 5 at" in claims_text(ours)  # none from outside
 
 
 @pytest.mark.unit
@@ -108,7 +110,7 @@ def test_many_short_sessions_outside_the_run_are_named_as_one_cause() -> None:
     for pid in range(300, 326):
         s = book.sender(pid)
         s.notifications, s.told, s.empty, s.own = 300 - (pid == 300), 300, 35, False  # none named
-    said = ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim").inflation_text()
+    said = inflation_text(ClaimAccount.of([book], 1000, 5.0, 700.0, None, "pgmq_sim"))
     assert said is not None and said.startswith(
         "26 sessions outside the run (26 ended before they were named) sent 7,799 notifications on the"
         " run's channel, the most 300 by pid 301 (ended before it was named): 910 of 915 empty claims"
@@ -124,8 +126,8 @@ def test_a_few_empty_claims_from_outside_are_counted_but_not_named_a_cost() -> N
     flood = book.senders[FLOODER_PID]
     flood.took, flood.empty = 0, 8
     account = ClaimAccount.of([book], 1000, 5.0, 700.0, None)
-    assert account.outside_empty == 8 and not account.inflated and account.inflation_text() is None
-    assert "8 after notifications from outside the run" in account.reasons_text()
+    assert account.outside_empty == 8 and not inflated(account) and inflation_text(account) is None
+    assert "8 after notifications from outside the run" in claims_text(account)
 
 
 @pytest.mark.unit
@@ -134,9 +136,9 @@ def test_a_run_with_only_its_own_notifications_is_not_inflated() -> None:
     del book.senders[FLOODER_PID]
     book.empty[INDEX[ClaimReason.NOTIFIED]] = 10
     account = ClaimAccount.of([book], 1000, 5.0, 700.0, None)
-    assert not account.inflated and account.inflation_text() is None
-    assert "10 after notifications," in account.reasons_text()  # no outside: no split to say
-    assert "15 came back empty (0.01 per message)" in account.reasons_text()
+    assert not inflated(account) and inflation_text(account) is None
+    assert "10 after notifications," in claims_text(account)  # no outside: no split to say
+    assert "15 came back empty (0.01 per message)" in claims_text(account)
 
 
 @pytest.mark.unit

@@ -12,6 +12,7 @@ from pgmq_sim.render.lines import (
     ACCOUNT_TYPES,
     NAMES,
     audit_rows,
+    claims_text,
     client_text,
     drift_not_judged,
     enqueue_text,
@@ -51,7 +52,7 @@ def print_detail(
         table.add_row("producer", result.producer.text())
     _latency_rows(table, result)
     claims = result.claims
-    table.add_row("claims", escape(claims.reasons_text()) if claims else f"{result.empty_claims} empty")
+    table.add_row("claims", escape(claims_text(claims)) if claims else f"{result.empty_claims} empty")
     if result.connections_lost or result.reconnects:
         lost = [
             f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{c.lost}"

@@ -17,7 +17,9 @@ from typing import Any
 from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
+from pgmq_sim.render.lines import claims_text
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.costs import inflated
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 STDOUT = Path("-")
@@ -144,7 +146,10 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,
         "server_cost": r.server_cost.as_json() if r.server_cost else None,
         "client": r.client.as_json(),
-        "claims": r.claims.as_json() if r.claims else None,
+        "claims": r.claims.as_json()
+        | {"summary": claims_text(r.claims), "inflated_by_outside": inflated(r.claims)}
+        if r.claims
+        else None,
         "path": r.path.as_json() if r.path else None,
         "worker_backends_max": r.worker_backends_max,
         "pooler": r.pooler.as_json() if r.pooler else None,

@@ -15,6 +15,7 @@ from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord
+from pgmq_sim.result.claims import REASONS, ClaimAccount, ClaimReason
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.enqueues import EnqueueAccount
@@ -183,6 +184,38 @@ def account_text(account: LatencyAccount) -> str:
     """The latency account's cohorts, e.g. 'median 5.2 ms: service 67%, hidden 33%; slowest 1% ...'."""
     cohorts = ((NAMES[MEDIAN], account.median), (NAMES[P99], account.p99))
     return "; ".join(f"{name} {cohort_text(c)}" for name, c in cohorts if c is not None)
+
+
+EMPTY_WORDS = {
+    ClaimReason.START: "at the start (or after a lost listener)",
+    ClaimReason.NOTIFIED: "after notifications",
+    ClaimReason.POLL: "polls",
+    ClaimReason.FALLBACK: "at the notify fallback",
+    ClaimReason.COMPLETION: "right after a completion",
+    ClaimReason.RETRY: "retries after a cancel or a lost connection",
+}
+
+
+def claims_text(claims: ClaimAccount) -> str:
+    """e.g. '9,000 took messages, 22,057 came back empty (2.45 per message): 21,600 after
+    notifications from outside the run, 400 after the run's own, 57 at the notify fallback'."""
+    took, empty = sum(claims.took.values()), claims.empty_claims
+    parts: list[str] = []
+    outside = claims.outside_empty if claims.senders else 0
+    for reason in REASONS:
+        n = claims.empty[reason.value]
+        if reason == ClaimReason.NOTIFIED and outside:
+            parts.append(f"{outside:,} after notifications from outside the run")
+            n -= outside
+            if n:
+                parts.append(f"{n:,} after the run's own")
+        elif n:
+            parts.append(f"{n:,} {EMPTY_WORDS[reason]}")
+    per = claims.per_msg(empty)
+    rate = f" ({per:.2f} per message)" if per is not None else ""
+    return f"{took:,} took messages, {empty:,} came back empty{rate}" + (
+        f": {', '.join(parts)}" if parts else ""
+    )
 
 
 def enqueue_text(account: EnqueueAccount) -> str:

@@ -10,6 +10,7 @@ from rich.markup import escape
 from pgmq_sim.render.detail import print_detail
 from pgmq_sim.render.lines import (
     audit_rows,
+    claims_text,
     drift_not_judged,
     enqueue_text,
     episodes_text,
@@ -29,6 +30,7 @@ from pgmq_sim.render.lines import (
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import Resource
+from pgmq_sim.verdicts.costs import inflated
 from pgmq_sim.verdicts.figures import KEPT_UP
 from pgmq_sim.verdicts.verdict import RunVerdict
 
@@ -68,8 +70,8 @@ def print_summary(
     if result.connections_lost or result.reconnects:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
     audit_rows(table, result, SHORT_CAUSES)
-    if result.claims is not None and result.claims.inflated:  # the limit's evidence names the cause
-        table.add_row("claims", escape(result.claims.reasons_text()))
+    if result.claims is not None and inflated(result.claims):  # the limit's evidence names the cause
+        table.add_row("claims", escape(claims_text(result.claims)))
     limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
     enqueue = verdict.enqueue  # asked for with -producers; the limit's own when the producer was it

@@ -36,8 +36,6 @@ class ClaimReason(StrEnum):
 
 REASONS = tuple(ClaimReason)
 INDEX = {reason: i for i, reason in enumerate(REASONS)}
-OUTSIDE_SHARE = 0.25  # of the empty claims, after notifications from outside the run: a named cause
-OUTSIDE_PER_MSG = 0.05  # and per message at least this many (a few empty claims are no cost to name)
 
 
 @dataclass
@@ -213,13 +211,6 @@ class ClaimAccount:
         woken = sum(s.took + s.empty for s in self.outside)
         return min(self.empty[ClaimReason.NOTIFIED], woken)
 
-    @property
-    def inflated(self) -> bool:
-        """A cause outside the run made a good share of the empty claims, and a cost per message worth
-        naming: the costs are not the queue's."""
-        empty, outside = self.empty_claims, self.outside_empty
-        return empty > 0 and outside >= OUTSIDE_SHARE * empty and outside >= OUTSIDE_PER_MSG * self.messages
-
     def per_msg(self, value: float) -> float | None:
         return None if self.messages <= 0 else value / self.messages
 
@@ -258,50 +249,6 @@ class ClaimAccount:
             return None
         return self.server_empty_ms * self.outside_empty / self.empty_claims
 
-    def inflation_text(self) -> str | None:
-        """The cause outside the run, named, and the figures without it; None when there is none."""
-        if not self.inflated:
-            return None
-        said = (
-            senders_text(self.outside)
-            + f": {self.outside_empty:,} of {self.empty_claims:,} empty claims were theirs"
-        )
-        without = self.per_msg(self.empty_claims - self.outside_empty)
-        if without is not None:
-            said += f"; without them {without:.3g} empty claims per message"
-            cpu, cpu_without = self.client_us_per_msg, self.client_us_per_msg_without
-            if cpu is not None and cpu_without is not None:
-                said += (
-                    f" and {cpu_without:.0f} µs of client CPU per message (against {cpu:.0f}: their claims'"
-                    f" own time on the client, measured, {cpu - cpu_without:.0f} µs)"
-                )
-            server = self.server_outside_ms
-            if server is not None and self.messages:
-                per = server / self.messages * 1000
-                said += f"; their claims took {per:.0f} µs of the server's statement time per message"
-        return said
-
-    def reasons_text(self) -> str:
-        """e.g. '9,000 took messages, 22,057 came back empty (2.45 per message): 21,600 after
-        notifications from outside the run, 400 after the run's own, 57 at the notify fallback'."""
-        took, empty = sum(self.took.values()), self.empty_claims
-        parts: list[str] = []
-        outside = self.outside_empty if self.senders else 0
-        for reason in REASONS:
-            n = self.empty[reason.value]
-            if reason == ClaimReason.NOTIFIED and outside:
-                parts.append(f"{outside:,} after notifications from outside the run")
-                n -= outside
-                if n:
-                    parts.append(f"{n:,} after the run's own")
-            elif n:
-                parts.append(f"{n:,} {EMPTY_WORDS[reason]}")
-        per = self.per_msg(empty)
-        rate = f" ({per:.2f} per message)" if per is not None else ""
-        return f"{took:,} took messages, {empty:,} came back empty{rate}" + (
-            f": {', '.join(parts)}" if parts else ""
-        )
-
     def costs_by_reason(self) -> dict[str, dict[str, float | None]]:
         """Per message, each reason's empty claims and what they cost: the client's time on the loop
         (µs) and the server's statement time (µs) and buffers, the empty claims' share by count."""
@@ -323,7 +270,6 @@ class ClaimAccount:
     def as_json(self) -> dict[str, Any]:
         outside, outside_s = self.outside_empty, self.client_outside_s
         return {
-            "summary": self.reasons_text(),
             "claims": self.claims,
             "took": self.took,
             "empty": self.empty,
@@ -335,7 +281,6 @@ class ClaimAccount:
             "empty_per_msg": _round(self.per_msg(self.empty_claims)),
             "empty_cost_per_msg": self.costs_by_reason(),
             "senders": [s.as_json() for s in self.senders],
-            "inflated_by_outside": self.inflated,
             "without_outside": {
                 "empty_per_msg": _round(self.per_msg(self.empty_claims - self.outside_empty)),
                 "client_cpu_us_per_msg": _round(self.client_us_per_msg_without, 1),
@@ -353,37 +298,6 @@ class ClaimAccount:
                 else None,
             },
         }
-
-
-def senders_text(outside: tuple[Sender, ...]) -> str:
-    """Who outside the run notified: one session, or many (say, an application connecting per
-    request): their sum, their applications, and how many ended before they were named."""
-    top = outside[0]
-    if len(outside) == 1:
-        return (
-            f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
-            f" ({top.per_s:,.0f}/s) on the run's channel"
-            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
-        )
-    apps = sorted({s.application for s in outside if s.application is not None})
-    gone = sum(1 for s in outside if s.application is None)
-    who = [f"application(s) {', '.join(repr(a) for a in apps)}"] if apps else []
-    who += [f"{gone} ended before they were named"] if gone else []
-    return (
-        f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
-        f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
-        f" {top.notifications:,} by {top.name()}"
-    )
-
-
-EMPTY_WORDS = {
-    ClaimReason.START: "at the start (or after a lost listener)",
-    ClaimReason.NOTIFIED: "after notifications",
-    ClaimReason.POLL: "polls",
-    ClaimReason.FALLBACK: "at the notify fallback",
-    ClaimReason.COMPLETION: "right after a completion",
-    ClaimReason.RETRY: "retries after a cancel or a lost connection",
-}
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:

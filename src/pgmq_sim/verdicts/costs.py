@@ -4,15 +4,71 @@ A run's limit can be none while its costs are not the queue's: the limit's evide
 
 from __future__ import annotations
 
+from pgmq_sim.result.claims import ClaimAccount, Sender
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
+
+OUTSIDE_SHARE = 0.25  # of the empty claims, after notifications from outside the run: a named cause
+OUTSIDE_PER_MSG = 0.05  # and per message at least this many (a few empty claims are no cost to name)
+
+
+def inflated(claims: ClaimAccount) -> bool:
+    """A cause outside the run made a good share of the empty claims, and a cost per message worth
+    naming: the costs are not the queue's."""
+    empty, outside = claims.empty_claims, claims.outside_empty
+    return empty > 0 and outside >= OUTSIDE_SHARE * empty and outside >= OUTSIDE_PER_MSG * claims.messages
+
+
+def inflation_text(claims: ClaimAccount) -> str | None:
+    """The cause outside the run, named, and the figures without it; None when there is none."""
+    if not inflated(claims):
+        return None
+    said = (
+        senders_text(claims.outside)
+        + f": {claims.outside_empty:,} of {claims.empty_claims:,} empty claims were theirs"
+    )
+    without = claims.per_msg(claims.empty_claims - claims.outside_empty)
+    if without is not None:
+        said += f"; without them {without:.3g} empty claims per message"
+        cpu, cpu_without = claims.client_us_per_msg, claims.client_us_per_msg_without
+        if cpu is not None and cpu_without is not None:
+            said += (
+                f" and {cpu_without:.0f} µs of client CPU per message (against {cpu:.0f}: their claims'"
+                f" own time on the client, measured, {cpu - cpu_without:.0f} µs)"
+            )
+        server = claims.server_outside_ms
+        if server is not None and claims.messages:
+            per = server / claims.messages * 1000
+            said += f"; their claims took {per:.0f} µs of the server's statement time per message"
+    return said
+
+
+def senders_text(outside: tuple[Sender, ...]) -> str:
+    """Who outside the run notified: one session, or many (say, an application connecting per
+    request): their sum, their applications, and how many ended before they were named."""
+    top = outside[0]
+    if len(outside) == 1:
+        return (
+            f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
+            f" ({top.per_s:,.0f}/s) on the run's channel"
+            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
+        )
+    apps = sorted({s.application for s in outside if s.application is not None})
+    gone = sum(1 for s in outside if s.application is None)
+    who = [f"application(s) {', '.join(repr(a) for a in apps)}"] if apps else []
+    who += [f"{gone} ended before they were named"] if gone else []
+    return (
+        f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
+        f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
+        f" {top.notifications:,} by {top.name()}"
+    )
 
 
 def cost_cause(r: RunResult) -> MeasuredCause | None:
     """A session outside the run whose notifications on the run's channel woke a good share of the
-    empty claims (result/claims OUTSIDE_SHARE), or None."""
+    empty claims (OUTSIDE_SHARE), or None."""
     claims = r.claims
-    evidence = claims.inflation_text() if claims is not None else None
+    evidence = inflation_text(claims) if claims is not None else None
     if claims is None or evidence is None:
         return None
     outside = claims.outside
