@@ -28,7 +28,7 @@ to the end of its settle (the ones it produced, when the settle drained). When t
 the rest (`backlog_left`) is inherited by the next step: it counts in that step's backlog and slope
 and its latencies. The table shows it as the next step's "start backlog".
 
-How the knee is decided (src/pgmq_sim/model/sweep.py, judge_step and SweepResult.knee): a step fails
+How the knee is decided (src/pgmq_sim/verdicts/knee.py, judge_step and knee_step): a step fails
 when its e2e p99 is above -slo (only with --slo; none by default), or when its backlog grew through
 it: the least-squares slope of the backlog (the step's start, each whole second inside it from the
 run's timeline, its end) above 2% of the offered rate per second AND more than one second of offered
@@ -83,7 +83,8 @@ from typing import Any
 import _common as c
 import _sweep_report as sr
 
-from pgmq_sim.model.sweep import UNFINISHED_SHARE, judge_step, slope_per_s
+from pgmq_sim.model.sweep import slope_per_s
+from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, judge_step
 
 # rates per (claim, orders); the seed's claim slows as the table grows, so its ladders are lower
 LADDERS: dict[tuple[str, int], str] = {

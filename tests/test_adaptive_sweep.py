@@ -17,16 +17,9 @@ import pytest
 from conftest import Cli, Refuse, assert_one_line_error
 
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
-from pgmq_sim.model.sweep import (
-    UNFINISHED_SHARE,
-    StepResult,
-    SweepResult,
-    SweepSpec,
-    judge_step,
-    parse_duration,
-    slope_per_s,
-)
+from pgmq_sim.model.sweep import StepResult, SweepResult, SweepSpec, parse_duration, slope_per_s
 from pgmq_sim.render.files import sweep_json
+from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, headline, judge_step, knee_step, max_sustainable_per_s
 
 
 def drive(
@@ -152,7 +145,7 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
     assert judge_step(244, 137.0, 10, 0.0, 250, pass_ms=138)[0] == "pass"
     search = SearchOutcome(0.05, 1, 215.0, 225.0, ((215.0, True),), None, False, 26.0, 138.0)
     sweep = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, (hold_at(215, 98.0),), search)
-    assert sweep.headline() == (
+    assert headline(sweep) == (
         "max sustainable 215 msg/s (225 fails, within 5%; held 30 s at p99 98 ms, 39% of the SLO; a step"
         " passed at p99 <= 138 ms, half the SLO's headroom over the unloaded 26 ms kept)"
     )
@@ -164,17 +157,17 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
         dataclasses.replace(hold_at(215, p99), index=i) for i, p99 in enumerate((98.0, 131.0, 110.0))
     )
     three = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, holds, search)
-    assert "held 3 x 30 s at p99 up to 131 ms, 52% of the SLO" in three.headline(), three.headline()
+    assert "held 3 x 30 s at p99 up to 131 ms, 52% of the SLO" in headline(three), headline(three)
     confirmed = sweep_json(three)["confirmed"]
     assert (confirmed["holds"], confirmed["e2e_p99_ms"], confirmed["verdict"]) == (3, 131.0, "pass")
     below = dataclasses.replace(hold_at(200, 90.0), purpose="bisect")
     cut = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, (below, *holds[:2]), search)  # by a budget
     # not confirmed: no rate is called sustainable; the step that passed and the holds are said
-    assert cut.knee is None and sweep_json(cut)["max_sustainable_per_s"] is None
-    assert cut.headline().startswith(
+    assert knee_step(cut) is None and sweep_json(cut)["max_sustainable_per_s"] is None
+    assert headline(cut).startswith(
         "no rate held 3 times in a row: 200 msg/s passed its 30 s step at p99 90.0 ms,"
         " never held; 215 msg/s held 2 of 3 times 30 s at p99 up to 131 ms"
-    ), cut.headline()
+    ), headline(cut)
 
 
 def step_at(
@@ -202,8 +195,8 @@ def test_a_failed_hold_after_a_passing_step_is_said_and_no_rate_not_held_is_sust
     )  # fmt: skip
     search = SearchOutcome(0.05, 1, 106.0, 118.0, ((118.0, False),), 60.0, True, 20.0, 60.0, 3)
     sweep = SweepResult(SweepSpec.parse("rate=auto"), 2, 2, 100, steps, search)
-    assert sweep.knee is None and sweep.max_sustainable_per_s is None and sweep.hold_p99_ms == 193.0
-    assert sweep.headline() == (
+    assert knee_step(sweep) is None and max_sustainable_per_s(sweep) is None and sweep.hold_p99_ms == 193.0
+    assert headline(sweep) == (
         "no rate held: 112 msg/s passed its 2 s step at p99 30.0 ms, never held; 118 msg/s passed its 2 s"
         " step at p99 38.8 ms but FAILED to hold 6 s at p99 193 ms; the -sweep-budget of 60 s cut the"
         " search short"
@@ -213,10 +206,10 @@ def test_a_failed_hold_after_a_passing_step_is_said_and_no_rate_not_held_is_sust
     sweep = SweepResult(
         SweepSpec.parse("rate=auto"), 2, 2, 100, held, dataclasses.replace(search, cut_by_budget=False)
     )
-    assert sweep.headline().startswith(
+    assert headline(sweep).startswith(
         "max sustainable 106 msg/s (118 msg/s passed its 2 s step at p99 38.8 ms but FAILED to hold 6 s at"
         " p99 193 ms, within 11%; held 3 x 6 s at p99 up to 60 ms"
-    ), sweep.headline()
+    ), headline(sweep)
 
 
 @pytest.mark.unit

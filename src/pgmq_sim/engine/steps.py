@@ -11,13 +11,14 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.facts import ServerCounters
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.model.skew import hottest_share
-from pgmq_sim.model.sweep import UNFINISHED_SHARE, StepResult, judge_step, slope_per_s
+from pgmq_sim.model.sweep import StepResult, slope_per_s
 from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.run import ordering_bound
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.verdicts.figures import Figures, server_cpu
+from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, judge_step
 from pgmq_sim.verdicts.limits import judge
 
 

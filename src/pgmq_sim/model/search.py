@@ -4,7 +4,7 @@ rate=auto and rate=A..B climb a doubling ladder until a step fails, bisect betwe
 and the first failure until they are within the resolution, then hold the rate found for three
 steps. With an SLO a step passes keeping half the SLO's headroom over the unloaded p99, and the knee
 is confirmed by three holds in a row (after a failed one, the search holds 10% lower). workers=auto
-doubles the workers while throughput rises (model/sweep says why, and what a step's verdict is)."""
+doubles the workers while throughput rises (model/sweep says why; verdicts/knee what a step's verdict is)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,14 @@ from pgmq_sim.paths import describe_path
 from pgmq_sim.render.lines import claims_text
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.costs import inflated
+from pgmq_sim.verdicts.knee import (
+    first_failing_per_s,
+    headline,
+    knee_step,
+    limit_line,
+    max_sustainable_per_s,
+    resolution_reached,
+)
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 STDOUT = Path("-")
@@ -175,11 +183,11 @@ def sweep_json(s: SweepResult) -> dict[str, Any]:
         "step_s": s.step_s,
         "settle_s": s.settle_s,
         "slo": {"e2e_p99_ms": s.slo_p99_ms, "enqueue_p99_ms": s.slo_enqueue_p99_ms},
-        "max_sustainable_per_s": s.max_sustainable_per_s,
-        "first_failing_per_s": s.first_failing_per_s,
-        "knee_step": None if s.knee is None else s.knee.index + 1,
-        "headline": s.headline(),
-        "limit": s.limit_line(),
+        "max_sustainable_per_s": max_sustainable_per_s(s),
+        "first_failing_per_s": first_failing_per_s(s),
+        "knee_step": None if (knee := knee_step(s)) is None else knee.index + 1,
+        "headline": headline(s),
+        "limit": limit_line(s),
         "confirmed": _confirmed_json(s),
         "adaptive": _search_json(s),
         "steps": [s.as_json() for s in s.steps],
@@ -197,7 +205,7 @@ def _confirmed_json(s: SweepResult) -> dict[str, Any] | None:
         "holds": s.confirmed_holds,
         "e2e_p99_ms": s.hold_p99_ms,
         "slo_share": None if share is None else round(share, 3),
-        "verdict": "pass" if s.knee is hold else "fail",
+        "verdict": "pass" if knee_step(s) is hold else "fail",
     }
 
 
@@ -205,7 +213,7 @@ def _search_json(s: SweepResult) -> dict[str, Any] | None:
     search = s.search
     if search is None:
         return None
-    reached = s.resolution_reached
+    reached = resolution_reached(s)
     return {
         "resolution": search.resolution,
         "resolution_reached": None if reached is None else round(reached, 4),

@@ -25,6 +25,7 @@ from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.cause import cohort_text
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.episodes import Episode
+from pgmq_sim.verdicts.knee import headline, limit_line
 
 
 def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
@@ -421,8 +422,8 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
         said = "; ".join(part for part in (why, faults, left) if part)
         if said:
             console.print(f"step {step.index + 1}: {said}")
-    console.print(f"[bold]{sweep.headline()}[/]")
-    limit = sweep.limit_line()
+    console.print(f"[bold]{headline(sweep)}[/]")
+    limit = limit_line(sweep)
     if limit:
         console.print(escape(limit))
     for row in sweep.noise():

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from pgmq_sim.render.lines import audit_cell, ms, print_sweep
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.knee import first_failing_per_s, knee_step, max_sustainable_per_s
 
 
 def print_comparison(console: Console, results: list[RunResult]) -> None:
@@ -74,9 +75,9 @@ def print_knees(console: Console, results: list[RunResult]) -> None:
             column, justify="left" if column in ("design", "wake-up", "tx", "held", "audit") else "right"
         )
     for r in results:
-        knee = r.sweep.knee if r.sweep else None
-        best = r.sweep.max_sustainable_per_s if r.sweep else None
-        failing = r.sweep.first_failing_per_s if r.sweep else None
+        knee = knee_step(r.sweep) if r.sweep else None
+        best = max_sustainable_per_s(r.sweep) if r.sweep else None
+        failing = first_failing_per_s(r.sweep) if r.sweep else None
         hold = r.sweep.hold if r.sweep else None
         table.add_row(
             r.strategy,

@@ -24,6 +24,7 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.settings import DRIFT_MIN_S, Settings
 from pgmq_sim.verdicts.drift import unjudged
+from pgmq_sim.verdicts.knee import max_sustainable_per_s
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -118,7 +119,7 @@ FIGURES: dict[str, Figure] = {
     },
     "throughput": Figure("msg/s", lambda r: r.throughput_per_s),
     "knee": Figure(
-        "msg/s", lambda r: None if r.sweep is None else r.sweep.max_sustainable_per_s, _needs_sweep
+        "msg/s", lambda r: None if r.sweep is None else max_sustainable_per_s(r.sweep), _needs_sweep
     ),
     "wal-per-msg": Figure("B", _server("wal_bytes_per_msg")),
     "commits-per-msg": Figure("", _server("commits_per_msg")),
