@@ -1,6 +1,6 @@
-"""The named phases of a run: check, prepare, produce, start, (watch), halt; collect is
-engine/collecting. Each takes the run's state and its parts; none knows which carrier, feed or goal
-it was given."""
+"""The named phases of a run: (check), prepare, produce, start, (watch), halt; check is
+engine/checking, collect engine/collecting. Each takes the run's state and its parts; none knows
+which carrier, feed or goal it was given."""
 
 from __future__ import annotations
 
@@ -22,220 +22,24 @@ from pgmq_sim.actors.threads import join_all
 from pgmq_sim.actors.worker import session_plan
 from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
-from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S, PoolerConsole
+from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S
 from pgmq_sim.db.samples import SampleSession
-from pgmq_sim.db.statements import NOTIFY_FUNCTION
-from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
-from pgmq_sim.engine.census import read_census, slot_holders
+from pgmq_sim.engine.census import read_census
 from pgmq_sim.engine.ending import name_the_ending
 from pgmq_sim.engine.judging import LiveJudge
-from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
-from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.engine.ticker import find_ticker, start_ticker
-from pgmq_sim.errors import FaultRefused, SimError, UsageError
+from pgmq_sim.engine.ticker import start_ticker
+from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.skew import hottest_share, key_sampler
 from pgmq_sim.verdicts.audit import judge_audit
-from pgmq_sim.verdicts.policies import conflicts, run_shape
 
 STOP_GRACE_S = 2.0
-OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
 SLOTS_KEPT = 3  # pool exhaustion's *0 leaves these free: the tool's own readings, a reconnect
-
-
-def check(state: RunState, parts: RunParts) -> None:
-    """Everything that can fail before the database is changed."""
-    settings, signals, db, views = state.settings, state.signals, state.db, state.views
-    # the first connections say, in one line, why there are none (never the password)
-    state.path = path = choose_path(state)
-    budget: int | None
-    budget, role_left = call_bounded(db.connection_budget, 30, signals, "connection check", True)
-    if path.pooled:  # the pooler's pool bounds what the server sees, not the workers
-        state.pool_server_room = min(left for left in (budget, role_left) if left is not None)
-        budget = role_left = None
-    faults = sum(f.kind.sessions(f.count) for f in state.chaos)  # the faults' own sessions
-    own = OWN_CONNECTIONS + (1 if settings.audit and settings.audit_window > 0 else 0)  # + the live audit's
-    needed = (
-        own
-        + (1 if settings.bystander else 0)
-        + parts.carrier.connections(state)
-        + parts.feed.connections(state)
-        + faults
-    )
-    lefts = [left for left in (budget, role_left) if left is not None]
-    state.spare_connections = min(lefts) - needed if lefts else None
-    for left, whose, own_role in (
-        (budget, "the server", False),
-        (role_left, "this role's CONNECTION LIMIT", True),
-    ):
-        if left is not None and needed > left >= needed - faults:  # the run fits, its faults do not
-            kinds = ", ".join(sorted({str(f.kind) for f in state.chaos if f.kind.sessions(f.count)}))
-            raise FaultRefused(
-                f"{kinds} needs {faults} session(s) of its own beside the run's {needed - faults}, but"
-                f" {whose} allows {left} more now ({slot_holders(state, own_role)}); ask for fewer, or"
-                " raise the limit"
-            )
-        if left is not None and needed > left:
-            raise UsageError(
-                f"-workers {settings.workers} needs {needed} connections (workers, producer,"
-                f" listener, fault sessions and the tool's own {own}) but {whose} allows {left} more now"
-                f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
-            )
-    check_timeouts(state)
-    if any(f.kind == FaultKind.RESTART_SERVER for f in state.chaos) and state.server.restart is None:
-        if not settings.chaos_allow_restart:
-            raise FaultRefused(
-                "-chaos restart-server on a -dsn server restarts every session on it;"
-                " allow it with -chaos-allow-restart (the embedded server needs no flag)"
-            )
-        if not call_bounded(views.may_run_programs, 30, signals, "privilege check", True):
-            raise FaultRefused(
-                "-chaos restart-server on a -dsn server needs a superuser (or pg_execute_server_program):"
-                " it crash-restarts the server by killing a backend from COPY TO PROGRAM"
-            )
-    state.pooler = reach_pooler(state)
-    tables = call_bounded(db.tables, 30, signals, "table check", True)
-    functions = call_bounded(db.functions, 30, signals, "function check", True)
-    tables |= {
-        name: found
-        for name, found in functions.items()
-        if (settings.wakeup == WakeupMode.NOTIFY if name == NOTIFY_FUNCTION else path.transaction_pooled)
-    }
-    if not state.design.seed_table:  # a folder design's tables are its own: tried below
-        tables.pop("msg_queue", None)
-    foreign = [name for name, (exists, ours) in tables.items() if exists and not ours]
-    if not state.design.seed_table:
-        foreign += try_folder_design(state)
-    if state.design.requires == "pgq":
-        find_ticker(state)
-    refuse_foreign_owners(state, [name for name, (exists, ours) in tables.items() if exists and ours])
-    if foreign and not settings.replace_tables:
-        raise UsageError(
-            f"table(s) or function(s) {', '.join(foreign)} exist and were not created by pgmq-sim; a run"
-            " drops and recreates them: use another database, or pass -replace-tables to replace them"
-        )
-    if (
-        state.design.seed_table
-        and settings.payload is not None
-        and not call_bounded(
-            lambda: db.seed_schema_has_payload(state.design), 60, signals, "schema check", True
-        )
-    ):
-        raise UsageError(
-            f"-payload-bytes needs a payload column in msg_queue, and schema file {state.design.schema} has"
-            " none; add one (payload bytea) or drop -payload-bytes"
-        )
-    previous = (
-        call_bounded(db.previous_run, 30, signals, "previous run check", True)
-        if tables["pgmq_sim_run"][0]
-        else None
-    )
-    if previous is not None and not previous.finished:
-        state.note(
-            f"replacing the data of an unfinished run (started {previous.started_at:%Y-%m-%d %H:%M:%S},"
-            f" {previous.produced} of {previous.target} messages produced);"
-            " `pgmq-sim audit` checks such a queue before a new run replaces it"
-        )
-    capped = settings.groups_cap() if state.design.ordered else None
-    if capped is not None:  # said once every check has passed: before the run, never beside a refusal
-        state.note(capped)
-    parts.carrier.open(state)
-
-
-def check_timeouts(state: RunState) -> None:
-    """The server's timeouts as the run's role has them, and where each is set: one that would end
-    every message's session refuses the run; one that would end some is said, and the run goes on."""
-    timeouts = call_bounded(state.views.timeouts, 30, state.signals, "timeouts check", True)
-    state.timeouts = timeouts
-    for conflict in conflicts(timeouts, run_shape(state.settings, state.design.skips_locked)):
-        if conflict.refuse:
-            raise UsageError(conflict.line)
-        state.note(conflict.line)
-
-
-def try_folder_design(state: RunState) -> list[str]:
-    """A folder design runs once in a transaction rolled back: its statements, every file of it, must
-    work together, and touch only tables its schema creates. Returned: tables of others its schema
-    would drop. The trial says whether the design returns its own ids, and their type."""
-    design = state.design
-    texts = DesignTexts(
-        folder=str(design.folder),
-        schema=design.schema.text,
-        enqueue=design.enqueue.text,
-        claim=design.claim.text,
-        completions=tuple((form.path.name, form.text) for form in design.completions),
-        fail=design.fail.text if design.fail is not None else None,
-        split=design.transaction == TxMode.SPLIT,
-        pending=design.pending.text if design.pending is not None else None,
-        notify=design.notify.text if design.notify is not None else None,
-        recover=design.recover.text if design.recover is not None else None,
-        requires=design.requires,
-        types=state.settings.queue_types,
-    )
-    trial = call_bounded(
-        lambda: try_design(state.db.sessions, texts), 60, state.signals, "design trial", True
-    )
-    if trial.foreign_used:
-        file, table = trial.foreign_used[0]
-        raise UsageError(
-            f"{file} of {design.folder} uses table {table}, which its schema.sql does not create; a run"
-            " changes only tables it created: create it in schema.sql (drop it first, with -replace-tables"
-            " if it is not pgmq-sim's)"
-        )
-    state.id_type = trial.id_type
-    if design.product is not None:
-        state.product = design.product.as_json()
-        state.note(design.product.line)
-    elif trial.required is not None and design.requires is not None:
-        state.product = {"name": design.requires, "version": trial.required_version or "unknown"}
-        state.note(trial.required)
-    state.db.shape = dataclasses.replace(state.db.shape, keyed=trial.id_type is not None)
-    return list(trial.dropped_foreign)
-
-
-def reach_pooler(state: RunState) -> PoolerConsole | None:
-    """The pooler's console, when given: it must answer and know the run's database. Without it, a
-    pooled run says that the pooler's side went unobserved."""
-    settings, path = state.settings, state.path
-    assert path is not None
-    if settings.pooler_admin is None:
-        kinds = sorted({str(f.kind) for f in state.chaos if f.kind.pooler})
-        if kinds:
-            raise FaultRefused(
-                f"-chaos {', '.join(kinds)} needs the pooler's admin console: pass -pooler-admin URL"
-                " (database pgbouncer, a user in its admin_users)"
-            )
-        if path.pooled:
-            state.note(
-                f"the {path.pooler} pooler's side was not observed (its waiting clients, its server"
-                " connections): pass -pooler-admin URL to read its pools each second",
-                screen=False,
-            )
-        return None
-    if not path.pooled:
-        raise UsageError(
-            f"-pooler-admin was given but the connection is not pooled ({path.facts.evidence});"
-            " connect -dsn through the pooler, or leave -pooler-admin out"
-        )
-    console = PoolerConsole(settings.pooler_admin, path.facts.database)
-    try:
-        pulse = call_bounded(console.pulse, 30, state.signals, "pooler console", True)
-    except psycopg.Error as exc:
-        raise UsageError(
-            f"-pooler-admin: the pooler's console did not serve SHOW POOLS: {reason(exc, *state.dsns)};"
-            " give the console's URL (database pgbouncer, a user in admin_users or stats_users)"
-        ) from None
-    if pulse is None:
-        raise UsageError(
-            f"-pooler-admin: that pooler has no pool for database {path.facts.database!r}, which -dsn"
-            " connects to; give the console of the pooler -dsn goes through"
-        )
-    return console
 
 
 def prepare(state: RunState, parts: RunParts) -> None:

@@ -11,6 +11,7 @@ import psycopg
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine import phases
 from pgmq_sim.engine.bounded import Signals, outcome_of
+from pgmq_sim.engine.checking import check
 from pgmq_sim.engine.collecting import collect
 from pgmq_sim.engine.ending import met
 from pgmq_sim.engine.feeds import Paced, Prefill
@@ -93,7 +94,7 @@ def execute(state: RunState, parts: RunParts) -> RunResult:
     state.log.on_failure(state.errors.reporter("log"))
     state.phase = parts.goal.describe
     try:
-        phases.check(state, parts)
+        check(state, parts)
         phases.prepare(state, parts)
         parts.feed.produce(state)
         phases.start(state, parts)
