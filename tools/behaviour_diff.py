@@ -4,7 +4,8 @@ compared key by key, and each tree's HTML report rendered from the same document
 A run's figures that are timed (latencies, CPU, the wait samples' shares, the seconds of its
 timeline) differ from run to run on any tree; its keys, its counts and its settings do not. So the
 JSON is compared by key (the keys only one tree wrote are listed) and the keys whose values
-differ are named; the report, which is drawn from the JSON alone, must be the same bytes.
+differ are named; the report, which is drawn from the JSON alone, must be the same bytes (but for
+the minute it says it was written).
 
     python tools/behaviour_diff.py --old /tmp/old/src --new src --dsn postgresql://...
     (git archive <commit> src | tar -x -C /tmp/old: the old tree)
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,6 +66,9 @@ def named(path: str) -> str:
     return ".".join(part.split("[")[0] for part in path.split(".")[1:3])
 
 
+WRITTEN_AT = re.compile(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC")  # the page's own time: the minute it was drawn
+
+
 def render(tree: str, document: Path) -> str:
     answer = subprocess.run(
         [sys.executable, "-c", RENDER, str(document)],
@@ -73,7 +78,7 @@ def render(tree: str, document: Path) -> str:
     )
     if answer.returncode:
         raise SystemExit(f"behaviour_diff: {tree} could not draw the report: {answer.stderr.strip()[-300:]}")
-    return answer.stdout
+    return WRITTEN_AT.sub(" on <the minute drawn>", answer.stdout)
 
 
 def main() -> None:
