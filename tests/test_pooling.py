@@ -204,7 +204,12 @@ def test_a_whole_run_as_a_plain_role(tcp_pg: LocalPostgres, tmp_path: Path) -> N
         assert any("cannot see other roles' sessions" in note for note in report["notes"])
         assert report["server_cost"] is not None and report["server_cost"]["wal_bytes_per_msg"] > 0
         kills = [f for f in report["faults"] if f["kind"] == "kill-connection"]
-        assert kills and all("not injected" not in f["detail"] for f in kills)
+        # a plain role terminates its own workers' backends: the kills at 1 s and 2 s land; one
+        # falling due as the run ends may not (CI: the 4 s kill, 'not injected: the run ended first')
+        landed = [f for f in kills if f["detail"].startswith("terminated")]
+        late = kills[len(landed) :]
+        assert len(landed) >= 2 and kills[: len(landed)] == landed, kills  # every kill but the last
+        assert len(late) <= 1 and all(f["detail"] == "not injected: the run ended first" for f in late), kills
         restart = cli.run("-fill-db 10 -workers 3 -chaos restart-server@1s -chaos-allow-restart")
         assert_one_line_error(restart, 2, "restart-server", "superuser")
 
