@@ -121,3 +121,20 @@ def test_only_the_first_share_counts_what_fell_due() -> None:
     assert taken["offered"] == [(0, 10)] and others["offered"] == []
     assert taken["arrived"] == others["arrived"] == [(0, 4)] and len(others["latencies"]) == 1
     assert first.take() == {"offered": [], "arrived": [], "latencies": []}
+
+
+def test_the_offering_process_runs_to_the_last_arrivals_due_time_when_another_owns_it() -> None:
+    """The first process counts every arrival offered; when the run's last arrival is another's, it
+    must not close once its own are drawn (CI offered 1,499 of 1,500: the last one never counted)."""
+    one = source()
+    last = [one.draw() for _ in range(300)][-1]
+    shares = next(n for n in range(2, 9) if owner(last, n) != 0)
+    clock = [2.985]  # 100/s from 0: arrival 300 falls due at 2.99 s
+    first = producer(0, shares, clock)
+    first._arrive()
+    assert first._arrive() is not None and not first._closed  # before: closed, 299 offered
+    clock[0] = 3.2
+    assert first._arrive() is None
+    first._offer(clock[0], 300)
+    offered = first._timeline.take()["offered"]  # type: ignore[attr-defined]
+    assert sum(count for _, count in offered) == 300, offered

@@ -112,7 +112,13 @@ class RateProducer:
         the next falls due (None: nothing more will)."""
         source, profile, ahead = self._source, self._profile, self._ahead
         at = self._clock()
-        drawn_all = source.drawn >= self._total and not ahead
+        # spread over processes, the last arrivals may be another's: this one's offers still run
+        # to the last one's due time (the first process counts every arrival offered)
+        drawn_all = (
+            source.drawn >= self._total
+            and not ahead
+            and (self._owns is None or profile.due(at) >= self._total)
+        )
         if drawn_all or (self._until_s is not None and at >= self._until_s):
             self._closed = True  # the sessions write what fell due, then stop
             return None
