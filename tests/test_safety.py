@@ -174,6 +174,9 @@ def test_connections_are_counted_as_the_run_opens_them(cli: Cli, db: psycopg.Con
     # the live audit's) = 8 > 5
     result = cli.run("-dsn", limited, "-workers 3 -rate 100 -wakeup notify", dsn=False)
     assert_one_line_error(result, 2, "needs 8 connections", "CONNECTION LIMIT", "the tool's own 3")
+    # by priority a group's order is not enqueue order: no live audit, so no session of its own
+    result = cli.run("-dsn", limited, "-workers 3 -rate 100 -queue procrastinate -priority 1-3", dsn=False)
+    assert_one_line_error(result, 2, "needs 7 connections", "the tool's own 2")
     # who holds the slots is named: here a session of the role's own, by its application
     with psycopg.connect(limited, application_name="nightly-export"):
         result = cli.run("-dsn", limited, "-workers 3 -rate 100", dsn=False)  # 7 needed, 4 left

@@ -240,6 +240,11 @@ class Settings:
         return self.fill_db if self.fill_db is not None else INT4_MAX
 
     @property
+    def live_audit_asked(self) -> bool:
+        """The audit judged in windows as the run goes (engine/judging.judged_live says where it can)."""
+        return self.audit and self.audit_window > 0
+
+    @property
     def retrying(self) -> bool:
         """Leases or retries: the queue gets its attempt columns and claims their split form."""
         return self.tx == TxMode.SPLIT or self.fail_rate > 0

@@ -15,6 +15,7 @@ from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.census import slot_holders
+from pgmq_sim.engine.judging import judged_live
 from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.path import choose_path
@@ -38,7 +39,7 @@ def check(state: RunState, parts: RunParts) -> None:
         state.pool_server_room = min(left for left in (budget, role_left) if left is not None)
         budget = role_left = None
     faults = sum(f.kind.sessions(f.count) for f in state.chaos)  # the faults' own sessions
-    own = OWN_CONNECTIONS + (1 if settings.audit and settings.audit_window > 0 else 0)  # + the live audit's
+    own = OWN_CONNECTIONS + (1 if judged_live(settings, db.shape) else 0)  # + the live audit's
     needed = (
         own
         + (1 if settings.bystander else 0)

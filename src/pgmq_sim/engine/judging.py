@@ -27,6 +27,7 @@ from pgmq_sim.db.windows import (
 )
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
+from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.audit import SHOW
 
 SHARE_OF_TIME = 10  # the next window waits at least this many times the last one's judging
@@ -180,3 +181,10 @@ def counts_after_windows(
         rest = db.audit_rest(windows[-1].hi, expected, SHOW, retrying)
         return after_windows(rest.counts, [w.audit for w in windows]), windows, None
     return db.audit_counts(expected, SHOW, retrying), [], why
+
+
+def judged_live(settings: Settings, shape: QueueShape) -> bool:
+    """The live audit runs where it was asked and a group's order is enqueue order (by priority, a
+    later message may pass); a spread run's watermark is its processes' lowest msg_id still owed,
+    less one."""
+    return settings.live_audit_asked and not shape.by_priority

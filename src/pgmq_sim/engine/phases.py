@@ -28,7 +28,7 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.census import read_census
 from pgmq_sim.engine.ending import name_the_ending
-from pgmq_sim.engine.judging import LiveJudge
+from pgmq_sim.engine.judging import LiveJudge, judged_live
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.ticker import start_ticker
@@ -172,7 +172,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         producer_waits=state.producer_waits if settings.paced else None,
     )
     state.on_loop().start("housekeeping", housekeeper.run)
-    if judged_live(state):
+    if judged_live(state.settings, state.db.shape):
         state.live_judge = LiveJudge(
             state.server.dsn,
             state.db.shape,
@@ -215,13 +215,6 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
             lambda exc: reason(exc, *state.dsns),
         )
         state.schedule.start()
-
-
-def judged_live(state: RunState) -> bool:
-    """The live audit runs where a group's order is enqueue order (by priority, a later message may
-    pass); a spread run's watermark is its processes' lowest msg_id still owed, less one."""
-    settings = state.settings
-    return settings.audit and settings.audit_window > 0 and not state.db.shape.by_priority
 
 
 def fault_actions(state: RunState, parts: RunParts) -> FaultActions:

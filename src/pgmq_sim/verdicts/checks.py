@@ -103,8 +103,8 @@ def _needs_bystander(s: Settings) -> str | None:
     return None if s.bystander is not None else "-bystander RATE"
 
 
-def _judged_live(s: Settings) -> bool:
-    return s.audit and s.audit_window > 0
+def _live_asked(s: Settings) -> bool:
+    return s.live_audit_asked
 
 
 def _needs_audit(s: Settings) -> str | None:
@@ -131,9 +131,9 @@ FIGURES: dict[str, Figure] = {
         "", lambda r: float(r.connections_lost), live=lambda live: float(live.counters.connections_lost)
     ),
     "duplicates": Figure(
-        "", _audit("duplicates"), _needs_audit, live=_live_audit("duplicated"), live_when=_judged_live
+        "", _audit("duplicates"), _needs_audit, live=_live_audit("duplicated"), live_when=_live_asked
     ),
-    "missing": Figure("", _audit("missing"), _needs_audit, live=_live_audit("lost"), live_when=_judged_live),
+    "missing": Figure("", _audit("missing"), _needs_audit, live=_live_audit("lost"), live_when=_live_asked),
     "bystander-p99": Figure(
         "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
     ),
