@@ -7,6 +7,7 @@ from typing import Any
 
 from pgmq_sim.cli.options import RUN
 from pgmq_sim.cli.plan import settings_of
+from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.settings import Settings
 
 
@@ -22,3 +23,10 @@ def settings(**changes: Any) -> Settings:
         for key, value in changes.items()
     }
     return dataclasses.replace(settings_of(options), **typed)
+
+
+def enqueue(tally: EnqueueTally, session_s: float, group_s: float, server_s: float) -> None:
+    """One enqueue, due at 0, by its parts: waiting for a session, for its group, the round trip."""
+    ready = group_s
+    sent = ready + session_s
+    tally.add([(sent, sent + server_s, ready, 0.0)])

@@ -8,8 +8,9 @@ import random
 from datetime import UTC, datetime
 
 import pytest
+from builders import enqueue
 
-from pgmq_sim.actors.arrivals import RateProducer
+from pgmq_sim.actors.arrivals import EnqueueFigures, RateProducer
 from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.producer import MessageSource, ProducedBook
 from pgmq_sim.db.values import Message
@@ -89,12 +90,29 @@ def test_a_batch_takes_a_keys_messages_together_in_their_order() -> None:
     assert producer._take() == []  # the key is in flight
 
 
+def test_the_figures_folded_are_every_enqueue_and_offer_in_its_second() -> None:
+    """Kept and folded in, not one by one: once folded, the tally holds every enqueue and the
+    timeline each one written in the second it committed in, and what fell due in its second."""
+    tally, timeline = EnqueueTally(), Timeline()
+    figures = EnqueueFigures(tally, timeline, ConstantRate(10), 100)
+    arrivals = [source().draw(due_s=0.1 * i) for i in range(25)]  # due from 0 to 2.4 s
+    figures.offer(2.45, 25)
+    for arrival in arrivals:
+        figures.committed(arrival.due_s, arrival.due_s + 0.004, arrival)
+    assert tally.latency.count == 0 and not timeline.samples(3.0)[0].arrived  # not yet folded
+    figures.fold(2.45)
+    assert tally.latency.count == 25 and tally.round_trip.count == 25
+    seconds = timeline.samples(3.0)
+    assert [s.arrived for s in seconds] == [10, 10, 5] and [s.offered for s in seconds] == [10, 10, 5]
+    assert seconds[0].enqueue_p99_ms == pytest.approx(4.0, rel=0.02)
+
+
 def test_the_account_splits_every_enqueue_and_the_slowest_one_percent() -> None:
     tally = EnqueueTally()
     for _ in range(990):
-        tally.record(0.0001, 0.0, 0.002)  # 2.1 ms, nearly all the server's
+        enqueue(tally, 0.0001, 0.0, 0.002)  # 2.1 ms, nearly all the server's
     for _ in range(10):
-        tally.record(0.4, 0.05, 0.002)  # 452 ms, nearly all waiting for a session
+        enqueue(tally, 0.4, 0.05, 0.002)  # 452 ms, nearly all waiting for a session
     waits = WaitProfile(10, (("cpu", 6), ("wal-flush", 4)))
     account = tally.account(sessions=2, batch=1, waits=waits)
     assert account is not None and account.count == 1000 and account.slowest_count == 10
@@ -121,9 +139,9 @@ def test_the_slo_takes_either_half_or_both() -> None:
 def account_of(session_s: float, server_s: float, waits: WaitProfile, sessions: int = 4):  # type: ignore[no-untyped-def]
     tally = EnqueueTally()
     for _ in range(200):
-        tally.record(0.0, 0.0, 0.002)
+        enqueue(tally, 0.0, 0.0, 0.002)
     for _ in range(3):
-        tally.record(session_s, 0.0, server_s)
+        enqueue(tally, session_s, 0.0, server_s)
     account = tally.account(sessions, 1, waits)
     assert account is not None
     return account
@@ -164,9 +182,9 @@ def test_one_session_whose_round_trips_wait_on_the_notification_queue_is_not_too
     waits = WaitProfile(100, (("locks", 73), ("wal-flush", 20), ("cpu", 7)), (("object", 73),), (holder,))
     tally = EnqueueTally()
     for _ in range(300):
-        tally.record(0.0, 0.0, 0.0144)
+        enqueue(tally, 0.0, 0.0, 0.0144)
     for _ in range(5):
-        tally.record(1.6, 0.0, 0.0144)
+        enqueue(tally, 1.6, 0.0, 0.0144)
     account = tally.account(1, 1, waits)
     assert account is not None
     cause = enqueue_cause(account, 90, 60)

@@ -8,15 +8,17 @@ import random
 from datetime import UTC, datetime
 
 import pytest
+from builders import enqueue
 
 from pgmq_sim.actors.arrivals import RateProducer
 from pgmq_sim.actors.bells import Halt
 from pgmq_sim.actors.producer import MessageSource
-from pgmq_sim.distributed.producing import EnqueueDeltas, owner
+from pgmq_sim.distributed.producing import EnqueueDeltas, apply_deltas, owner
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.profiles import ConstantRate
 from pgmq_sim.model.skew import KeySkew, key_sampler
 from pgmq_sim.result.enqueues import EnqueueTally
+from pgmq_sim.result.stats import Timeline
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -99,8 +101,8 @@ def test_the_processes_accounts_summed_are_one_process_account() -> None:
     enqueues = [(rng.random() / 10, rng.random() / 50, rng.random() / 100) for _ in range(2000)]
     whole, parts = EnqueueTally(), [EnqueueTally(), EnqueueTally()]
     for i, (session_s, group_s, server_s) in enumerate(enqueues):
-        whole.record(session_s, group_s, server_s)
-        parts[i % 2].record(session_s, group_s, server_s)
+        enqueue(whole, session_s, group_s, server_s)
+        enqueue(parts[i % 2], session_s, group_s, server_s)
     summed = EnqueueTally()
     summed.become_sum([EnqueueTally.from_data(part.as_data()) for part in parts])
     one, two = whole.account(2, 1, None), summed.account(2, 1, None)
@@ -111,16 +113,21 @@ def test_the_processes_accounts_summed_are_one_process_account() -> None:
     assert one.slowest_parts_s == pytest.approx(two.slowest_parts_s)
 
 
-def test_only_the_first_share_counts_what_fell_due() -> None:
+def test_only_the_first_share_counts_what_fell_due_and_each_counts_its_rows_written() -> None:
     first, other = EnqueueDeltas(offers=True), EnqueueDeltas(offers=False)
+    seconds = EnqueueTally().add([(0.5, 0.7, 0.5, 0.5)] * 4)  # four enqueues committed in second 0
     for deltas in (first, other):
         deltas.offered(0.5, 10)
-        deltas.arrived(0.7, 4)
-        deltas.enqueued(0.7, 3.0)
+        for second, latencies in seconds.items():
+            deltas.enqueued(second, latencies)
     taken, others = first.take(), other.take()
     assert taken["offered"] == [(0, 10)] and others["offered"] == []
-    assert taken["arrived"] == others["arrived"] == [(0, 4)] and len(others["latencies"]) == 1
-    assert first.take() == {"offered": [], "arrived": [], "latencies": []}
+    timeline = Timeline()
+    for deltas_taken in (taken, others):
+        apply_deltas(timeline, deltas_taken)
+    [second] = timeline.samples(1.0)
+    assert (second.offered, second.arrived) == (10, 8)  # the rows written: the latencies' counts
+    assert first.take() == {"offered": [], "latencies": []}
 
 
 def test_the_offering_process_runs_to_the_last_arrivals_due_time_when_another_owns_it() -> None:
@@ -135,6 +142,7 @@ def test_the_offering_process_runs_to_the_last_arrivals_due_time_when_another_ow
     assert first._arrive() is not None and not first._closed  # before: closed, 299 offered
     clock[0] = 3.2
     assert first._arrive() is None
-    first._offer(clock[0], 300)
-    offered = first._timeline.take()["offered"]  # type: ignore[attr-defined]
+    first.figures.offer(clock[0], 300)
+    first.figures.fold(clock[0])  # as the run's end does
+    offered = first.figures._timeline.take()["offered"]  # type: ignore[attr-defined]
     assert sum(count for _, count in offered) == 300, offered

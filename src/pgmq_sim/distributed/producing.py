@@ -135,14 +135,13 @@ def wall_start(state: RunState) -> float:
 
 class EnqueueDeltas(Timeline):
     """A producing process's enqueues per second since its last report, on the master's clock: the
-    seconds' enqueue histograms, what was written, and what fell due (the first share's only: every
-    process draws every arrival)."""
+    seconds' enqueue histograms (their counts are the rows written), and what fell due (the first
+    share's only: every process draws every arrival)."""
 
     def __init__(self, offers: bool) -> None:
         super().__init__()
         self._offers = offers
         self._offered: dict[int, int] = {}
-        self._arrived: dict[int, int] = {}
         self._latencies: dict[int, LatencyHistogram] = {}
 
     def offered(self, at_s: float, count: int) -> None:
@@ -150,24 +149,18 @@ class EnqueueDeltas(Timeline):
             second = max(0, int(at_s))
             self._offered[second] = self._offered.get(second, 0) + count
 
-    def arrived(self, at_s: float, count: int) -> None:
-        second = max(0, int(at_s))
-        self._arrived[second] = self._arrived.get(second, 0) + count
-
-    def enqueued(self, at_s: float, ms: float) -> None:
-        second = max(0, int(at_s))
+    def enqueued(self, second: int, latencies: LatencyHistogram) -> None:
         histogram = self._latencies.get(second)
         if histogram is None:
-            histogram = self._latencies[second] = LatencyHistogram(2)
-        histogram.record_ms(ms)
+            histogram = self._latencies[second] = LatencyHistogram()
+        histogram.merge(latencies)
 
     def take(self) -> dict[str, Any]:
         taken = {
             "offered": sorted(self._offered.items()),
-            "arrived": sorted(self._arrived.items()),
             "latencies": [(s, h.encode()) for s, h in sorted(self._latencies.items())],
         }
-        self._offered, self._arrived, self._latencies = {}, {}, {}
+        self._offered, self._latencies = {}, {}
         return taken
 
 
@@ -175,10 +168,8 @@ def apply_deltas(timeline: Timeline, deltas: dict[str, Any]) -> None:
     """A producing process's seconds, on the master's timeline."""
     for second, count in deltas["offered"]:
         timeline.offered(second, int(count))
-    for second, count in deltas["arrived"]:
-        timeline.arrived(second, int(count))
     for second, encoded in deltas["latencies"]:
-        timeline.enqueued_batch(int(second), LatencyHistogram.decode(encoded))
+        timeline.enqueued(int(second), LatencyHistogram.decode(encoded))
 
 
 class ShareProducer:

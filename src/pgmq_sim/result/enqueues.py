@@ -11,12 +11,15 @@ latency bucket (sixteen to a doubling), so the slowest 1% is read from the top b
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.result.stats import LatencyHistogram
 from pgmq_sim.result.waits import WaitProfile
 
+# an enqueue's times on the run's clock: sent, committed, ready (nothing of its group in flight), due
+EnqueueTimes = tuple[float, float, float, float]
 CLIENT_PARTS = ("session", "group", "server")  # measured per enqueue, in this order
 PART_NAMES = {
     "session": "waiting for a free producer session",
@@ -51,21 +54,33 @@ class EnqueueTally:
         self.round_trip = LatencyHistogram()  # the statement and its commit
         self._buckets: dict[int, list[float]] = {}  # latency bucket: [count, session s, group s, server s]
 
-    def record(self, session_s: float, group_s: float, server_s: float) -> float:
-        """One enqueue's parts; its latency in ms. On the run's loop only: the readers copy (a dict's
-        copy and a histogram's are atomic under the GIL), so no lock is taken here."""
-        total_ms = (session_s + group_s + server_s) * 1000
-        self.latency.record_ms(total_ms)
-        self.round_trip.record_ms(server_s * 1000)
-        key = _bucket(total_ms)
-        sums = self._buckets.get(key)
-        if sums is None:
-            sums = self._buckets[key] = [0, 0.0, 0.0, 0.0]
-        sums[0] += 1
-        sums[1] += session_s
-        sums[2] += group_s
-        sums[3] += server_s
-        return total_ms
+    def add(self, enqueues: Iterable[EnqueueTimes]) -> dict[int, LatencyHistogram]:
+        """Enqueues committed: each one's parts summed in its latency's bucket, its round trip
+        recorded, and its latency recorded once, in the second it committed in (returned, for the
+        timeline), those seconds merged into the run's. On the run's loop only: the readers copy (a
+        dict's copy and a histogram's are atomic under the GIL), so no lock is taken here."""
+        seconds: dict[int, LatencyHistogram] = {}
+        round_trip, buckets = self.round_trip, self._buckets
+        for sent, committed, ready, due in enqueues:
+            total_ms = (committed - due) * 1000
+            second = int(committed) if committed > 0 else 0
+            latency = seconds.get(second)
+            if latency is None:
+                latency = seconds[second] = LatencyHistogram()
+            latency.record_ms(total_ms)
+            server_s = committed - sent
+            round_trip.record_ms(server_s * 1000)
+            key = _bucket(total_ms)
+            sums = buckets.get(key)
+            if sums is None:
+                sums = buckets[key] = [0, 0.0, 0.0, 0.0]
+            sums[0] += 1
+            sums[1] += sent - ready  # waiting for a free session
+            sums[2] += ready - due  # waiting for its group's earlier enqueue
+            sums[3] += server_s
+        for latency in seconds.values():
+            self.latency.merge(latency)
+        return seconds
 
     def copy(self) -> EnqueueTally:
         """A snapshot, for a window's edges (a phase, a sweep's step)."""

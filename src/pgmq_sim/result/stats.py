@@ -359,17 +359,11 @@ class Timeline:
     def last_dead_tuples(self) -> int | None:
         return self._last_dead
 
-    def enqueued(self, at_s: float, ms: float) -> None:
-        """An enqueue committed at `at_s`, `ms` after it fell due."""
+    def enqueued(self, second: int, latencies: LatencyHistogram) -> None:
+        """Enqueues committed in that second (their rows written in it), each timed from its due time."""
         with self._lock:
-            histogram = self._enqueue_second(max(0, int(at_s)))
-            if histogram is not None:
-                histogram.record_ms(ms)
-
-    def enqueued_batch(self, second: int, latencies: LatencyHistogram) -> None:
-        """Enqueues another process committed in that second (a spread run's report)."""
-        with self._lock:
-            histogram = self._enqueue_second(max(0, second))
+            self._at(second).arrived += latencies.count
+            histogram = self._enqueue_second(second)
             if histogram is not None:
                 histogram.merge(latencies)
 
@@ -379,7 +373,7 @@ class Timeline:
         if histogram is None:
             if second < max(self._enqueues, default=second) - OPEN_SECONDS:
                 return None
-            histogram = self._enqueues[second] = LatencyHistogram(2)
+            histogram = self._enqueues[second] = LatencyHistogram()
             for old in [s for s in self._enqueues if s < second - OPEN_SECONDS]:
                 self._at(old).enqueue_p99 = self._enqueues.pop(old).percentiles_ms()["p99"]
         return histogram
