@@ -9,20 +9,20 @@ import dataclasses
 
 import psycopg
 
+from pgmq_sim.db.path import probe
 from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.statements import NOTIFY_FUNCTION
 from pgmq_sim.db.trial import DesignTexts, try_design
 from pgmq_sim.dsn import reason
-from pgmq_sim.engine.bounded import call_bounded
-from pgmq_sim.engine.census import slot_holders
+from pgmq_sim.engine.bounded import NotAnswering, call_bounded
 from pgmq_sim.engine.judging import judged_live
 from pgmq_sim.engine.owners import refuse_foreign_owners
 from pgmq_sim.engine.parts import RunParts
-from pgmq_sim.engine.path import choose_path
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.ticker import find_ticker
 from pgmq_sim.errors import FaultRefused, UsageError
-from pgmq_sim.model.kinds import FaultKind, TxMode, WakeupMode
+from pgmq_sim.model.kinds import FaultKind, PoolerMode, TxMode, WakeupMode
+from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.verdicts.policies import conflicts, run_shape
 
 OWN_CONNECTIONS = 2  # the tool's own: each phase's work, and the housekeeper's
@@ -216,3 +216,64 @@ def reach_pooler(state: RunState) -> PoolerConsole | None:
             " connects to; give the console of the pooler -dsn goes through"
         )
     return console
+
+
+def choose_path(state: RunState) -> RunPath:
+    """Probe the path (the first connections: a refusal is one line at once) and decide the mode."""
+    settings = state.settings
+    facts = call_bounded(lambda: probe(state.server.dsn), 30, state.signals, "connecting", True)
+    mode, detected = settings.pooler, settings.pooler == PoolerMode.AUTO
+    if detected:
+        mode = facts.pooler
+    elif facts.pooler == PoolerMode.TRANSACTION and mode != PoolerMode.TRANSACTION:
+        raise UsageError(
+            f"-pooler {mode} but the connection is pooled per transaction ({facts.evidence});"
+            " give -pooler transaction, or connect through a session pool"
+        )
+    changes: list[str] = []
+    if mode == PoolerMode.TRANSACTION:
+        changes.append("no session state: statements run as server functions, not PREPAREd per session")
+        changes.append(
+            "two round trips per message: the next claim is not sent with the commit (it would keep"
+            " the server connection)"
+        )
+        if settings.wakeup == WakeupMode.NOTIFY:
+            if settings.listen_dsn is None:
+                raise UsageError(
+                    "-wakeup notify needs a session of its own for LISTEN, and a transaction pooler gives"
+                    f" none ({facts.evidence}); pass -listen-dsn URL (a direct connection to the server)"
+                    " or use -wakeup poll"
+                )
+            changes.append("LISTEN on -listen-dsn (a direct connection)")
+        if settings.tx == TxMode.SPLIT:
+            changes.append(
+                "split mode owns messages by worker token and heartbeat (a server connection serves many)"
+            )
+    if mode == PoolerMode.SESSION:
+        changes.append(
+            "the pool's size caps how many workers are connected at once; the rest wait for a server"
+            " connection"
+        )
+    if mode != PoolerMode.NONE:
+        if mode == PoolerMode.TRANSACTION:
+            changes.append(
+                "the pool's size caps how many workers hold a transaction at once; claim latency includes"
+                " the wait"
+            )
+        changes.append("connection budget not checked against the server (the pooler's pool bounds it)")
+    if not facts.sees_all_sessions:  # in the report, not on screen: a failed check stays one line
+        line = (
+            "this role cannot see other roles' sessions (no pg_read_all_stats): a stall caused by another"
+            " role's session is named by pid only, and the oldest snapshot is looked for among this role's"
+        )
+        state.note(line, screen=False)
+    return RunPath(mode, detected, tuple(changes), facts)
+
+
+def slot_holders(state: RunState, own_role: bool) -> str:
+    """Who holds the server's connection slots (the role's own sessions, for its CONNECTION LIMIT)."""
+    try:
+        slots = call_bounded(state.views.slots, 30, state.signals, "connection slots", True)
+    except (psycopg.Error, NotAnswering) as exc:
+        return f"who holds them not read: {reason(exc, *state.dsns)}"
+    return slots.said(slots.role if own_role else None)

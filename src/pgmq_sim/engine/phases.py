@@ -25,9 +25,8 @@ from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S
 from pgmq_sim.db.samples import SampleSession
 from pgmq_sim.dsn import reason
-from pgmq_sim.engine.bounded import call_bounded
-from pgmq_sim.engine.census import read_census
-from pgmq_sim.engine.ending import name_the_ending
+from pgmq_sim.engine.bounded import NotAnswering, call_bounded
+from pgmq_sim.engine.ended_by import name_the_ending
 from pgmq_sim.engine.judging import LiveJudge, judged_live
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
@@ -332,3 +331,16 @@ def halt(state: RunState, parts: RunParts) -> None:
         state.log.event(f"error: {state.error}")
     for cause in state.causes:
         state.log.event(f"stall: {cause}")
+
+
+def read_census(state: RunState, tables: tuple[str, ...]) -> None:
+    """The settings, the queue's tables now made: autovacuum kept from them is said before the run."""
+    try:
+        state.census = census = call_bounded(
+            lambda: state.views.census(tables), 30, state.signals, "settings census"
+        )
+    except (psycopg.Error, NotAnswering) as exc:
+        state.note(f"the server's settings were not read: {reason(exc, *state.dsns)}")
+        return
+    if (off := census.autovacuum_off()) is not None:
+        state.note(f"autovacuum is off for the queue's tables ({off}): nothing reclaims their dead tuples")

@@ -13,7 +13,7 @@ from pgmq_sim.engine import phases
 from pgmq_sim.engine.bounded import Signals, outcome_of
 from pgmq_sim.engine.checking import check
 from pgmq_sim.engine.collecting import collect
-from pgmq_sim.engine.ending import met
+from pgmq_sim.engine.ended_by import met
 from pgmq_sim.engine.feeds import Paced, Prefill
 from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
 from pgmq_sim.engine.looped import LoopCarrier

@@ -81,7 +81,7 @@ class RunState:
     elapsed: float = 0.0
     outcome: Outcome = Outcome.COMPLETED
     error: str | None = None
-    ended_by: RunEnding | None = None  # the server's error that ended the run (engine/ending)
+    ended_by: RunEnding | None = None  # the server's error that ended the run (engine/ended_by)
     causes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)  # appended by the schedule's threads
