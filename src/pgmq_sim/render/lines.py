@@ -38,7 +38,11 @@ def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
 
 
 def ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    """A table's cell in milliseconds, to the precision its size deserves: 0.42, 12.3, 4210 (every
+    table: the run's, a comparison's, a sweep's, a pressure suite's)."""
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def audit_cell(r: RunResult) -> str:
@@ -391,9 +395,6 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
 
     def num(value: float | None, digits: int = 0) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
-
-    def ms(value: float | None) -> str:
-        return num(value, 0 if value is not None and value >= 100 else 1)
 
     for step in sweep.steps:
         table.add_row(

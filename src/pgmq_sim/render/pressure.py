@@ -8,12 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.render.lines import account_text
+from pgmq_sim.render.lines import account_text, ms
 from pgmq_sim.result.phased import PhaseResult, SuiteCell
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
 
 
 def _number(value: float | int | None) -> str:
@@ -33,8 +29,8 @@ def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) 
             escape(p.name),
             escape(p.pressure or "-"),
             f"{p.throughput_per_s:.0f}",
-            _ms(p.e2e_ms.get("p50")),
-            _ms(p.p99_ms),
+            ms(p.e2e_ms.get("p50")),
+            ms(p.p99_ms),
             str(p.backlog_end),
             _number(p.dead_tuples_end),
             _number(p.table_mb_end),
@@ -96,7 +92,7 @@ def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: floa
                 _number(c.duplicated),
                 _number(c.out_of_order),
                 _number(c.throughput_per_s),
-                _ms(c.p99_ms),
+                ms(c.p99_ms),
                 recovery,
                 _number(c.dead_tuples_peak),
                 escape(_limit(c)),
