@@ -26,8 +26,8 @@ def test_processes_two_spread_four_producer_sessions_and_the_audit_holds(
     """-producers 4 over --processes 2: two sessions in each process, each process's enqueues > 0
     and together every message once; exactly once and in order; produced is what the rate offered."""
     result = cli.run(
-        f"-fill-db 2000 -rate 1000 -producers 4 {WORKLOAD} --processes 2 -audit-window 0.5 -json out.json"
-    )
+        f"-fill-db 2000 -rate 500 -producers 4 {WORKLOAD} --processes 2 -audit-window 0.5 -json out.json"
+    )  # 4 s: at 1,000/s a loaded CI host closed one window of the 2 s run
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
     assert_exactly_once_in_order(db, 2000, delmsg=False)
