@@ -11,6 +11,7 @@ no script, no font, no image from elsewhere, and a Content-Security-Policy that 
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +38,9 @@ def check_report_path(path: Path) -> None:
         )
 
 
+@functools.cache
 def _environment() -> Any:
+    """The templates, loaded and compiled once (a comparison or a sweep draws a page per cell)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     env = Environment(
