@@ -19,6 +19,7 @@ from conftest import Cli, Refuse, assert_one_line_error
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import StepResult, SweepResult, SweepSpec, parse_duration, slope_per_s
 from pgmq_sim.render.files import sweep_json
+from pgmq_sim.verdicts.cause import ms_text
 from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, headline, judge_step, knee_step, max_sustainable_per_s
 
 
@@ -165,7 +166,7 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
     # not confirmed: no rate is called sustainable; the step that passed and the holds are said
     assert knee_step(cut) is None and sweep_json(cut)["max_sustainable_per_s"] is None
     assert headline(cut).startswith(
-        "no rate held 3 times in a row: 200 msg/s passed its 30 s step at p99 90.0 ms,"
+        "no rate held 3 times in a row: 200 msg/s passed its 30 s step at p99 90 ms,"
         " never held; 215 msg/s held 2 of 3 times 30 s at p99 up to 131 ms"
     ), headline(cut)
 
@@ -197,7 +198,7 @@ def test_a_failed_hold_after_a_passing_step_is_said_and_no_rate_not_held_is_sust
     sweep = SweepResult(SweepSpec.parse("rate=auto"), 2, 2, 100, steps, search)
     assert knee_step(sweep) is None and max_sustainable_per_s(sweep) is None and sweep.hold_p99_ms == 193.0
     assert headline(sweep) == (
-        "no rate held: 112 msg/s passed its 2 s step at p99 30.0 ms, never held; 118 msg/s passed its 2 s"
+        "no rate held: 112 msg/s passed its 2 s step at p99 30 ms, never held; 118 msg/s passed its 2 s"
         " step at p99 38.8 ms but FAILED to hold 6 s at p99 193 ms; the -sweep-budget of 60 s cut the"
         " search short"
     )
@@ -323,10 +324,10 @@ def test_a_sweep_cut_short_after_a_failed_hold_calls_no_rate_sustainable(cli: Cl
     assert sweep["max_sustainable_per_s"] is None and "max sustainable" not in headline, headline
     assert headline.startswith("no rate held: 36 msg/s passed its 6 s step at p99 "), headline
     assert (
-        f"40 msg/s passed its 2 s step at p99 {sweep['steps'][1]['e2e_ms']['p99']:.1f} ms but FAILED"
+        f"40 msg/s passed its 2 s step at p99 {ms_text(sweep['steps'][1]['e2e_ms']['p99'])} but FAILED"
         in headline
     )
-    assert f"FAILED to hold 6 s at p99 {hold_p99:.0f} ms" in headline and "without a p99" not in headline
+    assert f"FAILED to hold 6 s at p99 {ms_text(hold_p99)}" in headline and "without a p99" not in headline
     assert headline.endswith("the -sweep-budget of 23 s cut the search short"), headline
     said = " ".join(stdout.split())
     assert headline in said

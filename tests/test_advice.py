@@ -340,13 +340,13 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
             worker_backends_max=4,
             path=POOLED,
         ),
-        ("12 workers shared at most 4 server connections", "claim p50 6.0 ms"),
+        ("12 workers shared at most 4 server connections", "claim p50 6 ms"),
         ("pool size to about 8",),
     ),
     (
         "claim-plan",
         result(claim_ms=20, busy_ms=26, server_cost=SCANNING),
-        ("900 buffers per message", "claim p50 is 20.0 ms"),
+        ("900 buffers per message", "claim p50 is 20 ms"),
         ("-claim indexed",),
     ),
     (
@@ -387,7 +387,7 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
         "workers",
         result(workers=3, groups=100, busy_ms=6.0, rate=1000.0, offered=1200, backlog_at_end=5000),
-        ("busy 100%", "6.0 ms per message"),
+        ("busy 100%", "6 ms per message"),
         ("add workers: about 8 serve 1000/s at 80% busy",),
     ),
     (
@@ -540,7 +540,7 @@ UNFIXED: list[tuple[str, RunResult, tuple[str, ...]]] = [
     (
         "none",
         result(**NOTIFIED, latency=account(hidden=1, capacity=1, service=20)),
-        ("the slowest 1% took 22.0 ms: service 91%", "the offered 100/s was served below every limit"),
+        ("the slowest 1% took 22 ms: service 91%", "the offered 100/s was served below every limit"),
     ),
 ]
 
@@ -718,7 +718,7 @@ def test_the_ordering_bound_is_one_figure_under_one_name() -> None:
     assert run.ordering_bound_per_s is not None and run.work_bound_per_s is not None
     assert quoted == [f"{run.ordering_bound_per_s:.0f}"] * 2, (quoted, text)  # the row and the limit
     assert f"{run.work_bound_per_s:.0f}/s" not in text
-    assert "5.50 ms work + 2.00 ms claim + 1.50 ms completion" in text, text
+    assert "5.5 ms work + 2 ms claim + 1.5 ms completion" in text, text
 
 
 ROW_WAITS = WaitProfile(

@@ -558,7 +558,7 @@ def test_duplicates_from_a_claim_without_a_lock_name_the_workers_and_the_missing
     )
     assert not verdict.passed
     assert "msg_id 17 was completed by w2 and again by w5" in verdict.causes[0]
-    assert "4.0 ms after w2's" in verdict.causes[0] and "takes no row lock" in verdict.causes[0]
+    assert "4 ms after w2's" in verdict.causes[0] and "takes no row lock" in verdict.causes[0]
     assert "3 message(s) were never processed" in verdict.causes[1]  # the count was reached by duplicates
     assert verdict.fix is not None and "FOR UPDATE SKIP LOCKED" in verdict.fix
 

@@ -66,7 +66,7 @@ def test_the_soaks_notify_runs_in_another_database_are_one_episode_naming_the_no
     assert "pid 8123 (billing notifier; in database billing; active)" in episode.cause.evidence
     assert "the notification queue" in episode.cause.evidence
     assert episode.cause.fix and "move the other notifying applications" in episode.cause.fix  # not one pid
-    assert episode.text().startswith("from 1200 s to 1340 s: p99 21.8 s against the run's 15.0 ms; locks: ")
+    assert episode.text().startswith("from 1200 s to 1340 s: p99 21.8 s against the run's 15 ms; locks: ")
     assert episode.as_json()["limit"] == "locks" and episode.as_json()["from_s"] == 1200
 
 

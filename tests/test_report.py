@@ -301,7 +301,7 @@ def test_an_episode_is_shaded_on_the_timeline_and_listed_in_the_answer() -> None
     edited = dataclasses.replace(run, timeline=timeline)
     short, detail = " ".join(summary(edited)), " ".join(summary(edited, verbose=True))
     for text in (short, detail):
-        assert "│ episodes" in text and "from 4 s to 6 s: p99 800 ms against the run's 20.0 ms" in text, text
+        assert "│ episodes" in text and "from 4 s to 6 s: p99 800 ms against the run's 20 ms" in text, text
     clean = " ".join(summary(run))
     assert "episodes" not in clean, clean
 

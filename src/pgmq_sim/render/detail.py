@@ -34,7 +34,7 @@ from pgmq_sim.render.lines import (
 )
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import cohort_text
+from pgmq_sim.verdicts.cause import cohort_text, ms_text
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 
@@ -150,8 +150,8 @@ def _bound_row(table: Table, result: RunResult) -> None:
             what = f"{result.groups} groups"
         claim, complete = result.claim_ms["p50"] or 0.0, result.complete_ms["p50"] or 0.0
         text = (
-            f"{bound:.0f}/s ({what}, one message each per {result.work_mean_ms:.2f} ms work"
-            f" + {claim:.2f} ms claim + {complete:.2f} ms completion, p50)"
+            f"{bound:.0f}/s ({what}, one message each per {ms_text(result.work_mean_ms)} work"
+            f" + {ms_text(claim)} claim + {ms_text(complete)} completion, p50)"
         )
         text += f"; run reached {result.bound_share:.0%}"
         if worker_bound < bound:
@@ -229,7 +229,7 @@ def _failure_rows(table: Table, result: RunResult) -> None:
         table.add_row(
             "pooler",
             f"clients waiting for a server connection: up to {p.waiting_max}, longest"
-            f" {p.longest_wait_ms:.0f} ms, {p.waited_s:.2f} s in all; server connections active up to"
+            f" {ms_text(p.longest_wait_ms)}, {p.waited_s:.2f} s in all; server connections active up to"
             f" {p.servers_active_max} ({p.samples} samples)",
         )
 

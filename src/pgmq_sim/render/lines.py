@@ -22,7 +22,7 @@ from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
-from pgmq_sim.verdicts.cause import cohort_text
+from pgmq_sim.verdicts.cause import cohort_text, ms_figure, ms_text
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.episodes import Episode
 from pgmq_sim.verdicts.knee import headline, limit_line
@@ -38,11 +38,9 @@ def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
 
 
 def ms(value: float | None) -> str:
-    """A table's cell in milliseconds, to the precision its size deserves: 0.42, 12.3, 4210 (every
-    table: the run's, a comparison's, a sweep's, a pressure suite's)."""
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+    """A table's cell in milliseconds, by the rule of every sentence's (verdicts/cause.ms_figure), in
+    every table: the run's, a comparison's, a sweep's, a pressure suite's."""
+    return "-" if value is None else ms_figure(value)
 
 
 def audit_cell(r: RunResult) -> str:
@@ -238,7 +236,7 @@ def enqueue_text(account: EnqueueAccount) -> str:
     )
     mean = account.mean_ms(account.slowest_parts_s, account.slowest_count)
     triggers = account.trigger_text()
-    return f"{who}: {figures}; slowest 1% {mean:.1f} ms: {parts}" + (f"; {triggers}" if triggers else "")
+    return f"{who}: {figures}; slowest 1% {ms_text(mean)}: {parts}" + (f"; {triggers}" if triggers else "")
 
 
 def time_split_text(split: dict[str, float]) -> str:
@@ -374,7 +372,7 @@ def client_text(result: RunResult) -> str:
     if logins is not None and logins.count:
         text += (
             f" once every worker had its session; {logins.count} logins took {logins.elapsed_s:.2f} s"
-            f" and {logins.cpu_s * 1000 / logins.count:.1f} ms of CPU each"
+            f" and {ms_text(logins.cpu_s * 1000 / logins.count)} of CPU each"
         )
     return text + f"; share of a core: {shares}"
 
@@ -429,7 +427,7 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
         console.print(escape(limit))
     for row in sweep.noise():
         p99s = [p for p in row["e2e_p99_ms"] if p is not None]
-        spread = f"p99 {min(p99s):.0f}-{max(p99s):.0f} ms" if p99s else "no p99"
+        spread = f"p99 {min(p99s):.0f}-{ms_text(max(p99s))}" if p99s else "no p99"
         achieved = row["achieved_per_s"]
         console.print(
             f"  {row['rate']:g} msg/s, {row['runs']} runs: {row['passed']} passed; {spread},"

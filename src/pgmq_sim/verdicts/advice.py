@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from pgmq_sim.model.identity import said, whose
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.cause import ms_text
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.drift import unvacuumed_at
 from pgmq_sim.verdicts.limits import Limit, run_limit
@@ -46,14 +47,14 @@ def polling_latency(r: RunResult) -> str | None:
         if median.share("hidden") < 0.5 or median.hidden_ms > 1.5 * poll_ms:
             return None
         return (
-            f"the median message waited {median.hidden_ms:.0f} ms of its {median.total_ms:.0f} ms hidden"
+            f"the median message waited {ms_text(median.hidden_ms)} of its {ms_text(median.total_ms)} hidden"
             f" from idle workers that poll every {r.settings.poll_interval:g} s; -wakeup notify wakes"
             " them at once"
         )
     if not (max(5 * work, 0.2 * poll_ms) < e2e_p50 < 2 * poll_ms):
         return None
     return (
-        f"end-to-end p50 {e2e_p50:.0f} ms is mostly messages waiting for idle workers that poll"
+        f"end-to-end p50 {ms_text(e2e_p50)} is mostly messages waiting for idle workers that poll"
         f" every {r.settings.poll_interval:g} s; -wakeup notify wakes them at once"
     )
 
@@ -67,7 +68,7 @@ def backlog_wait(r: RunResult) -> str | None:
     if median is not None and median.largest not in ("capacity", "ordering"):
         return None  # measured: the median waited for something else than busy workers (the limit says)
     return (
-        f"end-to-end p50 {e2e_p50:.0f} ms is mostly time waiting in the prefilled backlog of"
+        f"end-to-end p50 {ms_text(e2e_p50)} is mostly time waiting in the prefilled backlog of"
         f" {r.produced} messages, not service time; use -rate R to measure latency at a steady load"
     )
 

@@ -14,6 +14,7 @@ from dataclasses import fields
 from pgmq_sim.model.facts import AuditCounts, OrderFacts
 from pgmq_sim.model.locks import ClaimLocks, ClaimOrder
 from pgmq_sim.result.audit import AuditVerdict
+from pgmq_sim.verdicts.cause import ms_text
 
 SHOW = 5  # offending msg_ids listed per kind
 
@@ -128,7 +129,7 @@ def _duplicates(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str
         first, *others = dict.fromkeys(example.workers)
         again = " and ".join(others) or first
         state = f"while {first} still held it" if example.overlapped else f"once {first} had committed"
-        when = f"whose claim returned it {example.gap_s * 1000:.1f} ms after {first}'s, {state}"
+        when = f"whose claim returned it {ms_text(example.gap_s * 1000)} after {first}'s, {state}"
         told = f"; e.g. msg_id {example.msg_id} was completed by {first} and again by {again}, {when}"
     if locks is not None and not locks.row_lock and not locks.advisory:
         return (
@@ -167,7 +168,7 @@ def _violations(counts: AuditCounts, locks: ClaimLocks | None, order: ClaimOrder
         v = shown[0]
         told = (
             f"; e.g. group ({v.queue_type}, order_id {v.order_id}): msg_id {v.msg_id} ({v.worker}) was"
-            f" claimed {v.early_s * 1000:.1f} ms before msg_id {v.prev_msg_id} ({v.prev_worker}) committed"
+            f" claimed {ms_text(v.early_s * 1000)} before msg_id {v.prev_msg_id} ({v.prev_worker}) committed"
         )
     also = f" ({overtook} more overtook an earlier one still pending)" if overtook else ""
     skipping = (
@@ -241,7 +242,7 @@ def _measured(facts: OrderFacts | None) -> tuple[str, str | None]:
         elif facts.inverted_apart_ms < 1:
             when = f"all enqueued less than 1 ms apart ({same} within the same millisecond)"
         else:
-            farthest = f"the farthest {facts.inverted_apart_ms:.1f} ms apart"
+            farthest = f"the farthest {ms_text(facts.inverted_apart_ms)} apart"
             when = f"{same} of them enqueued within the same millisecond ({farthest})"
         example = ""
         if len(facts.example) == 4:

@@ -10,7 +10,7 @@ import math
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
-from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, notify_fix
+from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, ms_text, notify_fix
 
 HELD_SHARE = 0.5  # the producer's samples on a lock from which more sessions would only queue on it
 BUSY_TARGET = 0.7  # a pool sized so its sessions are this busy at the offered rate keeps bursts short
@@ -25,7 +25,7 @@ def enqueue_cause(
     name, share = max(split.items(), key=lambda kv: kv[1])
     mean_ms = a.mean_ms(a.slowest_parts_s, a.slowest_count)
     p99 = a.latency_ms["p99"] or 0.0
-    head = f"the slowest 1% of enqueues took {mean_ms:.1f} ms from due time to commit (p99 {p99:.1f} ms),"
+    head = f"the slowest 1% of enqueues took {ms_text(mean_ms)} from due time to commit (p99 {ms_text(p99)}),"
     head += f" {share:.0%} {a.part_text(name)}"
     round_trip_ms = a.round_trip_ms["p50"] or 0.0  # an episode's waits do not make the pool small
     capacity = a.sessions * 1000 / round_trip_ms if round_trip_ms else None
@@ -42,7 +42,7 @@ def enqueue_cause(
         name = "server:" + busy_with
     if name == "session":
         evidence = (
-            f"{head}: {_sessions(a.sessions)} busy, an enqueue's round trip {round_trip_ms:.2f} ms (p50)"
+            f"{head}: {_sessions(a.sessions)} busy, an enqueue's round trip {ms_text(round_trip_ms)} (p50)"
         )
         if capacity is not None:
             evidence += f", so they carry at most about {capacity:.0f}/s"
@@ -50,7 +50,7 @@ def enqueue_cause(
         if offered_per_s and round_trip_ms:
             want = max(a.sessions + 1, math.ceil(offered_per_s * round_trip_ms / 1000 / BUSY_TARGET))
             fix = (
-                f"-producers {want}: at {offered_per_s:g}/s and {round_trip_ms:.2f} ms a round trip, {want}"
+                f"-producers {want}: at {offered_per_s:g}/s and {ms_text(round_trip_ms)} a round trip, {want}"
                 f" sessions are {BUSY_TARGET:.0%} busy"
             )
         return MeasuredCause(Resource.PRODUCER, evidence, fix, share)

@@ -164,7 +164,7 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
             MeasuredCause(
                 Resource.POLLING,
                 f"idle workers poll every {s.poll_interval:g} s after an empty claim: a message that"
-                f" arrives meanwhile waits for the next poll (up to {bound:.0f} ms with the claim's p99)",
+                f" arrives meanwhile waits for the next poll (up to {ms_text(bound)} with the claim's p99)",
                 "-wakeup notify, so an idle worker is woken when a message arrives",
                 share=min(1.0, bound / per_msg),
             )
@@ -199,7 +199,7 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
             MeasuredCause(
                 Resource.WAKEUP,
                 f"a notified wake-up takes about {WAKE_TRIPS} round trips (the enqueue's commit, the"
-                f" notification, the claim): up to {bound:.1f} ms at this run's round-trip p99",
+                f" notification, the claim): up to {ms_text(bound)} at this run's round-trip p99",
                 share=min(1.0, bound / per_msg),
             )
         )

@@ -9,6 +9,7 @@ import math
 
 from pgmq_sim.model.search import GAIN_SHARE
 from pgmq_sim.model.sweep import StepResult, SweepResult
+from pgmq_sim.verdicts.cause import ms_text
 
 GROWTH_SHARE = 0.02  # a backlog slope above 2% of the offered rate, per second, is growth
 UNFINISHED_SHARE = 0.03  # a step that kept up leaves at most 3% of its arrivals (and one per worker)
@@ -36,15 +37,15 @@ def judge_step(
     reasons = []
     bound = slo_p99_ms if pass_ms is None or slo_p99_ms is None else min(pass_ms, slo_p99_ms)
     if slo_p99_ms is not None and bound is not None and (p99_ms is None or p99_ms > bound):
-        shown = "-" if p99_ms is None else f"{p99_ms:g}"
+        shown = "-" if p99_ms is None else ms_text(p99_ms)
         if bound < slo_p99_ms:
             reasons.append(
-                f"e2e p99 {shown} ms > {bound:.0f} ms, the SLO {slo_p99_ms:g} ms less half its headroom"
+                f"e2e p99 {shown} > {ms_text(bound)}, the SLO {slo_p99_ms:g} ms less half its headroom"
             )
         else:
-            reasons.append(f"e2e p99 {shown} ms > SLO {slo_p99_ms:g} ms")
+            reasons.append(f"e2e p99 {shown} > SLO {slo_p99_ms:g} ms")
     if slo_enqueue_p99_ms is not None and enqueue_p99_ms is not None and enqueue_p99_ms > slo_enqueue_p99_ms:
-        reasons.append(f"{ENQUEUE_REASON} {enqueue_p99_ms:g} ms > SLO {slo_enqueue_p99_ms:g} ms")
+        reasons.append(f"{ENQUEUE_REASON} {ms_text(enqueue_p99_ms)} > SLO {slo_enqueue_p99_ms:g} ms")
     if offered_per_s > 0 and slope > GROWTH_SHARE * offered_per_s and grown > allowance:
         reasons.append(f"backlog grew {slope:.0f}/s to {backlog_end}")
     elif achieved_per_s is not None and offered_per_s > 0 and achieved_per_s < KEEP_UP_FLOOR * offered_per_s:
@@ -116,7 +117,7 @@ def headline(sweep: SweepResult) -> str:
     if knee is None:
         return "no step passed: the lowest rate is already above what this queue sustains"
     p99 = knee.e2e_ms.get("p99")
-    shown = f"{p99:.1f} ms" if p99 is not None else "-"
+    shown = ms_text(p99) if p99 is not None else "-"
     if sweep.spec.kind == "workers":
         if sweep.spec.adaptive:
             ordered = sorted(sweep.steps, key=lambda s: s.setting)
@@ -189,16 +190,16 @@ def _bracket_line(sweep: SweepResult) -> str:
 def _held_text(sweep: SweepResult, hold: StepResult) -> str:
     """e.g. held 3 x 30 s at p99 up to 131 ms, 52% of the SLO; or held 2 of 3 times ..."""
     p99, count = sweep.hold_p99_ms, sweep.confirmed_holds
-    at = f"at p99 {p99:.0f} ms" if p99 is not None else "without a p99"
+    at = f"at p99 {ms_text(p99)}" if p99 is not None else "without a p99"
     if count > 1:
-        at = f"at p99 up to {p99:.0f} ms" if p99 is not None else at
+        at = f"at p99 up to {ms_text(p99)}" if p99 is not None else at
     share, search = sweep.hold_slo_share, sweep.search
     if share is not None:
         at += f", {share:.0%} of the SLO"
         if search is not None and search.pass_ms is not None and search.unloaded_ms is not None:
             at += (
-                f"; a step passed at p99 <= {search.pass_ms:.0f} ms, half the SLO's headroom over"
-                f" the unloaded {search.unloaded_ms:.0f} ms kept"
+                f"; a step passed at p99 <= {ms_text(search.pass_ms)}, half the SLO's headroom over"
+                f" the unloaded {ms_text(search.unloaded_ms)} kept"
             )
     needed = search.confirmations if search is not None else 1
     held = (
@@ -228,7 +229,7 @@ def limit_line(sweep: SweepResult) -> str | None:
 
 def _p99(step: StepResult) -> str:
     p99 = step.e2e_ms.get("p99")
-    return "without a p99" if p99 is None else f"at p99 {p99:.1f} ms" if p99 < 100 else f"at p99 {p99:.0f} ms"
+    return "without a p99" if p99 is None else f"at p99 {ms_text(p99)}"
 
 
 def _failed_text(steps: tuple[StepResult, ...], rate: float) -> str:

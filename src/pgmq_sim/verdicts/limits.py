@@ -189,7 +189,7 @@ def _claim(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
     their wait (each group's turn is its claim, then its work and commit): what made the claim slow."""
     blocks = f.blocks_per_msg
     read = f"; the server read {blocks:.0f} buffers per message" if blocks is not None else ""
-    p50 = f" (claim p50 {f.claim_ms:.1f} ms{read})" if f.claim_ms is not None else ""
+    p50 = f" (claim p50 {ms_text(f.claim_ms)}{read})" if f.claim_ms is not None else ""
     bound = f.ordering_bound_per_s
     turns = (
         f"; {f.achieved_per_s:.0f}/s is {f.achieved_per_s / bound:.0%} of the ordering bound" if bound else ""

@@ -14,6 +14,7 @@ from pgmq_sim.verdicts.cause import (
     MeasuredCause,
     Resource,
     foreign_holder_fix,
+    ms_text,
     notify_fix,
 )
 from pgmq_sim.verdicts.enqueue import enqueue_cause
@@ -127,7 +128,7 @@ def _pool(f: Figures) -> Found:
             return None
         evidence = (
             f"{f.workers} workers shared {seen}, and the claim p50"
-            f" {f.claim_ms:.1f} ms is mostly the wait for one (completion p50 {f.complete_ms:.1f} ms)"
+            f" {ms_text(f.claim_ms)} is mostly the wait for one (completion p50 {ms_text(f.complete_ms)})"
         )
     refused = _slots_refused(f, seen, evidence)
     if refused is not None:
@@ -187,7 +188,7 @@ def _claim_plan(f: Figures) -> Found:
     fix = SEED_CLAIM_FIX if f.strategy == "seed" else "check the claim's plan with EXPLAIN"
     return MeasuredCause(
         Resource.CLAIM_PLAN,
-        f"the server read {blocks:.0f} buffers per message and the claim p50 is {f.claim_ms:.1f} ms:"
+        f"the server read {blocks:.0f} buffers per message and the claim p50 is {ms_text(f.claim_ms)}:"
         " the claim scans the backlog",
         fix,
     )
@@ -333,7 +334,7 @@ def _workers(f: Figures) -> Found:
         return None
     evidence = f"the workers were busy {f.busy:.0%} of the time"
     if f.service_ms:
-        evidence += f" ({f.service_ms:.1f} ms per message each: work, claim and completion)"
+        evidence += f" ({ms_text(f.service_ms)} per message each: work, claim and completion)"
     # what more workers could use: a group takes one worker at a time, a worker needs a connection
     caps = []
     if f.spare_connections is not None:
@@ -378,7 +379,7 @@ def producer_held(f: Figures) -> Found:
     if holder is None:
         return None
     p99 = f.enqueue.latency_ms["p99"] if f.enqueue is not None else None
-    waited = f" (enqueue p99 {p99:.0f} ms)" if p99 is not None else ""
+    waited = f" (enqueue p99 {ms_text(p99)})" if p99 is not None else ""
     return MeasuredCause(
         Resource.LOCKS,
         f"the producer wrote {f.arrived_share:.0%} of the offered messages on time{waited}: {holder.text()}",
