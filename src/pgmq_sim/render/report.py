@@ -21,6 +21,7 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.pressure import cell_label
 from pgmq_sim.render import charts
 from pgmq_sim.render.files import STDOUT, check_output_path, write_text
+from pgmq_sim.verdicts.cause import ms_text
 
 Doc = dict[str, Any]
 MANY_WORKERS = 24  # more than this, and the workers' table starts folded
@@ -67,7 +68,7 @@ def number(value: Any, digits: int | None = None) -> str:
 
 
 def millis(value: Any) -> str:
-    return "-" if value is None else f"{number(value)} ms"
+    return "-" if value is None else ms_text(float(value))
 
 
 def percent(value: Any) -> str:

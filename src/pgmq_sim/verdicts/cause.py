@@ -93,9 +93,9 @@ MORE_WORKERS_CANNOT = (
 
 
 def ms_figure(ms: float) -> str:
-    """Milliseconds to the precision their size deserves, no trailing zero: 0.42, 6, 12.3, 4210 (a
+    """Milliseconds to the precision their size deserves, no trailing zero: 0.42, 6, 12.3, 4,210 (a
     table's cell, and the number in every sentence)."""
-    text = f"{ms:.{0 if ms >= 100 else 1 if ms >= 10 else 2}f}"
+    text = f"{ms:,.{0 if ms >= 100 else 1 if ms >= 10 else 2}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
