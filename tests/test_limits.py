@@ -84,7 +84,7 @@ def test_the_seeds_claim_at_a_backlog_is_the_claims_time_not_hidden(cli: Cli) ->
     limit = report["limit"]
     assert limit["resource"] == "claim-plan", limit
     assert "claim scans the backlog" in limit["evidence"], limit
-    assert re.search(r"took [\d.]+ m?s: (.+, )?claim \d+%", limit["evidence"]), limit  # the account's part
+    assert re.search(r"took [\d,.]+ m?s: (.+, )?claim \d+%", limit["evidence"]), limit  # the account's part
     assert report["advice"][0].startswith("limit claim-plan: try -claim indexed"), report["advice"]
 
 
