@@ -6,6 +6,7 @@ it); the integration tests run it on a real server against workers of a known ca
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import random
 import re
@@ -15,10 +16,12 @@ from collections.abc import Callable
 import psycopg
 import pytest
 from conftest import Cli, Refuse, assert_one_line_error
+from rich.console import Console
 
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import StepResult, SweepResult, SweepSpec, parse_duration, slope_per_s
 from pgmq_sim.render.files import sweep_json
+from pgmq_sim.render.lines import print_sweep
 from pgmq_sim.verdicts.cause import ms_text
 from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, headline, judge_step, knee_step, max_sustainable_per_s
 
@@ -179,6 +182,17 @@ def step_at(
         index, rate, 0.0, seconds, rate, rate, e2e, e2e, e2e, 0, 0.0, 0.5, 0, 0, None, None, None, None,
         verdict, purpose=purpose,
     )  # fmt: skip
+
+
+@pytest.mark.unit
+def test_a_repeated_rates_p99_spread_says_each_end_in_its_own_unit() -> None:
+    """-repeat's noise line: the lowest and highest p99 each read by the one duration rule (a run of
+    50 ms beside one of 21.8 s printed '50-21.8 s')."""
+    steps = (step_at(0, 100, "bisect", "pass", 50.0, 2), step_at(1, 100, "bisect", "fail", 21_800.0, 2))
+    sweep = SweepResult(SweepSpec.parse("rate=100"), 2, 2, 100, steps)
+    console = Console(file=io.StringIO(), width=200)
+    print_sweep(console, sweep)
+    assert "100 msg/s, 2 runs: 1 passed; p99 50 ms to 21.8 s," in console.file.getvalue()
 
 
 @pytest.mark.unit

@@ -427,7 +427,7 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
         console.print(escape(limit))
     for row in sweep.noise():
         p99s = [p for p in row["e2e_p99_ms"] if p is not None]
-        spread = f"p99 {min(p99s):.0f}-{ms_text(max(p99s))}" if p99s else "no p99"
+        spread = f"p99 {ms_text(min(p99s))} to {ms_text(max(p99s))}" if p99s else "no p99"
         achieved = row["achieved_per_s"]
         console.print(
             f"  {row['rate']:g} msg/s, {row['runs']} runs: {row['passed']} passed; {spread},"
