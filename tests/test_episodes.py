@@ -25,7 +25,8 @@ def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(
     """A session outside the run holds LOCK TABLE msg_queue IN ACCESS EXCLUSIVE MODE for 4 s from
     about 5 s into a 14 s run, then lets go: the JSON's episodes hold one stretch covering the time
     the lock census saw it, its limit `locks`, its evidence the holder's pid and application; the
-    summary and the report's answer say it with its time."""
+    summary and the report's answer say it with its time. Judged window by window as the run went,
+    the lock is a stretch of its own limit."""
     holder: list[int] = []
 
     def hold() -> None:
@@ -39,7 +40,7 @@ def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(
 
     thread = threading.Thread(target=hold, daemon=True)
     thread.start()
-    result = cli.run(RUN, "-report report.html")
+    result = cli.run(RUN, "-report report.html -audit-window 2")
     thread.join(10)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
@@ -63,6 +64,16 @@ def test_a_table_lock_held_mid_run_is_an_episode_naming_its_holder_and_its_time(
     assert f"pid {holder[0]} (nightly report" in page.partition('data-key="episodes"')[2], page
     text = " ".join(result.stdout.split())
     assert "│ episodes │" in text and f"from {episode['from_s']} s to {episode['to_s']} s: p99" in text, text
+    # judged as it went, window by window: a stretch of `locks` over the lock, naming its holder, and
+    # the windows before it of another limit
+    stretches = report["limit_by_window"]
+    locked = next(s for s in stretches if s["resource"] == "locks")
+    assert locked["from_s"] <= seen["first_s"] + 2 and locked["to_s"] >= seen["last_s"], (stretches, seen)
+    assert f"pid {holder[0]} (nightly report" in locked["evidence"], locked
+    assert stretches[0]["resource"] != "locks" and stretches[0]["to_s"] <= seen["first_s"] + 2, stretches
+    assert sum(s["windows"] for s in stretches) >= 6, stretches  # 14 s in windows of 2 s
+    assert "│ limit by window │" in text and f"to {locked['to_s']:.0f} s" in text, text
+    assert f'data-key="limit_by_window" data-value="{len(stretches)}"' in page, page
 
 
 def test_a_trigger_sleeping_mid_run_is_an_episode_named_by_its_wait_event(cli: Cli, dsn: str) -> None:

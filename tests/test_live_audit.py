@@ -161,7 +161,8 @@ def test_the_audit_so_far_is_live_in_the_metrics_and_fails_the_run_early(
     cli: Cli, db: psycopg.Connection
 ) -> None:
     """A completed message's journal row deleted mid-run is a lost message: the next window finds
-    it, the metrics say so, and -check missing==0 -check-abort stops the run then, not at its end."""
+    it, the metrics say so, and -check missing==0 -check-abort stops the run then, not at its end.
+    The metrics also give the last closed window's limit."""
     port = free_port()
     proc = cli.start(
         "-rate 100 -duration 60 -workers 4 -orders 10 -claim indexed -audit-window 1 -json r.json",
@@ -192,6 +193,10 @@ def test_the_audit_so_far_is_live_in_the_metrics_and_fails_the_run_early(
     assert time.monotonic() - began < 45, "the run went on to its end"
 
     assert value(before, "pgmq_sim_audit_windows_closed_total") >= 1
+    # the last closed window's limit, a second at a time: one resource, 1, and when its window ended
+    limits = [line for line in before.splitlines() if line.startswith("pgmq_sim_window_limit{")]
+    assert len(limits) == 1 and limits[0].endswith(" 1.0"), before
+    assert value(before, "pgmq_sim_window_limit_end_seconds") >= 1, before
     assert value(before, "pgmq_sim_audit_checked_total") > 0
     assert value(before, "pgmq_sim_audit_lost_total") == 0
     report = json.loads((cli.workdir / "r.json").read_text())

@@ -82,8 +82,8 @@ FAULT_OPTIONS = (
         "float",
         "the live audit: every S seconds the messages enqueued since the last window, and those"
         " pending then once they finish, are judged as one window, kept on the server and shown live,"
-        " so the run's end judges only what is left (0: the whole audit at the end); see [The live"
-        " audit](docs/audit.md#the-live-audit)",
+        " so the run's end judges only what is left, and the limit of those S seconds is judged (0: the"
+        " whole audit at the end, no limit by window); see [The live audit](docs/audit.md#the-live-audit)",
         "faults",
         default=10.0,
         metavar="S",

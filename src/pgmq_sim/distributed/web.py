@@ -46,6 +46,9 @@ def queue_rows(state: RunState) -> list[dict[str, str]]:
                 f"{audit.lost} / {audit.duplicated} / {audit.out_of_order}",
             ),
         ]
+    limit = state.window_limits.last()
+    if limit is not None:
+        rows.append((f"limit (window to {limit.to_s:.0f} s)", f"{limit.resource}: {limit.evidence}"))
     return [{"name": name, "value": value} for name, value in rows]
 
 

@@ -262,6 +262,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         )
         if state.live_judge is not None
         else None,
+        limit_by_window=state.window_limits.stretches(),
         ended_by=state.ended_by,
         enqueue=state.enqueues.account(
             settings.producers,

@@ -16,18 +16,16 @@ from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.goals import DeadlineGoal
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.engine.steps import Edge, StepSetting, allowance, step_figures
+from pgmq_sim.engine.steps import Edge, limit_between, offered_between
 from pgmq_sim.errors import SimError
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.pressure import PhaseSpec
 from pgmq_sim.model.profiles import number_text
 from pgmq_sim.result.account import LatencyAccount
-from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult, recovery
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
-from pgmq_sim.verdicts.limits import judge
 
 ACCOUNT_TIMEOUT_S = 600.0
 
@@ -99,23 +97,10 @@ def measure_phase(
     """The phase's figures from its edges; its fault rows by its planned times (a pressure begins
     at the phase's planned start, a tick before its edge is read)."""
     seconds = max(1e-9, end.at - start.at)
-    claim, complete, e2e = (
-        b.minus(a).percentiles_ms() for a, b in zip(start.histograms, end.histograms, strict=True)
-    )
-    arrivals = end.produced - start.produced
-    offered = (
-        state.settings.rate_schedule.due(end.at) - state.settings.rate_schedule.due(start.at)
-    ) / seconds
-    backlog_start = max(0, start.produced - start.finished)
+    e2e = end.histograms[2].minus(start.histograms[2]).percentiles_ms()
+    offered = offered_between(state, start, end)
+    limit = limit_between(state, start, end, offered, "phase")
     backlog_end = max(0, end.produced - end.finished)
-    kept_up = backlog_end - backlog_start <= allowance(state, arrivals, offered)
-    cost = (
-        ServerCost.between(start.server, end.server, end.finished - start.finished, None)
-        if start.server is not None and end.server is not None
-        else None
-    )
-    setting = StepSetting(index, "rate", offered, "phase", None, None)
-    limit = judge(step_figures(state, setting, start, end, kept_up, claim["p50"], complete["p50"], cost))
     inside = [s for s in samples if start.at <= s.second + 1 and s.second < end.at]
     steady = inside[1:] or inside  # the first second is the one before it, in part
     dead = [s.dead_tuples for s in inside if s.dead_tuples is not None]

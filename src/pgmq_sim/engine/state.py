@@ -42,6 +42,7 @@ from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.result.waits import WaitTally
+from pgmq_sim.result.window_limits import WindowLimitTally
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server
 from pgmq_sim.settings import Settings
@@ -88,6 +89,7 @@ class RunState:
     housekeeper: Housekeeper | None = None
     pooler_watch: PoolerWatch | None = None
     live_judge: LiveJudge | None = None  # the live audit (engine/judging), where it runs
+    window_limits: WindowLimitTally = field(default_factory=WindowLimitTally)  # engine/limit_watch's
     run_id: str = ""  # the run record's, once installed
     waits: WaitTally = field(default_factory=WaitTally)  # the housekeeper's samples
     locks: LockCensusTally = field(default_factory=LockCensusTally)  # and its lock census

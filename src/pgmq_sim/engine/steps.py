@@ -19,7 +19,7 @@ from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.verdicts.figures import Figures, server_cpu
 from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, judge_step
-from pgmq_sim.verdicts.limits import judge
+from pgmq_sim.verdicts.limits import Limit, judge
 
 
 @dataclass
@@ -41,7 +41,9 @@ class Edge:
     enqueues: EnqueueTally
 
     @classmethod
-    def read(cls, state: RunState) -> Edge:
+    def read(cls, state: RunState, server: bool = True) -> Edge:
+        """`server`: with the server's counters, a query (a window's edge goes without: the watch
+        never waits on the server)."""
         totals = WorkerCounters.total(state.stats)
         histograms = tuple(
             LatencyHistogram.merged(h) for h in zip(*(s.histograms() for s in state.stats), strict=True)
@@ -52,7 +54,7 @@ class Edge:
             totals.finished,
             totals.empty_claims,
             histograms,  # type: ignore[arg-type]
-            state.meters.counters(),
+            state.meters.counters() if server else None,
             state.meters.server_cpu(),
             CpuReading.now(),
             sum(p.cpu_s for p in state.process_cpu),
@@ -237,3 +239,35 @@ def step_figures(
         notifies=settings.wakeup == WakeupMode.NOTIFY,
         holders=holders,
     )
+
+
+def offered_between(state: RunState, start: Edge, end: Edge) -> float:
+    """The rate the run's schedule offered between two edges, per second."""
+    schedule = state.settings.rate_schedule
+    return (schedule.due(end.at) - schedule.due(start.at)) / max(1e-9, end.at - start.at)
+
+
+def limit_between(
+    state: RunState, start: Edge, end: Edge, offered_per_s: float | None, purpose: str
+) -> Limit:
+    """The limit of a stretch of the run (a phase, a window) from its edges: judged as a step at the
+    rate offered in it, or at the run's workers where the queue was not paced."""
+    claim, complete = (
+        b.minus(a).percentiles_ms()["p50"]
+        for a, b in zip(start.histograms[:2], end.histograms[:2], strict=True)
+    )
+    arrivals = end.produced - start.produced
+    backlog_start = max(0, start.produced - start.finished)
+    backlog_end = max(0, end.produced - end.finished)
+    kept_up = backlog_end - backlog_start <= allowance(state, arrivals, offered_per_s or 0.0)
+    cost = (
+        ServerCost.between(start.server, end.server, end.finished - start.finished, None)
+        if start.server is not None and end.server is not None
+        else None
+    )
+    setting = (
+        StepSetting(0, "rate", offered_per_s, purpose, None, None)
+        if offered_per_s is not None
+        else StepSetting(0, "workers", state.settings.workers, purpose, None, None)
+    )
+    return judge(step_figures(state, setting, start, end, kept_up, claim, complete, cost))

@@ -9,6 +9,7 @@ import psycopg
 
 from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import TICK_S, NotAnswering, call_bounded
+from pgmq_sim.engine.limit_watch import LimitWatch
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.sweeping import SweepGoal
@@ -36,8 +37,10 @@ def watch(state: RunState, parts: RunParts) -> None:
             state.timeline.last_dead_tuples,
             lambda: tuple(steps),
             state.live_judge.live if state.live_judge is not None else lambda: None,
+            state.window_limits.last,
         )
     )
+    limits = LimitWatch.of(state, isinstance(parts.goal, SweepGoal))
     last_count, last_change = 0, time.monotonic()
     try:
         while not state.done.wait(TICK_S):
@@ -51,6 +54,8 @@ def watch(state: RunState, parts: RunParts) -> None:
                 return
             if parts.goal.reached(state, parts):
                 return
+            if limits is not None:
+                limits.tick()
             totals = WorkerCounters.total(state.stats)
             if settings.check_abort:
                 audit = state.live_judge.live() if state.live_judge is not None else None
@@ -73,6 +78,8 @@ def watch(state: RunState, parts: RunParts) -> None:
                 diagnose_stall(state, behind)
                 return
     finally:
+        if limits is not None:
+            limits.close()
         state.elapsed = state.clock()
         state.meters.stop(WorkerCounters.total(state.stats).finished)
         observer.stopped_watching()

@@ -31,6 +31,7 @@ from pgmq_sim.render.lines import (
     server_cost_text,
     throughput_text,
     time_split_text,
+    window_limits_text,
 )
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
@@ -76,6 +77,8 @@ def print_detail(
         table.add_row("enqueue limit", f"[bold]{enqueue.resource}[/]: {escape(enqueue.evidence + fix)}")
     if verdict.episodes:
         table.add_row("episodes", escape(episodes_text(verdict.episodes)))
+    if result.limit_by_window:
+        table.add_row("limit by window", escape(window_limits_text(result.limit_by_window)))
     if result.waits is not None:
         table.add_row("server waits", escape(result.waits.text()))
     table.add_row("workers' time", escape(time_split_text(verdict.time_split)))

@@ -141,6 +141,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "audit": r.audit.as_json() if r.audit else None,
         "audit_skipped": r.audit_skipped,
         "live_audit": r.live_audit.as_json() if r.live_audit else None,
+        "limit_by_window": [s.as_json() for s in r.limit_by_window],
         "table": r.health.as_json() if r.health else None,
         "timeline": [s.as_json() for s in r.timeline],
         "faults": [f.as_json() for f in r.faults],

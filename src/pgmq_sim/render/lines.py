@@ -21,6 +21,7 @@ from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.window_limits import LimitStretch, usual
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.cause import cohort_text, ms_figure, ms_text
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
@@ -34,6 +35,31 @@ def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
     lines = [e.text() for e in shown]
     if len(episodes) > len(shown):
         lines.append(f"({len(episodes) - len(shown)} more: -v, or the -report)")
+    return "\n".join(lines)
+
+
+def window_limits_text(stretches: Sequence[LimitStretch], most: int | None = None) -> str:
+    """The limit of most of the run's windows, then each stretch of another, in time order: `most`
+    of them (all when None), then how many more. e.g. 'workers in 92% of the run's time (22
+    windows); from 120 s to 260 s (14 windows), p99 21.8 s: server-cpu: ...'."""
+    common = usual(stretches)
+    total = sum(s.seconds for s in stretches)
+    mine = [s for s in stretches if s.resource == common]
+    share = sum(s.seconds for s in mine) / total if total > 0 else 1.0
+    windows = sum(s.windows for s in mine)
+    other = [s for s in stretches if s.resource != common]
+    if not other:
+        return f"{common} in every window ({windows})"
+    lines = [f"{common} in {share:.0%} of the run's time ({windows} windows); in the others:"]
+    shown = other if most is None else other[:most]
+    for s in shown:
+        p99 = f", p99 {ms_text(s.p99_ms)}" if s.p99_ms is not None else ""
+        lines.append(
+            f"from {s.from_s:.0f} s to {s.to_s:.0f} s ({s.windows} window{'s' * (s.windows > 1)}{p99}):"
+            f" {s.resource}: {s.evidence}"
+        )
+    if len(other) > len(shown):
+        lines.append(f"({len(other) - len(shown)} more: -v, the JSON's limit_by_window, or the -report)")
     return "\n".join(lines)
 
 

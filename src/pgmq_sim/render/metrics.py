@@ -65,6 +65,16 @@ class RunCollector(Collector):
             ):
                 yield _counter(f"pgmq_sim_audit_{name}", text, value)
             yield _gauge("pgmq_sim_audit_watermark", "Every msg_id up to this one was judged.", audit.through)
+        limit = self._figures.limit()
+        if limit is not None:  # the last closed window's: 1 for its resource
+            judged = GaugeMetricFamily(
+                "pgmq_sim_window_limit", "The limit of the last closed window (-audit-window): 1 for it.",
+                labels=["resource"],
+            )  # fmt: skip
+            judged.add_metric([limit.resource], 1)
+            yield judged
+            yield _gauge("pgmq_sim_window_limit_end_seconds", "When that window ended, on the run's clock.",
+                         limit.to_s)  # fmt: skip
         phase = GaugeMetricFamily(
             "pgmq_sim_phase", "What the run does now (a sweep's step).", labels=["phase"]
         )

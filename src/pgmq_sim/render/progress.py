@@ -73,6 +73,7 @@ class RunProgress:
         self._produced = figures.produced
         self._phase = figures.phase
         self._audit = figures.audit
+        self._limit = figures.limit
         self._started = time.monotonic()
         self._last_plain = self._started
         self._rate = RecentRate()
@@ -128,8 +129,7 @@ class RunProgress:
             text += f"  {elapsed:.0f} s  {eta_text(self._target - done, rate)}"
         else:
             text = f"{done} processed  {rate:.0f} msg/s  {self._seconds(elapsed, '/')}"
-        audit = self._audit()
-        return text + (f"  {phase}" if phase else "") + (f"  audit {audit_text(audit)}" if audit else "")
+        return text + (f"  {phase}" if phase else "") + "".join(f"  {said}" for said in self._judged())
 
     def line(self, done: int, elapsed: float, rate: float) -> str:
         backlog = max(0, self._produced() - done)
@@ -141,8 +141,13 @@ class RunProgress:
         else:
             text = f"progress: {done} processed, {rate:.0f} msg/s, backlog {backlog},"
             text += f" {self._seconds(elapsed, ' of ')}"
-        audit = self._audit()
-        return text + (f", {phase}" if phase else "") + (f", audit {audit_text(audit)}" if audit else "")
+        return text + (f", {phase}" if phase else "") + "".join(f", {said}" for said in self._judged())
+
+    def _judged(self) -> list[str]:
+        """The audit so far and the last window's limit, once a window closed."""
+        audit, limit = self._audit(), self._limit()
+        said = [f"audit {audit_text(audit)}"] if audit else []
+        return said + ([f"limit {limit.resource}"] if limit is not None else [])
 
     def _seconds(self, elapsed: float, of: str) -> str:
         """'12 of 60 s' for a run of a known length; '12 s' for one that ends when its goal says (a

@@ -26,6 +26,7 @@ from pgmq_sim.render.lines import (
     print_sweep,
     processed_text,
     throughput_text,
+    window_limits_text,
 )
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
@@ -79,6 +80,8 @@ def print_summary(
         table.add_row("enqueue limit", f"[bold]{enqueue.resource}[/]: {escape(enqueue.evidence)}")
     if verdict.episodes:  # what the whole run's limit averaged away, each with its time
         table.add_row("episodes", escape(episodes_text(verdict.episodes, SHORT_EPISODES)))
+    if len({s.resource for s in result.limit_by_window}) > 1:  # the stretches of another limit
+        table.add_row("limit by window", escape(window_limits_text(result.limit_by_window, SHORT_EPISODES)))
     for kind, faults in faults_by_kind(result).items():
         table.add_row("fault", escape(fault_group_text(kind, faults)))
     table.add_row("output", escape(outputs_text(result.settings, written)))

@@ -11,6 +11,7 @@ from typing import Protocol
 from pgmq_sim.model.sweep import StepResult
 from pgmq_sim.result.audit import LiveAudit
 from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.window_limits import WindowLimit
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class LiveFigures:
     dead_tuples: Callable[[], int | None] = lambda: None  # the housekeeper's last sample
     sweep_steps: Callable[[], Sequence[StepResult]] = lambda: ()  # a sweep's finished steps
     audit: Callable[[], LiveAudit | None] = lambda: None  # the live audit's closed windows so far
+    limit: Callable[[], WindowLimit | None] = lambda: None  # the last closed window's limit
 
 
 class RunObserver(Protocol):

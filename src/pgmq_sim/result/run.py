@@ -27,6 +27,7 @@ from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
 from pgmq_sim.result.waits import WaitProfile, WaitSlices
+from pgmq_sim.result.window_limits import LimitStretch
 from pgmq_sim.settings import Settings
 
 
@@ -182,6 +183,7 @@ class RunResult:
     enqueue: EnqueueAccount | None = None  # the enqueues made while the workers ran, timed and split
     wait_slices: WaitSlices | None = None  # the wait samples by stretch of the run (an episode's own)
     live_audit: LiveAuditRecord | None = None  # the windows judged while the run went
+    limit_by_window: tuple[LimitStretch, ...] = ()  # each window's limit, as the run went, in stretches
 
     @classmethod
     def from_stats(
