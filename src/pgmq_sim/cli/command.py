@@ -35,7 +35,6 @@ from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
 from pgmq_sim.model.pressure import cell_label
 from pgmq_sim.render.files import STDOUT, result_document
 from pgmq_sim.render.lines import outputs_text
-from pgmq_sim.render.metrics import MetricsObserver
 from pgmq_sim.render.pressure import print_scorecards
 from pgmq_sim.render.progress import TerminalObserver
 from pgmq_sim.render.side_by_side import print_comparison
@@ -112,6 +111,8 @@ def execute(scenario: Scenario) -> int:
     observer: RunObserver = TerminalObserver(Console(stderr=True, highlight=False), settings.progress)
     metrics = None
     if settings.metrics_port is not None:  # the last check: it opens the port
+        from pgmq_sim.render.metrics import MetricsObserver  # prometheus_client: a tenth of the start
+
         metrics = observer = MetricsObserver(settings.metrics_host, settings.metrics_port, observer)
         click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
     compare = len(inputs) > 1  # -compare's cells, or -suite pressure's
