@@ -23,6 +23,8 @@ import pytest
 from checks import assert_exactly_once_in_order, free_port, handled_lines
 from conftest import REPO, Cli, assert_one_line_error
 
+from pgmq_sim.verdicts.cause import Resource
+
 WORKLOAD = "-workers 6 -claim indexed -orders 4 -work-ms 0-1"
 
 
@@ -182,7 +184,8 @@ def queue_tab(data: dict[str, Any]) -> dict[str, str]:
 @pytest.mark.integration
 def test_worker_process_killed_mid_run(cli: Cli, db: psycopg.Connection) -> None:
     """SIGKILL one of two worker processes: the master notices, the other finishes the queue, the
-    lost process's last commits are counted from the journal; the web UI showed the run live."""
+    lost process's last commits are counted from the journal; the web UI showed the run live, with
+    the audit so far and the last window's limit."""
     web = free_port()
     master = cli.start(
         # paced, so the run outlasts the web UI's first stats report and the kill lands mid-run
@@ -204,6 +207,9 @@ def test_worker_process_killed_mid_run(cli: Cli, db: psycopg.Connection) -> None
         # the live audit so far, in the Queue tab: windows closed, none failed, messages checked
         assert tab["audit: windows closed (failed)"].endswith("(0)") and int(tab["audit: checked"]) > 0, tab
         assert tab["audit: lost / duplicated / out of order"] == "0 / 0 / 0", tab
+        # and the last closed window's limit, with its evidence
+        limit = next(value for name, value in tab.items() if name.startswith("limit (window to "))
+        assert limit.split(":")[0] in {str(r) for r in Resource}, limit
         pid = int(log.read_text().split("(pid ", 1)[1].split(")", 1)[0])
         os.kill(pid, signal.SIGKILL)
         code, _out, err = finish(master)

@@ -12,13 +12,10 @@ from builders import settings
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.model.kinds import Outcome
-from pgmq_sim.render.lines import window_limits_text
 from pgmq_sim.result.holders import HolderSeen, LockCensus
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import SLICES_MOST, WaitTally
-from pgmq_sim.result.window_limits import WindowLimit, WindowLimitTally, usual
-from pgmq_sim.verdicts.cause import ms_text
 from pgmq_sim.verdicts.episodes import EPISODE_FLOOR_MS, episodes, window_length
 from pgmq_sim.verdicts.verdict import judge_run
 
@@ -167,39 +164,3 @@ def test_one_slow_message_in_a_second_of_few_is_no_episode_and_a_slow_stretch_is
     assert (slow.from_s, slow.to_s) == (6, 8), slow
     (spike,) = episodes(short_run(800, range(5, 6)))
     assert (spike.from_s, spike.to_s) == (5, 6), spike
-
-
-def test_window_limits_of_one_resource_in_a_row_are_one_stretch_with_its_worst_windows_evidence() -> None:
-    """The live limit's tally: windows of one limit in a row merge into a stretch that keeps its
-    worst window's p99 and evidence; the summary names the limit of most of the time and lists each
-    stretch of another, with its time."""
-    tally = WindowLimitTally()
-    for window in (
-        WindowLimit(0, 10, "workers", "workers busy 91%", 10.0),
-        WindowLimit(10, 20, "workers", "workers busy 97%", 30.0),
-        WindowLimit(20, 30, "locks", "pid 7 (nightly report) held AccessExclusiveLock", 5000.0),
-        WindowLimit(30, 40, "locks", "pid 7 again", 2000.0),
-        WindowLimit(40, 50, "workers", "no message completed", None),
-    ):
-        tally.add(window)
-    stretches = tally.stretches()
-    assert [(s.from_s, s.to_s, s.windows, s.resource) for s in stretches] == [
-        (0, 20, 2, "workers"),
-        (20, 40, 2, "locks"),
-        (40, 50, 1, "workers"),
-    ]
-    assert (stretches[0].evidence, stretches[0].p99_ms) == ("workers busy 97%", 30.0)
-    assert (stretches[1].evidence, stretches[1].p99_ms) == (
-        "pid 7 (nightly report) held AccessExclusiveLock",
-        5000.0,
-    )
-    last = tally.last()
-    assert last is not None and last.to_s == 50
-    assert usual(stretches) == "workers"
-    assert window_limits_text(stretches).splitlines() == [
-        "workers in 60% of the run's time (3 windows); in the others:",
-        f"from 20 s to 40 s (2 windows, p99 {ms_text(5000.0)}): locks: pid 7 (nightly report) held"
-        " AccessExclusiveLock",
-    ]
-    assert window_limits_text(stretches[:1]) == "workers in every window (2)"
-    assert usual(()) is None

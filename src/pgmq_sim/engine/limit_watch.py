@@ -8,10 +8,11 @@ its time and its cause. A sweep's steps are judged by the sweep, not here."""
 from __future__ import annotations
 
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.engine.steps import Edge, limit_between, offered_between
+from pgmq_sim.engine.steps import Edge, due_between, limit_between, offered_between
 from pgmq_sim.result.window_limits import WindowLimit
 
 LAST_WINDOW_S = 1.0  # the run's end closes the last window, if it is at least this long
+ON_TIME_S = 1.0  # a message written within this of its due time was written on time (as the run's)
 
 
 class LimitWatch:
@@ -37,7 +38,11 @@ class LimitWatch:
     def _close(self) -> None:
         state, start = self._state, self._edge
         end = self._edge = Edge.read(state, server=False)
-        offered = offered_between(state, start, end) if state.settings.paced else None
-        cause = limit_between(state, start, end, offered, "window").cause
+        paced = state.settings.paced
+        # to three figures: a window's due count is whole messages (101 in 2.01 s is not 50.2005/s)
+        offered = float(f"{offered_between(state.settings, start.at, end.at):.3g}") if paced else None
+        # its writes against what fell due a second earlier: its edge cuts its last second's writes
+        due = due_between(state.settings, start.at, end.at, ON_TIME_S) if paced else None
+        cause = limit_between(state, start, end, offered, "window", due).cause
         p99 = end.histograms[2].minus(start.histograms[2]).percentiles_ms()["p99"]
         state.window_limits.add(WindowLimit(start.at, end.at, str(cause.resource), cause.evidence, p99))

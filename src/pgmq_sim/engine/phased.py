@@ -98,7 +98,7 @@ def measure_phase(
     at the phase's planned start, a tick before its edge is read)."""
     seconds = max(1e-9, end.at - start.at)
     e2e = end.histograms[2].minus(start.histograms[2]).percentiles_ms()
-    offered = offered_between(state, start, end)
+    offered = offered_between(state.settings, start.at, end.at)
     limit = limit_between(state, start, end, offered, "phase")
     backlog_end = max(0, end.produced - end.finished)
     inside = [s for s in samples if start.at <= s.second + 1 and s.second < end.at]

@@ -17,6 +17,7 @@ from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.run import ordering_bound
 from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
+from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.figures import Figures, server_cpu
 from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, judge_step
 from pgmq_sim.verdicts.limits import Limit, judge
@@ -190,9 +191,10 @@ def step_figures(
     claim_ms: float | None,
     complete_ms: float | None,
     cost: ServerCost | None,
+    due: float | None = None,
 ) -> Figures:
     """The step's figures for the limit's judge, from its edges; the lock census's holders, those
-    seen between them."""
+    seen between them. `due`: the messages the producer owed in it (else its rate's for its time)."""
     settings = state.settings
     seconds = max(1e-9, end.at - start.at)
     holders = tuple(h for h in state.locks.census().holders if h.first_s <= end.at and h.last_s >= start.at)
@@ -215,11 +217,12 @@ def step_figures(
     cpu_share, cores = server_cpu(cpu_s, seconds)
     arrived = end.produced - start.produced
     paced = step.paced
+    owed = (due if due is not None else paced * seconds) if paced else None
     return Figures(
         workers=workers,
         achieved_per_s=finished / seconds,
         offered_per_s=paced,
-        arrived_share=min(1.0, arrived / (paced * seconds)) if paced else None,
+        arrived_share=min(1.0, arrived / owed) if owed else None,
         kept_up=kept_up,
         busy=min(1.0, busy_s / (workers * seconds)),
         service_ms=busy_s / finished * 1000 if finished else None,
@@ -241,17 +244,35 @@ def step_figures(
     )
 
 
-def offered_between(state: RunState, start: Edge, end: Edge) -> float:
-    """The rate the run's schedule offered between two edges, per second."""
-    schedule = state.settings.rate_schedule
-    return (schedule.due(end.at) - schedule.due(start.at)) / max(1e-9, end.at - start.at)
+def offered_between(settings: Settings, start_s: float, end_s: float) -> float:
+    """The rate the run's schedule offered from start_s to end_s, per second of its offering (up
+    to the run's end)."""
+    until = end_s if settings.duration is None else max(start_s, min(end_s, settings.duration))
+    return due_between(settings, start_s, end_s) / max(1e-9, until - start_s)
+
+
+def due_between(settings: Settings, start_s: float, end_s: float, grace_s: float = 0.0) -> float:
+    """The messages that fell due from start_s to end_s; with `grace_s`, those that fell due that
+    much earlier (a message written within it is on time), none past the run's end."""
+    schedule, duration = settings.rate_schedule, settings.duration
+
+    def due(at: float) -> float:
+        at = max(0.0, at - grace_s)
+        return schedule.due(at if duration is None else min(at, duration))
+
+    return due(end_s) - due(start_s)
 
 
 def limit_between(
-    state: RunState, start: Edge, end: Edge, offered_per_s: float | None, purpose: str
+    state: RunState,
+    start: Edge,
+    end: Edge,
+    offered_per_s: float | None,
+    purpose: str,
+    due: float | None = None,
 ) -> Limit:
     """The limit of a stretch of the run (a phase, a window) from its edges: judged as a step at the
-    rate offered in it, or at the run's workers where the queue was not paced."""
+    rate offered in it, or at the run's workers where the queue was not paced; `due`, step_figures'."""
     claim, complete = (
         b.minus(a).percentiles_ms()["p50"]
         for a, b in zip(start.histograms[:2], end.histograms[:2], strict=True)
@@ -270,4 +291,4 @@ def limit_between(
         if offered_per_s is not None
         else StepSetting(0, "workers", state.settings.workers, purpose, None, None)
     )
-    return judge(step_figures(state, setting, start, end, kept_up, claim, complete, cost))
+    return judge(step_figures(state, setting, start, end, kept_up, claim, complete, cost, due))
