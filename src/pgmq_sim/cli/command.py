@@ -28,7 +28,7 @@ from pgmq_sim.cli.scenario import Scenario, scenario_of, scenario_record, scenar
 from pgmq_sim.dsn import first_line
 from pgmq_sim.engine.bounded import Signals
 from pgmq_sim.engine.looped import LoopCarrier
-from pgmq_sim.engine.run import CarrierFactory, run_once
+from pgmq_sim.engine.runner import CarrierFactory, run_once
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import FaultRefused, SimError
 from pgmq_sim.model.kinds import CHECK_EXIT, TxMode
@@ -96,7 +96,7 @@ def execute(scenario: Scenario) -> int:
         click.echo(scenario_toml(scenario), nl=False)
         return 0
     if plan is None:
-        from pgmq_sim.distributed.worker import run_worker
+        from pgmq_sim.distributed.worker_process import run_worker
 
         return run_worker(scenario.options, scenario.given("logfile"))
     settings, inputs, log = plan.settings, plan.inputs, plan.log

@@ -14,7 +14,7 @@ from pgmq_sim.cli.options import RUN
 from pgmq_sim.cli.outputs import check_outputs
 from pgmq_sim.cli.scenario import Scenario
 from pgmq_sim.designs.design import load_design
-from pgmq_sim.distributed.options import DistributedOptions, checked_fleet, distributed_mode  # no Locust
+from pgmq_sim.distributed.runner_flags import DistributedOptions, checked_fleet, distributed_mode  # no Locust
 from pgmq_sim.engine.state import RunInput
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.kinds import TxMode, WakeupMode

@@ -3,7 +3,7 @@ is patched by gevent, and the run's loop is no greenlet. The child runs the same
 single-process run (actors/crew: WorkerLoop, the listener, the heartbeat) on its own event loop;
 the Locust worker process supervises it and speaks to the master for it.
 
-    python -m pgmq_sim.distributed.child --reports FD    # started by distributed/worker.py
+    python -m pgmq_sim.distributed.child --reports FD    # started by distributed/worker_process.py
 
 Its stdin carries JSON lines: first the plan (the master's m.Plan, the DSN, the log file), then
 `start`, `produce` (a spread run's producer sessions: distributed/producing), `crash`, `allow`,

@@ -28,8 +28,8 @@ from pgmq_sim.distributed import messages as m
 from pgmq_sim.distributed.dealing import deal_workers
 from pgmq_sim.distributed.members import Member, Members
 from pgmq_sim.distributed.monitor import Monitor
-from pgmq_sim.distributed.options import DistributedOptions
 from pgmq_sim.distributed.producing import MasterDraws, wall_start
+from pgmq_sim.distributed.runner_flags import DistributedOptions
 from pgmq_sim.distributed.web import show_queue
 from pgmq_sim.engine.bounded import TICK_S
 from pgmq_sim.engine.state import RunState

@@ -18,7 +18,7 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.judging import counts_after_windows
 from pgmq_sim.engine.parts import RunParts
-from pgmq_sim.engine.phased import windowed
+from pgmq_sim.engine.phase_goal import windowed
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import PING_TIMEOUT_S
 from pgmq_sim.errors import SimError

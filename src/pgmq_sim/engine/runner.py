@@ -18,7 +18,7 @@ from pgmq_sim.engine.feeds import Paced, Prefill
 from pgmq_sim.engine.goals import CountGoal, DeadlineGoal
 from pgmq_sim.engine.looped import LoopCarrier
 from pgmq_sim.engine.parts import Goal, RunParts, WorkerCarrier
-from pgmq_sim.engine.phased import PhasedGoal
+from pgmq_sim.engine.phase_goal import PhasedGoal
 from pgmq_sim.engine.state import RunInput, RunState
 from pgmq_sim.engine.sweeping import TOP_UP_MIN, SteppedRate, SweepGoal, TopUp
 from pgmq_sim.engine.watching import watch
