@@ -252,13 +252,13 @@ def offered_between(settings: Settings, start_s: float, end_s: float) -> float:
 
 
 def due_between(settings: Settings, start_s: float, end_s: float, grace_s: float = 0.0) -> float:
-    """The messages that fell due from start_s to end_s; with `grace_s`, those that fell due that
-    much earlier (a message written within it is on time), none past the run's end."""
+    """The messages that fell due from start_s to end_s, none past the run's end; with `grace_s`,
+    those that fell due that much earlier (a message written within it is on time)."""
     schedule, duration = settings.rate_schedule, settings.duration
 
     def due(at: float) -> float:
-        at = max(0.0, at - grace_s)
-        return schedule.due(at if duration is None else min(at, duration))
+        offered_until = at if duration is None else min(at, duration)
+        return schedule.due(max(0.0, offered_until - grace_s))
 
     return due(end_s) - due(start_s)
 
