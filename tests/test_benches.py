@@ -58,6 +58,7 @@ QUICK: dict[str, Quick] = {
     "limits.py": Quick("--cases none --drain 500 --repeat 1"),
     "batch.py": Quick("--fill-db 500 --repeat 1"),
     "seeds.py": Quick("--messages 300 --course-messages 200 --repeat 1"),
+    "soak.py": Quick("--duration 4 --rate 100 --workers 4 --window 1 --sample-s 1"),
     "skew.py": Quick("--step 1 --settle 0.5 --steps 2"),
 }
 
