@@ -1,6 +1,6 @@
 """A soak (issue 50): one long run at a steady rate, watched from outside while it goes.
 
-    pgmq-sim -duration D -rate R -workers 12 -claim indexed -orders 100 -wakeup notify -work-ms 1-5
+    pgmq-sim -duration D -rate R -workers 12 -claim indexed -orders 100 -wakeup notify -work-ms 1-5 -delmsg
              -report FILE.html
 
 What it prints, from the run and from what it sampled every --sample-s:
@@ -90,7 +90,7 @@ def main() -> None:
     args = arguments().parse_args()
     run_args = [
         *("-duration", f"{args.duration:g}", "-rate", f"{args.rate:g}", "-workers", str(args.workers)),
-        *("-claim", "indexed", "-orders", "100", "-wakeup", "notify", "-work-ms", "1-5"),
+        *("-claim", "indexed", "-orders", "100", "-wakeup", "notify", "-work-ms", "1-5", "-delmsg"),
         *("-audit-window", f"{args.window:g}"),
     ]
     print("soak: " + c.cli_command_text([*run_args, "-report", "FILE.html"]), flush=True)
