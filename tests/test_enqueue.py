@@ -192,7 +192,7 @@ def test_a_sweep_knee_set_by_the_enqueue_half_says_so(cli: Cli) -> None:
     assert result.returncode == 0, out
     steps = doc(cli)["sweep"]["steps"]
     low, high = steps
-    assert low["verdict"] == "pass" and low["enqueue_ms"]["p99"] < 100, low
+    assert low["verdict"] == "pass" and low["enqueue_ms"]["p99"] < 100, (low["reasons"], low)
     assert high["verdict"] == "fail", high
     assert any(r.startswith("enqueue p99") for r in high["reasons"]), high["reasons"]
     text = " ".join(result.stdout.split())
