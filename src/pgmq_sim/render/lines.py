@@ -41,7 +41,7 @@ def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
 def window_limits_text(stretches: Sequence[LimitStretch], most: int | None = None) -> str:
     """The limit of most of the run's windows, then each stretch of another, in time order: `most`
     of them (all when None), then how many more. e.g. 'workers in 92% of the run's time (22
-    windows); from 120 s to 260 s (14 windows), p99 21.8 s: server-cpu: ...'."""
+    windows); in the others:' and 'from 120 s to 260 s (14 windows, p99 21.8 s): server-cpu: ...'."""
     common = usual(stretches)
     total = sum(s.seconds for s in stretches)
     mine = [s for s in stretches if s.resource == common]
