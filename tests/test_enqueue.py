@@ -180,19 +180,20 @@ def test_an_application_that_batches_says_so_and_its_batches_are_one_transaction
 @pytest.mark.integration
 def test_a_sweep_knee_set_by_the_enqueue_half_says_so(cli: Cli) -> None:
     """One producer session behind a 5 ms trigger carries at most 200 enqueues a second: at 450/s
-    arrivals wait in the client and the enqueue p99 breaks -slo enqueue-p99=100 though the workers
-    keep up; the knee is the lower step and the headline says the enqueue half set it."""
+    arrivals wait in the client (seconds, by the step's end) and the enqueue p99 breaks -slo
+    enqueue-p99=500 though the workers keep up; the knee is the lower step (at 40/s a loaded CI host
+    still took 129 ms for its slowest enqueue) and the headline says the enqueue half set it."""
     slow_schema(cli, "row")
     result = cli.run(
         "-schema slow.sql -sweep rate=40,450 -step 3 -settle 3 -workers 6 -orders 40",
         FAST,
-        "-slo e2e-p99=5000,enqueue-p99=100 -json out.json",
+        "-slo e2e-p99=5000,enqueue-p99=500 -json out.json",
     )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     steps = doc(cli)["sweep"]["steps"]
     low, high = steps
-    assert low["verdict"] == "pass" and low["enqueue_ms"]["p99"] < 100, (low["reasons"], low)
+    assert low["verdict"] == "pass" and low["enqueue_ms"]["p99"] < 500, (low["reasons"], low)
     assert high["verdict"] == "fail", high
     assert any(r.startswith("enqueue p99") for r in high["reasons"]), high["reasons"]
     text = " ".join(result.stdout.split())
