@@ -232,6 +232,17 @@ def read_run_log(path: Path) -> RunLogLines:
     return RunLogLines(events, handled)
 
 
+def vm_rss_mb(pid: int) -> float | None:
+    """A process's resident set now, from /proc (None once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 # --- measuring and printing -------------------------------------------------------------------
 
 

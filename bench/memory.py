@@ -27,27 +27,16 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import _common as c
-
-
-def vm_rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def sampler(every_s: float) -> Callable[[c.Running], list[tuple[float, float]]]:
     def sample(running: c.Running) -> list[tuple[float, float]]:
         samples: list[tuple[float, float]] = []
         while not running.done.is_set():
-            rss = vm_rss_mb(running.pid)
+            rss = c.vm_rss_mb(running.pid)
             if rss is not None and rss > 0:  # a zombie reports no VmRSS
                 samples.append((time.monotonic() - running.launched, rss))
             running.done.wait(every_s)

@@ -58,22 +58,12 @@ def watcher(dsn: str, every_s: float) -> Callable[[c.Running], list[tuple[float,
                     "select case when to_regclass('msg_journal') is not null"
                     " then pg_total_relation_size('msg_journal') end"
                 ).fetchone()
-                rss = vm_rss_mb(running.pid)
+                rss = c.vm_rss_mb(running.pid)
                 samples.append((time.monotonic() - running.launched, rss, row[0] if row else None))
                 running.done.wait(every_s)
         return samples
 
     return watch
-
-
-def vm_rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def slope_per_hour(points: list[tuple[float, float]]) -> float | None:
