@@ -94,6 +94,25 @@ def test_the_tool_replaces_its_own_tables_without_asking(cli: Cli, db: psycopg.C
     assert "unfinished run" not in result.stdout
 
 
+def test_a_replace_refused_by_a_lock_audits_nothing_of_the_last_run(cli: Cli, db: psycopg.Connection) -> None:
+    """The last run's tables stand when another session's lock times the replacing out (the
+    install's one transaction rolled back): its messages are not this run's, so nothing is audited
+    or accounted, as for a refusal; the error and the log's last line say what held the run up."""
+    assert cli.run("-fill-db 20 -workers 3 -work-ms 0").returncode == 0
+    db.execute("begin")
+    db.execute("lock table msg_journal in access share mode")
+    try:
+        result = cli.run("-fill-db 30 -workers 3 -work-ms 0 -json out.json")
+    finally:
+        db.rollback()
+    assert_one_line_error(result, 1, "for a lock another session holds")  # a refusal, as if not run
+    assert not (cli.workdir / "out.json").exists() and "audit" not in result.stdout, result.stdout
+    last = (cli.workdir / "msg_queue.log").read_text().splitlines()[-1]
+    assert "run end: refused: journal table waited" in last and last.endswith("exit 1"), last
+    kept = db.execute("select count(*) from msg_journal").fetchone()
+    assert kept is not None and kept[0] == 20  # the last run's journal, untouched
+
+
 def test_failed_start_keeps_the_last_log(cli: Cli) -> None:
     log = cli.workdir / "msg_queue.log"
     log.write_text("evidence of the last run\n")

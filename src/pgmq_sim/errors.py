@@ -16,6 +16,11 @@ class FaultRefused(UsageError):
     a run that asks for it is refused; -suite pressure's cell for it is a row with the reason."""
 
 
+class LockBusy(SimError):
+    """A statement waited its bound for a lock another session holds; its transaction rolled back,
+    so nothing it would have changed was."""
+
+
 class ServerLostError(SimError):
     """The server stayed unreachable past -reconnect-timeout."""
 

@@ -167,6 +167,9 @@ def execute(scenario: Scenario) -> int:
             outcome = ", ".join(r.outcome for r in results) or "no run"
             log.event(f"run end: {outcome}; exit {code}")
             return code
+        except SimError as exc:  # refused before it changed anything: the log, once opened, says so
+            log.event(f"run end: refused: {exc}; exit {exc.exit_code}")
+            raise
         finally:
             log.close()
             if metrics is not None:

@@ -18,7 +18,7 @@ from pgmq_sim.db.statements import OWNED_COMMENT
 from pgmq_sim.db.trial import before_schema, user_tables
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.dsn import first_line
-from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.errors import LockBusy, UsageError
 from pgmq_sim.sqlfiles import statement
 
 RunRecord = tuple[str, int | None, bool, bool, dict[str, Any]]  # run_id, target, ordered, audited, settings
@@ -177,7 +177,7 @@ def _execute(conn: psycopg.Connection, text: str, what: str, fix: str) -> None:
         conn.execute(text.encode())  # bytes: a file's % and {} are not placeholders
     except psycopg.errors.LockNotAvailable:
         conn.rollback()
-        raise SimError(
+        raise LockBusy(
             f"{what} waited {ADMIN_LOCK_TIMEOUT_MS / 1000:g} s for a lock another session holds on"
             " the queue; end that session's transaction and run again"
         ) from None

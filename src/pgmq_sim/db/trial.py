@@ -35,7 +35,7 @@ from pgmq_sim.db.statements import (
     fail_arguments,
 )
 from pgmq_sim.dsn import first_line
-from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.errors import LockBusy, UsageError
 from pgmq_sim.sqlfiles import statement
 
 TRIAL_ID = 900_000_001  # a msg_id no run reaches in a check (the first run's ids start at 1)
@@ -145,7 +145,7 @@ def _run(conn: psycopg.Connection, text: str, texts: DesignTexts, file: str, hin
     try:
         return conn.execute(text.encode())
     except psycopg.errors.LockNotAvailable:
-        raise SimError(
+        raise LockBusy(
             f"{file} of {texts.folder} waited {ADMIN_LOCK_TIMEOUT_MS / 1000:g} s for a lock another session"
             " holds; end that session's transaction and run again"
         ) from None

@@ -31,7 +31,7 @@ from pgmq_sim.engine.judging import LiveJudge, judged_live
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.ticker import start_ticker
-from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.errors import LockBusy, SimError, UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
 from pgmq_sim.model.skew import hottest_share, key_sampler
@@ -85,8 +85,8 @@ def prepare(state: RunState, parts: RunParts) -> None:
             state.signals,
             "installing the schema",
         )
-    except UsageError:
-        state.changed = False
+    except (UsageError, LockBusy):  # the install's one transaction rolled back: the last run's
+        state.changed = False  # tables stand, and are not this run's to audit
         raise
     except psycopg.Error as exc:
         if not is_connection_lost(exc):
