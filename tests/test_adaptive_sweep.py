@@ -259,20 +259,26 @@ def test_durations() -> None:
 @pytest.mark.integration
 @pytest.mark.alone
 def test_an_adaptive_sweep_finds_a_constructed_capacity_and_a_rerun_holds_its_knee(cli: Cli) -> None:
-    """Six workers of 20 ms (300/s), searched from A to B (rate=auto's ladder: the budget test): the
-    knee within 6%, at least 80% of the capacity, not above it, and held. Then, as a team would, the
-    knee rerun at a fixed rate for the hold's length: it holds by the sweep's own rules (its backlog
-    does not grow). (A second capacity, 12 x 10 ms, went: the suite's time paid for the rerun.)"""
-    workers, capacity = 6, 300
+    """Six workers of 20 ms (at most 300/s), searched from A to B (rate=auto's ladder: the budget
+    test): the knee within 6%, at least 80% of the capacity the workers showed, not above it, and held.
+    The capacity is the workers' own: 20 ms of work plus the claim and the completion, each worker's
+    messages over its busy seconds (23 ms a message on 2 shared cores: 300/s is a bound, never the
+    capacity). Then, as a team would, the knee rerun at a fixed rate for the hold's length: it holds
+    by the sweep's own rules (its backlog does not grow). (A second capacity, 12 x 10 ms, went: the
+    suite's time paid for the rerun.)"""
+    workers, bound = 6, 300
     # two producer sessions: the consumers' capacity is searched, never one session's enqueue rate
     shape = f"-producers 2 -workers {workers} -work-ms 20-20 -orders 100 -claim indexed -wakeup notify"
     result = cli.run(f"-sweep rate=100..400 -step 2 -settle 2 {shape} -json out.json")
     assert result.returncode == 0, result.stdout + result.stderr
-    sweep = json.loads((cli.workdir / "out.json").read_text())["sweep"]
+    doc = json.loads((cli.workdir / "out.json").read_text())
+    sweep = doc["sweep"]
     knee, failing = sweep["max_sustainable_per_s"], sweep["first_failing_per_s"]
     assert knee is not None and failing is not None, sweep["headline"]
     assert failing / knee - 1 <= 0.06, sweep["headline"]
-    assert 0.8 * capacity <= knee <= 1.02 * capacity, sweep["headline"]
+    served = sum(w["processed"] / (w["busy_share"] * doc["elapsed_s"]) for w in doc["workers"])
+    assert 0.7 * bound <= served <= bound, (served, doc["workers"])  # the work is most of it
+    assert 0.8 * served <= knee <= 1.02 * served, (sweep["headline"], f"capacity {served:.0f}/s")
     confirmed = sweep["confirmed"]
     assert confirmed["verdict"] == "pass" and confirmed["rate"] == knee and confirmed["seconds"] >= 5.9
     assert {s["purpose"] for s in sweep["steps"]} >= {"ladder", "bisect", "hold"}
