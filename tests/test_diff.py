@@ -85,6 +85,10 @@ def test_a_change_must_pass_the_test_the_spread_and_the_floor() -> None:
     # one noisy episode in the new run moves few seconds: the median second decides
     episode = [*steady[:10], 40.0, 45.0]
     assert verdict_of("e2e-p50", seconds_doc(steady), seconds_doc(episode)) == "~"
+    # a p99's seconds move more between runs of one setting (17 to 11.5 ms, back to back): its floor
+    assert verdict_of("e2e-p99", seconds_doc(steady), seconds_doc([v * 0.7 for v in steady])) == "~"
+    assert verdict_of("e2e-p99", seconds_doc(steady), seconds_doc([v * 1.4 for v in steady])) == "~"
+    assert verdict_of("e2e-p99", seconds_doc(steady), seconds_doc([v * 1.6 for v in steady])) == "worse"
 
 
 @pytest.mark.unit

@@ -10,11 +10,14 @@ no series to measure noise by.
 
 The seconds of one run vary less than runs of one setting do: a cache, a checkpoint or a neighbour
 on the machine between two runs moves every second of the later one. Measured on 2 shared cores,
-back to back: end-to-end p50 +12%, claim p50 +72%, WAL per message +5%, client CPU +9%. So every
-figure has a floor, the change it must also exceed to count: 5% for throughput and commits, 25%
-for latencies, 15% for WAL and CPU per message (WAL: more where the runs' full-page images differ,
-a checkpoint in one of them), a knee its sweep's resolution (at least 5%) and, with -repeat, the
-spread its rounds showed.
+back to back: end-to-end p50 +12%, claim p50 +72%, WAL per message +5%, client CPU +9%; and the
+end-to-end p99's median second, the few slowest of each second's messages, from 11.5 to 17 ms over
+six runs of one setting back to back (each on a new embedded server: -duration 10 -rate 400
+-workers 12 -work-ms 5-5), so that two of them were "better" by 32% at p < 0.001. So every figure
+has a floor, the change it must also exceed to count: 5% for throughput and commits, 25% for the
+p50s, 50% for the end-to-end p99, 15% for WAL and CPU per message (WAL: more where the runs'
+full-page images differ, a checkpoint in one of them), a knee its sweep's resolution (at least 5%)
+and, with -repeat, the spread its rounds showed.
 """
 
 from __future__ import annotations
@@ -105,11 +108,11 @@ def _wal_floor(base: Doc, new: Doc) -> float:
     return max(0.15, abs(fpi[1] - fpi[0]) * PAGE_BYTES / wal)
 
 
-LATENCY, COST = _floor(0.25), _floor(0.15)
+LATENCY, TAIL, COST = _floor(0.25), _floor(0.5), _floor(0.15)
 FIGURES = (
     DiffFigure("throughput", True, _get("throughput_per_s"), _floor(0.05), _seconds("processed")),
     DiffFigure("e2e-p50", False, _get("latency_ms", "e2e", "p50"), LATENCY, _seconds("e2e_p50_ms")),
-    DiffFigure("e2e-p99", False, _get("latency_ms", "e2e", "p99"), LATENCY, _seconds("e2e_p99_ms")),
+    DiffFigure("e2e-p99", False, _get("latency_ms", "e2e", "p99"), TAIL, _seconds("e2e_p99_ms")),
     DiffFigure("claim-p50", False, _get("latency_ms", "claim", "p50"), LATENCY),
     DiffFigure("wal-per-msg", False, _get("server_cost", "wal_bytes_per_msg"), _wal_floor),
     DiffFigure("commits-per-msg", False, _get("server_cost", "commits_per_msg"), _floor(0.05)),
