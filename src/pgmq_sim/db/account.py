@@ -138,3 +138,45 @@ def overlap(
             a = next(mine, None)
         else:
             b = next(theirs, None)
+
+
+def read_origin(conn: psycopg.Connection) -> float | None:
+    """The account's zero: the run's first enqueue, the server's epoch."""
+    row = conn.execute(statement("account_origin")).fetchone()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def read_chunk(
+    conn: psycopg.Connection,
+    origin: float,
+    lo: float,
+    hi: float | None,
+    free_at_end: Sequence[tuple[str, str]],
+) -> tuple[list[Journey], dict[str, list[tuple[float, float]]], dict[str, list[tuple[float, float]]]]:
+    """The journeys claimed from `lo` to `hi` (epochs; None: on to the end, with the workers free at
+    the end), and each type's free and claim spans cut to them, in seconds from `origin`."""
+    workers, types = [w for w, _ in free_at_end], [t for _, t in free_at_end]
+    with conn.transaction():
+        conn.execute(f"set local work_mem = '{WORK_MEM}'")
+        conn.execute("set local jit = off")
+        raw = psycopg.RawCursor(conn)
+        rows = raw.execute(statement("account_chunk_journeys"), (origin, lo, hi)).fetchall()
+        free = raw.execute(statement("account_chunk_free"), (origin, lo, hi, workers, types)).fetchall()
+        claims = raw.execute(statement("account_chunk_claims"), (origin, lo, hi)).fetchall()
+    journeys = [
+        Journey(int(m), t, int(o), added, due, claimed, done, _attempts(failed), (), claim_from, committed,
+                horizon, bucket)
+        for m, t, o, bucket, added, due, claimed, done, claim_from, committed, horizon, *failed in rows
+    ]  # fmt: skip
+    return journeys, _spans(free), _spans(claims)
+
+
+def _attempts(failed: list[Any]) -> tuple[Attempt, ...]:
+    return tuple(map(Attempt._make, zip(*failed, strict=True))) if failed[0] else ()
+
+
+def _spans(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[float, float]]]:
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for queue_type, a, b in rows:
+        spans.setdefault(str(queue_type), []).append((float(a), float(b)))
+    return spans

@@ -68,6 +68,7 @@ class Journey(NamedTuple):
     # the earliest enqueue of this journey and of every one read after it (None: its own): no
     # window of the account begins before it from here on
     horizon: float | None = None
+    bucket: int | None = None  # its time from enqueue to completion, as a cohort bucket (a chunk's read)
 
     @property
     def start(self) -> float:

@@ -298,6 +298,15 @@ class _Cohort:
         for second, seconds in placed:
             self.hidden[second] = self.hidden.get(second, 0.0) + seconds
 
+    def merge(self, other: _Cohort) -> None:
+        self.messages += other.messages
+        self.not_due += other.not_due
+        self.head = other.head or self.head
+        for part in PARTS:
+            self.sums[part] += other.sums[part]
+        for second, seconds in other.hidden.items():
+            self.hidden[second] = self.hidden.get(second, 0.0) + seconds
+
     def result(self) -> CohortSplit:
         n = max(1, self.messages)
         mean = {f"{part}_ms": self.sums[part] / n * 1000 for part in PARTS}

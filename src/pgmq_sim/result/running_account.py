@@ -1,0 +1,181 @@
+"""The latency account kept as the run goes: the journal read a chunk of claim time at a time
+(db/account.read_chunk), each type's journeys split by the account's own sweep (result/account
+held_up) on a thread of its own, fed chunk by chunk, and every message added to its type's bucket of
+time from enqueue to completion, so the cohorts (about the median, the slowest 1%) are picked by
+bucket at the end, as the whole-journal account picks them.
+
+Each chunk's free and claim spans are cut to the chunk: free time is a measure, so the pieces add up
+to the whole run's; a marker span at the chunk's end tells the sweep that nothing earlier is coming.
+WIP: read at the end, chunk by chunk, to show it equals the whole-journal account."""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from pgmq_sim.model.journeys import MEDIAN, P99, RUN, FreeSpans, Journey, cohort_bounds
+from pgmq_sim.result.account import KEPT_S, CohortSplit, LatencyAccount, _Cohort, held_up
+
+Span = tuple[float, float]
+T = TypeVar("T")
+
+
+class Stream(Generic[T]):
+    """Items handed from the driver to a sweep's thread, in order; iteration blocks until the next
+    is handed, and ends at END."""
+
+    def __init__(self) -> None:
+        self._items: queue.SimpleQueue[T | None] = queue.SimpleQueue()
+
+    def put(self, items: Sequence[T]) -> None:
+        for item in items:
+            self._items.put(item)
+
+    def close(self) -> None:
+        self._items.put(None)
+
+    def __iter__(self) -> Iterator[T]:
+        while True:
+            item = self._items.get()
+            if item is None:
+                return
+            yield item
+
+
+@dataclass
+class TypeSweep:
+    """One type's sweep on its thread, and its buckets."""
+
+    queue_type: str
+    ordered: bool
+    origin_s: float | None
+    journeys: Stream[Journey] = field(default_factory=Stream)
+    free: Stream[Span] = field(default_factory=Stream)
+    claiming: Stream[Span] = field(default_factory=Stream)
+    buckets: dict[int, _Cohort] = field(default_factory=dict)
+    worst: float = 0.0
+    failed: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        self.thread = threading.Thread(target=self._run, name=f"account {self.queue_type}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            spans = [FreeSpans(self.queue_type, iter(self.free), iter(self.claiming))]
+            for journey, one, placed, behind in held_up(
+                iter(self.journeys), spans, self.ordered, False, self.origin_s
+            ):
+                assert journey.bucket is not None
+                self.worst = max(self.worst, abs(one.total - (journey.done - journey.added)))
+                self.buckets.setdefault(journey.bucket, _Cohort()).add(one, placed, journey, behind)
+        except BaseException as exc:  # said at the end: the account falls back to the whole journal
+            self.failed = exc
+
+    def feed(
+        self, journeys: Sequence[Journey], free: Sequence[Span], claiming: Sequence[Span], upto: float
+    ) -> None:
+        self.free.put([*free, (upto, upto)])
+        self.claiming.put([*claiming, (upto, upto)])
+        self.journeys.put(journeys)
+
+    def close(self, timeout_s: float) -> None:
+        for stream in (self.free, self.claiming, self.journeys):
+            stream.close()
+        self.thread.join(timeout_s)
+
+
+class RunningAccount:
+    def __init__(self, ordered: bool, origin_s: float | None) -> None:
+        self._ordered, self._origin_s = ordered, origin_s
+        self._types: dict[str, TypeSweep] = {}
+        self._forgotten = -math.inf  # the sweeps may have forgotten what ended before this
+        self.missed: int | None = None  # a message enqueued before it: the account is not whole
+
+    def feed(
+        self,
+        journeys: Sequence[Journey],
+        free: dict[str, list[Span]],
+        claims: dict[str, list[Span]],
+        upto: float,
+        floor: float,
+    ) -> None:
+        """A chunk: its journeys (by type and claim), each type's free and claim spans cut to it;
+        `floor`, what no later chunk's message was enqueued before (the sweeps forget what ended
+        before it). A message enqueued before what was forgotten is missed: finish says so."""
+        by_type: dict[str, list[Journey]] = {}
+        for journey in journeys:
+            if journey.added < self._forgotten and self.missed is None:
+                self.missed = journey.msg_id
+            horizon = journey.added if journey.horizon is None else journey.horizon
+            by_type.setdefault(journey.queue_type, []).append(journey._replace(horizon=min(horizon, floor)))
+        self._forgotten = max(self._forgotten, floor - KEPT_S)
+        for queue_type in sorted({*by_type, *free, *claims, *self._types}):
+            sweep = self._types.get(queue_type)
+            if sweep is None:
+                sweep = self._types[queue_type] = TypeSweep(queue_type, self._ordered, self._origin_s)
+            mine = free.get(queue_type, [])
+            sweep.feed(
+                by_type.get(queue_type, []), mine, list(_overlap(mine, claims.get(queue_type, []))), upto
+            )
+
+    def finish(self, timeout_s: float) -> LatencyAccount | None:
+        """Every stream closed and every sweep joined; the account, or None where one failed."""
+        for sweep in self._types.values():
+            sweep.close(timeout_s)
+        if self.missed is not None or any(
+            s.failed is not None or s.thread.is_alive() for s in self._types.values()
+        ):
+            return None
+        overall: dict[str, CohortSplit] = {}
+        per_type: dict[str, dict[str, CohortSplit]] = {}
+        everything: dict[int, list[_Cohort]] = {}
+        for queue_type, sweep in sorted(self._types.items()):
+            per_type[queue_type] = _cohorts({b: [c] for b, c in sweep.buckets.items()})
+            for bucket, cohort in sweep.buckets.items():
+                everything.setdefault(bucket, []).append(cohort)
+        overall = _cohorts(everything)
+        worst = max((s.worst for s in self._types.values()), default=0.0)
+        return LatencyAccount(overall, {t: c for t, c in per_type.items() if c}, worst * 1000)
+
+
+def _cohorts(buckets: dict[int, list[_Cohort]]) -> dict[str, CohortSplit]:
+    """A scope's cohorts picked by bucket, as cohort_bounds picks them from the journal's counts."""
+    if not buckets:
+        return {}
+    counts = [(bucket, sum(c.messages for c in cs)) for bucket, cs in buckets.items()]
+    bounds = cohort_bounds(counts)
+    found: dict[str, _Cohort] = {}
+    for bucket, cs in sorted(buckets.items()):
+        name = (
+            P99
+            if bucket >= bounds.p99_lo
+            else MEDIAN
+            if bounds.median_lo <= bucket <= bounds.median_hi
+            else None
+        )
+        if name is None:
+            continue
+        for c in cs:
+            found.setdefault(name, _Cohort()).merge(c)
+    return {name: found[name].result() for name in (MEDIAN, P99) if name in found}
+
+
+def _overlap(spans: Sequence[Span], others: Sequence[Span]) -> Iterator[Span]:
+    mine, theirs = iter(spans), iter(others)
+    a, b = next(mine, None), next(theirs, None)
+    while a is not None and b is not None:
+        lo, hi = max(a[0], b[0]), min(a[1], b[1])
+        if hi > lo:
+            yield lo, hi
+        if a[1] < b[1]:
+            a = next(mine, None)
+        else:
+            b = next(theirs, None)
+
+
+__all__ = ["RUN", "RunningAccount"]

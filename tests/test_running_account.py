@@ -1,0 +1,102 @@
+"""The latency account read a chunk of claim time at a time (result/running_account), on the journals
+of real runs: with any number of chunks, each cohort's messages and parts are the whole-journal
+account's, and so is where its hidden time fell; a chunk fed with a floor past a later message's
+enqueue is found out, and gives no account rather than a wrong one."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import psycopg
+import pytest
+from conftest import Cli
+
+from pgmq_sim.db.account import read_account, read_chunk, read_origin
+from pgmq_sim.result.account import CohortSplit, LatencyAccount
+from pgmq_sim.result.running_account import RunningAccount
+
+pytestmark = pytest.mark.integration
+
+
+def cohorts(account: LatencyAccount) -> dict[str, CohortSplit]:
+    found = {f"run/{name}": c for name, c in account.overall.items()}
+    return found | {f"{t}/{name}": c for t, cs in account.per_type.items() for name, c in cs.items()}
+
+
+def chunked(
+    conn: psycopg.Connection,
+    ordered: bool,
+    chunks: int,
+    free_at_end: list[tuple[str, str]],
+    overstated_s: float = 0.0,
+) -> LatencyAccount | None:
+    """The account fed chunk by chunk, each with the earliest enqueue of the later chunks' messages
+    as its floor (`overstated_s` later: a floor a driver got wrong)."""
+    origin = read_origin(conn)
+    assert origin is not None
+    row = conn.execute(
+        "select extract(epoch from min(claimed_at))::float8, extract(epoch from max(claimed_at))::float8"
+        " from msg_journal"
+    ).fetchone()
+    assert row is not None
+    first, last = row
+    running = RunningAccount(ordered, origin)
+    bounds: list[float | None] = [0.0, *(first + (last - first) * k / chunks for k in range(1, chunks)), None]
+    read = []
+    for lo, hi in itertools.pairwise(bounds):
+        assert lo is not None
+        read.append((read_chunk(conn, origin, lo, hi, free_at_end), hi))
+    for index, ((journeys, free, claims), hi) in enumerate(read):
+        later = [j.added for (others, _, _), _ in read[index + 1 :] for j in others]
+        floor = min(later, default=math.inf) + overstated_s
+        running.feed(journeys, free, claims, math.inf if hi is None else hi - origin, floor)
+    account = running.finish(60)
+    assert (account is None) == (running.missed is not None)
+    return account
+
+
+@pytest.mark.parametrize(
+    ("design", "ordered"),
+    [
+        ("-queue next-attempt -fail-rate 0.1 -max-attempts 2 -delay 0.2:0.05-0.3", True),
+        ("-claim fifo", False),
+    ],
+    ids=["ordered-retries-due", "unordered"],
+)
+def test_the_account_read_in_chunks_is_the_whole_journals(
+    cli: Cli, dsn: str, design: str, ordered: bool
+) -> None:
+    result = cli.run(f"-rate 500 -fill-db 2500 -workers 6 -orders 20 -work-ms 1-8 {design} -json out.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    free_at_end = [(w["name"], w["queue_type"]) for w in report["workers"]]
+    with psycopg.connect(dsn) as conn:
+        whole = read_account(
+            conn, ordered, free_at_end, lambda origin, j, f: LatencyAccount.of(j, f, ordered, origin)
+        )
+        conn.commit()
+        assert whole is not None
+        expected = cohorts(whole)
+        # a floor past what a later chunk's message was enqueued at: missed, and no account
+        assert chunked(conn, ordered, 7, free_at_end, overstated_s=10.0) is None
+        for chunks in (1, 7, 40):
+            account = chunked(conn, ordered, chunks, free_at_end)
+            assert account is not None
+            got = cohorts(account)
+            assert set(got) == set(expected), (chunks, set(got) ^ set(expected))
+            for key, want in expected.items():
+                have = got[key]
+                assert have.messages == want.messages, (chunks, key)
+                for part in ("due", "ordering", "claim", "capacity", "hidden", "service"):
+                    assert have.part_ms(part) == pytest.approx(want.part_ms(part), rel=1e-4, abs=0.01), (
+                        chunks,
+                        key,
+                        part,
+                    )
+                placed, wanted = dict(have.hidden_by_second), dict(want.hidden_by_second)
+                for second in {*placed, *wanted}:  # a microsecond in one may round to nothing in the other
+                    assert placed.get(second, 0.0) == pytest.approx(
+                        wanted.get(second, 0.0), rel=1e-5, abs=1e-4
+                    )
