@@ -100,3 +100,37 @@ def test_the_account_read_in_chunks_is_the_whole_journals(
                     assert placed.get(second, 0.0) == pytest.approx(
                         wanted.get(second, 0.0), rel=1e-5, abs=1e-4
                     )
+
+
+def test_a_live_runs_account_is_read_as_it_goes_and_is_the_whole_journals(cli: Cli, dsn: str) -> None:
+    """With the live audit's windows every 0.5 s, the account reads the journal a chunk at a time
+    after each window, up to the cut-off every claim before which is journaled; the end reads only
+    the rest. Its cohorts are those of the whole journal read after the run."""
+    result = cli.run(
+        "-rate 500 -fill-db 3000 -workers 6 -orders 20 -claim indexed -work-ms 1-8 -audit-window 0.5"
+        " -json out.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    split = report["latency_split"]
+    assert split["live_chunks"] >= 2, split
+    assert not any("latency account" in note for note in report["notes"]), report["notes"]
+    free_at_end = [(w["name"], w["queue_type"]) for w in report["workers"]]  # a drained queue: all free
+    with psycopg.connect(dsn) as conn:
+        whole = read_account(
+            conn, True, free_at_end, lambda origin, j, f: LatencyAccount.of(j, f, True, origin)
+        )
+    assert whole is not None
+    expected = whole.as_json()
+    for scope, want, have in [("run", expected["overall"], split["overall"])] + [
+        (t, cs, split["per_type"][t]) for t, cs in expected["per_type"].items()
+    ]:
+        assert set(have) == set(want), scope
+        for name, cohort in want.items():
+            assert have[name]["messages"] == cohort["messages"], (scope, name)
+            for part in ("due_ms", "ordering_ms", "claim_ms", "capacity_ms", "hidden_ms", "service_ms"):
+                assert have[name][part] == pytest.approx(cohort[part], rel=1e-4, abs=0.01), (
+                    scope,
+                    name,
+                    part,
+                )

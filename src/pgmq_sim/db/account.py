@@ -16,6 +16,8 @@ from pgmq_sim.sqlfiles import statement
 T = TypeVar("T")
 BATCH = 5000  # journeys fetched at a time
 WORK_MEM = "64MB"  # for the account's sorts, in its own transaction
+Spans = dict[str, list[tuple[float, float]]]  # each type's, in time order
+Chunk = tuple[list[Journey], Spans, Spans]  # a chunk's journeys, free spans and claim spans
 
 
 def read_account(
@@ -152,7 +154,7 @@ def read_chunk(
     lo: float,
     hi: float | None,
     free_at_end: Sequence[tuple[str, str]],
-) -> tuple[list[Journey], dict[str, list[tuple[float, float]]], dict[str, list[tuple[float, float]]]]:
+) -> Chunk:
     """The journeys claimed from `lo` to `hi` (epochs; None: on to the end, with the workers free at
     the end), and each type's free and claim spans cut to them, in seconds from `origin`."""
     workers, types = [w for w, _ in free_at_end], [t for _, t in free_at_end]
@@ -175,8 +177,38 @@ def _attempts(failed: list[Any]) -> tuple[Attempt, ...]:
     return tuple(map(Attempt._make, zip(*failed, strict=True))) if failed[0] else ()
 
 
-def _spans(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[float, float]]]:
-    spans: dict[str, list[tuple[float, float]]] = {}
+def _spans(rows: Iterable[tuple[Any, ...]]) -> Spans:
+    spans: Spans = {}
     for queue_type, a, b in rows:
         spans.setdefault(str(queue_type), []).append((float(a), float(b)))
     return spans
+
+
+def read_cutoff(conn: psycopg.Connection, after: float, workers: Sequence[str]) -> float | None:
+    """What the account may read up to (the server's epoch): the lowest of the workers' latest claims
+    journaled since `after`; None while a worker has journaled none since."""
+    latest: dict[str, float] = dict(
+        psycopg.RawCursor(conn).execute(statement("account_cutoff"), (after,)).fetchall()
+    )
+    if any(w not in latest for w in workers):
+        return None
+    return min(float(latest[w]) for w in workers) if workers else None
+
+
+def read_live_chunk(
+    conn: psycopg.Connection, origin: float | None, after: float, workers: Sequence[str]
+) -> tuple[float, float, Chunk] | None:
+    """While the run goes, in one snapshot: the account's zero (`origin`, or read now), the cut-off
+    (read_cutoff) and the chunk of claims from `after` to it; None while there is none. Read on the
+    live audit's session, whose temporary views of a window stand for the tool's tables unless its
+    temporary schema is named last in the path (account_path)."""
+    try:
+        conn.execute("set transaction isolation level repeatable read")
+        conn.execute(statement("account_path"))
+        origin = origin if origin is not None else read_origin(conn)
+        cutoff = read_cutoff(conn, after, workers) if origin is not None else None
+        if origin is None or cutoff is None or cutoff <= after:
+            return None
+        return origin, cutoff, read_chunk(conn, origin, after, cutoff, ())
+    finally:
+        conn.rollback()  # it wrote nothing

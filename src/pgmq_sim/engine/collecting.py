@@ -290,11 +290,21 @@ def _untimed(state: RunState) -> str | None:
     return f"{census.said('track_functions')}; pg_stat_user_functions times them with pl or all"
 
 
+ACCOUNT_JOIN_S = 60.0  # the account's sweeps finish what they were handed within this
+
+
 def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | None) -> LatencyAccount | None:
     """The cohorts' split, from the journal; placed on the run's clock through the lock census's
     reading of the server's clock (None where nothing was journaled)."""
     began = time.perf_counter()
     free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
+    live = state.live_account
+    if live is not None:  # read as the run went: the rest of the journal only
+        kept = live.finish(db, free_at_end, ACCOUNT_JOIN_S)
+        if kept is not None:
+            return dataclasses.replace(kept, seconds=time.perf_counter() - began, live_chunks=live.chunks)
+        if live.failed is not None:
+            state.note(f"latency account: {live.failed}; the whole journal read at the end", screen=False)
     offset = census.server_offset_s if census is not None else None
     ordered = state.design.ordered
     account = db.account(

@@ -25,6 +25,7 @@ from pgmq_sim.db.windows import (
     read_window,
     summarize_journal,
 )
+from pgmq_sim.engine.accounting import LiveAccount
 from pgmq_sim.model.facts import AuditCounts
 from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
 from pgmq_sim.settings import Settings
@@ -52,8 +53,10 @@ class LiveJudge(RunThread):
         stop: threading.Event,
         on_error: Callable[[BaseException], None],
         on_failure: Callable[[BaseException], None],
+        account: LiveAccount | None = None,
     ) -> None:
         super().__init__("live audit", stop, on_error)
+        self._account = account  # the latency account, read a chunk at a time after each window
         self._dsn, self._shape, self._run_id = dsn, shape, run_id
         self._every_s, self._safe, self._judge = every_s, safe, judge
         self._retrying, self._clock, self._on_failure = retrying, clock, on_failure
@@ -129,6 +132,8 @@ class LiveJudge(RunThread):
         with self._lock:
             self._windows.append(window)
         self._summarize(conn)
+        if self._account is not None:
+            self._account.step(conn)
         return window
 
     def _open(self) -> psycopg.Connection:

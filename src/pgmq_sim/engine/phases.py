@@ -25,6 +25,7 @@ from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S
 from pgmq_sim.db.samples import SampleSession
 from pgmq_sim.dsn import reason
+from pgmq_sim.engine.accounting import LiveAccount
 from pgmq_sim.engine.bounded import NotAnswering, call_bounded
 from pgmq_sim.engine.ended_by import name_the_ending
 from pgmq_sim.engine.judging import LiveJudge, judged_live
@@ -172,6 +173,9 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
     )
     state.on_loop().start("housekeeping", housekeeper.run)
     if judged_live(state.settings, state.db.shape):
+        state.live_account = LiveAccount(  # the latency account, read as the run goes
+            state.design.ordered, [s.name for s in state.stats], lambda: state.locks.census().server_offset_s
+        )
         state.live_judge = LiveJudge(
             state.server.dsn,
             state.db.shape,
@@ -195,6 +199,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
             lambda exc: state.note(
                 f"live audit: a window was not closed ({reason(exc, *state.dsns)}); it tries again"
             ),
+            state.live_account,
         )
         state.threads.append(state.live_judge)
         state.live_judge.start()

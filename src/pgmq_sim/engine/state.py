@@ -26,6 +26,7 @@ from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.db.values import Message, QueueShape, SessionPlan
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.designs.design import QueueDesign
+from pgmq_sim.engine.accounting import LiveAccount
 from pgmq_sim.engine.bounded import FirstError, Signals
 from pgmq_sim.engine.judging import LiveJudge
 from pgmq_sim.engine.loop import RunLoop
@@ -89,6 +90,7 @@ class RunState:
     housekeeper: Housekeeper | None = None
     pooler_watch: PoolerWatch | None = None
     live_judge: LiveJudge | None = None  # the live audit (engine/judging), where it runs
+    live_account: LiveAccount | None = None  # the latency account read as it goes (engine/accounting)
     window_limits: WindowLimitTally = field(default_factory=WindowLimitTally)  # engine/limit_watch's
     run_id: str = ""  # the run record's, once installed
     waits: WaitTally = field(default_factory=WaitTally)  # the housekeeper's samples

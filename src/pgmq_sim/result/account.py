@@ -328,6 +328,7 @@ class LatencyAccount:
     per_type: dict[str, dict[str, CohortSplit]]
     worst_error_ms: float  # the largest gap between a message's parts and its time (rounding)
     seconds: float | None = None  # what reading and splitting the journal took, after the run
+    live_chunks: int = 0  # the chunks of the journal read and split while the run went
 
     @classmethod
     def of(
@@ -366,6 +367,7 @@ class LatencyAccount:
             "tolerance_ms": TOLERANCE_MS,
             "worst_error_ms": round(self.worst_error_ms, 6),
             "seconds": None if self.seconds is None else round(self.seconds, 3),
+            "live_chunks": self.live_chunks,
             "overall": {name: c.as_json() for name, c in self.overall.items()},
             "per_type": {t: {name: c.as_json() for name, c in cs.items()} for t, cs in self.per_type.items()},
         }

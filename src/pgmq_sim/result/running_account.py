@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from pgmq_sim.model.journeys import MEDIAN, P99, RUN, FreeSpans, Journey, cohort_bounds
-from pgmq_sim.result.account import KEPT_S, CohortSplit, LatencyAccount, _Cohort, held_up
+from pgmq_sim.result.account import KEPT_S, CohortSplit, Hidden, LatencyAccount, _Cohort, held_up
 
 Span = tuple[float, float]
 T = TypeVar("T")
@@ -46,6 +46,39 @@ class Stream(Generic[T]):
             yield item
 
 
+HIDDEN_ALL = 10_000  # messages whose hidden seconds are all kept; after them, only the slowest few %
+HIDDEN_SHARE = 0.98  # the share of the messages so far faster than the slowest whose seconds are kept
+HIDDEN_ENTRIES = 20_000  # a type's hidden seconds kept, at most, before its slices are made coarser
+
+
+class HiddenKept:
+    """Which messages' hidden time is kept by second (only the slowest 1%'s is ever read: the
+    messages of a bucket at or past `hidden_from`), and in slices of how many seconds (a long run's
+    are coarser: 2**shift seconds), so the account's memory stays bounded whatever the run's length."""
+
+    def __init__(self) -> None:
+        self.hidden_from: int | None = None
+        self.shift = 0
+
+    def sliced(self, placed: Hidden) -> Hidden:
+        if not self.shift:
+            return placed
+        return [(second >> self.shift << self.shift, seconds) for second, seconds in placed]
+
+    def coarser(self, cohorts: Iterable[_Cohort]) -> None:
+        self.shift += 1
+        self.resliced(cohorts)
+
+    def resliced(self, cohorts: Iterable[_Cohort]) -> None:
+        """Every kept second in the slices of now (a type made them coarser, the others follow)."""
+        for cohort in cohorts:
+            merged: dict[int, float] = {}
+            for second, seconds in cohort.hidden.items():
+                key = second >> self.shift << self.shift
+                merged[key] = merged.get(key, 0.0) + seconds
+            cohort.hidden = merged
+
+
 @dataclass
 class TypeSweep:
     """One type's sweep on its thread, and its buckets."""
@@ -53,12 +86,14 @@ class TypeSweep:
     queue_type: str
     ordered: bool
     origin_s: float | None
+    kept: HiddenKept  # the run's: which buckets' hidden seconds are kept, in slices of how long
     journeys: Stream[Journey] = field(default_factory=Stream)
     free: Stream[Span] = field(default_factory=Stream)
     claiming: Stream[Span] = field(default_factory=Stream)
     buckets: dict[int, _Cohort] = field(default_factory=dict)
     worst: float = 0.0
     failed: BaseException | None = None
+    _seconds: int = 0  # hidden seconds' entries kept, over the buckets
 
     def __post_init__(self) -> None:
         self.thread = threading.Thread(target=self._run, name=f"account {self.queue_type}", daemon=True)
@@ -72,7 +107,14 @@ class TypeSweep:
             ):
                 assert journey.bucket is not None
                 self.worst = max(self.worst, abs(one.total - (journey.done - journey.added)))
-                self.buckets.setdefault(journey.bucket, _Cohort()).add(one, placed, journey, behind)
+                cohort = self.buckets.setdefault(journey.bucket, _Cohort())
+                kept = self.kept.hidden_from is None or journey.bucket >= self.kept.hidden_from
+                before = len(cohort.hidden)
+                cohort.add(one, self.kept.sliced(placed) if kept else [], journey, behind)
+                self._seconds += len(cohort.hidden) - before
+                if self._seconds > HIDDEN_ENTRIES:  # a long run's: its seconds in slices twice as long
+                    self.kept.coarser(self.buckets.values())
+                    self._seconds = sum(len(c.hidden) for c in self.buckets.values())
         except BaseException as exc:  # said at the end: the account falls back to the whole journal
             self.failed = exc
 
@@ -95,6 +137,10 @@ class RunningAccount:
         self._types: dict[str, TypeSweep] = {}
         self._forgotten = -math.inf  # the sweeps may have forgotten what ended before this
         self.missed: int | None = None  # a message enqueued before it: the account is not whole
+        self._kept = HiddenKept()
+        self._counts: dict[int, int] = {}  # messages by bucket, every type's
+        self.chunks = 0
+        self.longest_s = 0.0  # the longest time from enqueue to completion so far
 
     def feed(
         self,
@@ -114,10 +160,18 @@ class RunningAccount:
             horizon = journey.added if journey.horizon is None else journey.horizon
             by_type.setdefault(journey.queue_type, []).append(journey._replace(horizon=min(horizon, floor)))
         self._forgotten = max(self._forgotten, floor - KEPT_S)
+        for journey in journeys:
+            if journey.bucket is not None:
+                self._counts[journey.bucket] = self._counts.get(journey.bucket, 0) + 1
+                self.longest_s = max(self.longest_s, journey.done - journey.added)
+        if self._kept.hidden_from is None and sum(self._counts.values()) >= HIDDEN_ALL:
+            self._kept.hidden_from = _at_share(self._counts, HIDDEN_SHARE)
+        self.chunks += 1
         for queue_type in sorted({*by_type, *free, *claims, *self._types}):
             sweep = self._types.get(queue_type)
             if sweep is None:
-                sweep = self._types[queue_type] = TypeSweep(queue_type, self._ordered, self._origin_s)
+                sweep = TypeSweep(queue_type, self._ordered, self._origin_s, self._kept)
+                self._types[queue_type] = sweep
             mine = free.get(queue_type, [])
             sweep.feed(
                 by_type.get(queue_type, []), mine, list(_overlap(mine, claims.get(queue_type, []))), upto
@@ -131,6 +185,15 @@ class RunningAccount:
             s.failed is not None or s.thread.is_alive() for s in self._types.values()
         ):
             return None
+        for sweep in self._types.values():
+            self._kept.resliced(sweep.buckets.values())
+        hidden_from = self._kept.hidden_from
+        if (
+            hidden_from is not None
+            and self._counts
+            and cohort_bounds(self._counts.items()).p99_lo < hidden_from
+        ):
+            return None  # the slowest 1% moved below the buckets whose hidden seconds were kept
         overall: dict[str, CohortSplit] = {}
         per_type: dict[str, dict[str, CohortSplit]] = {}
         everything: dict[int, list[_Cohort]] = {}
@@ -163,6 +226,16 @@ def _cohorts(buckets: dict[int, list[_Cohort]]) -> dict[str, CohortSplit]:
         for c in cs:
             found.setdefault(name, _Cohort()).merge(c)
     return {name: found[name].result() for name in (MEDIAN, P99) if name in found}
+
+
+def _at_share(counts: dict[int, int], share: float) -> int:
+    """The bucket below which `share` of the messages counted fell."""
+    total, seen = sum(counts.values()), 0
+    for bucket, count in sorted(counts.items()):
+        seen += count
+        if seen >= share * total:
+            return bucket
+    return max(counts)
 
 
 def _overlap(spans: Sequence[Span], others: Sequence[Span]) -> Iterator[Span]:

@@ -24,6 +24,9 @@ create table msg_journal(
 -- The live audit reads a window of msg_ids at a time: rows land in roughly that order, so a block
 -- range index finds a window's rows without reading the journal (its upkeep costs next to nothing).
 create index msg_journal_msg_id on msg_journal using brin (msg_id) with (pages_per_range = 8);
+-- The latency account reads the journal a chunk of claim time at a time as the run goes: rows land in
+-- about claim order, so a block range index finds the recent ones likewise.
+create index msg_journal_claimed_at on msg_journal using brin (claimed_at) with (pages_per_range = 8);
 -- The live audit's closed windows: msg_ids lo+1..hi and the earlier windows' messages that were
 -- still pending when they closed and have finished since, judged in one snapshot; journal_rows,
 -- the window's journal rows then (a later count that differs: a message completed again after its
