@@ -14,8 +14,8 @@ Per cell, medians of --repeat rounds:
 * windows, through: windows closed while the run went, and the msg_id they reached;
 * cpu s, peak MB: the whole process's user + system CPU and peak resident memory (wait4).
 
-The account still reads the whole journal at the end (the windows judge the audit only), so the
-after-run time keeps the account's part; the audit's part is what shrinks.
+With the windows, the latency account is also read a chunk at a time as the run goes, so both the
+audit's and the account's parts of the end shrink to what the last window left.
 
     python bench/live_audit.py                                   # 60,000 at 3,000/s, 3 rounds
     python bench/live_audit.py --fill-db 300000 --rate 3000 --repeat 2 --dsn postgresql://...
