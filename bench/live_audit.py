@@ -11,8 +11,12 @@ Per cell, medians of --repeat rounds:
   `run end`): the audit, the table's health, the latency account and the report;
 * audit s: from the run's end to the audit's verdict (the log's `audit` event): what the windows
   leave to the end;
+* account s: from the run's end, what the latency account took (the JSON's `latency_split.seconds`);
+* live CPU s: the CPU of the account's own process, which split the journal as the run went
+  (`latency_split.live_cpu_s`: counted in cpu s too, never in the run's `client.cpu_s`);
 * windows, through: windows closed while the run went, and the msg_id they reached;
-* cpu s, peak MB: the whole process's user + system CPU and peak resident memory (wait4).
+* cpu s, peak MB: the whole process's user + system CPU, its children's included, and peak resident
+  memory (wait4: the largest of the process and its children).
 
 With the windows, the latency account is also read a chunk at a time as the run goes, so both the
 audit's and the account's parts of the end shrink to what the last window left.
@@ -31,6 +35,10 @@ from typing import Any
 import _common as c
 
 END_EVENTS = r"(completed|stopped|interrupted|stalled|failed)"
+COLUMNS = (
+    "cell", "run s", "after s", "audit s", "account s", "live CPU s", "windows", "through", "cpu s",
+    "peak MB", "audit",
+)  # fmt: skip
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -60,8 +68,10 @@ def measured(args: argparse.Namespace, window: float, dsn: str) -> dict[str, Any
         )
         lines = c.read_run_log(log)
     ended, audited, last = lines.first_event(END_EVENTS), lines.first_event("audit "), lines.events[-1][0]
-    live = run.get("live_audit") or {}
+    live, split = run.get("live_audit") or {}, run.get("latency_split") or {}
     run["_live"] = {
+        "account_s": split.get("seconds") or float("nan"),
+        "live_cpu_s": split.get("live_cpu_s") or 0.0,
         "after_s": (last - ended).total_seconds() if ended else float("nan"),
         "audit_s": (audited - ended).total_seconds() if ended and audited else float("nan"),
         "windows": live.get("windows_closed", 0),
@@ -89,6 +99,8 @@ def main() -> None:
                 c.fmt(c.median([r["elapsed_s"] for r in found])),
                 c.fmt(at("after_s")),
                 c.fmt(at("audit_s"), 2),
+                c.fmt(at("account_s"), 2),
+                c.fmt(at("live_cpu_s")),
                 c.fmt(at("windows"), 0),
                 c.fmt(at("through"), 0),
                 c.fmt(c.median([r["_bench"]["cpu_s"] for r in found])),
@@ -97,7 +109,7 @@ def main() -> None:
             ]
         )
     c.print_table(
-        ["cell", "run s", "after s", "audit s", "windows", "through", "cpu s", "peak MB", "audit"],
+        COLUMNS,
         rows,
         f"medians of {args.repeat} interleaved rounds; -rate {args.rate:g} -fill-db {args.fill_db}",
     )

@@ -8,6 +8,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import signal
+import subprocess
+import time
 
 import psycopg
 import pytest
@@ -113,7 +117,7 @@ def test_a_live_runs_account_is_read_as_it_goes_and_is_the_whole_journals(cli: C
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
     split = report["latency_split"]
-    assert split["live_chunks"] >= 2, split
+    assert split["live_chunks"] >= 2 and split["live_cpu_s"] > 0, split
     assert not any("latency account" in note for note in report["notes"]), report["notes"]
     free_at_end = [(w["name"], w["queue_type"]) for w in report["workers"]]  # a drained queue: all free
     with psycopg.connect(dsn) as conn:
@@ -134,3 +138,31 @@ def test_a_live_runs_account_is_read_as_it_goes_and_is_the_whole_journals(cli: C
                     name,
                     part,
                 )
+
+
+def test_a_ctrl_c_ends_the_run_and_the_account_kept_as_it_went_still_answers(cli: Cli) -> None:
+    """Ctrl-C in a terminal signals the whole process group, the account's process too: the run
+    ends, and asks that process for its account, which ignored the signal (the run's to handle)."""
+    command = cli.command(
+        "-rate 400 -duration 60 -workers 4 -orders 20 -claim indexed -work-ms 1-5 -audit-window 0.5"
+        " -json out.json"
+    )
+    proc = subprocess.Popen(
+        command, cwd=cli.workdir, env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        log = cli.workdir / "msg_queue.log"
+        while time.monotonic() < deadline and (not log.exists() or log.read_text().count("handled") < 2000):
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["outcome"] == "interrupted", (report["outcome"], out, err)
+    split = report["latency_split"]
+    assert split is not None and split["live_chunks"] >= 2, (split, report["notes"])
+    assert not any("latency account" in note for note in report["notes"]), report["notes"]

@@ -199,12 +199,9 @@ def read_live_chunk(
     conn: psycopg.Connection, origin: float | None, after: float, workers: Sequence[str]
 ) -> tuple[float, float, Chunk] | None:
     """While the run goes, in one snapshot: the account's zero (`origin`, or read now), the cut-off
-    (read_cutoff) and the chunk of claims from `after` to it; None while there is none. Read on the
-    live audit's session, whose temporary views of a window stand for the tool's tables unless its
-    temporary schema is named last in the path (account_path)."""
+    (read_cutoff) and the chunk of claims from `after` to it; None while there is none."""
     try:
         conn.execute("set transaction isolation level repeatable read")
-        conn.execute(statement("account_path"))
         origin = origin if origin is not None else read_origin(conn)
         cutoff = read_cutoff(conn, after, workers) if origin is not None else None
         if origin is None or cutoff is None or cutoff <= after:

@@ -1,41 +1,70 @@
-"""The latency account kept as the run goes (result/running_account): after each window of the live
-audit, on its session and thread, the journal's claims up to the cut-off (every claim before it is
-journaled, db/account.read_cutoff) are read as one chunk and split; the run's end reads only the
-rest. A message enqueued before what the account forgot, an error, or the slowest 1% moving below
-the messages whose hidden seconds were kept leave the end to read the whole journal, as before."""
+"""The latency account kept as the run goes (result/running_account), in a process of its own:
+after each window of the live audit, the journal's claims up to the cut-off (every claim before it
+is journaled, db/account.read_cutoff) are read on the process's session as one chunk and split; the
+run's end reads only the rest. Its own process, so that splitting every message never takes the
+workers' interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`).
+
+A message enqueued before what the account forgot, an error, a process that died or did not finish
+in time, or the slowest 1% moving below the messages whose hidden seconds were kept leave the end to
+read the whole journal, as before, with the reason."""
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.account import read_live_chunk
-from pgmq_sim.db.queue import QueueDatabase
+from pgmq_sim.db.account import read_chunk, read_live_chunk
+from pgmq_sim.db.connection import connect
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.running_account import RunningAccount
 
 LOOKBACK_S = 60.0  # the account keeps the spans of at least this long before its cut-off
 LOOKBACK_WAITS = 3.0  # and of three times the longest wait so far
+START_S = 30.0  # the process's start (its imports) and a step's reply: waited at most this
+IDLE_S = 1.0  # the process looks for its parent this often while it waits
 
 
-class LiveAccount:
-    def __init__(self, ordered: bool, workers: Sequence[str], offset_s: Callable[[], float | None]) -> None:
-        self._ordered, self._workers, self._offset_s = ordered, list(workers), offset_s
+@dataclass(frozen=True)
+class Kept:
+    """The process's answer to a step, or its last: what it holds so far."""
+
+    chunks: int
+    failed: str | None
+    cpu_s: float
+    account: LatencyAccount | None = None
+    last: bool = False
+
+
+class AccountKeeper:
+    """The account in the process: each step reads the next chunk, in one snapshot, on its session."""
+
+    def __init__(self, dsn: str, ordered: bool, workers: Sequence[str]) -> None:
+        self._dsn, self._ordered, self._workers = dsn, ordered, list(workers)
+        self._conn: psycopg.Connection | None = None
         self._running: RunningAccount | None = None
         self._origin: float | None = None
         self._after = 0.0  # the last cut-off: the server's epoch
         self.failed: str | None = None  # why the end reads the whole journal
 
-    @property
-    def chunks(self) -> int:
-        return self._running.chunks if self._running is not None else 0
+    def kept(self, account: LatencyAccount | None = None, last: bool = False) -> Kept:
+        chunks = self._running.chunks if self._running is not None else 0
+        return Kept(chunks, self.failed, time.process_time(), account, last)
 
-    def step(self, conn: psycopg.Connection) -> None:
-        """The journal's claims since the last cut-off, up to the next, in one snapshot."""
+    def step(self, offset_s: float | None) -> None:
+        """The journal's claims since the last cut-off, up to the next."""
         if self.failed is not None:
             return
         try:
+            conn = self._conn = self._conn or connect(self._dsn, "latency account")
             read = read_live_chunk(conn, self._origin, self._after, self._workers)
         except psycopg.Error as exc:
             self.failed = f"the journal was not read as the run went ({type(exc).__name__})"
@@ -43,30 +72,154 @@ class LiveAccount:
         if read is None:
             return
         self._origin, cutoff, (journeys, free, claims) = read
-        running = self._running = self._running or self._open(self._origin)
-        upto = cutoff - self._origin
+        origin = self._origin
+        running = self._running = self._running or RunningAccount(
+            self._ordered, None if offset_s is None else origin - offset_s
+        )
+        upto = cutoff - origin
         floor = upto - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s)
         running.feed(journeys, free, claims, upto, floor)
         self._after = cutoff
 
-    def finish(
-        self, db: QueueDatabase, free_at_end: list[tuple[str, str]], timeout_s: float
-    ) -> LatencyAccount | None:
+    def finish(self, free_at_end: list[tuple[str, str]], timeout_s: float) -> LatencyAccount | None:
         """The rest of the journal, and the account; None where the end must read the whole journal."""
-        running, origin = self._running, self._origin
-        if self.failed is not None or running is None or origin is None:
+        running, origin, conn = self._running, self._origin, self._conn
+        if self.failed is not None or running is None or origin is None or conn is None:
             return None
-        journeys, free, claims = db.account_chunk(origin, self._after, free_at_end)
+        try:
+            journeys, free, claims = read_chunk(conn, origin, self._after, None, free_at_end)
+        except psycopg.Error as exc:
+            self.failed = f"the journal's rest was not read ({type(exc).__name__})"
+            return None
         running.feed(journeys, free, claims, float("inf"), float("inf"))
         account = running.finish(timeout_s)
         if account is None:
-            self.failed = (
-                f"msg_id {running.missed} was enqueued before what the account had let go"
-                if running.missed is not None
-                else "the account kept as the run went could not be closed"
-            )
+            if running.missed is not None:
+                self.failed = f"msg_id {running.missed} was enqueued before what the account had let go"
+            else:
+                self.failed = "the account kept as the run went could not be closed"
         return account
 
-    def _open(self, origin: float) -> RunningAccount:
-        offset = self._offset_s()
-        return RunningAccount(self._ordered, None if offset is None else origin - offset)
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+
+
+def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str]) -> None:
+    """The process: steps until the end's message, or until its parent is gone. A signal is the run's
+    to handle (a first Ctrl-C ends the run, which still asks for the account)."""
+    for caught in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(caught, signal.SIG_IGN)
+    parent = os.getppid()
+    keeper = AccountKeeper(dsn, ordered, workers)
+    try:
+        while os.getppid() == parent:
+            if not pipe.poll(IDLE_S):
+                continue
+            what, *args = pipe.recv()
+            if what == "step":
+                keeper.step(*args)
+                pipe.send(keeper.kept())
+            elif what == "finish":
+                account = keeper.finish(*args)
+                pipe.send(keeper.kept(account, last=True))
+                return
+            else:
+                return
+    except (EOFError, OSError):  # the parent went: its end says what happened
+        return
+    finally:
+        keeper.close()
+
+
+class LiveAccount:
+    """The run's side of the account's process: steps sent without waiting, the end waited, bounded."""
+
+    def __init__(self, dsn: str, ordered: bool, workers: Sequence[str], offset_s: Callable[[], float | None]):
+        self._dsn, self._ordered, self._workers, self._offset_s = dsn, ordered, list(workers), offset_s
+        self._process: Any = None
+        self._pipe: Connection | None = None
+        self._last = Kept(0, None, 0.0)
+        self.failed: str | None = None  # why the end reads the whole journal
+
+    @property
+    def chunks(self) -> int:
+        return self._last.chunks
+
+    @property
+    def cpu_s(self) -> float:
+        return self._last.cpu_s
+
+    def step(self) -> None:
+        """After a window: the next chunk, read by the process as soon as it can."""
+        if self.failed is not None:
+            return
+        try:
+            if self._pipe is None:
+                self._start()
+            assert self._pipe is not None
+            self._drain()
+            self._pipe.send(("step", self._offset_s()))
+        except (OSError, EOFError, ValueError) as exc:
+            self._fail(f"the account's process could not be reached ({type(exc).__name__})")
+
+    def finish(self, free_at_end: list[tuple[str, str]], timeout_s: float) -> LatencyAccount | None:
+        """The rest of the journal and the account, from the process; None where the end must read
+        the whole journal (`failed` says why)."""
+        pipe = self._pipe
+        if self.failed is not None or pipe is None:
+            return None
+        try:
+            pipe.send(("finish", free_at_end, timeout_s))
+            deadline = time.monotonic() + timeout_s + START_S
+            while not self._last.last:
+                if not pipe.poll(max(0.0, deadline - time.monotonic())):
+                    self._fail(f"the account's process did not answer within {timeout_s + START_S:g} s")
+                    return None
+                self._last = pipe.recv()
+        except (OSError, EOFError) as exc:
+            self._fail(f"the account's process ended before it answered ({type(exc).__name__})")
+            return None
+        self.close()
+        if self._last.account is None:
+            self.failed = self._last.failed or "the account kept as the run went could not be closed"
+        return self._last.account
+
+    def close(self) -> None:
+        """The process ended: asked, then made to (a run that ends in an error ends here too)."""
+        process, pipe = self._process, self._pipe
+        self._process = self._pipe = None
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):
+                pipe.send(("stop",))
+            pipe.close()
+        if process is not None:
+            process.join(START_S / 10)
+            if process.is_alive():
+                process.kill()
+                process.join(START_S / 10)
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+        mine, theirs = context.Pipe()
+        process = context.Process(
+            target=keep_account,
+            args=(theirs, self._dsn, self._ordered, self._workers),
+            name="pgmq-sim latency account",
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        self._process, self._pipe = process, mine
+
+    def _drain(self) -> None:
+        pipe = self._pipe
+        while pipe is not None and pipe.poll(0):
+            self._last = pipe.recv()
+        if self._last.failed is not None:
+            self._fail(self._last.failed)
+
+    def _fail(self, why: str) -> None:
+        self.failed = self.failed or why
+        self.close()

@@ -91,6 +91,8 @@ def collect(state: RunState, parts: RunParts) -> RunResult:
             end.skipped = why
     if settings.audit and end.verdict is None and end.skipped is None:
         end.skipped = "a second signal" if signals.hurry.is_set() else "the run changed nothing to audit"
+    if state.live_account is not None:  # asked for its account or not, its process ends here
+        state.live_account.close()
     return _result(state, parts, end, db)
 
 
@@ -300,9 +302,11 @@ def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | Non
     free_at_end = [(s.name, s.queue_type) for s in state.stats if s.free_at_end]
     live = state.live_account
     if live is not None:  # read as the run went: the rest of the journal only
-        kept = live.finish(db, free_at_end, ACCOUNT_JOIN_S)
+        kept = live.finish(free_at_end, ACCOUNT_JOIN_S)
         if kept is not None:
-            return dataclasses.replace(kept, seconds=time.perf_counter() - began, live_chunks=live.chunks)
+            return dataclasses.replace(
+                kept, seconds=time.perf_counter() - began, live_chunks=live.chunks, live_cpu_s=live.cpu_s
+            )
         if live.failed is not None:
             state.note(f"latency account: {live.failed}; the whole journal read at the end", screen=False)
     offset = census.server_offset_s if census is not None else None

@@ -133,7 +133,7 @@ class LiveJudge(RunThread):
             self._windows.append(window)
         self._summarize(conn)
         if self._account is not None:
-            self._account.step(conn)
+            self._account.step()
         return window
 
     def _open(self) -> psycopg.Connection:

@@ -174,7 +174,10 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
     state.on_loop().start("housekeeping", housekeeper.run)
     if judged_live(state.settings, state.db.shape):
         state.live_account = LiveAccount(  # the latency account, read as the run goes
-            state.design.ordered, [s.name for s in state.stats], lambda: state.locks.census().server_offset_s
+            state.server.dsn,
+            state.design.ordered,
+            [s.name for s in state.stats],
+            lambda: state.locks.census().server_offset_s,
         )
         state.live_judge = LiveJudge(
             state.server.dsn,

@@ -329,6 +329,7 @@ class LatencyAccount:
     worst_error_ms: float  # the largest gap between a message's parts and its time (rounding)
     seconds: float | None = None  # what reading and splitting the journal took, after the run
     live_chunks: int = 0  # the chunks of the journal read and split while the run went
+    live_cpu_s: float | None = None  # the CPU of the process that split them (not the run's own)
 
     @classmethod
     def of(
@@ -368,6 +369,7 @@ class LatencyAccount:
             "worst_error_ms": round(self.worst_error_ms, 6),
             "seconds": None if self.seconds is None else round(self.seconds, 3),
             "live_chunks": self.live_chunks,
+            "live_cpu_s": None if self.live_cpu_s is None else round(self.live_cpu_s, 2),
             "overall": {name: c.as_json() for name, c in self.overall.items()},
             "per_type": {t: {name: c.as_json() for name, c in cs.items()} for t, cs in self.per_type.items()},
         }
