@@ -112,7 +112,7 @@ def test_a_live_runs_account_is_read_as_it_goes_and_is_the_whole_journals(cli: C
     the rest. Its cohorts are those of the whole journal read after the run."""
     result = cli.run(
         "-rate 500 -fill-db 3000 -workers 6 -orders 20 -claim indexed -work-ms 1-8 -audit-window 0.5"
-        " -json out.json"
+        " -account-live-from 0 -json out.json"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
@@ -145,7 +145,7 @@ def test_a_ctrl_c_ends_the_run_and_the_account_kept_as_it_went_still_answers(cli
     ends, and asks that process for its account, which ignored the signal (the run's to handle)."""
     command = cli.command(
         "-rate 400 -duration 60 -workers 4 -orders 20 -claim indexed -work-ms 1-5 -audit-window 0.5"
-        " -json out.json"
+        " -account-live-from 0 -json out.json"
     )
     proc = subprocess.Popen(
         command, cwd=cli.workdir, env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -166,3 +166,17 @@ def test_a_ctrl_c_ends_the_run_and_the_account_kept_as_it_went_still_answers(cli
     split = report["latency_split"]
     assert split is not None and split["live_chunks"] >= 2, (split, report["notes"])
     assert not any("latency account" in note for note in report["notes"]), report["notes"]
+
+
+def test_below_its_threshold_the_account_is_read_whole_at_the_end(cli: Cli) -> None:
+    """The live audit's windows close, but the journal never reaches -account-live-from rows: no
+    process is started, and the end reads the whole journal (cheaper in all for a short run)."""
+    result = cli.run(
+        "-rate 500 -fill-db 1500 -workers 4 -orders 20 -claim indexed -work-ms 1-5 -audit-window 0.5"
+        " -account-live-from 1000000 -json out.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((cli.workdir / "out.json").read_text())
+    assert report["live_audit"]["windows_closed"] >= 2, report["live_audit"]
+    split = report["latency_split"]
+    assert split["live_chunks"] == 0 and split["live_cpu_s"] is None and split["overall"], split

@@ -91,6 +91,19 @@ FAULT_OPTIONS = (
         example=("-audit-window", "30"),
     ),
     Option(
+        "account-live-from",
+        "int",
+        "with the live audit, once its windows have judged N journal rows the latency account is kept"
+        " as the run goes, by a process of its own, so the run's end reads only what the last window"
+        " left (0: from the first window); a shorter run's account is read whole at its end, which"
+        " costs less CPU in all; see [Kept as the run goes](docs/report.md#where-the-time-went)",
+        "faults",
+        default=100_000,
+        metavar="N",
+        range=NOT_NEGATIVE,
+        example=("-account-live-from", "0"),
+    ),
+    Option(
         "reconnect-timeout",
         "float",
         "how long workers, producer, listener and the tool's own session keep reconnecting to a lost server",

@@ -2,7 +2,9 @@
 after each window of the live audit, the journal's claims up to the cut-off (every claim before it
 is journaled, db/account.read_cutoff) are read on the process's session as one chunk and split; the
 run's end reads only the rest. Its own process, so that splitting every message never takes the
-workers' interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`).
+workers' interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`); at
+a lower priority (nice 10), so that on cores the run fills it falls behind rather than slowing
+the run, and the end waits for what it left.
 
 A message enqueued before what the account forgot, an error, a process that died or did not finish
 in time, or the slowest 1% moving below the messages whose hidden seconds were kept leave the end to
@@ -31,6 +33,7 @@ LOOKBACK_S = 60.0  # the account keeps the spans of at least this long before it
 LOOKBACK_WAITS = 3.0  # and of three times the longest wait so far
 START_S = 30.0  # the process's start (its imports) and a step's reply: waited at most this
 IDLE_S = 1.0  # the process looks for its parent this often while it waits
+NICE = 10  # its scheduling priority below the run's: on cores the run fills, it falls behind instead
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str]) 
     to handle (a first Ctrl-C ends the run, which still asks for the account)."""
     for caught in (signal.SIGINT, signal.SIGTERM):
         signal.signal(caught, signal.SIG_IGN)
+    with contextlib.suppress(OSError):  # where the cores are all busy, the run goes first
+        os.nice(NICE)
     parent = os.getppid()
     keeper = AccountKeeper(dsn, ordered, workers)
     try:

@@ -54,9 +54,11 @@ class LiveJudge(RunThread):
         on_error: Callable[[BaseException], None],
         on_failure: Callable[[BaseException], None],
         account: LiveAccount | None = None,
+        account_from: int = 0,
     ) -> None:
         super().__init__("live audit", stop, on_error)
         self._account = account  # the latency account, read a chunk at a time after each window
+        self._account_from = account_from  # once the windows have judged this many journal rows
         self._dsn, self._shape, self._run_id = dsn, shape, run_id
         self._every_s, self._safe, self._judge = every_s, safe, judge
         self._retrying, self._clock, self._on_failure = retrying, clock, on_failure
@@ -132,7 +134,10 @@ class LiveJudge(RunThread):
         with self._lock:
             self._windows.append(window)
         self._summarize(conn)
-        if self._account is not None:
+        if (
+            self._account is not None
+            and sum(w.journal_rows for w in windows) + window.journal_rows >= self._account_from
+        ):
             self._account.step()
         return window
 

@@ -203,6 +203,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
                 f"live audit: a window was not closed ({reason(exc, *state.dsns)}); it tries again"
             ),
             state.live_account,
+            state.settings.account_live_from,
         )
         state.threads.append(state.live_judge)
         state.live_judge.start()
