@@ -112,12 +112,14 @@ def test_a_live_runs_account_is_read_as_it_goes_and_is_the_whole_journals(cli: C
     the rest. Its cohorts are those of the whole journal read after the run."""
     result = cli.run(
         "-rate 500 -fill-db 3000 -workers 6 -orders 20 -claim indexed -work-ms 1-8 -audit-window 0.5"
-        " -account-live-from 0 -json out.json"
+        " -account-live-from 0 -v -json out.json"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((cli.workdir / "out.json").read_text())
     split = report["latency_split"]
     assert split["live_chunks"] >= 2 and split["live_cpu_s"] > 0, split
+    said = " ".join(result.stdout.replace("│", " ").split())  # its cost beside the run's, with -v
+    assert f"per message more, in a process of its own ({split['live_chunks']} chunks)" in said, said
     assert not any("latency account" in note for note in report["notes"]), report["notes"]
     free_at_end = [(w["name"], w["queue_type"]) for w in report["workers"]]  # a drained queue: all free
     with psycopg.connect(dsn) as conn:

@@ -400,6 +400,12 @@ def client_text(result: RunResult) -> str:
             f" once every worker had its session; {logins.count} logins took {logins.elapsed_s:.2f} s"
             f" and {ms_text(logins.cpu_s * 1000 / logins.count)} of CPU each"
         )
+    account = result.latency
+    if account is not None and account.live_cpu_s is not None and result.processed:
+        text += (
+            f"; the latency account kept as the run went: {account.live_cpu_s * 1e6 / result.processed:.0f} us"
+            f" per message more, in a process of its own ({account.live_chunks} chunks)"
+        )
     return text + f"; share of a core: {shares}"
 
 
