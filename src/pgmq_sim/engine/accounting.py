@@ -99,6 +99,8 @@ class AccountKeeper:
         if account is None:
             if running.missed is not None:
                 self.failed = f"msg_id {running.missed} was enqueued before what the account had let go"
+            elif running.moved is not None:
+                self.failed = f"{running.moved or 'the run'}'s cohorts moved outside the messages it split"
             else:
                 self.failed = "the account kept as the run went could not be closed"
         return account

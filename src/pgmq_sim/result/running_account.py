@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from pgmq_sim.model.journeys import MEDIAN, P99, RUN, FreeSpans, Journey, cohort_bounds
+from pgmq_sim.model.journeys import MEDIAN, P99, RUN, CohortBounds, FreeSpans, Journey, cohort_bounds
 from pgmq_sim.result.account import KEPT_S, CohortSplit, Hidden, LatencyAccount, _Cohort, held_up
 
 Span = tuple[float, float]
@@ -46,9 +46,27 @@ class Stream(Generic[T]):
             yield item
 
 
-HIDDEN_ALL = 10_000  # messages whose hidden seconds are all kept; after them, only the slowest few %
-HIDDEN_SHARE = 0.98  # the share of the messages so far faster than the slowest whose seconds are kept
+SPLIT_ALL = 5_000  # the first messages are all split; after them, only those a cohort may take:
+BAND = 300  # about the median so far, this many buckets either side (0.1% each: about 35%),
+TAIL_SHARE = 0.97  # or slower than this share of the messages so far (their hidden seconds kept)
 HIDDEN_ENTRIES = 20_000  # a type's hidden seconds kept, at most, before its slices are made coarser
+CANDIDATE = ((RUN, "candidate"),)  # a journey the sweep splits (held_up's cohorts_only)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a scope's messages were split within, chunk after chunk: its cohorts are whole only if
+    the median's buckets lie inside every band and the slowest 1%'s from every tail on."""
+
+    lo: int = -(10**9)
+    hi: int = 10**9
+    tail: int = -(10**9)
+
+    def within(self, lo: int, hi: int, tail: int) -> Limits:
+        return Limits(max(self.lo, lo), min(self.hi, hi), max(self.tail, tail))
+
+    def hold(self, bounds: CohortBounds) -> bool:
+        return self.lo <= bounds.median_lo and bounds.median_hi <= self.hi and bounds.p99_lo >= self.tail
 
 
 class HiddenKept:
@@ -103,7 +121,7 @@ class TypeSweep:
         try:
             spans = [FreeSpans(self.queue_type, iter(self.free), iter(self.claiming))]
             for journey, one, placed, behind in held_up(
-                iter(self.journeys), spans, self.ordered, False, self.origin_s
+                iter(self.journeys), spans, self.ordered, True, self.origin_s
             ):
                 assert journey.bucket is not None
                 self.worst = max(self.worst, abs(one.total - (journey.done - journey.added)))
@@ -138,9 +156,11 @@ class RunningAccount:
         self._forgotten = -math.inf  # the sweeps may have forgotten what ended before this
         self.missed: int | None = None  # a message enqueued before it: the account is not whole
         self._kept = HiddenKept()
-        self._counts: dict[int, int] = {}  # messages by bucket, every type's
+        self._counts: dict[str, dict[int, int]] = {RUN: {}}  # messages by bucket, of the run and each type
+        self._limits: dict[str, Limits] = {}  # what each scope's cohorts must stay within: else not whole
         self.chunks = 0
         self.longest_s = 0.0  # the longest time from enqueue to completion so far
+        self.moved: str | None = None  # the scope whose cohorts moved outside what was split
 
     def feed(
         self,
@@ -162,10 +182,14 @@ class RunningAccount:
         self._forgotten = max(self._forgotten, floor - KEPT_S)
         for journey in journeys:
             if journey.bucket is not None:
-                self._counts[journey.bucket] = self._counts.get(journey.bucket, 0) + 1
+                for scope in (RUN, journey.queue_type):
+                    counts = self._counts.setdefault(scope, {})
+                    counts[journey.bucket] = counts.get(journey.bucket, 0) + 1
                 self.longest_s = max(self.longest_s, journey.done - journey.added)
-        if self._kept.hidden_from is None and sum(self._counts.values()) >= HIDDEN_ALL:
-            self._kept.hidden_from = _at_share(self._counts, HIDDEN_SHARE)
+        split = self._candidates()
+        by_type = {
+            t: [j._replace(cohorts=CANDIDATE) if split(j) else j for j in js] for t, js in by_type.items()
+        }
         self.chunks += 1
         for queue_type in sorted({*by_type, *free, *claims, *self._types}):
             sweep = self._types.get(queue_type)
@@ -177,6 +201,31 @@ class RunningAccount:
                 by_type.get(queue_type, []), mine, list(_overlap(mine, claims.get(queue_type, []))), upto
             )
 
+    def _candidates(self) -> Callable[[Journey], bool]:
+        """Which of the chunk's messages a cohort may take, from the counts so far (this chunk's
+        in): about each scope's median or among its slowest few %; every one until SPLIT_ALL. Each
+        scope's limits record what was split, so that finish knows whether its cohorts stayed in."""
+        if sum(self._counts[RUN].values()) < SPLIT_ALL:
+            return lambda journey: journey.bucket is not None
+        found: dict[str, tuple[int, int, int]] = {}
+        for scope, counts in self._counts.items():
+            bounds = cohort_bounds(counts.items())
+            band = (bounds.median_lo - BAND, bounds.median_hi + BAND, _at_share(counts, TAIL_SHARE))
+            found[scope] = band
+            self._limits[scope] = self._limits.get(scope, Limits()).within(*band)
+        self._kept.hidden_from = found[RUN][2]
+
+        def split(journey: Journey) -> bool:
+            bucket = journey.bucket
+            if bucket is None:
+                return False
+            return any(
+                lo <= bucket <= hi or bucket >= tail
+                for lo, hi, tail in (found[RUN], found.get(journey.queue_type, found[RUN]))
+            )
+
+        return split
+
     def finish(self, timeout_s: float) -> LatencyAccount | None:
         """Every stream closed and every sweep joined; the account, or None where one failed."""
         for sweep in self._types.values():
@@ -187,31 +236,30 @@ class RunningAccount:
             return None
         for sweep in self._types.values():
             self._kept.resliced(sweep.buckets.values())
-        hidden_from = self._kept.hidden_from
-        if (
-            hidden_from is not None
-            and self._counts
-            and cohort_bounds(self._counts.items()).p99_lo < hidden_from
-        ):
-            return None  # the slowest 1% moved below the buckets whose hidden seconds were kept
+        for scope, limits in self._limits.items():  # a cohort outside what was split: not whole
+            if not limits.hold(cohort_bounds(self._counts[scope].items())):
+                self.moved = scope
+                return None
         overall: dict[str, CohortSplit] = {}
         per_type: dict[str, dict[str, CohortSplit]] = {}
         everything: dict[int, list[_Cohort]] = {}
         for queue_type, sweep in sorted(self._types.items()):
-            per_type[queue_type] = _cohorts({b: [c] for b, c in sweep.buckets.items()})
+            per_type[queue_type] = _cohorts(
+                {b: [c] for b, c in sweep.buckets.items()}, self._counts[queue_type]
+            )
             for bucket, cohort in sweep.buckets.items():
                 everything.setdefault(bucket, []).append(cohort)
-        overall = _cohorts(everything)
+        overall = _cohorts(everything, self._counts[RUN])
         worst = max((s.worst for s in self._types.values()), default=0.0)
         return LatencyAccount(overall, {t: c for t, c in per_type.items() if c}, worst * 1000)
 
 
-def _cohorts(buckets: dict[int, list[_Cohort]]) -> dict[str, CohortSplit]:
-    """A scope's cohorts picked by bucket, as cohort_bounds picks them from the journal's counts."""
-    if not buckets:
+def _cohorts(buckets: dict[int, list[_Cohort]], counts: dict[int, int]) -> dict[str, CohortSplit]:
+    """A scope's cohorts picked by bucket, as cohort_bounds picks them from the journal's counts
+    (`counts`: every message's; `buckets`: the split ones' sums)."""
+    if not buckets or not counts:
         return {}
-    counts = [(bucket, sum(c.messages for c in cs)) for bucket, cs in buckets.items()]
-    bounds = cohort_bounds(counts)
+    bounds = cohort_bounds(counts.items())
     found: dict[str, _Cohort] = {}
     for bucket, cs in sorted(buckets.items()):
         name = (
