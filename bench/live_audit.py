@@ -1,6 +1,7 @@
 """What the live audit saves at the run's end (issue 50, "judged as it runs"): the same run with the
 audit's windows closed while it goes (-audit-window W) and with the whole audit at its end
-(-audit-window 0), in interleaved rounds on one server.
+(-audit-window 0), and with the windows but the latency account read at the end (what the account
+kept as the run goes costs the run), in interleaved rounds on one server.
 
     pgmq-sim -rate R -fill-db N -workers 6 -work-ms 0 -orders 100 -claim indexed -audit-window W
 
@@ -51,17 +52,25 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument(
         "--window", type=float, default=10, help="-audit-window of the live cell (default 10)"
     )
+    parser.add_argument(
+        "--account-live-from", type=int, default=100_000,
+        help="-account-live-from of the live cell (default 100000, the tool's)",
+    )  # fmt: skip
     c.common_args(parser)
     return parser
 
 
-def measured(args: argparse.Namespace, window: float, dsn: str) -> dict[str, Any]:
+NEVER = 10**12  # -account-live-from: rows no run journals, so the account is read at the end
+
+
+def measured(args: argparse.Namespace, window: float, live_from: int, dsn: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="pgmq-bench-live-") as tmp:
         log = Path(tmp) / "run.log"
         run = c.run_cli(
             [
                 *("-rate", f"{args.rate:g}", "-fill-db", str(args.fill_db), "-workers", "6", "-work-ms", "0"),
                 *("-orders", "100", "-claim", "indexed", "-audit-window", f"{window:g}"),
+                *("-account-live-from", str(live_from)),
             ],
             dsn,
             keep_log=log,
@@ -82,10 +91,14 @@ def measured(args: argparse.Namespace, window: float, dsn: str) -> dict[str, Any
 
 def main() -> None:
     args = arguments().parse_args()
-    cells = {f"windows every {args.window:g} s": args.window, "audit at the end": 0.0}
+    cells = {
+        f"windows every {args.window:g} s": (args.window, args.account_live_from),
+        f"windows every {args.window:g} s, the account at the end": (args.window, NEVER),
+        "audit at the end": (0.0, NEVER),
+    }
     with c.server_from_args(args.dsn) as server:
         runs = c.interleaved(
-            list(cells), args.repeat, lambda cell, _r: measured(args, cells[cell], server.dsn)
+            list(cells), args.repeat, lambda cell, _r: measured(args, *cells[cell], server.dsn)
         )
     rows = []
     for cell, found in runs.items():

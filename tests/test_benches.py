@@ -36,7 +36,7 @@ QUICK: dict[str, Quick] = {
     "overhead_vs_pgbench.py": Quick("--clients 6 --messages 1500 --repeat 1 --psycopg"),
     "backlog_scaling.py": Quick("--backlogs 2000,20000 --messages 500 --repeat 1"),
     "account_collect.py": Quick("--sizes 2000 --orders 10"),
-    "live_audit.py": Quick("--fill-db 600 --rate 300 --window 1 --repeat 1"),
+    "live_audit.py": Quick("--fill-db 600 --rate 300 --window 1 --repeat 1 --account-live-from 0"),
     "memory.py": Quick("--sizes 500,1500 --sample-s 0.1"),
     "faults.py": Quick("--fill-db 800 --rate 500 --kill-every 1", dsn=False),
     "scenarios.py": Quick("--fill-db 600 --rate 800 --time-scale 0.2 --only no,restart-server", dsn=False),

@@ -1,9 +1,9 @@
 """The latency account kept as the run goes (result/running_account), in a process of its own:
 after each window of the live audit, the journal's claims up to the cut-off (every claim before it
 is journaled, db/account.read_cutoff) are read on the process's session as one chunk and split; the
-run's end reads only the rest. Its own process, so that splitting every message never takes the
+run's end reads only the rest. Its own process, so that splitting never takes the
 workers' interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`); at
-a lower priority (nice 10), so that on cores the run fills it falls behind rather than slowing
+the lowest priority (nice 19), so that on cores the run fills it falls behind rather than slowing
 the run, and the end waits for what it left.
 
 A message enqueued before what the account forgot, an error, a process that died or did not finish
@@ -33,7 +33,7 @@ LOOKBACK_S = 60.0  # the account keeps the spans of at least this long before it
 LOOKBACK_WAITS = 3.0  # and of three times the longest wait so far
 START_S = 30.0  # the process's start (its imports) and a step's reply: waited at most this
 IDLE_S = 1.0  # the process looks for its parent this often while it waits
-NICE = 10  # its scheduling priority below the run's: on cores the run fills, it falls behind instead
+NICE = 19  # the lowest scheduling priority: on cores the run fills, it falls behind instead
 
 
 @dataclass(frozen=True)

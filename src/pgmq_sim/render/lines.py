@@ -402,9 +402,10 @@ def client_text(result: RunResult) -> str:
         )
     account = result.latency
     if account is not None and account.live_cpu_s is not None and result.processed:
+        per_msg_us = account.live_cpu_s * 1e6 / result.processed
         text += (
-            f"; the latency account kept as the run went: {account.live_cpu_s * 1e6 / result.processed:.0f} us"
-            f" per message more, in a process of its own ({account.live_chunks} chunks)"
+            f"; the latency account kept as the run went: {per_msg_us:.0f} us per message more,"
+            f" in a process of its own ({account.live_chunks} chunks)"
         )
     return text + f"; share of a core: {shares}"
 
