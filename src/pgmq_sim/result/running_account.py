@@ -2,11 +2,12 @@
 (db/account.read_chunk), each type's journeys split by the account's own sweep (result/account
 held_up) on a thread of its own, fed chunk by chunk, and every message added to its type's bucket of
 time from enqueue to completion, so the cohorts (about the median, the slowest 1%) are picked by
-bucket at the end, as the whole-journal account picks them.
+bucket at the end, as the whole-journal account picks them. Only the messages a cohort may take are
+split (about the median so far, or among the slowest so far); the limits of what was split tell the
+end whether its cohorts stayed inside them.
 
 Each chunk's free and claim spans are cut to the chunk: free time is a measure, so the pieces add up
-to the whole run's; a marker span at the chunk's end tells the sweep that nothing earlier is coming.
-WIP: read at the end, chunk by chunk, to show it equals the whole-journal account."""
+to the whole run's; a marker span at the chunk's end tells the sweep that nothing earlier is coming."""
 
 from __future__ import annotations
 
