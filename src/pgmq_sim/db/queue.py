@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg import sql
 
-from pgmq_sim.db.account import Chunk, read_account, read_chunk
+from pgmq_sim.db.account import read_account
 from pgmq_sim.db.audit import count_audit, load_pending
 from pgmq_sim.db.batches import produced_count, settle
 from pgmq_sim.db.install import QueueInstall
@@ -192,10 +192,6 @@ class QueueDatabase(QueueInstall):
             return read_account(conn, ordered, free_at_end, consume)
 
         return self.sessions.retrying(read)
-
-    def account_chunk(self, origin: float, after: float, free_at_end: list[tuple[str, str]]) -> Chunk:
-        """The journal's claims since `after` to its end (db/account.read_chunk)."""
-        return self.sessions.retrying(lambda conn: read_chunk(conn, origin, after, None, free_at_end))
 
     def group_blocking(self) -> list[tuple[str, int, int, float]]:
         """Per group: failed attempts and seconds its head kept the group waiting for a retry."""

@@ -1,14 +1,14 @@
 """The latency account kept as the run goes (result/running_account), in a process of its own:
 after each window of the live audit, the journal's claims up to the cut-off (every claim before it
 is journaled, db/account.read_cutoff) are read on the process's session as one chunk and split; the
-run's end reads only the rest. Its own process, so that splitting never takes the
-workers' interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`); at
-the lowest priority (nice 19), so that on cores the run fills it falls behind rather than slowing
-the run, and the end waits for what it left.
+run's end reads only the rest. Its own process, so that splitting never takes the workers'
+interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`); at the
+lowest priority (nice 19), so that on cores the run fills it falls behind rather than slowing the
+run (the chunks' reads still cost the server), and the end waits for what it left.
 
 A message enqueued before what the account forgot, an error, a process that died or did not finish
-in time, or the slowest 1% moving below the messages whose hidden seconds were kept leave the end to
-read the whole journal, as before, with the reason."""
+in time, or a cohort moving outside the messages it split leave the end to read the whole journal,
+as before, with the reason."""
 
 from __future__ import annotations
 
