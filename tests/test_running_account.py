@@ -18,6 +18,7 @@ import pytest
 from conftest import Cli
 
 from pgmq_sim.db.account import read_account, read_chunk, read_origin
+from pgmq_sim.engine.accounting import AccountKeeper
 from pgmq_sim.result.account import CohortSplit, LatencyAccount
 from pgmq_sim.result.running_account import RunningAccount
 
@@ -182,3 +183,38 @@ def test_below_its_threshold_the_account_is_read_whole_at_the_end(cli: Cli) -> N
     assert report["live_audit"]["windows_closed"] >= 2, report["live_audit"]
     split = report["latency_split"]
     assert split["live_chunks"] == 0 and split["live_cpu_s"] is None and split["overall"], split
+
+
+def test_a_span_journaled_after_its_chunk_that_began_before_it_sends_the_end_to_the_whole_journal(
+    cli: Cli, dsn: str
+) -> None:
+    """A row's free and claim spans are placed by the worker's own timing, and a frozen or starved
+    client places them early. A row journaled after a chunk was read whose span began before that
+    chunk's end (planted: a worker's latest row made later than the read saw, its free time 100 s)
+    is found at the next read: no account, and the reason, rather than one missing that part."""
+    result = cli.run(
+        "-rate 400 -fill-db 1200 -workers 3 -orders 20 -claim indexed -work-ms 1-3 -json out.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    workers = [
+        (w["name"], w["queue_type"]) for w in json.loads((cli.workdir / "out.json").read_text())["workers"]
+    ]
+    for planted in (False, True):
+        keeper = AccountKeeper(dsn, True, [name for name, _ in workers])
+        keeper.step(None)
+        assert keeper.kept().chunks == 1 and keeper.failed is None, keeper.failed
+        if planted:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(
+                    "update msg_journal set claimed_at = claimed_at + interval '1 ms', free_s = 100"
+                    " where msg_id = (select msg_id from msg_journal where worker = %s"
+                    " order by claimed_at desc limit 1)",
+                    (workers[0][0],),
+                )
+        account = keeper.finish(workers, 30)
+        keeper.close()
+        if planted:
+            assert account is None and keeper.failed is not None, keeper.failed
+            assert keeper.failed.startswith("1 worker span(s) of free or claim time"), keeper.failed
+        else:
+            assert account is not None and keeper.failed is None, keeper.failed

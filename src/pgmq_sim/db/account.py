@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, NamedTuple, TypeVar
 
 import psycopg
 
@@ -184,28 +185,56 @@ def _spans(rows: Iterable[tuple[Any, ...]]) -> Spans:
     return spans
 
 
-def read_cutoff(conn: psycopg.Connection, after: float, workers: Sequence[str]) -> float | None:
-    """What the account may read up to (the server's epoch): the lowest of the workers' latest claims
-    journaled since `after`; None while a worker has journaled none since."""
-    latest: dict[str, float] = dict(
-        psycopg.RawCursor(conn).execute(statement("account_cutoff"), (after,)).fetchall()
+MARGIN_S = 2.0  # a chunk ends this long before the lowest latest claim (sql/account_cutoff.sql)
+Seen = dict[str, datetime]  # each worker's latest claim journaled at a read
+
+
+class LiveChunk(NamedTuple):
+    """A read while the run goes: the account's zero, the chunk's end (the server's epochs), what
+    each worker had journaled then, the chunk, and the rows journaled since the last read whose spans
+    began before its end (`late`: not 0, the account is not whole)."""
+
+    origin: float
+    upto: float
+    seen: Seen
+    chunk: Chunk
+    late: int
+
+
+def read_cutoff(conn: psycopg.Connection, after: float, workers: Sequence[str]) -> Seen | None:
+    """Each worker's latest claim journaled since `after`; None while one has journaled none since."""
+    latest: Seen = dict(psycopg.RawCursor(conn).execute(statement("account_cutoff"), (after,)).fetchall())
+    return latest if workers and all(w in latest for w in workers) else None
+
+
+def read_late(conn: psycopg.Connection, seen: Seen | None, upto: float) -> int:
+    """The rows journaled since `seen` whose span of free or claim time began before `upto`."""
+    if not seen:
+        return 0
+    row = (
+        psycopg.RawCursor(conn)
+        .execute(statement("account_late"), (list(seen), list(seen.values()), upto))
+        .fetchone()
     )
-    if any(w not in latest for w in workers):
-        return None
-    return min(float(latest[w]) for w in workers) if workers else None
+    return int(row[0]) if row else 0
 
 
 def read_live_chunk(
-    conn: psycopg.Connection, origin: float | None, after: float, workers: Sequence[str]
-) -> tuple[float, float, Chunk] | None:
-    """While the run goes, in one snapshot: the account's zero (`origin`, or read now), the cut-off
-    (read_cutoff) and the chunk of claims from `after` to it; None while there is none."""
+    conn: psycopg.Connection, origin: float | None, after: float, seen: Seen | None, workers: Sequence[str]
+) -> LiveChunk | None:
+    """While the run goes, in one snapshot: the account's zero (`origin`, or read now), what each
+    worker has journaled, the chunk of claims from `after` to MARGIN_S before the lowest of those, and
+    the rows late for the last chunk; None while there is no new chunk."""
     try:
         conn.execute("set transaction isolation level repeatable read")
         origin = origin if origin is not None else read_origin(conn)
-        cutoff = read_cutoff(conn, after, workers) if origin is not None else None
-        if origin is None or cutoff is None or cutoff <= after:
+        latest = read_cutoff(conn, after, workers) if origin is not None else None
+        if origin is None or latest is None:
             return None
-        return origin, cutoff, read_chunk(conn, origin, after, cutoff, ())
+        upto = min(latest.values()).timestamp() - MARGIN_S
+        if upto <= after:
+            return None
+        late = read_late(conn, seen, after)
+        return LiveChunk(origin, upto, latest, read_chunk(conn, origin, after, upto, ()), late)
     finally:
         conn.rollback()  # it wrote nothing

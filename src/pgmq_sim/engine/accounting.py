@@ -1,14 +1,16 @@
 """The latency account kept as the run goes (result/running_account), in a process of its own:
-after each window of the live audit, the journal's claims up to the cut-off (every claim before it
-is journaled, db/account.read_cutoff) are read on the process's session as one chunk and split; the
+after each window of the live audit, the journal's claims up to the cut-off (a margin before every
+worker's latest journaled claim, db/account.read_live_chunk) are read on the process's session as
+one chunk and split; the
 run's end reads only the rest. Its own process, so that splitting never takes the workers'
 interpreter lock, and its CPU is its own, reported apart from the run's (`live_cpu_s`); at the
 lowest priority (nice 19), so that on cores the run fills it falls behind rather than slowing the
 run (the chunks' reads still cost the server), and the end waits for what it left.
 
-A message enqueued before what the account forgot, an error, a process that died or did not finish
-in time, or a cohort moving outside the messages it split leave the end to read the whole journal,
-as before, with the reason."""
+A message enqueued before what the account forgot, a span journaled after its chunk was read that
+began before the chunk's end, an error, a process that died or did not finish in time, or a cohort
+moving outside the messages it split leave the end to read the whole journal, as before, with the
+reason."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.account import read_chunk, read_live_chunk
+from pgmq_sim.db.account import MARGIN_S, Seen, read_chunk, read_late, read_live_chunk
 from pgmq_sim.db.connection import connect
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.running_account import RunningAccount
@@ -55,7 +57,8 @@ class AccountKeeper:
         self._conn: psycopg.Connection | None = None
         self._running: RunningAccount | None = None
         self._origin: float | None = None
-        self._after = 0.0  # the last cut-off: the server's epoch
+        self._after = 0.0  # the last chunk's end: the server's epoch
+        self._seen: Seen | None = None  # what each worker had journaled when it was read
         self.failed: str | None = None  # why the end reads the whole journal
 
     def kept(self, account: LatencyAccount | None = None, last: bool = False) -> Kept:
@@ -68,21 +71,24 @@ class AccountKeeper:
             return
         try:
             conn = self._conn = self._conn or connect(self._dsn, "latency account")
-            read = read_live_chunk(conn, self._origin, self._after, self._workers)
+            read = read_live_chunk(conn, self._origin, self._after, self._seen, self._workers)
         except psycopg.Error as exc:
             self.failed = f"the journal was not read as the run went ({type(exc).__name__})"
             return
         if read is None:
             return
-        self._origin, cutoff, (journeys, free, claims) = read
-        origin = self._origin
+        if read.late:
+            self.failed = late_text(read.late)
+            return
+        origin = self._origin = read.origin
         running = self._running = self._running or RunningAccount(
             self._ordered, None if offset_s is None else origin - offset_s
         )
-        upto = cutoff - origin
+        upto = read.upto - origin
         floor = upto - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s)
+        journeys, free, claims = read.chunk
         running.feed(journeys, free, claims, upto, floor)
-        self._after = cutoff
+        self._after, self._seen = read.upto, read.seen
 
     def finish(self, free_at_end: list[tuple[str, str]], timeout_s: float) -> LatencyAccount | None:
         """The rest of the journal, and the account; None where the end must read the whole journal."""
@@ -90,9 +96,13 @@ class AccountKeeper:
         if self.failed is not None or running is None or origin is None or conn is None:
             return None
         try:
+            late = read_late(conn, self._seen, self._after)
             journeys, free, claims = read_chunk(conn, origin, self._after, None, free_at_end)
         except psycopg.Error as exc:
             self.failed = f"the journal's rest was not read ({type(exc).__name__})"
+            return None
+        if late:
+            self.failed = late_text(late)
             return None
         running.feed(journeys, free, claims, float("inf"), float("inf"))
         account = running.finish(timeout_s)
@@ -109,6 +119,13 @@ class AccountKeeper:
         if self._conn is not None:
             with contextlib.suppress(psycopg.Error):
                 self._conn.close()
+
+
+def late_text(late: int) -> str:
+    return (
+        f"{late} worker span(s) of free or claim time, placed by the worker's own timing, began more"
+        f" than {MARGIN_S:g} s before the cut-off they were journaled after"
+    )
 
 
 def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str]) -> None:
