@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import psycopg
 
-from pgmq_sim.model.journeys import RUN, Attempt, FreeSpans, Journey, cohort_bounds
+from pgmq_sim.model.journeys import RUN, Attempt, FreeSpans, Journey, cohort_bounds, overlap
 from pgmq_sim.sqlfiles import statement
 
 T = TypeVar("T")
@@ -125,22 +125,6 @@ def _journeys(rows: Iterator[tuple[Any, ...]]) -> Iterator[Journey]:
             committed,
             horizon,
         )
-
-
-def overlap(
-    spans: Iterable[tuple[float, float]], others: Iterable[tuple[float, float]]
-) -> Iterator[tuple[float, float]]:
-    """Where two streams of spans (each in time order, apart) overlap, in time order."""
-    mine, theirs = iter(spans), iter(others)
-    a, b = next(mine, None), next(theirs, None)
-    while a is not None and b is not None:
-        lo, hi = max(a[0], b[0]), min(a[1], b[1])
-        if hi > lo:
-            yield lo, hi
-        if a[1] < b[1]:
-            a = next(mine, None)
-        else:
-            b = next(theirs, None)
 
 
 def read_origin(conn: psycopg.Connection) -> float | None:

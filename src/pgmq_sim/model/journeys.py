@@ -7,7 +7,7 @@ time from them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 MEDIAN, P99 = "median", "p99"  # the cohorts: the messages about the median, and the slowest 1%
@@ -85,3 +85,19 @@ class FreeSpans(NamedTuple):
     queue_type: str
     spans: Iterable[tuple[float, float]]
     claiming: Iterable[tuple[float, float]] = ()
+
+
+def overlap(
+    spans: Iterable[tuple[float, float]], others: Iterable[tuple[float, float]]
+) -> Iterator[tuple[float, float]]:
+    """Where two streams of spans (each in time order, apart) overlap, in time order."""
+    mine, theirs = iter(spans), iter(others)
+    a, b = next(mine, None), next(theirs, None)
+    while a is not None and b is not None:
+        lo, hi = max(a[0], b[0]), min(a[1], b[1])
+        if hi > lo:
+            yield lo, hi
+        if a[1] < b[1]:
+            a = next(mine, None)
+        else:
+            b = next(theirs, None)

@@ -18,7 +18,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from pgmq_sim.model.journeys import MEDIAN, P99, RUN, CohortBounds, FreeSpans, Journey, cohort_bounds
+from pgmq_sim.model.journeys import (
+    MEDIAN,
+    P99,
+    RUN,
+    CohortBounds,
+    FreeSpans,
+    Journey,
+    cohort_bounds,
+    overlap,
+)
 from pgmq_sim.result.account import KEPT_S, CohortSplit, Hidden, LatencyAccount, _Cohort, held_up
 
 Span = tuple[float, float]
@@ -199,7 +208,7 @@ class RunningAccount:
                 self._types[queue_type] = sweep
             mine = free.get(queue_type, [])
             sweep.feed(
-                by_type.get(queue_type, []), mine, list(_overlap(mine, claims.get(queue_type, []))), upto
+                by_type.get(queue_type, []), mine, list(overlap(mine, claims.get(queue_type, []))), upto
             )
 
     def _candidates(self) -> Callable[[Journey], bool]:
@@ -285,19 +294,6 @@ def _at_share(counts: dict[int, int], share: float) -> int:
         if seen >= share * total:
             return bucket
     return max(counts)
-
-
-def _overlap(spans: Sequence[Span], others: Sequence[Span]) -> Iterator[Span]:
-    mine, theirs = iter(spans), iter(others)
-    a, b = next(mine, None), next(theirs, None)
-    while a is not None and b is not None:
-        lo, hi = max(a[0], b[0]), min(a[1], b[1])
-        if hi > lo:
-            yield lo, hi
-        if a[1] < b[1]:
-            a = next(mine, None)
-        else:
-            b = next(theirs, None)
 
 
 __all__ = ["RUN", "RunningAccount"]
