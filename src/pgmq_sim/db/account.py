@@ -141,7 +141,9 @@ def read_chunk(
     free_at_end: Sequence[tuple[str, str]],
 ) -> Chunk:
     """The journeys claimed from `lo` to `hi` (epochs; None: on to the end, with the workers free at
-    the end), and each type's free and claim spans cut to them, in seconds from `origin`."""
+    the end), and each type's free and claim spans cut to them, in seconds from `origin`. A free
+    episode is journaled at the claim that ends it: `hi` must come before every worker's latest
+    claim (as read_cutoff's do), or a worker idle from before `hi` to the end is missed."""
     workers, types = [w for w, _ in free_at_end], [t for _, t in free_at_end]
     with conn.transaction():
         conn.execute(f"set local work_mem = '{WORK_MEM}'")

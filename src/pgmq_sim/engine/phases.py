@@ -173,15 +173,12 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
     )
     state.on_loop().start("housekeeping", housekeeper.run)
     if judged_live(state.settings, state.db.shape):
-        # the latency account read as the run goes; not with retries or due times, where a journal
-        # read in chunks was seen to differ from the whole journal's (test_running_account)
-        if not state.settings.retrying and state.settings.delay is None:
-            state.live_account = LiveAccount(
-                state.server.dsn,
-                state.design.ordered,
-                [s.name for s in state.stats],
-                lambda: state.locks.census().server_offset_s,
-            )
+        state.live_account = LiveAccount(  # the latency account, read as the run goes
+            state.server.dsn,
+            state.design.ordered,
+            [s.name for s in state.stats],
+            lambda: state.locks.census().server_offset_s,
+        )
         state.live_judge = LiveJudge(
             state.server.dsn,
             state.db.shape,
