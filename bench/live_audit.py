@@ -1,7 +1,8 @@
 """What the live audit saves at the run's end (issue 50, "judged as it runs"): the same run with the
 audit's windows closed while it goes (-audit-window W) and with the whole audit at its end
-(-audit-window 0), and with the windows but the latency account read at the end (what the account
-kept as the run goes costs the run), in interleaved rounds on one server.
+(-audit-window 0), with the windows but the latency account read at the end (what the account kept
+as the run goes costs the run), and with the windows and the journal compacted as the run goes
+(-compact-journal: what a bounded journal costs), in interleaved rounds on one server.
 
     pgmq-sim -rate R -fill-db N -workers 6 -work-ms 0 -orders 100 -claim indexed -audit-window W
 
@@ -16,6 +17,9 @@ Per cell, medians of --repeat rounds:
 * live CPU s: the CPU of the account's own process, which split the journal as the run went
   (`latency_split.live_cpu_s`: counted in cpu s too, never in the run's `client.cpu_s`);
 * windows, through: windows closed while the run went, and the msg_id they reached;
+* compacted: the journal rows deleted as the run went (`live_audit.journal_compacted_rows`);
+* WAL B/msg: the server's WAL per message over the run (pg_stat_wal, the JSON's `server_cost`):
+  the compaction's deletes are in it;
 * cpu s, peak MB: the whole process's user + system CPU, its children's included, and peak resident
   memory (wait4: the largest of the process and its children).
 
@@ -37,8 +41,8 @@ import _common as c
 
 END_EVENTS = r"(completed|stopped|interrupted|stalled|failed)"
 COLUMNS = (
-    "cell", "run s", "after s", "audit s", "account s", "live CPU s", "windows", "through", "cpu s",
-    "peak MB", "audit",
+    "cell", "run s", "after s", "audit s", "account s", "live CPU s", "windows", "through", "compacted",
+    "WAL B/msg", "cpu s", "peak MB", "audit",
 )  # fmt: skip
 
 
@@ -63,7 +67,9 @@ def arguments() -> argparse.ArgumentParser:
 NEVER = 10**12  # -account-live-from: rows no run journals, so the account is read at the end
 
 
-def measured(args: argparse.Namespace, window: float, live_from: int, dsn: str) -> dict[str, Any]:
+def measured(
+    args: argparse.Namespace, window: float, live_from: int, compact: bool, dsn: str
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="pgmq-bench-live-") as tmp:
         log = Path(tmp) / "run.log"
         run = c.run_cli(
@@ -71,6 +77,7 @@ def measured(args: argparse.Namespace, window: float, live_from: int, dsn: str) 
                 *("-rate", f"{args.rate:g}", "-fill-db", str(args.fill_db), "-workers", "6", "-work-ms", "0"),
                 *("-orders", "100", "-claim", "indexed", "-audit-window", f"{window:g}"),
                 *("-account-live-from", str(live_from)),
+                *(["-compact-journal"] if compact else []),
             ],
             dsn,
             keep_log=log,
@@ -85,6 +92,8 @@ def measured(args: argparse.Namespace, window: float, live_from: int, dsn: str) 
         "audit_s": (audited - ended).total_seconds() if ended and audited else float("nan"),
         "windows": live.get("windows_closed", 0),
         "through": live.get("through_msg_id", 0),
+        "compacted": live.get("journal_compacted_rows", 0),
+        "wal": (run.get("server_cost") or {}).get("wal_bytes_per_msg") or float("nan"),
     }
     return run
 
@@ -92,9 +101,10 @@ def measured(args: argparse.Namespace, window: float, live_from: int, dsn: str) 
 def main() -> None:
     args = arguments().parse_args()
     cells = {
-        f"windows every {args.window:g} s": (args.window, args.account_live_from),
-        f"windows every {args.window:g} s, the account at the end": (args.window, NEVER),
-        "audit at the end": (0.0, NEVER),
+        f"windows every {args.window:g} s": (args.window, args.account_live_from, False),
+        f"windows every {args.window:g} s, journal compacted": (args.window, args.account_live_from, True),
+        f"windows every {args.window:g} s, the account at the end": (args.window, NEVER, False),
+        "audit at the end": (0.0, NEVER, False),
     }
     with c.server_from_args(args.dsn) as server:
         runs = c.interleaved(
@@ -116,6 +126,8 @@ def main() -> None:
                 c.fmt(at("live_cpu_s")),
                 c.fmt(at("windows"), 0),
                 c.fmt(at("through"), 0),
+                c.fmt(at("compacted"), 0),
+                c.fmt(at("wal"), 0),
                 c.fmt(c.median([r["_bench"]["cpu_s"] for r in found])),
                 c.fmt(c.median([r["_bench"]["max_rss_mb"] for r in found])),
                 c.audit_verdicts(found),

@@ -145,6 +145,7 @@ class Settings:
     audit: bool
     audit_window: float  # the live audit's windows, seconds apart (0: the audit at the end alone)
     account_live_from: int  # journal rows past which the latency account is kept as the run goes
+    compact_journal: bool  # closed windows' journal rows deleted once judged and accounted
     stall_timeout: float
     json_path: Path | None
     plot_path: Path | None

@@ -104,11 +104,13 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
         f" {produced} of {previous.target} produced"
     )
     if windows:
+        failed = sum(not w.passed for w in windows)
         console.print(
             f"live audit: window(s) 1 to {len(windows)} (msg_id 1 to {windows[-1].hi:,}) judged"
-            f" while the run went, passed; msg_id {windows[-1].hi + 1:,} to {produced:,} judged now"
+            f" while the run went, {f'{failed} failed' if failed else 'passed'}; msg_id"
+            f" {windows[-1].hi + 1:,} to {produced:,} judged now"
         )
-    elif why is not None:
+    if why is not None:
         console.print(f"live audit: {why}")
     detail = "; ".join(verdict.problems) or f"{verdict.processed}/{verdict.expected} processed exactly once"
     console.print(f"audit {verdict.verdict}: {detail}; {verdict.left_behind} still pending")

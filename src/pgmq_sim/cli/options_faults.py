@@ -104,6 +104,17 @@ FAULT_OPTIONS = (
         example=("-account-live-from", "0"),
     ),
     Option(
+        "compact-journal",
+        "switch",
+        "with the latency account kept as the run goes, delete a closed window's journal rows once it"
+        " passed and the account read them, so the journal holds the open windows only (a soak's); the"
+        " account then splits every message, and a failed one gives none, as the journal it would read"
+        " again is gone; see [The journal kept bounded](docs/audit.md#the-journal-kept-bounded)",
+        "faults",
+        default=False,
+        example=("-compact-journal",),
+    ),
+    Option(
         "reconnect-timeout",
         "float",
         "how long workers, producer, listener and the tool's own session keep reconnecting to a lost server",

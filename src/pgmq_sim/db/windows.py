@@ -43,6 +43,7 @@ class ClosedWindow:
     carried: int
     passed: bool
     audit: dict[str, Any]
+    compacted_rows: int = 0  # the closed windows' journal rows deleted once judged (compact_journal)
 
 
 def read_window(
@@ -114,9 +115,27 @@ def read_rest(
 
 def closed_windows(conn: psycopg.Connection, run_id: str) -> list[ClosedWindow]:
     return [
-        ClosedWindow(int(n), int(lo), int(hi), int(rows), int(carried), bool(passed), dict(audit))
-        for n, lo, hi, rows, carried, passed, audit in conn.execute(statement("windows_closed"), (run_id,))
+        ClosedWindow(int(n), int(lo), int(hi), int(rows), int(carried), bool(passed), dict(audit), int(gone))
+        for n, lo, hi, rows, carried, passed, audit, gone in conn.execute(
+            statement("windows_closed"), (run_id,)
+        )
     ]
+
+
+def compact_journal(
+    conn: psycopg.Connection, run_id: str, window: int, after: int, hi: int, cut: float
+) -> tuple[int, int, int]:
+    """The closed windows' journal rows of msg_ids after+1..hi claimed before `cut` (the latency
+    account's: the server's epoch) deleted, in the caller's repeatable read transaction: (rows
+    completed after their window closed, which stop it: nothing deleted; rows deleted; where the
+    next compaction starts)."""
+    conn.execute(statement("tables_before_views"))
+    row = conn.execute(statement("journal_compact_check"), (run_id, hi)).fetchone()
+    counted, now = (int(row[0]), int(row[1])) if row else (0, 0)
+    if now != counted:
+        return now - counted, 0, after
+    row = conn.execute(statement("journal_compact"), (run_id, window, after, hi, cut)).fetchone()
+    return (0, int(row[0]), int(row[1])) if row else (0, 0, after)
 
 
 def journal_rows_through(conn: psycopg.Connection, hi: int) -> int:

@@ -48,6 +48,8 @@ class LocustCarrier:
     """The master's side: listens, starts its own worker processes (--processes) or waits for others
     (--master), deals the workers, relays faults, takes reports, notices lost processes."""
 
+    counts_from_journal = True  # a lost process's last completions (Members.reconcile)
+
     def __init__(self, options: DistributedOptions) -> None:
         self.options = options
         self.children: list[subprocess.Popen[bytes]] = []

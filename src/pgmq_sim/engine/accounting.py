@@ -47,13 +47,14 @@ class Kept:
     cpu_s: float
     account: LatencyAccount | None = None
     last: bool = False
+    upto: float = 0.0  # its last chunk's end (the server's epoch): every claim before it was read
 
 
 class AccountKeeper:
     """The account in the process: each step reads the next chunk, in one snapshot, on its session."""
 
-    def __init__(self, dsn: str, ordered: bool, workers: Sequence[str]) -> None:
-        self._dsn, self._ordered, self._workers = dsn, ordered, list(workers)
+    def __init__(self, dsn: str, ordered: bool, workers: Sequence[str], split_all: bool = False) -> None:
+        self._dsn, self._ordered, self._workers, self._split_all = dsn, ordered, list(workers), split_all
         self._conn: psycopg.Connection | None = None
         self._running: RunningAccount | None = None
         self._origin: float | None = None
@@ -63,7 +64,7 @@ class AccountKeeper:
 
     def kept(self, account: LatencyAccount | None = None, last: bool = False) -> Kept:
         chunks = self._running.chunks if self._running is not None else 0
-        return Kept(chunks, self.failed, time.process_time(), account, last)
+        return Kept(chunks, self.failed, time.process_time(), account, last, self._after)
 
     def step(self, offset_s: float | None) -> None:
         """The journal's claims since the last cut-off, up to the next."""
@@ -82,7 +83,7 @@ class AccountKeeper:
             return
         origin = self._origin = read.origin
         running = self._running = self._running or RunningAccount(
-            self._ordered, None if offset_s is None else origin - offset_s
+            self._ordered, None if offset_s is None else origin - offset_s, self._split_all
         )
         upto = read.upto - origin
         floor = upto - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s)
@@ -110,7 +111,7 @@ class AccountKeeper:
             if running.missed is not None:
                 self.failed = f"msg_id {running.missed} was enqueued before what the account had let go"
             elif running.moved is not None:
-                self.failed = f"{running.moved or 'the run'}'s cohorts moved outside the messages it split"
+                self.failed = f"{running.moved or 'the run'}'s cohorts took messages it had not split"
             else:
                 self.failed = "the account kept as the run went could not be closed"
         return account
@@ -128,7 +129,7 @@ def late_text(late: int) -> str:
     )
 
 
-def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str]) -> None:
+def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str], split_all: bool) -> None:
     """The process: steps until the end's message, or until its parent is gone. A signal is the run's
     to handle (a first Ctrl-C ends the run, which still asks for the account)."""
     for caught in (signal.SIGINT, signal.SIGTERM):
@@ -136,7 +137,7 @@ def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str]) 
     with contextlib.suppress(OSError):  # where the cores are all busy, the run goes first
         os.nice(NICE)
     parent = os.getppid()
-    keeper = AccountKeeper(dsn, ordered, workers)
+    keeper = AccountKeeper(dsn, ordered, workers, split_all)
     try:
         while os.getppid() == parent:
             if not pipe.poll(IDLE_S):
@@ -160,8 +161,16 @@ def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str]) 
 class LiveAccount:
     """The run's side of the account's process: steps sent without waiting, the end waited, bounded."""
 
-    def __init__(self, dsn: str, ordered: bool, workers: Sequence[str], offset_s: Callable[[], float | None]):
+    def __init__(
+        self,
+        dsn: str,
+        ordered: bool,
+        workers: Sequence[str],
+        offset_s: Callable[[], float | None],
+        split_all: bool = False,
+    ):
         self._dsn, self._ordered, self._workers, self._offset_s = dsn, ordered, list(workers), offset_s
+        self._split_all = split_all  # every message split, not the candidates: the journal is not read again
         self._process: Any = None
         self._pipe: Connection | None = None
         self._last = Kept(0, None, 0.0)
@@ -174,6 +183,14 @@ class LiveAccount:
     @property
     def cpu_s(self) -> float:
         return self._last.cpu_s
+
+    @property
+    def read_through(self) -> float | None:
+        """The server's epoch before which the process has read every claim, as it last said (None:
+        nothing read yet, or it failed: the end may need the whole journal)."""
+        if self.failed is not None or self._last.failed is not None:
+            return None
+        return self._last.upto or None
 
     def step(self) -> None:
         """After a window: the next chunk, read by the process as soon as it can."""
@@ -229,7 +246,7 @@ class LiveAccount:
         mine, theirs = context.Pipe()
         process = context.Process(
             target=keep_account,
-            args=(theirs, self._dsn, self._ordered, self._workers),
+            args=(theirs, self._dsn, self._ordered, self._workers, self._split_all),
             name="pgmq-sim latency account",
             daemon=True,
         )

@@ -261,6 +261,8 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
             tuple(state.live_judge.windows()),
             end.judged_live,
             state.live_judge.failures,
+            state.live_judge.compacted,
+            state.live_judge.compaction_stopped,
         )
         if state.live_judge is not None
         else None,
@@ -307,6 +309,13 @@ def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | Non
             return dataclasses.replace(
                 kept, seconds=time.perf_counter() - began, live_chunks=live.chunks, live_cpu_s=live.cpu_s
             )
+        compacted = state.live_judge.compacted if state.live_judge is not None else 0
+        if compacted:  # what it read is gone from the journal: no account rather than a wrong one
+            state.note(
+                f"latency account: {live.failed or 'not kept'}; {compacted} journal row(s) of the closed"
+                " windows were compacted (-compact-journal), so none is given"
+            )
+            return None
         if live.failed is not None:
             state.note(f"latency account: {live.failed}; the whole journal read at the end", screen=False)
     offset = census.server_offset_s if census is not None else None

@@ -7,6 +7,7 @@ the watermark; the run's end judges only what the windows left."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.values import QueueShape
 from pgmq_sim.db.windows import (
     ClosedWindow,
+    compact_journal,
     drop_views,
     keep_window,
     open_views,
@@ -55,10 +57,17 @@ class LiveJudge(RunThread):
         on_failure: Callable[[BaseException], None],
         account: LiveAccount | None = None,
         account_from: int = 0,
+        compact: bool = False,
     ) -> None:
         super().__init__("live audit", stop, on_error)
         self._account = account  # the latency account, read a chunk at a time after each window
         self._account_from = account_from  # once the windows have judged this many journal rows
+        # the closed windows' journal rows deleted once every window so far passed and the account
+        # read them: the journal holds the open windows only
+        self._compact = compact and account is not None
+        self._compacted_to = 0  # the msg_ids up to this one compacted, but for those left then
+        self.compacted = 0  # journal rows deleted
+        self.compaction_stopped: str | None = None  # why the journal is kept from then on
         self._dsn, self._shape, self._run_id = dsn, shape, run_id
         self._every_s, self._safe, self._judge = every_s, safe, judge
         self._retrying, self._clock, self._on_failure = retrying, clock, on_failure
@@ -139,7 +148,40 @@ class LiveJudge(RunThread):
             and sum(w.journal_rows for w in windows) + window.journal_rows >= self._account_from
         ):
             self._account.step()
+            self._compact_closed(conn, window, windows)
         return window
+
+    def _compact_closed(
+        self, conn: psycopg.Connection, window: AuditWindow, before: list[AuditWindow]
+    ) -> None:
+        """The closed windows' journal rows the account has read, deleted (the windows' records, the
+        groups' marks and the account keep what the end needs), while every window passed and no
+        completion came after its window closed; else the journal is kept from then on."""
+        cut = self._account.read_through if self._account is not None else None
+        if not self._compact or self.compaction_stopped is not None or cut is None:
+            return
+        failed = next((w for w in (*before, window) if not w.verdict.passed), None)
+        if failed is not None:
+            self.compaction_stopped = f"window {failed.number} failed: its journal rows kept"
+            return
+        try:
+            limit_lock_waits(conn)
+            conn.execute("set transaction isolation level repeatable read")
+            late, gone, upto = compact_journal(
+                conn, self._run_id, window.number, self._compacted_to, window.hi, cut
+            )
+            conn.commit()
+            self.transactions += 1
+        except psycopg.Error:  # the next window tries again, on a new session where this one was lost
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
+            return
+        if late:
+            self.compaction_stopped = (
+                f"{late} completion(s) of closed windows' messages came after they closed: the journal kept"
+            )
+        self.compacted += gone
+        self._compacted_to = upto
 
     def _open(self) -> psycopg.Connection:
         """The live audit's session, its views of the tool's tables made once where they may stay."""
@@ -177,13 +219,28 @@ def counts_after_windows(
     """The run's audit counts, going on from the closed windows the server kept where they passed
     and no completion came after they closed: the windows used, and else why none was."""
     windows, rows_now = db.closed_windows(run_id)
+    compacted = sum(w.compacted_rows for w in windows)
+    late = rows_now + compacted - sum(w.journal_rows for w in windows)
     why: str | None = None
+    if compacted:  # the journal cannot be judged whole again
+        rest = db.audit_rest(windows[-1].hi, max(expected, windows[-1].hi), SHOW, retrying)
+        counts = after_windows(rest.counts, [w.audit for w in windows])
+        if late:  # every closed window's message had finished: a completion after it is its second
+            counts = dataclasses.replace(counts, duplicates=counts.duplicates + late)
+            why = (
+                f"{late} completion(s) of a closed window's messages came after it closed: counted as"
+                f" duplicates, as {compacted} journal row(s) of the closed windows were compacted"
+            )
+        elif not all(w.passed for w in windows):
+            why = (
+                f"a window failed: {compacted} journal row(s) compacted before it, so its own evidence stands"
+            )
+        return counts, windows, why
     if not windows:
         pass
     elif not all(w.passed for w in windows):
         why = "a window failed: the whole run judged again, for every id"
-    elif rows_now != sum(w.journal_rows for w in windows):
-        late = rows_now - sum(w.journal_rows for w in windows)
+    elif late:
         why = f"{late} completion(s) of a closed window's messages came after it closed: judged again whole"
     elif windows[-1].hi > expected:
         why = f"the windows reach msg_id {windows[-1].hi}, past the {expected} produced: judged again whole"
@@ -191,6 +248,19 @@ def counts_after_windows(
         rest = db.audit_rest(windows[-1].hi, expected, SHOW, retrying)
         return after_windows(rest.counts, [w.audit for w in windows]), windows, None
     return db.audit_counts(expected, SHOW, retrying), [], why
+
+
+def journal_kept_whole(settings: Settings, shape: QueueShape, counts_from_journal: bool) -> str | None:
+    """Why the end reads closed windows' journal rows again, so that none may be compacted."""
+    if settings.retrying:
+        return "the end reads every failed attempt's group for its head-of-line blocking (retries)"
+    if settings.phases or settings.sweep is not None:
+        return "each phase's or sweep step's latency account reads its messages' rows at the end"
+    if not shape.seed_table:
+        return "the design keeps a log of its own, which the end counts against the journal"
+    if counts_from_journal:
+        return "a lost worker process's completions are counted from it"
+    return None
 
 
 def judged_live(settings: Settings, shape: QueueShape) -> bool:

@@ -35,6 +35,8 @@ def crew_plan(state: RunState) -> CrewPlan:
 
 
 class LoopCarrier:
+    counts_from_journal = False
+
     def __init__(self) -> None:
         self.crew: Crew | None = None
 

@@ -16,6 +16,9 @@ from pgmq_sim.result.stats import SecondSample
 
 
 class WorkerCarrier(Protocol):
+    # a lost worker process's completions are counted from the journal: it is kept whole
+    counts_from_journal: bool
+
     def connections(self, state: RunState) -> int:
         """Connections its workers and their helpers will open (the check counts them)."""
 

@@ -28,7 +28,7 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.engine.accounting import LiveAccount
 from pgmq_sim.engine.bounded import NotAnswering, call_bounded
 from pgmq_sim.engine.ended_by import name_the_ending
-from pgmq_sim.engine.judging import LiveJudge, judged_live
+from pgmq_sim.engine.judging import LiveJudge, journal_kept_whole, judged_live
 from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.ticker import start_ticker
@@ -173,11 +173,16 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
     )
     state.on_loop().start("housekeeping", housekeeper.run)
     if judged_live(state.settings, state.db.shape):
+        kept_whole = journal_kept_whole(settings, state.db.shape, parts.carrier.counts_from_journal)
+        if settings.compact_journal and kept_whole is not None:
+            state.note(f"-compact-journal: the journal is kept whole, as {kept_whole}")
+        compact = settings.compact_journal and kept_whole is None
         state.live_account = LiveAccount(  # the latency account, read as the run goes
             state.server.dsn,
             state.design.ordered,
             [s.name for s in state.stats],
             lambda: state.locks.census().server_offset_s,
+            split_all=compact,  # none of it read again: every message split
         )
         state.live_judge = LiveJudge(
             state.server.dsn,
@@ -203,7 +208,8 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
                 f"live audit: a window was not closed ({reason(exc, *state.dsns)}); it tries again"
             ),
             state.live_account,
-            state.settings.account_live_from,
+            settings.account_live_from,
+            compact=compact,
         )
         state.threads.append(state.live_judge)
         state.live_judge.start()

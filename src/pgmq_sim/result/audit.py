@@ -116,6 +116,8 @@ class LiveAuditRecord:
     windows: tuple[AuditWindow, ...]
     end_from: int  # the end judged msg_ids after this one (0: the whole run, again)
     failures: int  # ticks that closed no window for an error
+    compacted_rows: int = 0  # the closed windows' journal rows deleted as the run went
+    compaction_stopped: str | None = None  # why the journal was kept from some point on
 
     def as_json(self) -> dict[str, Any]:
         live = LiveAudit.of(self.windows)
@@ -127,5 +129,7 @@ class LiveAuditRecord:
             "end_judged_after": self.end_from,
             "errors": self.failures,
             "judged_s": round(sum(w.judged_s for w in self.windows), 3),
+            "journal_compacted_rows": self.compacted_rows,
+            "compaction_stopped": self.compaction_stopped,
             "windows": [w.as_json() for w in self.windows],
         }

@@ -3,8 +3,8 @@
 held_up) on a thread of its own, fed chunk by chunk, and every message added to its type's bucket of
 time from enqueue to completion, so the cohorts (about the median, the slowest 1%) are picked by
 bucket at the end, as the whole-journal account picks them. Only the messages a cohort may take are
-split (about the median so far, or among the slowest so far); the limits of what was split tell the
-end whether its cohorts stayed inside them.
+split (about the median so far, or among the slowest so far); the buckets of those left unsplit tell
+the end whether its cohorts are whole (none of them in a cohort's buckets).
 
 Each chunk's free and claim spans are cut to the chunk: free time is a measure, so the pieces add up
 to the whole run's; a marker span at the chunk's end tells the sweep that nothing earlier is coming."""
@@ -22,7 +22,6 @@ from pgmq_sim.model.journeys import (
     MEDIAN,
     P99,
     RUN,
-    CohortBounds,
     FreeSpans,
     Journey,
     cohort_bounds,
@@ -61,22 +60,6 @@ BAND = 300  # about the median so far, this many buckets either side (0.1% each:
 TAIL_SHARE = 0.97  # or slower than this share of the messages so far (their hidden seconds kept)
 HIDDEN_ENTRIES = 20_000  # a type's hidden seconds kept, at most, before its slices are made coarser
 CANDIDATE = ((RUN, "candidate"),)  # a journey the sweep splits (held_up's cohorts_only)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a scope's messages were split within, chunk after chunk: its cohorts are whole only if
-    the median's buckets lie inside every band and the slowest 1%'s from every tail on."""
-
-    lo: int = -(10**9)
-    hi: int = 10**9
-    tail: int = -(10**9)
-
-    def within(self, lo: int, hi: int, tail: int) -> Limits:
-        return Limits(max(self.lo, lo), min(self.hi, hi), max(self.tail, tail))
-
-    def hold(self, bounds: CohortBounds) -> bool:
-        return self.lo <= bounds.median_lo and bounds.median_hi <= self.hi and bounds.p99_lo >= self.tail
 
 
 class HiddenKept:
@@ -160,17 +143,18 @@ class TypeSweep:
 
 
 class RunningAccount:
-    def __init__(self, ordered: bool, origin_s: float | None) -> None:
+    def __init__(self, ordered: bool, origin_s: float | None, split_all: bool = False) -> None:
         self._ordered, self._origin_s = ordered, origin_s
+        self._split_all = split_all  # every message, not the candidates (no journal to read again)
         self._types: dict[str, TypeSweep] = {}
         self._forgotten = -math.inf  # the sweeps may have forgotten what ended before this
         self.missed: int | None = None  # a message enqueued before it: the account is not whole
         self._kept = HiddenKept()
         self._counts: dict[str, dict[int, int]] = {RUN: {}}  # messages by bucket, of the run and each type
-        self._limits: dict[str, Limits] = {}  # what each scope's cohorts must stay within: else not whole
+        self._skipped: dict[str, set[int]] = {}  # each scope's buckets with a message not split
         self.chunks = 0
         self.longest_s = 0.0  # the longest time from enqueue to completion so far
-        self.moved: str | None = None  # the scope whose cohorts moved outside what was split
+        self.moved: str | None = None  # the scope a cohort of which took a message not split
 
     def feed(
         self,
@@ -197,6 +181,10 @@ class RunningAccount:
                     counts[journey.bucket] = counts.get(journey.bucket, 0) + 1
                 self.longest_s = max(self.longest_s, journey.done - journey.added)
         split = self._candidates()
+        for journey in journeys:
+            if journey.bucket is not None and not split(journey):
+                for scope in (RUN, journey.queue_type):
+                    self._skipped.setdefault(scope, set()).add(journey.bucket)
         by_type = {
             t: [j._replace(cohorts=CANDIDATE) if split(j) else j for j in js] for t, js in by_type.items()
         }
@@ -213,16 +201,14 @@ class RunningAccount:
 
     def _candidates(self) -> Callable[[Journey], bool]:
         """Which of the chunk's messages a cohort may take, from the counts so far (this chunk's
-        in): about each scope's median or among its slowest few %; every one until SPLIT_ALL. Each
-        scope's limits record what was split, so that finish knows whether its cohorts stayed in."""
-        if sum(self._counts[RUN].values()) < SPLIT_ALL:
+        in): about each scope's median or among its slowest few %; every one until SPLIT_ALL."""
+        if self._split_all or sum(self._counts[RUN].values()) < SPLIT_ALL:
             return lambda journey: journey.bucket is not None
         found: dict[str, tuple[int, int, int]] = {}
         for scope, counts in self._counts.items():
             bounds = cohort_bounds(counts.items())
             band = (bounds.median_lo - BAND, bounds.median_hi + BAND, _at_share(counts, TAIL_SHARE))
             found[scope] = band
-            self._limits[scope] = self._limits.get(scope, Limits()).within(*band)
         self._kept.hidden_from = found[RUN][2]
 
         def split(journey: Journey) -> bool:
@@ -246,8 +232,9 @@ class RunningAccount:
             return None
         for sweep in self._types.values():
             self._kept.resliced(sweep.buckets.values())
-        for scope, limits in self._limits.items():  # a cohort outside what was split: not whole
-            if not limits.hold(cohort_bounds(self._counts[scope].items())):
+        for scope, skipped in self._skipped.items():  # a cohort with a message not split: not whole
+            bounds = cohort_bounds(self._counts[scope].items())
+            if any(bounds.median_lo <= b <= bounds.median_hi or b >= bounds.p99_lo for b in skipped):
                 self.moved = scope
                 return None
         overall: dict[str, CohortSplit] = {}

@@ -30,7 +30,9 @@ create index msg_journal_claimed_at on msg_journal using brin (claimed_at) with 
 -- The live audit's closed windows: msg_ids lo+1..hi and the earlier windows' messages that were
 -- still pending when they closed and have finished since, judged in one snapshot; journal_rows,
 -- the window's journal rows then (a later count that differs: a message completed again after its
--- window closed); carried, its messages still pending, judged by a later window.
+-- window closed); carried, its messages still pending, judged by a later window; compacted_rows, the
+-- closed windows' journal rows deleted once judged and accounted, counted on the window closed last
+-- when they were (sql/journal_compact.sql).
 drop table if exists pgmq_sim_windows;
 create table pgmq_sim_windows(
     run_id text not null,
@@ -42,6 +44,7 @@ create table pgmq_sim_windows(
     carried bigint not null,
     passed boolean not null,
     audit jsonb not null,
+    compacted_rows bigint not null default 0,
     primary key (run_id, window_no)
 );
 -- The closed windows' messages still pending when the last one closed: the next window judges them

@@ -55,16 +55,16 @@ def judge_audit(
 def _problems(counts: AuditCounts, ordered: bool, complete: bool, at_least_once: bool) -> list[str]:
     found = []
     if counts.duplicates:
-        found.append(f"{counts.duplicates} duplicate(s), e.g. msg_id {_ids(counts.duplicate_ids)}")
+        found.append(f"{counts.duplicates} duplicate(s){_eg(counts.duplicate_ids)}")
     if counts.missing:
-        found.append(f"{counts.missing} missing, e.g. msg_id {_ids(counts.missing_ids)}")
+        found.append(f"{counts.missing} missing{_eg(counts.missing_ids)}")
     if complete and counts.left_behind:
         found.append(f"{counts.left_behind} left behind in the queue")
     if counts.early:
-        found.append(f"{counts.early} completed before their due time, e.g. msg_id {_ids(counts.early_ids)}")
+        found.append(f"{counts.early} completed before their due time{_eg(counts.early_ids)}")
     if counts.order_violations:
         what = "order violation(s)" if ordered else "out-of-order (unordered strategy)"
-        found.append(f"{counts.order_violations} {what}, e.g. msg_id {_ids(counts.order_violation_ids)}")
+        found.append(f"{counts.order_violations} {what}{_eg(counts.order_violation_ids)}")
     if counts.priority_overtakings is not None:  # the design's group order: by priority, then enqueue
         found.append(
             "order judged by priority, then enqueue order (the design's own promise, queue.toml"
@@ -75,7 +75,7 @@ def _problems(counts: AuditCounts, ordered: bool, complete: bool, at_least_once:
     if at_least_once and counts.redelivered and counts.redelivered_ids:
         found.append(
             f"{counts.redelivered} redelivered after their lease passed (at-least-once by design),"
-            f" e.g. msg_id {_ids(counts.redelivered_ids)}"
+            f"{_eg(counts.redelivered_ids)}"
         )
     return found
 
@@ -94,8 +94,8 @@ def _causes(
     if counts.early:
         causes.append(
             (
-                f"{counts.early} message(s) completed before their due time, e.g. msg_id"
-                f" {_ids(counts.early_ids)}: the claim took them before their not-before time ($5 of"
+                f"{counts.early} message(s) completed before their due time{_eg(counts.early_ids)}: the claim"
+                " took them before their not-before time ($5 of"
                 " enqueue.sql)",
                 "make the claim skip messages whose not-before time has not come (not_before <= now())",
             )
@@ -112,7 +112,7 @@ def _causes(
         causes.append(
             (
                 f"{counts.missing} message(s) neither completed (no journal row), nor pending, nor"
-                f" dead-lettered, e.g. msg_id {_ids(counts.missing_ids)}: their state changed without a"
+                f" dead-lettered{_eg(counts.missing_ids)}: their state changed without a"
                 " completion the journal saw",
                 "change a message's state to finished only in its completion (complete.sql)",
             )
@@ -277,3 +277,8 @@ def _measured(facts: OrderFacts | None) -> tuple[str, str | None]:
 
 def _ids(ids: tuple[int, ...]) -> str:
     return ", ".join(map(str, ids))
+
+
+def _eg(ids: tuple[int, ...]) -> str:
+    """ ", e.g. msg_id 4, 9", or nothing where no id was kept (a compacted journal's late rows)."""
+    return f", e.g. msg_id {_ids(ids)}" if ids else ""
