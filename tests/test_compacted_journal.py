@@ -16,9 +16,9 @@ from conftest import Cli
 
 pytestmark = pytest.mark.integration
 
-MESSAGES = 8000
+MESSAGES = 12000
 RUN = f"-rate 1000 -fill-db {MESSAGES} -workers 6 -orders 30 -claim indexed -audit-window 0.5"
-RUN += " -account-live-from 0"
+RUN += " -account-live-from 0 -reconnect-timeout 0"  # compacted: rows completed 10 s before
 COMPACT = f"{RUN} -compact-journal"
 
 
@@ -61,7 +61,7 @@ def test_the_journal_holds_the_open_windows_only_and_every_message_is_counted(cl
     assert report["audit"]["verdict"] == "pass" and report["audit"]["processed"] == MESSAGES, report["audit"]
     # rows were deleted while the run went, and what is left is the last windows'
     assert any(later < earlier for earlier, later in itertools.pairwise(sizes)), sizes
-    assert left <= MESSAGES // 2 and max(sizes) < MESSAGES, (left, max(sizes))
+    assert left <= MESSAGES * 3 // 4 and max(sizes) < MESSAGES, (left, max(sizes))
     split = report["latency_split"]
     assert split["live_chunks"] >= 2 and split["overall"], split  # the account read them first
 

@@ -123,10 +123,11 @@ def closed_windows(conn: psycopg.Connection, run_id: str) -> list[ClosedWindow]:
 
 
 def compact_journal(
-    conn: psycopg.Connection, run_id: str, window: int, after: int, hi: int, cut: float
+    conn: psycopg.Connection, run_id: str, window: int, after: int, hi: int, cut: float, keep_s: float
 ) -> tuple[int, int, int]:
     """The closed windows' journal rows of msg_ids after+1..hi claimed before `cut` (the latency
-    account's: the server's epoch) deleted, in the caller's repeatable read transaction: (rows
+    account's: the server's epoch) and completed more than `keep_s` ago deleted, in the caller's
+    repeatable read transaction: (rows
     completed after their window closed, which stop it: nothing deleted; rows deleted; where the
     next compaction starts)."""
     conn.execute(statement("tables_before_views"))
@@ -134,7 +135,7 @@ def compact_journal(
     counted, now = (int(row[0]), int(row[1])) if row else (0, 0)
     if now != counted:
         return now - counted, 0, after
-    row = conn.execute(statement("journal_compact"), (run_id, window, after, hi, cut)).fetchone()
+    row = conn.execute(statement("journal_compact"), (run_id, window, after, hi, cut, keep_s)).fetchone()
     return (0, int(row[0]), int(row[1])) if row else (0, 0, after)
 
 

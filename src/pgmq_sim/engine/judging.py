@@ -58,6 +58,7 @@ class LiveJudge(RunThread):
         account: LiveAccount | None = None,
         account_from: int = 0,
         compact: bool = False,
+        keep_s: float = 0.0,
     ) -> None:
         super().__init__("live audit", stop, on_error)
         self._account = account  # the latency account, read a chunk at a time after each window
@@ -65,6 +66,7 @@ class LiveJudge(RunThread):
         # the closed windows' journal rows deleted once every window so far passed and the account
         # read them: the journal holds the open windows only
         self._compact = compact and account is not None
+        self._keep_s = keep_s  # a completion's row kept this long: a worker in doubt of its commit asks
         self._compacted_to = 0  # the msg_ids up to this one compacted, but for those left then
         self.compacted = 0  # journal rows deleted
         self.compaction_stopped: str | None = None  # why the journal is kept from then on
@@ -168,7 +170,7 @@ class LiveJudge(RunThread):
             limit_lock_waits(conn)
             conn.execute("set transaction isolation level repeatable read")
             late, gone, upto = compact_journal(
-                conn, self._run_id, window.number, self._compacted_to, window.hi, cut
+                conn, self._run_id, window.number, self._compacted_to, window.hi, cut, self._keep_s
             )
             conn.commit()
             self.transactions += 1

@@ -39,6 +39,9 @@ from pgmq_sim.model.skew import hottest_share, key_sampler
 from pgmq_sim.verdicts.audit import judge_audit
 
 STOP_GRACE_S = 2.0
+# a completion's journal row outlives compaction by the reconnect timeout and this: a worker whose
+# commit's answer was lost asks the journal once it reconnects (ClaimSession's journaled_by)
+KEEP_MARGIN_S = 10.0
 SLOTS_KEPT = 3  # pool exhaustion's *0 leaves these free: the tool's own readings, a reconnect
 
 
@@ -210,6 +213,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
             state.live_account,
             settings.account_live_from,
             compact=compact,
+            keep_s=settings.reconnect_timeout + KEEP_MARGIN_S,
         )
         state.threads.append(state.live_judge)
         state.live_judge.start()
