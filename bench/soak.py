@@ -1,14 +1,15 @@
 """A soak (issue 50): one long run at a steady rate, watched from outside while it goes.
 
     pgmq-sim -duration D -rate R -workers 12 -claim indexed -orders 100 -wakeup notify -work-ms 1-5 -delmsg
-             -report FILE.html
+             -compact-journal -report FILE.html
 
 What it prints, from the run and from what it sampled every --sample-s:
 
 * the tool's resident set (VmRSS of its process): after the first 5 minutes (or a tenth of a
   shorter run), its highest after that, at the run's end, and its slope per hour over the rest of
   the run (least squares);
-* the journal (`msg_journal`, its table and indexes, read on the server): its peak and its rows;
+* the journal (`msg_journal`, its table and indexes, read on the server): its peak, and the rows
+  compacted as the run went (`-compact-journal`; --whole-journal leaves it out);
 * after the run: from the log's `completed` to its `run end` (the audit's last window, the account,
   the report), and the process's CPU beside the run's own (`client.cpu_s`);
 * the report's size, the audit, the limit, the windows the live audit closed, and the stretches of
@@ -42,6 +43,9 @@ def arguments() -> argparse.ArgumentParser:
     parser.add_argument("--rate", type=float, default=800, help="arrivals per second (default 800)")
     parser.add_argument("--workers", type=int, default=12, help="workers (default 12)")
     parser.add_argument("--window", type=float, default=10, help="-audit-window (default 10)")
+    parser.add_argument(
+        "--whole-journal", action="store_true", help="without -compact-journal: the journal keeps every row"
+    )
     parser.add_argument("--sample-s", type=float, default=10, help="sampling period (default 10)")
     parser.add_argument("--dsn", default=None, help="a server of yours (default: an embedded one)")
     return parser
@@ -82,6 +86,7 @@ def main() -> None:
         *("-duration", f"{args.duration:g}", "-rate", f"{args.rate:g}", "-workers", str(args.workers)),
         *("-claim", "indexed", "-orders", "100", "-wakeup", "notify", "-work-ms", "1-5", "-delmsg"),
         *("-audit-window", f"{args.window:g}"),
+        *([] if args.whole_journal else ["-compact-journal"]),
     ]
     print("soak: " + c.cli_command_text([*run_args, "-report", "FILE.html"]), flush=True)
     with c.server_from_args(args.dsn) as server, tempfile.TemporaryDirectory(prefix="pgmq-soak-") as tmp:
@@ -115,7 +120,8 @@ def print_soak(args: argparse.Namespace, run: dict[str, Any], lines: c.RunLogLin
          f" {c.fmt(max((mb for _, mb in later), default=None))},"
          f" at the end {c.fmt(rss[-1][1] if rss else None)};"
          f" slope {c.fmt(slope)} MB/h; peak (wait4) {c.fmt(run['_bench']['max_rss_mb'])}"],
-        ["journal", f"peak {c.fmt(max(journal, default=0) / 2**20)} MB"],
+        ["journal", f"peak {c.fmt(max(journal, default=0) / 2**20)} MB;"
+         f" {live.get('journal_compacted_rows', 0):,} rows compacted as the run went"],
         ["after the run", f"{after_s:.1f} s wall; the process's CPU {run['_bench']['cpu_s']:.1f} s, the run's"
          f" {cpu_run:.1f} s"],
         ["report", f"{report_kb:,.0f} KB"],
