@@ -40,7 +40,11 @@ def test_too_few_workers_for_the_groups_is_a_workers_limit(cli: Cli) -> None:
     report = verdict(cli, "-fill-db 900 -workers 6 -work-ms 30 -orders 100", FAST)
     limit = report["limit"]
     assert limit["resource"] == "workers", limit
-    assert "the workers were busy" in limit["evidence"]
+    # by the busy share (past WORKERS_BUSY), or, where a loaded host's claims and commits took part
+    # of the workers' time (busy 82% in CI), by the slowest 1%'s wait for a free worker
+    evidence = limit["evidence"]
+    said = ("the workers were busy", "while every worker that could take them was busy")
+    assert any(words in evidence for words in said), evidence
     assert any(line.startswith("limit workers: add workers") for line in report["advice"]), report["advice"]
     # the wait profile: the workers' 30 ms of work are the server's idle-in-transaction time
     assert limit["wait_profile"]["client"] > 0.5, limit["wait_profile"]
