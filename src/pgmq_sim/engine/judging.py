@@ -254,6 +254,8 @@ def counts_after_windows(
 
 def journal_kept_whole(settings: Settings, shape: QueueShape, counts_from_journal: bool) -> str | None:
     """Why the end reads closed windows' journal rows again, so that none may be compacted."""
+    if not judged_live(settings, shape):
+        return "no live audit closes windows (-audit-window 0, -no-audit, or groups ordered by priority)"
     if settings.retrying:
         return "the end reads every failed attempt's group for its head-of-line blocking (retries)"
     if settings.phases or settings.sweep is not None:

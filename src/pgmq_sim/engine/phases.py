@@ -175,11 +175,11 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         producer_waits=state.producer_waits if settings.paced else None,
     )
     state.on_loop().start("housekeeping", housekeeper.run)
+    kept_whole = journal_kept_whole(settings, state.db.shape, parts.carrier.counts_from_journal)
+    if settings.compact_journal and kept_whole is not None:
+        state.note(f"-compact-journal: the journal is kept whole, as {kept_whole}")
+    compact = settings.compact_journal and kept_whole is None
     if judged_live(state.settings, state.db.shape):
-        kept_whole = journal_kept_whole(settings, state.db.shape, parts.carrier.counts_from_journal)
-        if settings.compact_journal and kept_whole is not None:
-            state.note(f"-compact-journal: the journal is kept whole, as {kept_whole}")
-        compact = settings.compact_journal and kept_whole is None
         state.live_account = LiveAccount(  # the latency account, read as the run goes
             state.server.dsn,
             state.design.ordered,
