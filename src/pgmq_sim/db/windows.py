@@ -127,12 +127,11 @@ def compact_journal(
 ) -> tuple[int, int, int]:
     """The closed windows' journal rows of msg_ids after+1..hi claimed before `cut` (the latency
     account's: the server's epoch) and completed more than `keep_s` ago deleted, in the caller's
-    repeatable read transaction: (rows
-    completed after their window closed, which stop it: nothing deleted; rows deleted; where the
-    next compaction starts)."""
+    repeatable read transaction: (rows completed after their window closed, which stop it: nothing
+    deleted; rows deleted; where the next compaction starts)."""
     conn.execute(statement("tables_before_views"))
-    row = conn.execute(statement("journal_compact_check"), (run_id, hi)).fetchone()
-    counted, now = (int(row[0]), int(row[1])) if row else (0, 0)
+    row = conn.execute(statement("windows_rows_left"), (run_id,)).fetchone()
+    counted, now = int(row[0]) if row else 0, journal_rows_through(conn, hi)
     if now != counted:
         return now - counted, 0, after
     row = conn.execute(statement("journal_compact"), (run_id, window, after, hi, cut, keep_s)).fetchone()

@@ -26,7 +26,7 @@ from pgmq_sim.model.facts import AuditCounts, TableHealth
 from pgmq_sim.model.kinds import Outcome, TxMode
 from pgmq_sim.model.locks import source_functions
 from pgmq_sim.result.account import LatencyAccount
-from pgmq_sim.result.audit import AuditVerdict, LiveAuditRecord
+from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import ClientCost, ServerCost
 from pgmq_sim.result.holders import LockCensus
@@ -256,16 +256,7 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         spare_connections=state.spare_connections,
         pool_server_room=state.pool_server_room,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,
-        live_audit=LiveAuditRecord(
-            settings.audit_window,
-            tuple(state.live_judge.windows()),
-            end.judged_live,
-            state.live_judge.failures,
-            state.live_judge.compacted,
-            state.live_judge.compaction_stopped,
-        )
-        if state.live_judge is not None
-        else None,
+        live_audit=state.live_judge.record(end.judged_live) if state.live_judge is not None else None,
         limit_by_window=state.window_limits.stretches(),
         ended_by=state.ended_by,
         enqueue=state.enqueues.account(

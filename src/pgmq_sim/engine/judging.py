@@ -29,7 +29,7 @@ from pgmq_sim.db.windows import (
 )
 from pgmq_sim.engine.accounting import LiveAccount
 from pgmq_sim.model.facts import AuditCounts
-from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, after_windows
+from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, LiveAuditRecord, after_windows
 from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.audit import SHOW
 
@@ -92,6 +92,13 @@ class LiveJudge(RunThread):
 
     def live(self) -> LiveAudit:
         return LiveAudit.of(self.windows())
+
+    def record(self, end_from: int) -> LiveAuditRecord:
+        """What the run's result keeps of it, the end having judged msg_ids after `end_from`."""
+        windows = tuple(self.windows())
+        return LiveAuditRecord(
+            self._every_s, windows, end_from, self.failures, self.compacted, self.compaction_stopped
+        )
 
     def body(self) -> None:
         """A window every `every_s`, or less often: the judging takes at most a tenth of the run's

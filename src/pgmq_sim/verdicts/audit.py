@@ -275,10 +275,6 @@ def _measured(facts: OrderFacts | None) -> tuple[str, str | None]:
     return " measured from the rows: " + "; ".join(text for _, text in found), fix
 
 
-def _ids(ids: tuple[int, ...]) -> str:
-    return ", ".join(map(str, ids))
-
-
 def _eg(ids: tuple[int, ...]) -> str:
     """ ", e.g. msg_id 4, 9", or nothing where no id was kept (a compacted journal's late rows)."""
-    return f", e.g. msg_id {_ids(ids)}" if ids else ""
+    return f", e.g. msg_id {', '.join(map(str, ids))}" if ids else ""
