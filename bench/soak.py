@@ -5,9 +5,9 @@
 
 What it prints, from the run and from what it sampled every --sample-s:
 
-* the tool's resident set (VmRSS of its process): after the first 5 minutes (or a tenth of a
-  shorter run), its highest after that, at the run's end, and its slope per hour over the rest of
-  the run (least squares);
+* the tool's resident set (VmRSS of its process, and of its children: the account's process):
+  after the first 5 minutes (or a tenth of a shorter run), its highest after that, at the run's
+  end, and its slope per hour over the rest of the run (least squares);
 * the journal (`msg_journal`, its table and indexes, read on the server): its peak, and the rows
   compacted as the run went (`-compact-journal`; --whole-journal leaves it out);
 * after the run: from the log's `completed` to its `run end` (the audit's last window, the account,
@@ -51,19 +51,30 @@ def arguments() -> argparse.ArgumentParser:
     return parser
 
 
-def watcher(dsn: str, every_s: float) -> Callable[[c.Running], list[tuple[float, float | None, int | None]]]:
-    """(seconds since launch, VmRSS MB, journal bytes) every `every_s`."""
+Sample = tuple[float, float | None, float | None, int | None]
 
-    def watch(running: c.Running) -> list[tuple[float, float | None, int | None]]:
-        samples: list[tuple[float, float | None, int | None]] = []
+
+def children_rss_mb(pid: int) -> float | None:
+    """The resident sets of a process's children, summed (the account's process)."""
+    kids: list[str] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():  # a child is listed under the thread that made it
+            kids += (task / "children").read_text().split()
+    except OSError:
+        return None
+    return sum(c.vm_rss_mb(int(kid)) or 0.0 for kid in kids)
+
+
+def watcher(dsn: str, every_s: float) -> Callable[[c.Running], list[Sample]]:
+    """(seconds since launch, VmRSS MB, its children's MB, journal bytes) every `every_s`."""
+
+    def watch(running: c.Running) -> list[Sample]:
+        samples: list[Sample] = []
         with psycopg.connect(dsn, autocommit=True, application_name="soak bench") as conn:
             while not running.done.is_set():
-                row = conn.execute(
-                    "select case when to_regclass('msg_journal') is not null"
-                    " then pg_total_relation_size('msg_journal') end"
-                ).fetchone()
-                rss = c.vm_rss_mb(running.pid)
-                samples.append((time.monotonic() - running.launched, rss, row[0] if row else None))
+                row = conn.execute("select pg_total_relation_size(to_regclass('msg_journal'))").fetchone()
+                rss, kids = c.vm_rss_mb(running.pid), children_rss_mb(running.pid)
+                samples.append((time.monotonic() - running.launched, rss, kids, row[0] if row else None))
                 running.done.wait(every_s)
         return samples
 
@@ -104,10 +115,11 @@ def main() -> None:
 
 def print_soak(args: argparse.Namespace, run: dict[str, Any], lines: c.RunLogLines, report_kb: float) -> None:
     samples = run["_bench"]["watch"] or []
-    rss = [(t, mb) for t, mb, _ in samples if mb is not None and mb > 0]
+    rss = [(t, mb) for t, mb, _, _ in samples if mb is not None and mb > 0]
     first = min(FIRST_S, args.duration / 10)
+    kids = [mb for t, _, mb, _ in samples if mb is not None and t >= first]
     later = [(t, mb) for t, mb in rss if t >= first]
-    journal = [b for _, _, b in samples if b is not None]
+    journal = [b for _, _, _, b in samples if b is not None]
     ended, last = lines.first_event(r"(completed|stopped|interrupted|stalled|failed)"), lines.events[-1][0]
     after_s = (last - ended).total_seconds() if ended else float("nan")
     cpu_run = float(run["client"]["cpu_s"])
@@ -120,6 +132,8 @@ def print_soak(args: argparse.Namespace, run: dict[str, Any], lines: c.RunLogLin
          f" {c.fmt(max((mb for _, mb in later), default=None))},"
          f" at the end {c.fmt(rss[-1][1] if rss else None)};"
          f" slope {c.fmt(slope)} MB/h; peak (wait4) {c.fmt(run['_bench']['max_rss_mb'])}"],
+        ["children's RSS MB", f"after the first minutes {c.fmt(kids[0] if kids else None)}, highest"
+         f" {c.fmt(max(kids, default=None))}, at the end {c.fmt(kids[-1] if kids else None)}"],
         ["journal", f"peak {c.fmt(max(journal, default=0) / 2**20)} MB;"
          f" {live.get('journal_compacted_rows', 0):,} rows compacted as the run went"],
         ["after the run", f"{after_s:.1f} s wall; the process's CPU {run['_bench']['cpu_s']:.1f} s, the run's"
