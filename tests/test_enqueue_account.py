@@ -5,6 +5,7 @@ the enqueue verdict on cases its integration tests do not build."""
 from __future__ import annotations
 
 import random
+import tracemalloc
 from datetime import UTC, datetime
 
 import pytest
@@ -63,7 +64,8 @@ def test_a_waiting_message_of_a_key_in_flight_is_held_behind_it_and_ready_when_i
         [], messages, 100, ConstantRate(10), Halt(), lambda: 0.0, Timeline(), EnqueueTally()
     )
     arrivals = [messages.draw(due_s=i * 0.1) for i in range(6)]
-    producer._waiting.extend(arrivals)
+    for arrival in arrivals:
+        producer._waiting.append(arrival)
     first = producer._take()
     assert first == [arrivals[0]]
     key = arrivals[0].group
@@ -79,13 +81,37 @@ def test_a_waiting_message_of_a_key_in_flight_is_held_behind_it_and_ready_when_i
     assert taken == [held[0]] and taken[0].ready_s == max(0.25, held[0].due_s)
 
 
+def test_waiting_messages_are_kept_as_due_times_and_drawn_as_a_session_looks_as_they_fell_due() -> None:
+    """A producer minutes behind holds millions of messages waiting: each is kept as its due time
+    until a session looks at it, then drawn in the same order, so a seed replays the same ones."""
+    clock = [0.0]
+    messages = source(orders=50)
+    producer = RateProducer(
+        [], messages, 100_000, ConstantRate(1000), Halt(), lambda: clock[0], Timeline(), EnqueueTally()
+    )
+    clock[0] = 100.0
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    producer._arrive()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert len(producer._waiting) == 100_000 and messages.drawn == 0
+    assert held < 16 * 100_000  # an Arrival each held about 185 bytes
+    taken = [producer._waiting.popleft() for _ in range(100_000)]
+    eager = source(orders=50)
+    assert [(a.group, a.draw) for a in taken] == [(eager.draw().group, i + 1) for i in range(100_000)]
+    assert [a.due_s for a in taken] == pytest.approx([i / 1000 for i in range(100_000)])
+    assert not producer._waiting and messages.drawn == 100_000
+
+
 def test_a_batch_takes_a_keys_messages_together_in_their_order() -> None:
     messages = source(orders=1)
     producer = RateProducer(
         [], messages, 100, ConstantRate(10), Halt(), lambda: 0.0, Timeline(), EnqueueTally(), batch=3
     )
     arrivals = [messages.draw(due_s=i * 0.1) for i in range(4)]
-    producer._waiting.extend(arrivals)
+    for arrival in arrivals:
+        producer._waiting.append(arrival)
     assert producer._take() == arrivals[:3]
     assert producer._take() == []  # the key is in flight
 

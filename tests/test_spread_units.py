@@ -12,7 +12,7 @@ from builders import enqueue
 
 from pgmq_sim.actors.arrivals import RateProducer
 from pgmq_sim.actors.bells import Halt
-from pgmq_sim.actors.producer import MessageSource
+from pgmq_sim.actors.producer import Arrival, MessageSource
 from pgmq_sim.distributed.producing import EnqueueDeltas, apply_deltas, owner
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.profiles import ConstantRate
@@ -46,12 +46,17 @@ def producer(share: int, shares: int, clock: list[float]) -> RateProducer:
     )
 
 
+def taken_all(p: RateProducer) -> list[Arrival]:
+    """Every waiting arrival, oldest first, taken off."""
+    return [p._waiting.popleft() for _ in range(len(p._waiting))]
+
+
 def test_each_process_takes_its_groups_of_one_arrival_stream_with_ids_by_draw_place() -> None:
     clock = [1.5]
     processes = [producer(share, 3, clock) for share in range(3)]
     for p in processes:
         p._arrive()
-    waiting = [list(p._waiting) for p in processes]
+    waiting = [taken_all(p) for p in processes]
     ids = sorted(a.draw for w in waiting for a in w)
     assert ids == list(range(1, 152))  # every arrival due by 1.5 s at 100/s (one at 0), once
     groups = [{a.group for a in w} for w in waiting]
@@ -69,16 +74,16 @@ def test_a_process_owes_from_its_lowest_waiting_or_in_flight_id() -> None:
     p = producer(0, 2, clock)
     assert p.owed_from() == 1  # nothing drawn yet
     p._arrive()
-    first = p._waiting[0].draw
+    first = p._waiting.head().draw
     assert p.owed_from() == first
     taken = p._take()
     p.sent = [p._source.stamp(taken)]
     assert p.owed_from() == first and p.owed()[0] == first  # in flight
     p.sent = [[]]  # committed
     p._in_flight.clear()
-    rest = [a.draw for a in p._waiting] + [a.draw for a in p._ahead]  # and its next, drawn ahead
+    rest = [*p._waiting.draws(), *(a.draw for a in p._ahead)]  # and its next, drawn ahead
     assert p._ahead and p.owed_from() == rest[0] and p.owed() == rest
-    p._waiting.clear()
+    taken_all(p)
     p._ahead.clear()
     assert p.owed_from() == p._source.drawn + 1
 
@@ -93,7 +98,7 @@ def test_a_process_timer_waits_for_its_own_next_arrival_not_the_others() -> None
     assert next_in == pytest.approx(own.due_s - 0.505)
     clock[0] = own.due_s
     p._arrive()
-    assert p._waiting[-1] is own  # due now: it waits for a session
+    assert taken_all(p)[-1] is own  # due now: it waits for a session
 
 
 def test_the_processes_accounts_summed_are_one_process_account() -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from pgmq_sim.actors.bells import Bell, Halt, Why
 from pgmq_sim.actors.producer import Arrival, BatchWriter, MessageSource
@@ -19,6 +20,63 @@ from pgmq_sim.result.stats import Timeline
 
 FOLD_S = 0.1  # how often the enqueues' times are folded into the tally and the timeline
 IDLE_S = 0.5  # a free session's longest wait between looks: the timer's session or a commit rings it
+
+
+class WaitingArrivals:
+    """The messages that fell due and wait in the client for a producer session, oldest first. Each
+    is kept as its due time alone (8 bytes, not an Arrival's 185: a producer minutes behind holds
+    millions) until a session looks at it; the source draws it then, in the same order, so a seed
+    replays the same messages. Spread over processes, a process keeps only its own, so they are
+    drawn as they fall due (`append`), and none is kept as a due time."""
+
+    def __init__(self, source: MessageSource) -> None:
+        self._source = source
+        self._drawn: deque[Arrival] = deque()  # looked at (or drawn to be owned), before every undrawn one
+        self._due = array("d")  # the undrawn ones' due times, from _first on
+        self._first = 0
+
+    def fall(self, due_s: float) -> None:
+        self._due.append(due_s)
+
+    def append(self, arrival: Arrival) -> None:
+        assert self._first == len(self._due), "a drawn arrival after an undrawn one"
+        self._drawn.append(arrival)
+
+    @property
+    def fallen(self) -> int:
+        """Every message that fell due so far, drawn or not."""
+        return self._source.drawn + len(self._due) - self._first
+
+    def __len__(self) -> int:
+        return len(self._drawn) + len(self._due) - self._first
+
+    def head(self) -> Arrival:
+        if not self._drawn:
+            self._drawn.append(self._draw())
+        return self._drawn[0]
+
+    def popleft(self) -> Arrival:
+        return self._drawn.popleft() if self._drawn else self._draw()
+
+    def put_back(self, passed: list[Arrival]) -> None:
+        """Arrivals taken off the front and passed over, back in their places."""
+        self._drawn.extendleft(reversed(passed))
+
+    def draws(self) -> Iterable[int]:
+        """Their places in the draws (msg_ids spread over processes), oldest first."""
+        yield from (a.draw for a in self._drawn)
+        yield from range(self._source.drawn + 1, self.fallen + 1)
+
+    def _draw(self) -> Arrival:
+        due_s = self._due[self._first]
+        self._first += 1
+        if self._first == len(self._due):
+            del self._due[:]
+            self._first = 0
+        elif self._first >= 4096 and self._first * 2 >= len(self._due):
+            del self._due[: self._first]  # amortized: each due time is moved at most once more
+            self._first = 0
+        return self._source.draw(due_s)
 
 
 class RateProducer:
@@ -59,7 +117,7 @@ class RateProducer:
         self._clock = clock
         self._batch = batch
         self._owns = owns  # spread over processes: the arrivals of this process's groups (None: all)
-        self._waiting: deque[Arrival] = deque()  # due, not yet taken by a session
+        self._waiting = WaitingArrivals(source)  # due, not yet taken by a session
         self._ahead: deque[Arrival] = deque()  # spread over processes: own arrivals drawn, not yet due
         self._in_flight: set[tuple[int, int]] = set()  # groups with an enqueue in flight
         self._held: dict[tuple[int, int], list[float]] = {}  # a held group: [its last commit, messages held]
@@ -96,20 +154,19 @@ class RateProducer:
     def _arrive(self) -> float | None:
         """Every message due by now joins the waiting ones, each at its own due time; the seconds until
         the next falls due (None: nothing more will)."""
-        source, profile, ahead = self._source, self._profile, self._ahead
+        source, profile, ahead, waiting = self._source, self._profile, self._ahead, self._waiting
         at = self._clock()
         # spread over processes, the last arrivals may be another's: this one's offers still run
         # to the last one's due time (the first process counts every arrival offered)
+        fallen = waiting.fallen
         drawn_all = (
-            source.drawn >= self._total
-            and not ahead
-            and (self._owns is None or profile.due(at) >= self._total)
+            fallen >= self._total and not ahead and (self._owns is None or profile.due(at) >= self._total)
         )
         if drawn_all or (self._until_s is not None and at >= self._until_s):
             self._closed = True  # the sessions write what fell due, then stop
             return None
         owns = self._owns
-        if owns is None and at < self._next_at and source.drawn == self._next_of:
+        if owns is None and at < self._next_at and fallen == self._next_of:
             # the usual look at a steady rate: the next message's due time is still ahead
             if int(at) > self.figures.noted_s:
                 self.figures.offer(at, 0)
@@ -118,28 +175,32 @@ class RateProducer:
         due = min(self._total, profile.due(at))
         self.figures.offer(at, due)
         last = self._looked_s
-        waiting = self._waiting
         while ahead and ahead[0].draw <= due:
             waiting.append(ahead.popleft())
-        kept, self._next_of = (self._next_at if self._next_of == source.drawn else None), -1
+        kept, self._next_of = (self._next_at if self._next_of == fallen else None), -1
         # a fixed profile says each one's due time itself (next_due_in asks more), unless the rate
         # was 0 at the last look (next_due_in's lull bound then applies)
-        timed = self._fixed and source.drawn < due and profile.rate_at(last) > 0
-        while source.drawn < due:  # each at its own due time (at most `at`)
-            when = kept if kept is not None else profile.due_time(source.drawn) if timed else None
+        timed = self._fixed and fallen < due and profile.rate_at(last) > 0
+        while fallen < due:  # each at its own due time (at most `at`)
+            when = kept if kept is not None else profile.due_time(fallen) if timed else None
             if when is not None:  # the first one's as asked at a look before, or the profile's
-                arrival, kept = source.draw(min(at, max(last, when))), None
+                due_s, kept = min(at, max(last, when)), None
             else:
-                arrival = source.draw(min(at, last + profile.next_due_in(last, source.drawn)))
-            if owns is None or owns(arrival):
-                waiting.append(arrival)
+                due_s = min(at, last + profile.next_due_in(last, fallen))
+            if owns is None:
+                waiting.fall(due_s)  # drawn when a session looks at it
+            else:
+                arrival = source.draw(due_s)
+                if owns(arrival):
+                    waiting.append(arrival)
+            fallen += 1
         self._looked_s = at
         if owns is not None:
             return self._next_own_in(at)
-        when = profile.due_time(source.drawn) if self._fixed else None
+        when = profile.due_time(fallen) if self._fixed else None
         if when is None or when - at >= IDLE_WAIT_S:  # a lull's bound, or nothing more is due
-            return profile.next_due_in(at, source.drawn)
-        self._next_at, self._next_of = when, source.drawn  # kept for the looks until it falls due
+            return profile.next_due_in(at, fallen)
+        self._next_at, self._next_of = when, fallen  # kept for the looks until it falls due
         return max(0.0, when - at)
 
     def _next_own_in(self, at: float) -> float:
@@ -170,7 +231,7 @@ class RateProducer:
         if not waiting:
             return []
         if self._batch == 1:  # the usual take: the oldest, its group free and nothing of it held
-            head = waiting[0]
+            head = waiting.head()
             group = head.group
             if not head.held and group not in in_flight:
                 waiting.popleft()
@@ -196,7 +257,7 @@ class RateProducer:
                 if not held[1]:
                     del self._held[group]
             taken.append(arrival)
-        waiting.extendleft(reversed(passed))
+        waiting.put_back(passed)
         for arrival in taken:
             in_flight.add(arrival.group)
         return taken
@@ -250,13 +311,14 @@ class RateProducer:
         """Spread over processes: the lowest msg_id (draw place) this process may still owe; every own
         one below it committed (the run's count is the lowest of these, less one)."""
         owed = [rows[0].msg_id for rows in self.sent if rows]
-        owed += [arrivals[0].draw for arrivals in (self._waiting, self._ahead) if arrivals]
+        owed += [next(iter(self._waiting.draws()))] if self._waiting else []
+        owed += [self._ahead[0].draw] if self._ahead else []
         return min(owed, default=self._source.drawn + 1)
 
     def owed(self) -> list[int]:
         """Spread over processes, at the end: the own msg_ids drawn and not known committed (in flight
         when the sessions stopped, still waiting, or drawn ahead)."""
-        waiting = [a.draw for a in self._waiting] + [a.draw for a in self._ahead]
+        waiting = [*self._waiting.draws(), *(a.draw for a in self._ahead)]
         return sorted([row.msg_id for row in self.unsettled()] + waiting)
 
     def unsettled(self) -> list[Message]:

@@ -133,7 +133,7 @@ class MessageSource:
 
 @dataclass(slots=True)
 class Arrival:
-    """A message that fell due and waits in the client for a producer session."""
+    """A message that fell due, drawn as a producer session looks at it (arrivals.WaitingArrivals)."""
 
     type_index: int
     order_id: int
