@@ -229,3 +229,47 @@ def test_a_span_journaled_after_its_chunk_that_began_before_it_sends_the_end_to_
             assert keeper.failed.startswith("1 worker span(s) of free or claim time"), keeper.failed
         else:
             assert account is not None and keeper.failed is None, keeper.failed
+
+
+def test_a_keeper_far_behind_reads_a_bounded_chunk_at_a_time_and_its_account_is_the_whole_journals(
+    cli: Cli, dsn: str
+) -> None:
+    """An account process the run left far behind holds one read's journeys, not the backlog: a
+    read stops `most` rows on, and the end reads the rest the same way while the sweeps catch up.
+    Its cohorts are those of the whole journal read at once."""
+    result = cli.run(
+        "-rate 200 -fill-db 1200 -workers 3 -orders 20 -claim indexed -work-ms 1-3 -json out.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    workers = [
+        (w["name"], w["queue_type"]) for w in json.loads((cli.workdir / "out.json").read_text())["workers"]
+    ]
+    with psycopg.connect(dsn) as conn:
+        whole = read_account(conn, True, workers, lambda origin, j, f: LatencyAccount.of(j, f, True, origin))
+    assert whole is not None
+    keeper = AccountKeeper(dsn, True, [name for name, _ in workers], most=100)
+    try:
+        keeper.step(None)
+        assert keeper.kept().chunks == 1 and keeper.failed is None, keeper.failed
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute(
+                "select count(*) from msg_journal where claimed_at < to_timestamp(%s)", (keeper.kept().upto,)
+            ).fetchone()
+        assert row is not None and 0 < row[0] <= 100, row  # the first read stopped 100 rows on
+        account = keeper.finish(workers, 30)
+    finally:
+        keeper.close()
+    assert account is not None and keeper.failed is None, keeper.failed
+    with psycopg.connect(dsn) as conn:  # the end's reads stop short of every worker's last claim
+        row = conn.execute(
+            "select count(*) from msg_journal where claimed_at < (select min(last) - interval '2 s'"
+            " from (select max(claimed_at) as last from msg_journal group by worker) w)"
+        ).fetchone()
+    assert row is not None and row[0] >= 500 and keeper.kept().chunks >= row[0] // 100, row
+    got, expected = cohorts(account), cohorts(whole)
+    assert set(got) == set(expected)
+    for key, want in expected.items():
+        assert got[key].messages == want.messages, key
+        for part in ("due", "ordering", "claim", "capacity", "hidden", "service"):
+            have = got[key].part_ms(part)
+            assert have == pytest.approx(want.part_ms(part), rel=1e-4, abs=0.01), (key, part)

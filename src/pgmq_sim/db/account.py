@@ -205,12 +205,24 @@ def read_late(conn: psycopg.Connection, seen: Seen | None, upto: float) -> int:
     return int(row[0]) if row else 0
 
 
+def read_cap(conn: psycopg.Connection, after: float, most: int) -> float | None:
+    """The claim time (epoch) `most` journal rows on from `after`; None where fewer are journaled."""
+    row = psycopg.RawCursor(conn).execute(statement("account_chunk_cap"), (after, most)).fetchone()
+    return None if row is None else float(row[0])
+
+
 def read_live_chunk(
-    conn: psycopg.Connection, origin: float | None, after: float, seen: Seen | None, workers: Sequence[str]
+    conn: psycopg.Connection,
+    origin: float | None,
+    after: float,
+    seen: Seen | None,
+    workers: Sequence[str],
+    most: int,
 ) -> LiveChunk | None:
     """While the run goes, in one snapshot: the account's zero (`origin`, or read now), what each
-    worker has journaled, the chunk of claims from `after` to MARGIN_S before the lowest of those, and
-    the rows late for the last chunk; None while there is no new chunk."""
+    worker has journaled, the chunk of claims from `after` to MARGIN_S before the lowest of those (or
+    to the claim `most` rows on, if earlier), and the rows late for the last chunk; None while there
+    is no new chunk."""
     try:
         conn.execute("set transaction isolation level repeatable read")
         origin = origin if origin is not None else read_origin(conn)
@@ -218,6 +230,8 @@ def read_live_chunk(
         if origin is None or latest is None:
             return None
         upto = min(latest.values()).timestamp() - MARGIN_S
+        cap = read_cap(conn, after, most) if upto > after else None
+        upto = upto if cap is None or cap <= after else min(upto, cap)
         if upto <= after:
             return None
         late = read_late(conn, seen, after)

@@ -26,7 +26,16 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.account import MARGIN_S, Seen, read_chunk, read_late, read_live_chunk
+from pgmq_sim.db.account import (
+    MARGIN_S,
+    Chunk,
+    Seen,
+    read_cap,
+    read_chunk,
+    read_cutoff,
+    read_late,
+    read_live_chunk,
+)
 from pgmq_sim.db.connection import connect
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.running_account import RunningAccount
@@ -36,6 +45,8 @@ LOOKBACK_WAITS = 3.0  # and of three times the longest wait so far
 START_S = 30.0  # the process's start (its imports) and a step's reply: waited at most this
 IDLE_S = 1.0  # the process looks for its parent this often while it waits
 NICE = 19  # the lowest scheduling priority: on cores the run fills, it falls behind instead
+CHUNK_MOST = 30_000  # journeys in one read, and queued for the sweeps before the next is read: a
+# process far behind the run holds these, not the run's backlog (the rest waits in the journal)
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,16 @@ class Kept:
 class AccountKeeper:
     """The account in the process: each step reads the next chunk, in one snapshot, on its session."""
 
-    def __init__(self, dsn: str, ordered: bool, workers: Sequence[str], split_all: bool = False) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        ordered: bool,
+        workers: Sequence[str],
+        split_all: bool = False,
+        most: int = CHUNK_MOST,
+    ) -> None:
         self._dsn, self._ordered, self._workers, self._split_all = dsn, ordered, list(workers), split_all
+        self._most = most
         self._conn: psycopg.Connection | None = None
         self._running: RunningAccount | None = None
         self._origin: float | None = None
@@ -67,12 +86,13 @@ class AccountKeeper:
         return Kept(chunks, self.failed, time.process_time(), account, last, self._after)
 
     def step(self, offset_s: float | None) -> None:
-        """The journal's claims since the last cut-off, up to the next."""
-        if self.failed is not None:
+        """The journal's claims since the last cut-off, up to the next (none while the sweeps are a
+        whole read behind: the next step reads on from the same place)."""
+        if self.failed is not None or (self._running is not None and self._running.queued() > self._most):
             return
         try:
             conn = self._conn = self._conn or connect(self._dsn, "latency account")
-            read = read_live_chunk(conn, self._origin, self._after, self._seen, self._workers)
+            read = read_live_chunk(conn, self._origin, self._after, self._seen, self._workers, self._most)
         except psycopg.Error as exc:
             self.failed = f"the journal was not read as the run went ({type(exc).__name__})"
             return
@@ -81,23 +101,33 @@ class AccountKeeper:
         if read.late:
             self.failed = late_text(read.late)
             return
-        origin = self._origin = read.origin
-        running = self._running = self._running or RunningAccount(
-            self._ordered, None if offset_s is None else origin - offset_s, self._split_all
+        self._origin = read.origin
+        self._running = self._running or RunningAccount(
+            self._ordered, None if offset_s is None else read.origin - offset_s, self._split_all
         )
-        upto = read.upto - origin
-        floor = upto - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s)
-        journeys, free, claims = read.chunk
-        running.feed(journeys, free, claims, upto, floor)
-        self._after, self._seen = read.upto, read.seen
+        self._feed(self._running, read.chunk, read.upto)
+        self._seen = read.seen
+
+    def _feed(self, running: RunningAccount, chunk: Chunk, upto: float) -> None:
+        assert self._origin is not None
+        at = upto - self._origin
+        journeys, free, claims = chunk
+        running.feed(journeys, free, claims, at, at - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s))
+        self._after = upto
 
     def finish(self, free_at_end: list[tuple[str, str]], timeout_s: float) -> LatencyAccount | None:
-        """The rest of the journal, and the account; None where the end must read the whole journal."""
+        """The rest of the journal, a read of at most `most` journeys at a time while the sweeps catch
+        up, and the account; None where the end must read the whole journal."""
         running, origin, conn = self._running, self._origin, self._conn
         if self.failed is not None or running is None or origin is None or conn is None:
             return None
+        deadline = time.monotonic() + timeout_s
         try:
             late = read_late(conn, self._seen, self._after)
+            while not late and (upto := self._next_cut(conn)) is not None:
+                self._feed(running, read_chunk(conn, origin, self._after, upto, ()), upto)
+                while running.queued() > self._most and time.monotonic() < deadline:
+                    time.sleep(IDLE_S / 20)
             journeys, free, claims = read_chunk(conn, origin, self._after, None, free_at_end)
         except psycopg.Error as exc:
             self.failed = f"the journal's rest was not read ({type(exc).__name__})"
@@ -115,6 +145,16 @@ class AccountKeeper:
             else:
                 self.failed = "the account kept as the run went could not be closed"
         return account
+
+    def _next_cut(self, conn: psycopg.Connection) -> float | None:
+        """At the end, the claim `most` rows on, if every worker's last claim comes after it (as
+        while the run went); None: the rest is one read."""
+        cap = read_cap(conn, self._after, self._most)
+        latest = read_cutoff(conn, self._after, self._workers) if cap is not None else None
+        if cap is None or latest is None:
+            return None
+        upto = min(cap, min(latest.values()).timestamp() - MARGIN_S)
+        return upto if upto > self._after else None
 
     def close(self) -> None:
         if self._conn is not None:

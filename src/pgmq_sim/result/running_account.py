@@ -47,6 +47,10 @@ class Stream(Generic[T]):
     def close(self) -> None:
         self._items.put(None)
 
+    def __len__(self) -> int:
+        """Items handed and not yet taken (about: the sweep's thread takes them as this reads)."""
+        return self._items.qsize()
+
     def __iter__(self) -> Iterator[T]:
         while True:
             item = self._items.get()
@@ -198,6 +202,10 @@ class RunningAccount:
             sweep.feed(
                 by_type.get(queue_type, []), mine, list(overlap(mine, claims.get(queue_type, []))), upto
             )
+
+    def queued(self) -> int:
+        """Journeys fed and not yet split by the sweeps."""
+        return sum(len(sweep.journeys) for sweep in self._types.values())
 
     def _candidates(self) -> Callable[[Journey], bool]:
         """Which of the chunk's messages a cohort may take, from the counts so far (this chunk's
