@@ -7,6 +7,7 @@ import dataclasses
 import json
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -27,7 +28,7 @@ from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.snapshots import SnapshotWatch
 from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerStats
 from pgmq_sim.settings import parse_listen_address
-from pgmq_sim.verdicts.drift import judge_drift
+from pgmq_sim.verdicts.drift import judge_drift, least_squares
 
 
 def seconds(
@@ -61,6 +62,35 @@ def test_a_long_steady_run_is_stable_and_a_rising_p99_drifts() -> None:
     assert [d.split()[0] for d in rising.drifting] == ["p99"], rising.drifting
     trend = rising.trend("e2e_p99")
     assert trend is not None and 0.45 < trend.share_per_hour < 0.65 and trend.p < 0.01
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("noise", [0.0, 0.5, 5.0, 50.0])
+def test_the_drift_line_and_its_p_value_are_linregress(noise: float) -> None:
+    """The trend's slope and p-value are scipy.stats.linregress's (the tool imports only scipy's t
+    distribution: scipy.stats cost the run's end 75 MB): a clean line, a noisy one, and noise."""
+    from random import Random
+
+    from scipy.stats import linregress
+
+    rng = Random(7)
+    xs = [30.0 + 60 * i for i in range(12)]
+    ys = [100 + 0.01 * x + rng.gauss(0, noise) for x in xs]
+    slope, p = least_squares(xs, ys)
+    fit = linregress(xs, ys)
+    assert slope == pytest.approx(fit.slope, rel=1e-9)
+    assert p == pytest.approx(fit.pvalue, rel=1e-6, abs=1e-12)  # an exact line: 0 or 1e-79
+
+
+@pytest.mark.unit
+def test_the_drift_line_leaves_scipy_stats_unimported() -> None:
+    """75 MB of the tool's memory at every long run's end, for a line."""
+    code = (
+        "import sys; from pgmq_sim.verdicts.drift import least_squares;"
+        " least_squares([0, 1, 2, 3], [1, 2, 2, 4]); print('scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "False", out
 
 
 @pytest.mark.unit
