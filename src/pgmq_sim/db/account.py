@@ -205,7 +205,7 @@ def read_late(conn: psycopg.Connection, seen: Seen | None, upto: float) -> int:
     return int(row[0]) if row else 0
 
 
-def read_cap(conn: psycopg.Connection, after: float, most: int) -> float | None:
+def _read_cap(conn: psycopg.Connection, after: float, most: int) -> float | None:
     """The claim time (epoch) `most` journal rows on from `after`; None where fewer are journaled."""
     row = psycopg.RawCursor(conn).execute(statement("account_chunk_cap"), (after, most)).fetchone()
     return None if row is None else float(row[0])
@@ -230,7 +230,7 @@ def read_live_chunk(
         if origin is None or latest is None:
             return None
         upto = min(latest.values()).timestamp() - MARGIN_S
-        cap = read_cap(conn, after, most) if upto > after else None
+        cap = _read_cap(conn, after, most) if upto > after else None
         upto = upto if cap is None or cap <= after else min(upto, cap)
         if upto <= after:
             return None

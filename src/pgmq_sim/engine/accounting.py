@@ -26,16 +26,7 @@ from typing import Any
 
 import psycopg
 
-from pgmq_sim.db.account import (
-    MARGIN_S,
-    Chunk,
-    Seen,
-    read_cap,
-    read_chunk,
-    read_cutoff,
-    read_late,
-    read_live_chunk,
-)
+from pgmq_sim.db.account import MARGIN_S, Seen, read_chunk, read_late, read_live_chunk
 from pgmq_sim.db.connection import connect
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.running_account import RunningAccount
@@ -85,49 +76,50 @@ class AccountKeeper:
         chunks = self._running.chunks if self._running is not None else 0
         return Kept(chunks, self.failed, time.process_time(), account, last, self._after)
 
-    def step(self, offset_s: float | None) -> None:
+    def step(self, offset_s: float | None) -> bool:
         """The journal's claims since the last cut-off, up to the next (none while the sweeps are a
-        whole read behind: the next step reads on from the same place)."""
+        whole read behind: the next step reads on from the same place); False: no chunk read."""
         if self.failed is not None or (self._running is not None and self._running.queued() > self._most):
-            return
+            return False
         try:
             conn = self._conn = self._conn or connect(self._dsn, "latency account")
             read = read_live_chunk(conn, self._origin, self._after, self._seen, self._workers, self._most)
         except psycopg.Error as exc:
-            self.failed = f"the journal was not read as the run went ({type(exc).__name__})"
-            return
+            self.failed = f"a chunk of the journal was not read ({type(exc).__name__})"
+            return False
         if read is None:
-            return
+            return False
         if read.late:
             self.failed = late_text(read.late)
-            return
-        self._origin = read.origin
-        self._running = self._running or RunningAccount(
-            self._ordered, None if offset_s is None else read.origin - offset_s, self._split_all
+            return False
+        origin = self._origin = read.origin
+        running = self._running = self._running or RunningAccount(
+            self._ordered, None if offset_s is None else origin - offset_s, self._split_all
         )
-        self._feed(self._running, read.chunk, read.upto)
-        self._seen = read.seen
-
-    def _feed(self, running: RunningAccount, chunk: Chunk, upto: float) -> None:
-        assert self._origin is not None
-        at = upto - self._origin
-        journeys, free, claims = chunk
-        running.feed(journeys, free, claims, at, at - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s))
-        self._after = upto
+        upto = read.upto - origin
+        floor = upto - max(LOOKBACK_S, LOOKBACK_WAITS * running.longest_s)
+        journeys, free, claims = read.chunk
+        running.feed(journeys, free, claims, upto, floor)
+        self._after, self._seen = read.upto, read.seen
+        return True
 
     def finish(self, free_at_end: list[tuple[str, str]], timeout_s: float) -> LatencyAccount | None:
-        """The rest of the journal, a read of at most `most` journeys at a time while the sweeps catch
-        up, and the account; None where the end must read the whole journal."""
+        """The rest of the journal, and the account; None where the end must read the whole journal.
+        The rest is read as the run's chunks were, a read of at most `most` journeys at a time while
+        the sweeps catch up, up to the cut-off; what lies past it, in one read."""
         running, origin, conn = self._running, self._origin, self._conn
         if self.failed is not None or running is None or origin is None or conn is None:
             return None
         deadline = time.monotonic() + timeout_s
+        while self.failed is None and time.monotonic() < deadline:
+            if running.queued() > self._most:
+                time.sleep(IDLE_S / 20)
+            elif not self.step(None):
+                break
+        if self.failed is not None:
+            return None
         try:
             late = read_late(conn, self._seen, self._after)
-            while not late and (upto := self._next_cut(conn)) is not None:
-                self._feed(running, read_chunk(conn, origin, self._after, upto, ()), upto)
-                while running.queued() > self._most and time.monotonic() < deadline:
-                    time.sleep(IDLE_S / 20)
             journeys, free, claims = read_chunk(conn, origin, self._after, None, free_at_end)
         except psycopg.Error as exc:
             self.failed = f"the journal's rest was not read ({type(exc).__name__})"
@@ -145,16 +137,6 @@ class AccountKeeper:
             else:
                 self.failed = "the account kept as the run went could not be closed"
         return account
-
-    def _next_cut(self, conn: psycopg.Connection) -> float | None:
-        """At the end, the claim `most` rows on, if every worker's last claim comes after it (as
-        while the run went); None: the rest is one read."""
-        cap = read_cap(conn, self._after, self._most)
-        latest = read_cutoff(conn, self._after, self._workers) if cap is not None else None
-        if cap is None or latest is None:
-            return None
-        upto = min(cap, min(latest.values()).timestamp() - MARGIN_S)
-        return upto if upto > self._after else None
 
     def close(self) -> None:
         if self._conn is not None:
