@@ -6,6 +6,7 @@ with episodes as (
            case when $3::float8 is null then claimed_at else least(claimed_at, to_timestamp($3)) end as b
     from msg_journal
     where claim_s > 0 and claimed_at >= to_timestamp($2)
+      and ($3::float8 is null or claimed_at - make_interval(secs => claim_s) < to_timestamp($3))
 ),
 ordered as (
     select queue_type, a, b,

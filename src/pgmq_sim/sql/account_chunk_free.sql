@@ -20,9 +20,11 @@ last_done as (
 episodes as (
     select queue_type, claimed_at - make_interval(secs => free_s) as a, claimed_at as b
     from msg_journal where free_s is not null and claimed_at >= to_timestamp($2)
+      and ($3::float8 is null or claimed_at - make_interval(secs => free_s) < to_timestamp($3))
     union all
     select queue_type, claimed_at - make_interval(secs => free_s), claimed_at
     from msg_failures where free_s is not null and claimed_at >= to_timestamp($2)
+      and ($3::float8 is null or claimed_at - make_interval(secs => free_s) < to_timestamp($3))
     union all
     select w.queue_type,
            coalesce(d.t, case when $2 <= $1 then b.up else to_timestamp($2) end), b.t1

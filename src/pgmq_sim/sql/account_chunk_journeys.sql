@@ -4,11 +4,23 @@
 -- (code point order) and claim, each with the bucket of its time from enqueue to completion (0.1%
 -- wide on a log scale, as sql/account_cohorts.sql counts them) in place of its cohorts, which the
 -- account picks by bucket at the end; its commit read from its worker's next row, which may be
--- past the chunk; its horizon the earliest enqueue of it and of the chunk's journeys after it.
-with rows as (
+-- past the chunk (only that row is read of the rest of the journal); its horizon the earliest enqueue of it and of the chunk's journeys after it.
+with next as (  -- each worker's first row past the chunk: when its last commit in the chunk was over
+    select worker, min(claimed_at) as claimed_at
+    from msg_journal
+    where time_added is not null and claimed_at >= to_timestamp($3)
+    group by worker
+),
+rows as (  -- the chunk's rows and those (the rest of the journal is not sorted at each read)
     select *, claimed_at - make_interval(secs => claim_s) as claim_from
     from msg_journal
     where time_added is not null and claimed_at >= to_timestamp($2)
+      and ($3::float8 is null or claimed_at < to_timestamp($3))
+    union all
+    select j.*, j.claimed_at - make_interval(secs => j.claim_s)
+    from msg_journal j join next n using (worker, claimed_at)
+    where j.time_added is not null and j.claimed_at >= to_timestamp($3)
+      and j.claimed_at <= (select max(claimed_at) from next)
 ),
 first as (
     select distinct on (msg_id) msg_id, queue_type, order_id, claimed_at, completed_at, time_added, due_at,
