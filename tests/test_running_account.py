@@ -235,7 +235,8 @@ def test_a_keeper_far_behind_reads_a_bounded_chunk_at_a_time_and_its_account_is_
     cli: Cli, dsn: str
 ) -> None:
     """An account process the run left far behind holds one read's journeys, not the backlog: a
-    read stops `most` rows on, and the end reads the rest the same way while the sweeps catch up.
+    read stops `most` rows on, the next is read as soon as the sweeps have room (not at the next
+    step), and the end reads the rest the same way while the sweeps catch up.
     Its cohorts are those of the whole journal read at once."""
     result = cli.run(
         "-rate 200 -fill-db 1200 -workers 3 -orders 20 -claim indexed -work-ms 1-3 -json out.json"
@@ -251,11 +252,17 @@ def test_a_keeper_far_behind_reads_a_bounded_chunk_at_a_time_and_its_account_is_
     try:
         keeper.step(None)
         assert keeper.kept().chunks == 1 and keeper.failed is None, keeper.failed
+        upto = keeper.kept().upto
         with psycopg.connect(dsn) as conn:
             row = conn.execute(
                 "select count(*) from msg_journal where claimed_at < to_timestamp(%s)", (keeper.kept().upto,)
             ).fetchone()
         assert row is not None and 0 < row[0] <= 100, row  # the first read stopped 100 rows on
+        assert keeper.waiting  # the rest of the step's chunk is left to read: no other step needed
+        deadline = time.monotonic() + 30
+        while not keeper.read_wanted() and time.monotonic() < deadline:  # once the sweeps have room
+            time.sleep(0.05)
+        assert keeper.kept().chunks == 2 and keeper.kept().upto > upto, keeper.failed
         account = keeper.finish(workers, 30)
     finally:
         keeper.close()

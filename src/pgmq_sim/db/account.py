@@ -177,14 +177,16 @@ Seen = dict[str, datetime]  # each worker's latest claim journaled at a read
 
 class LiveChunk(NamedTuple):
     """A read while the run goes: the account's zero, the chunk's end (the server's epochs), what
-    each worker had journaled then, the chunk, and the rows journaled since the last read whose spans
-    began before its end (`late`: not 0, the account is not whole)."""
+    each worker had journaled then, the chunk, the rows journaled since the last read whose spans
+    began before its end (`late`: not 0, the account is not whole), and whether it stopped short of
+    the cut-off at the cap (`capped`: the rest is there to read)."""
 
     origin: float
     upto: float
     seen: Seen
     chunk: Chunk
     late: int
+    capped: bool
 
 
 def read_cutoff(conn: psycopg.Connection, after: float, workers: Sequence[str]) -> Seen | None:
@@ -229,12 +231,13 @@ def read_live_chunk(
         latest = read_cutoff(conn, after, workers) if origin is not None else None
         if origin is None or latest is None:
             return None
-        upto = min(latest.values()).timestamp() - MARGIN_S
-        cap = _read_cap(conn, after, most) if upto > after else None
-        upto = upto if cap is None or cap <= after else min(upto, cap)
+        cutoff = min(latest.values()).timestamp() - MARGIN_S
+        cap = _read_cap(conn, after, most) if cutoff > after else None
+        upto = cutoff if cap is None or cap <= after else min(cutoff, cap)
         if upto <= after:
             return None
         late = read_late(conn, seen, after)
-        return LiveChunk(origin, upto, latest, read_chunk(conn, origin, after, upto, ()), late)
+        chunk = read_chunk(conn, origin, after, upto, ())
+        return LiveChunk(origin, upto, latest, chunk, late, upto < cutoff)
     finally:
         conn.rollback()  # it wrote nothing

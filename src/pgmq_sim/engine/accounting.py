@@ -70,6 +70,8 @@ class AccountKeeper:
         self._origin: float | None = None
         self._after = 0.0  # the last chunk's end: the server's epoch
         self._seen: Seen | None = None  # what each worker had journaled when it was read
+        self._wanted = False  # a step's chunk is left to read (the sweeps were behind, or it was cut)
+        self._offset_s: float | None = None  # the step's: the run's clock against the server's
         self.failed: str | None = None  # why the end reads the whole journal
 
     def kept(self, account: LatencyAccount | None = None, last: bool = False) -> Kept:
@@ -77,9 +79,20 @@ class AccountKeeper:
         return Kept(chunks, self.failed, time.process_time(), account, last, self._after)
 
     def step(self, offset_s: float | None) -> bool:
-        """The journal's claims since the last cut-off, up to the next (none while the sweeps are a
-        whole read behind: the next step reads on from the same place); False: no chunk read."""
-        if self.failed is not None or (self._running is not None and self._running.queued() > self._most):
+        """The journal's claims since the last cut-off, up to the next; False: no chunk read now."""
+        self._wanted, self._offset_s = True, offset_s
+        return self.read_wanted()
+
+    @property
+    def waiting(self) -> bool:
+        """A step's chunk is left to read once the sweeps have room."""
+        return self._wanted and self.failed is None
+
+    def read_wanted(self) -> bool:
+        """The chunk a step asked for, once the sweeps hold at most `most` journeys (so the process
+        holds one read, and the rest waits in the journal); a read cut at `most` journeys leaves the
+        rest wanted, so a process behind the run reads on at its sweeps' pace, not a step's."""
+        if not self.waiting or (self._running is not None and self._running.queued() > self._most):
             return False
         try:
             conn = self._conn = self._conn or connect(self._dsn, "latency account")
@@ -87,12 +100,14 @@ class AccountKeeper:
         except psycopg.Error as exc:
             self.failed = f"a chunk of the journal was not read ({type(exc).__name__})"
             return False
+        self._wanted = read is not None and read.capped
         if read is None:
             return False
         if read.late:
             self.failed = late_text(read.late)
             return False
-        origin = self._origin = read.origin
+        origin, offset_s = read.origin, self._offset_s
+        self._origin = origin
         running = self._running = self._running or RunningAccount(
             self._ordered, None if offset_s is None else origin - offset_s, self._split_all
         )
@@ -162,7 +177,9 @@ def keep_account(pipe: Connection, dsn: str, ordered: bool, workers: list[str], 
     keeper = AccountKeeper(dsn, ordered, workers, split_all)
     try:
         while os.getppid() == parent:
-            if not pipe.poll(IDLE_S):
+            if not pipe.poll(IDLE_S / 20 if keeper.waiting else IDLE_S):
+                if keeper.read_wanted():
+                    pipe.send(keeper.kept())
                 continue
             what, *args = pipe.recv()
             if what == "step":
