@@ -3,8 +3,8 @@
 held_up) on a thread of its own, fed chunk by chunk, and every message added to its type's bucket of
 time from enqueue to completion, so the cohorts (about the median, the slowest 1%) are picked by
 bucket at the end, as the whole-journal account picks them. Only the messages a cohort may take are
-split (about the median so far, or among the slowest so far); the buckets of those left unsplit tell
-the end whether its cohorts are whole (none of them in a cohort's buckets).
+split (from a band below the median so far up); the buckets of those left unsplit tell the end
+whether its cohorts are whole (none of them in a cohort's buckets).
 
 Each chunk's free and claim spans are cut to the chunk: free time is a measure, so the pieces add up
 to the whole run's; a marker span at the chunk's end tells the sweep that nothing earlier is coming."""
@@ -60,8 +60,9 @@ class Stream(Generic[T]):
 
 
 SPLIT_ALL = 5_000  # the first messages are all split; after them, only those a cohort may take:
-BAND = 300  # about the median so far, this many buckets either side (0.1% each: about 35%),
-TAIL_SHARE = 0.97  # or slower than this share of the messages so far (their hidden seconds kept)
+BAND = 300  # from this many buckets below the median so far (0.1% each: about 35%) up, all of the
+# slower ones (a backlog moves the median up through messages that were slow for their time)
+TAIL_SHARE = 0.97  # the messages slower than this share of those so far keep their hidden seconds
 HIDDEN_ENTRIES = 20_000  # a type's hidden seconds kept, at most, before its slices are made coarser
 CANDIDATE = ((RUN, "candidate"),)  # a journey the sweep splits (held_up's cohorts_only)
 
@@ -209,23 +210,20 @@ class RunningAccount:
 
     def _candidates(self) -> Callable[[Journey], bool]:
         """Which of the chunk's messages a cohort may take, from the counts so far (this chunk's
-        in): about each scope's median or among its slowest few %; every one until SPLIT_ALL."""
+        in): from a band below each scope's median up; every one until SPLIT_ALL. A message
+        faster than that is left unsplit: the end refuses the account if a cohort takes one (the
+        median fell that far), and the whole journal is read."""
         if self._split_all or sum(self._counts[RUN].values()) < SPLIT_ALL:
             return lambda journey: journey.bucket is not None
-        found: dict[str, tuple[int, int, int]] = {}
-        for scope, counts in self._counts.items():
-            bounds = cohort_bounds(counts.items())
-            band = (bounds.median_lo - BAND, bounds.median_hi + BAND, _at_share(counts, TAIL_SHARE))
-            found[scope] = band
-        self._kept.hidden_from = found[RUN][2]
+        lowest = {
+            scope: cohort_bounds(counts.items()).median_lo - BAND for scope, counts in self._counts.items()
+        }
+        self._kept.hidden_from = _at_share(self._counts[RUN], TAIL_SHARE)
 
         def split(journey: Journey) -> bool:
             bucket = journey.bucket
-            if bucket is None:
-                return False
-            return any(
-                lo <= bucket <= hi or bucket >= tail
-                for lo, hi, tail in (found[RUN], found.get(journey.queue_type, found[RUN]))
+            return bucket is not None and bucket >= min(
+                lowest[RUN], lowest.get(journey.queue_type, lowest[RUN])
             )
 
         return split
