@@ -243,6 +243,29 @@ def vm_rss_mb(pid: int) -> float | None:
     return None
 
 
+def children(pid: int) -> list[int]:
+    """A process's live children (the account's process); a child is listed under the thread that
+    made it."""
+    kids: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            kids += [int(kid) for kid in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def cpu_s(pid: int) -> float | None:
+    """A process's user and system CPU so far, with its children's, those waited for and those still
+    running (as wait4 counts them once all are waited for); None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    ticks = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK") + sum(cpu_s(kid) or 0.0 for kid in children(pid))
+
+
 # --- measuring and printing -------------------------------------------------------------------
 
 

@@ -14,6 +14,9 @@ Per cell, medians of --repeat rounds:
 * audit s: from the run's end to the audit's verdict (the log's `audit` event): what the windows
   leave to the end;
 * account s: from the run's end, what the latency account took (the JSON's `latency_split.seconds`);
+* after CPU s: the CPU spent from the run's end to the tool's exit, its processes' together (the
+  account's included), sampled from /proc every 0.2 s; "% of run's" sets it against the run's own
+  (`client.cpu_s`);
 * live CPU s: the CPU of the account's own process, which split the journal as the run went
   (`latency_split.live_cpu_s`: counted in cpu s too, never in the run's `client.cpu_s`);
 * windows, through: windows closed while the run went, and the msg_id they reached;
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +45,10 @@ import _common as c
 
 END_EVENTS = r"(completed|stopped|interrupted|stalled|failed)"
 COLUMNS = (
-    "cell", "run s", "after s", "audit s", "account s", "live CPU s", "windows", "through", "compacted",
-    "WAL B/msg", "cpu s", "peak MB", "audit",
+    "cell", "run s", "after s", "after CPU s", "% of run's", "audit s", "account s", "live CPU s", "windows",
+    "through", "compacted", "WAL B/msg", "cpu s", "peak MB", "audit",
 )  # fmt: skip
+EVERY_S = 0.2  # the CPU sampled this often, to find it at the run's end
 
 
 def arguments() -> argparse.ArgumentParser:
@@ -81,14 +86,23 @@ def measured(
             ],
             dsn,
             keep_log=log,
+            while_running=cpu_watch,
         )
         lines = c.read_run_log(log)
     ended, audited, last = lines.first_event(END_EVENTS), lines.first_event("audit "), lines.events[-1][0]
+    bench = run["_bench"]
+    at_end = None
+    if ended is not None:  # the last sample before the run's end, on the monotonic clock
+        end = bench["launched"] + (ended - bench["launched_utc"]).total_seconds()
+        at_end = max(((t, cpu) for t, cpu in bench["watch"] if t <= end), default=None)
+    after_cpu = bench["cpu_s"] - at_end[1] if at_end is not None else float("nan")
     live, split = run.get("live_audit") or {}, run.get("latency_split") or {}
     run["_live"] = {
         "account_s": split.get("seconds") or float("nan"),
         "live_cpu_s": split.get("live_cpu_s") or 0.0,
         "after_s": (last - ended).total_seconds() if ended else float("nan"),
+        "after_cpu_s": after_cpu,
+        "after_share": 100 * after_cpu / float(run["client"]["cpu_s"]),
         "audit_s": (audited - ended).total_seconds() if ended and audited else float("nan"),
         "windows": live.get("windows_closed", 0),
         "through": live.get("through_msg_id", 0),
@@ -96,6 +110,17 @@ def measured(
         "wal": (run.get("server_cost") or {}).get("wal_bytes_per_msg") or float("nan"),
     }
     return run
+
+
+def cpu_watch(running: c.Running) -> list[tuple[float, float]]:
+    """(monotonic time, the tool's CPU with its children's) every EVERY_S."""
+    samples: list[tuple[float, float]] = []
+    while not running.done.is_set():
+        cpu = c.cpu_s(running.pid)
+        if cpu is not None:
+            samples.append((time.monotonic(), cpu))
+        running.done.wait(EVERY_S)
+    return samples
 
 
 def main() -> None:
@@ -121,6 +146,8 @@ def main() -> None:
                 cell,
                 c.fmt(c.median([r["elapsed_s"] for r in found])),
                 c.fmt(at("after_s")),
+                c.fmt(at("after_cpu_s")),
+                c.fmt(at("after_share"), 0),
                 c.fmt(at("audit_s"), 2),
                 c.fmt(at("account_s"), 2),
                 c.fmt(at("live_cpu_s")),

@@ -54,15 +54,9 @@ def arguments() -> argparse.ArgumentParser:
 Sample = tuple[float, float | None, float | None, int | None]
 
 
-def children_rss_mb(pid: int) -> float | None:
+def children_rss_mb(pid: int) -> float:
     """The resident sets of a process's children, summed (the account's process)."""
-    kids: list[str] = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():  # a child is listed under the thread that made it
-            kids += (task / "children").read_text().split()
-    except OSError:
-        return None
-    return sum(c.vm_rss_mb(int(kid)) or 0.0 for kid in kids)
+    return sum(c.vm_rss_mb(kid) or 0.0 for kid in c.children(pid))
 
 
 def watcher(dsn: str, every_s: float) -> Callable[[c.Running], list[Sample]]:
