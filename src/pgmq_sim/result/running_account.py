@@ -172,27 +172,28 @@ class RunningAccount:
         """A chunk: its journeys (by type and claim), each type's free and claim spans cut to it;
         `floor`, what no later chunk's message was enqueued before (the sweeps forget what ended
         before it). A message enqueued before what was forgotten is missed: finish says so."""
-        by_type: dict[str, list[Journey]] = {}
-        for journey in journeys:
-            if journey.added < self._forgotten and self.missed is None:
-                self.missed = journey.msg_id
-            horizon = journey.added if journey.horizon is None else journey.horizon
-            by_type.setdefault(journey.queue_type, []).append(journey._replace(horizon=min(horizon, floor)))
-        self._forgotten = max(self._forgotten, floor - KEPT_S)
-        for journey in journeys:
+        for journey in journeys:  # counted first: the candidates are judged with this chunk's in
             if journey.bucket is not None:
                 for scope in (RUN, journey.queue_type):
                     counts = self._counts.setdefault(scope, {})
                     counts[journey.bucket] = counts.get(journey.bucket, 0) + 1
                 self.longest_s = max(self.longest_s, journey.done - journey.added)
         split = self._candidates()
-        for journey in journeys:
-            if journey.bucket is not None and not split(journey):
+        by_type: dict[str, list[Journey]] = {}
+        for journey in journeys:  # one copy of each journey made (a chunk's are many)
+            if journey.added < self._forgotten and self.missed is None:
+                self.missed = journey.msg_id
+            horizon = journey.added if journey.horizon is None else journey.horizon
+            chosen = split(journey)
+            if journey.bucket is not None and not chosen:
                 for scope in (RUN, journey.queue_type):
                     self._skipped.setdefault(scope, set()).add(journey.bucket)
-        by_type = {
-            t: [j._replace(cohorts=CANDIDATE) if split(j) else j for j in js] for t, js in by_type.items()
-        }
+            by_type.setdefault(journey.queue_type, []).append(
+                journey._replace(
+                    horizon=min(horizon, floor), cohorts=CANDIDATE if chosen else journey.cohorts
+                )
+            )
+        self._forgotten = max(self._forgotten, floor - KEPT_S)
         self.chunks += 1
         for queue_type in sorted({*by_type, *free, *claims, *self._types}):
             sweep = self._types.get(queue_type)
