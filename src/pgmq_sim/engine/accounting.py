@@ -36,8 +36,9 @@ LOOKBACK_WAITS = 3.0  # and of three times the longest wait so far
 START_S = 30.0  # the process's start (its imports) and a step's reply: waited at most this
 IDLE_S = 1.0  # the process looks for its parent this often while it waits
 NICE = 19  # the lowest scheduling priority: on cores the run fills, it falls behind instead
-CHUNK_MOST = 30_000  # journeys in one read, and queued for the sweeps before the next is read: a
-# process far behind the run holds these, not the run's backlog (the rest waits in the journal)
+CHUNK_MOST = 10_000  # journeys in one read, and queued for the sweeps before the next is read: a
+# process far behind the run holds these, not the run's backlog (the rest waits in the journal);
+# replaying a 300,000 journal, its peak was 111 MB at 30,000, 82 at 10,000, 76 at 5,000
 
 
 @dataclass(frozen=True)
