@@ -4,7 +4,8 @@
 -- (code point order) and claim, each with the bucket of its time from enqueue to completion (0.1%
 -- wide on a log scale, as sql/account_cohorts.sql counts them) in place of its cohorts, which the
 -- account picks by bucket at the end; its commit read from its worker's next row, which may be
--- past the chunk (only that row is read of the rest of the journal); its horizon the earliest enqueue of it and of the chunk's journeys after it.
+-- past the chunk (only that row is read of the rest of the journal); its horizon the earliest
+-- enqueue of it and of the chunk's journeys after it.
 with next as (  -- each worker's first row past the chunk: when its last commit in the chunk was over
     select worker, min(claimed_at) as claimed_at
     from msg_journal
