@@ -34,9 +34,18 @@ from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
 from pgmq_sim.verdicts.cause import Resource
-from pgmq_sim.verdicts.limits import Limit, run_limit
+from pgmq_sim.verdicts.limits import Limit
 from pgmq_sim.verdicts.outages import held_pauses
 from pgmq_sim.verdicts.verdict import judge_run
+
+
+def judged_limit(run: RunResult) -> Limit:
+    return judge_run(run).limit
+
+
+def judged_advice(run: RunResult) -> list[str]:
+    return list(judge_run(run).advice)
+
 
 pytestmark = pytest.mark.unit
 
@@ -191,12 +200,6 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
         ("5000 of 6000 claims", "more workers than groups"),
     ),
     (advice.polling_latency, result(rate=100.0, e2e_ms=500), ("poll every 1 s", "-wakeup notify")),
-    (advice.outside_notifier, flooded(result()), ("pid 777 (app 'flooder')", "channel pgmq_sim")),
-    (  # the fix cannot be to stop one pid already gone: the sessions, all of them
-        advice.outside_notifier,
-        flooded_per_request(result()),
-        ("stop the 30 sessions outside the run notifying channel pgmq_sim", "a channel of their own"),
-    ),
     (advice.backlog_wait, result(e2e_ms=11_000), ("waiting in the prefilled backlog", "-rate R")),
     (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
     (
@@ -218,6 +221,24 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
 ]
 
 
+# a cost a session outside the run caused, and words the advice's line for it must hold
+COSTS: list[tuple[RunResult, tuple[str, ...]]] = [
+    (flooded(result()), ("cost notifier: ", "pid 777 (app 'flooder')", "channel pgmq_sim")),
+    (  # the fix cannot be to stop one pid already gone: the sessions, all of them
+        flooded_per_request(result()),
+        ("stop the 30 sessions outside the run notifying channel pgmq_sim", "a channel of their own"),
+    ),
+]
+
+
+@pytest.mark.parametrize("run,words", COSTS)
+def test_the_advice_names_the_fix_for_a_cost_from_outside(run: RunResult, words: tuple[str, ...]) -> None:
+    lines = [line for line in judged_advice(run) if line.startswith("cost ")]
+    assert len(lines) == 1, judged_advice(run)
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
 def test_every_rule_has_a_trigger() -> None:
     assert {rule for rule, _, _ in TRIGGERS} == set(advice.RULES)
 
@@ -230,13 +251,13 @@ def test_rule_speaks_when_its_figures_call_for_it(
     assert line is not None
     for word in words:
         assert word in line, (word, line)
-    assert line in advice.advice(run)
+    assert line in judged_advice(run)
 
 
 def test_a_quiet_run_gets_no_advice() -> None:
-    assert advice.advice(result()) == []
+    assert judged_advice(result()) == []
     calm = ClientCost((ProcessCpu("local", cpu_s=0.6, elapsed_s=2.0, messages=1000, run_delay_s=0.2),))
-    assert advice.advice(result(client=calm)) == []
+    assert judged_advice(result(client=calm)) == []
 
 
 def test_vacuum_advice_only_for_a_live_queue_and_not_for_a_held_snapshot() -> None:
@@ -484,7 +505,7 @@ def limit_run(resource: str) -> RunResult:
 def test_a_pool_whose_server_connections_were_not_seen_says_not_observed() -> None:
     """No server connection was seen serving the workers: the pool verdict says so, never 'at most 0'."""
     run = result(workers=12, claim_ms=6.0, complete_ms=0.5, busy_ms=12, worker_backends_max=0, path=POOLED)
-    limit = run_limit(run)
+    limit = judged_limit(run)
     assert limit.resource == "pool", limit
     assert "12 workers shared server connections (not observed)" in limit.evidence, limit.evidence
     assert limit.fix is not None and "server connections seen: not observed" in limit.fix, limit.fix
@@ -495,7 +516,7 @@ def test_a_pooler_whose_server_login_failed_is_told_of_the_slots_not_a_larger_po
     server's refusal: the limit says it, and the fix is the slots, never a larger pool."""
     note = "w3: server login has been failing, try again later (server_login_retry)"
     run = result(workers=12, claim_ms=6.0, complete_ms=0.5, busy_ms=12, worker_backends_max=0, path=POOLED)
-    limit = run_limit(dataclasses.replace(run, notes=(note,)))
+    limit = judged_limit(dataclasses.replace(run, notes=(note,)))
     assert limit.resource == "pool", limit
     assert f"the server refused it more: the pooler said: {note}" in limit.evidence, limit.evidence
     assert limit.fix is not None and "reserve slots for the pooler's role" in limit.fix, limit.fix
@@ -506,14 +527,14 @@ def test_a_pooler_whose_server_login_failed_is_told_of_the_slots_not_a_larger_po
 def test_the_limit_is_the_resource_its_figures_show(
     resource: str, run: RunResult, evidence: tuple[str, ...], fix: tuple[str, ...]
 ) -> None:
-    limit = run_limit(run)
+    limit = judged_limit(run)
     assert limit.resource == resource, limit
     for words in evidence:
         assert words in limit.evidence, (words, limit.evidence)
     assert limit.fix is not None
     for words in fix:
         assert words in limit.fix, (words, limit.fix)
-    lines = advice.advice(run)
+    lines = judged_advice(run)
     assert lines[0] == f"limit {resource}: {limit.fix}"
 
 
@@ -549,18 +570,18 @@ UNFIXED: list[tuple[str, RunResult, tuple[str, ...]]] = [
 def test_a_limit_read_from_the_account_names_where_the_time_went(
     resource: str, run: RunResult, evidence: tuple[str, ...]
 ) -> None:
-    limit = run_limit(run)
+    limit = judged_limit(run)
     assert limit.resource == resource, limit
     for words in evidence:
         assert words in limit.evidence, (words, limit.evidence)
-    assert limit.fix is None and not any(line.startswith("limit ") for line in advice.advice(run))
+    assert limit.fix is None and not any(line.startswith("limit ") for line in judged_advice(run))
 
 
 def test_most_of_the_slowest_hidden_is_never_none() -> None:
     """Whatever the run's other figures say (far below every limit here), hidden time that makes
     most of the slowest 1% gets a cause or is called unexplained."""
     for hidden in (12.0, 120.0, 1200.0):
-        limit = run_limit(result(**NOTIFIED, latency=account(hidden=hidden, service=hidden / 2)))
+        limit = judged_limit(result(**NOTIFIED, latency=account(hidden=hidden, service=hidden / 2)))
         assert limit.resource not in ("none", "workers"), (hidden, limit)
 
 
@@ -570,7 +591,7 @@ def test_the_median_can_wait_for_a_poll_while_the_slowest_wait_for_a_foreign_loc
     slowest = CohortSplit(10, 0, 0, 100, 24_000, 5, FOREIGN_SECONDS)
     median = CohortSplit(500, 0, 0, 20, 480, 5)
     both = LatencyAccount({"median": median, "p99": slowest}, {}, 0.0)
-    lines = advice.advice(result(rate=200.0, offered=400, latency=both, locks=FOREIGN))
+    lines = judged_advice(result(rate=200.0, offered=400, latency=both, locks=FOREIGN))
     assert lines[0].startswith("limit locks: a session outside the run holds 60 advisory locks"), lines
     assert "the median message waited 480 ms of its 505 ms hidden from idle workers that poll" in lines[1]
     assert len(lines) == 2, lines
@@ -591,7 +612,7 @@ def test_a_pause_while_another_session_held_the_queue_is_a_lock_not_an_outage() 
         "not injected: pid 26678 (other-team; idle in transaction) held ExclusiveLock on msg_queue"
         " from 4.0 s to 6.5 s"
     )
-    limit = run_limit(result(faults=(faults[0],), locks=LockCensus(20, 20, (table,))))
+    limit = judged_limit(result(faults=(faults[0],), locks=LockCensus(20, 20, (table,))))
     assert limit.resource != "outage", limit
 
 
@@ -602,7 +623,7 @@ def test_a_producer_held_by_another_sessions_lock_is_a_locks_limit() -> None:
     parent = HolderSeen(
         6626, "other-team", "idle in transaction", 2.5, 5.0, 6, 0, 0, "", 2.6, "pgmq-sim producer"
     )
-    limit = run_limit(result(rate=300.0, offered=4000, locks=LockCensus(20, 20, (parent,))))
+    limit = judged_limit(result(rate=300.0, offered=4000, locks=LockCensus(20, 20, (parent,))))
     assert limit.resource == "locks", limit
     assert (
         "pid 6626 (other-team; idle in transaction) held a lock the run's producer waited for"
@@ -621,13 +642,13 @@ def test_a_fallback_that_found_messages_explains_their_hidden_time() -> None:
     run = dataclasses.replace(
         run, workers=tuple(dataclasses.replace(w, fallback_finds=3) for w in run.workers)
     )
-    limit = run_limit(run)
+    limit = judged_limit(run)
     assert limit.resource == "wakeup", limit
     assert "fallback claim (once per 1 s) found messages 18 times" in limit.evidence, limit
     # one find explains one message's interval, not the ten messages' of the cohort (seen on a sweep:
     # two finds were said to explain all 40 of its slowest)
     one = tuple(dataclasses.replace(w, fallback_finds=int(i == 0)) for i, w in enumerate(run.workers))
-    few = run_limit(dataclasses.replace(run, workers=one))
+    few = judged_limit(dataclasses.replace(run, workers=one))
     assert few.resource == "unexplained", few
     assert "wakeup explains 17%" in few.evidence, few
 
@@ -640,7 +661,7 @@ def test_a_claim_reading_from_a_function_that_locks_more_gets_its_fix_named_for_
     run = dataclasses.replace(
         limit_run("claim-locks"), queue={"claim_reads_from": list(source_functions(claim))}
     )
-    limit = run_limit(run)
+    limit = judged_limit(run)
     assert limit.resource == "claim-locks" and limit.fix is not None, limit
     assert limit.fix.startswith("the claim reads from pgmq.read_grouped, which locks more rows than it"), (
         limit
@@ -656,9 +677,9 @@ def test_no_more_workers_are_advised_than_the_server_allows_connections() -> Non
         "offered": 1200,
         "backlog_at_end": 5000,
     }
-    room = run_limit(result(**busy, spare_connections=50)).fix
+    room = judged_limit(result(**busy, spare_connections=50)).fix
     assert room == "add workers: about 8 serve 1000/s at 80% busy"
-    tight = run_limit(result(**busy, spare_connections=2)).fix
+    tight = judged_limit(result(**busy, spare_connections=2)).fix
     assert tight is not None and tight.startswith(
         "add workers up to 5, all the connections the server allows"
     )
@@ -669,23 +690,23 @@ def test_a_claim_that_reads_many_buffers_in_a_run_that_kept_up_is_no_limit() -> 
     step over dead tuples (900 buffers a message) while the run kept up with its 500/s; the claim
     bounded nothing, and the verdict was claim-plan. Below its rate it is none; behind it, the plan."""
     scanning = {"claim_ms": 20, "busy_ms": 6, "server_cost": SCANNING, "rate": 500.0, "groups": 100}
-    kept_up = run_limit(result(**scanning, offered=1000, backlog_at_end=3))
+    kept_up = judged_limit(result(**scanning, offered=1000, backlog_at_end=3))
     assert kept_up.resource == "none", kept_up
-    behind = run_limit(result(**scanning, offered=4000, backlog_at_end=3000))
+    behind = judged_limit(result(**scanning, offered=4000, backlog_at_end=3000))
     assert behind.resource == "claim-plan", behind
 
 
 def test_a_wait_share_from_too_few_samples_is_no_verdict() -> None:
     """A run of a fraction of a second gives a few samples: a third of fifteen is no profile."""
-    few = run_limit(result(waits=WaitProfile(3, (("client", 5), ("wal-flush", 5), ("cpu", 5)))))
+    few = judged_limit(result(waits=WaitProfile(3, (("client", 5), ("wal-flush", 5), ("cpu", 5)))))
     assert few.resource != "wal-flush", few
 
 
 def test_a_steady_rate_below_every_limit_is_none_and_gets_no_fix() -> None:
-    limit = run_limit(result(rate=500.0, offered=1000, backlog_at_end=3))
+    limit = judged_limit(result(rate=500.0, offered=1000, backlog_at_end=3))
     assert (limit.resource, limit.fix) == ("none", None)
     assert "the offered 500/s was served below every limit" in limit.evidence
-    assert not [line for line in advice.advice(result(rate=500.0, offered=1000)) if line.startswith("limit")]
+    assert not [line for line in judged_advice(result(rate=500.0, offered=1000)) if line.startswith("limit")]
 
 
 OPPOSITES = (
@@ -700,7 +721,7 @@ def test_no_two_advice_lines_contradict() -> None:
     """Over every constructed limit and every rule's trigger: one limit line at most, and never a
     line that undoes another."""
     for run in [case[1] for case in LIMITS] + [case[1] for case in TRIGGERS]:
-        lines = advice.advice(run)
+        lines = judged_advice(run)
         assert sum(line.startswith("limit ") for line in lines) <= 1, lines
         text = " | ".join(lines)
         for one, other in OPPOSITES:
@@ -730,7 +751,7 @@ ROW_WAITS = WaitProfile(
 BUSY = {"groups": 100, "busy_ms": 6.0, "rate": 1000.0, "offered": 1200, "backlog_at_end": 5000}
 # each limit and rule, a run that already does what its fix would say, and what must not be said
 ALREADY: list[tuple[str, RunResult, tuple[str, ...]]] = [
-    ("outside_notifier", flooded(result(wakeup="notify", rate=100.0)), ("-wakeup notify",)),
+    ("cost", flooded(result(wakeup="notify", rate=100.0)), ("-wakeup notify",)),
     ("client-cpu", LIMITS[0][1], ()),
     ("pool", LIMITS[1][1], ("run 12 workers",)),
     (
@@ -813,14 +834,15 @@ def test_no_advice_repeats_what_the_run_already_does(
 ) -> None:
     """Each fix read against the run's settings: never the claim it uses, a wake-up it has, a rate it
     runs at, nor workers beyond its connections or groups. The rule itself says none of it."""
-    limit = run_limit(run)
-    raw = [limit.fix or ""] + [line or "" for rule in advice.RULES if (line := rule(run))]
-    if name in set(Resource):
-        assert limit.resource == name, limit
+    verdict = judge_run(run)
+    if name == "cost":
+        assert verdict.cost is not None and verdict.cost.fix is not None, verdict.cost
+    elif name in set(Resource):
+        assert verdict.limit.resource == name, verdict.limit
     else:
         rule = next(rule for rule in advice.RULES if rule.__name__ == name)
         assert rule(run) is not None or name in ("polling_latency", "backlog_wait"), name
-    for line in raw:
+    for line in verdict.advice:
         assert repeats(line, run) is None, (repeats(line, run), line)
         for words in never:
             assert words not in line, (words, line)
@@ -849,7 +871,7 @@ def test_the_runs_own_blockers_are_summed_and_a_foreign_one_named_when_it_holds_
 
     def limit(*blockers: BlockerSeen) -> Limit:
         waits = WaitProfile(100, *rows, blockers)
-        return run_limit(result(waits=waits, strategy="indexed+next-msg", claim="indexed"))
+        return judged_limit(result(waits=waits, strategy="indexed+next-msg", claim="indexed"))
 
     own = limit(*workers)
     assert own.resource == "locks" and own.fix is not None

@@ -9,10 +9,9 @@ from collections.abc import Callable
 
 from pgmq_sim.model.identity import said, whose
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import ms_text
-from pgmq_sim.verdicts.costs import cost_cause
+from pgmq_sim.verdicts.cause import MeasuredCause, ms_text
 from pgmq_sim.verdicts.drift import unvacuumed_at
-from pgmq_sim.verdicts.limits import Limit, run_limit
+from pgmq_sim.verdicts.limits import Limit
 
 Rule = Callable[[RunResult], str | None]
 
@@ -154,14 +153,7 @@ def client_starved(r: RunResult) -> str | None:
     )
 
 
-def outside_notifier(r: RunResult) -> str | None:
-    """A session outside the run that woke the workers for nothing: the cost verdict's fix."""
-    cost = cost_cause(r)
-    return None if cost is None or cost.fix is None else f"cost {cost.resource}: {cost.fix}"
-
-
 RULES: tuple[Rule, ...] = (
-    outside_notifier,
     idle_workers,
     polling_latency,
     backlog_wait,
@@ -173,17 +165,19 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def advice(result: RunResult, limit: Limit | None = None) -> list[str]:
-    """The limit's fix (judged here unless the caller has it), then one line for each other figure
-    that calls for action; none repeats what the run already does (each rule is written not to:
-    tests/test_advice.py reads every rule's line against runs that already do what it would say)."""
-    limit = limit or run_limit(result)
+def advice(result: RunResult, limit: Limit, cost: MeasuredCause | None) -> list[str]:
+    """The audit's fix, the limit's, the fix for what inflated the costs (a session outside the run
+    that woke the workers for nothing), then one line for each other figure that calls for action;
+    none repeats what the run already does (each rule is written not to: tests/test_advice.py reads
+    every rule's line against runs that already do what it would say)."""
     lines = []
     audit = result.audit
     if audit is not None and not audit.passed and audit.fix:  # a wrong answer before a slow one
         lines.append(f"audit failed: {audit.fix}")
     if limit.fix:
         lines.append(f"limit {limit.resource}: {limit.fix}")
+    if cost is not None and cost.fix is not None:
+        lines.append(f"cost {cost.resource}: {cost.fix}")
     for rule in RULES:
         if rule is idle_workers and limit.resource == "workers":
             continue  # "fewer workers" beside "add workers": the limit speaks for the workers

@@ -25,9 +25,8 @@ from pgmq_sim.verdicts.cause import (
     cohort_text,
     ms_text,
 )
-from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.ending import ended
-from pgmq_sim.verdicts.figures import Figures, run_figures
+from pgmq_sim.verdicts.figures import Figures
 from pgmq_sim.verdicts.resources import (
     CAPACITY,
     CLAIM_BLOCKS,
@@ -239,10 +238,6 @@ def _hidden(f: Figures, p99: CohortSplit, account: str) -> MeasuredCause:
     return MeasuredCause(
         top.resource, f"{lead}: {h.share(top):.0%} {top.evidence}{also}{unexplained}", top.fix, h.share(top)
     )
-
-
-def run_limit(r: RunResult) -> Limit:
-    return with_cost(limit_of(r, run_figures(r)), cost_cause(r))
 
 
 def limit_of(r: RunResult, figures: Figures) -> Limit:

@@ -43,6 +43,5 @@ def judge_run(r: RunResult) -> RunVerdict:
     enqueue = None
     if r.enqueue is not None:
         enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups, figures.notifies)
-    return RunVerdict(
-        limit, figures.hidden, tuple(advice(r, limit)), time_split(r), cost, enqueue, episodes(r, figures)
-    )
+    lines = tuple(advice(r, limit, cost))
+    return RunVerdict(limit, figures.hidden, lines, time_split(r), cost, enqueue, episodes(r, figures))
