@@ -15,6 +15,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
@@ -317,16 +318,53 @@ class PulseSample:
     rss_mb: float | None
 
 
-@dataclass(slots=True)
-class _Second:
-    arrived: int = 0
-    processed: int = 0
-    offered: int | None = None
-    percentiles: tuple[float | None, float | None, float | None] = (None, None, None)
-    pulse: PulseSample | None = None
-    lost: int = 0
-    pooler: PoolerPulse | None = None
-    enqueue_p99: float | None = None
+COUNTS = ("arrived", "processed", "lost")  # a second's counts (0 where nothing happened)
+NUMBERS = ("offered", "dead_tuples", "autovacuums", "pooler_waiting", "pooler_servers")  # -1: not seen
+EMPTY = {**dict.fromkeys(COUNTS, 0), **dict.fromkeys(NUMBERS, -1)}  # a second's own; a figure's: NaN
+FIGURES = (  # NaN: not seen
+    *("e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms", "table_mb", "snapshot_age_s", "rss_mb"),
+    *("pooler_wait_ms", "enqueue_p99_ms"),
+)
+
+
+class SecondColumns:
+    """The run's seconds, a column of 8 bytes a second per figure, not an object a second: a soak's
+    series grew 1 KB a second as objects (7 MB in two hours), and a day's run keeps 86,400. An integer
+    column's -1 and a float column's NaN are a figure not seen in that second."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, array[Any]] = {
+            **{name: array("q") for name in (*COUNTS, *NUMBERS)},
+            **{name: array("d") for name in FIGURES},
+        }
+        self.length = 0
+
+    def reach(self, second: int) -> None:
+        """The columns made long enough to hold the second."""
+        if second >= self.length:
+            more = second + 1 - self.length
+            for name, column in self.columns.items():
+                column.extend(array(column.typecode, [EMPTY.get(name, math.nan)]) * more)
+            self.length = second + 1
+
+    def add(self, name: str, second: int, count: int) -> None:
+        self.reach(second)
+        column = self.columns[name]
+        column[second] = max(0, column[second]) + count
+
+    def put(self, second: int, **figures: float | None) -> None:
+        self.reach(second)
+        for name, value in figures.items():
+            column = self.columns[name]
+            column[second] = EMPTY.get(name, math.nan) if value is None else value
+
+    def number(self, name: str, second: int) -> int | None:
+        value = int(self.columns[name][second])
+        return None if value == -1 else value
+
+    def figure(self, name: str, second: int) -> float | None:
+        value = float(self.columns[name][second])
+        return None if math.isnan(value) else value
 
 
 class Timeline:
@@ -338,7 +376,7 @@ class Timeline:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seconds: list[_Second] = []
+        self._seconds = SecondColumns()
         self._open: dict[int, LatencyHistogram] = {}
         self._enqueues: dict[int, LatencyHistogram] = {}  # the open seconds' enqueue latencies
         self._spare: list[LatencyHistogram] = []
@@ -349,34 +387,40 @@ class Timeline:
         self._losses: deque[float] = deque(maxlen=MAX_GAPS)
         self.reasons = ReasonTally()  # the server's reasons for the errors and losses met
 
-    def _at(self, second: int) -> _Second:
-        while len(self._seconds) <= second:
-            self._seconds.append(_Second())
-        return self._seconds[second]
-
     def arrived(self, at_s: float, count: int) -> None:
         with self._lock:
-            self._at(max(0, int(at_s))).arrived += count
+            self._seconds.add("arrived", max(0, int(at_s)), count)
 
     def offered(self, at_s: float, count: int) -> None:
         with self._lock:
-            second = self._at(max(0, int(at_s)))
-            second.offered = (second.offered or 0) + count
+            self._seconds.add("offered", max(0, int(at_s)), count)
 
     def pulse(self, at_s: float, sample: PulseSample) -> None:
         with self._lock:
-            self._at(max(0, int(at_s))).pulse = sample
+            self._seconds.put(
+                max(0, int(at_s)),
+                dead_tuples=sample.dead_tuples,
+                table_mb=sample.table_mb,
+                autovacuums=sample.autovacuums,
+                snapshot_age_s=sample.snapshot_age_s,
+                rss_mb=sample.rss_mb,
+            )
             self._last_dead = sample.dead_tuples
 
     def pooler(self, at_s: float, sample: PoolerPulse) -> None:
         with self._lock:
-            self._at(max(0, int(at_s))).pooler = sample
+            self._seconds.put(
+                max(0, int(at_s)),
+                pooler_waiting=sample.waiting,
+                pooler_wait_ms=sample.longest_wait_ms,
+                pooler_servers=sample.servers_active,
+            )
 
     def lost(self, at_s: float, outage: bool = True) -> None:
         """A worker lost its connection: the first loss of an outage (outage=False: a loss the
         server's own policy caused, counted in its second but no sign of an outage)."""
         with self._lock:
-            self._at(max(0, int(at_s))).lost += 1
+            self._seconds.add("lost", max(0, int(at_s)), 1)
             if outage:
                 self._losses.append(at_s)
 
@@ -397,7 +441,7 @@ class Timeline:
     def enqueued(self, second: int, latencies: LatencyHistogram) -> None:
         """Enqueues committed in that second (their rows written in it), each timed from its due time."""
         with self._lock:
-            self._at(second).arrived += latencies.count
+            self._seconds.add("arrived", second, latencies.count)
             histogram = self._enqueue_second(second)
             if histogram is not None:
                 histogram.merge(latencies)
@@ -410,7 +454,7 @@ class Timeline:
                 return None
             histogram = self._enqueues[second] = LatencyHistogram()
             for old in [s for s in self._enqueues if s < second - OPEN_SECONDS]:
-                self._at(old).enqueue_p99 = self._enqueues.pop(old).percentiles_ms()["p99"]
+                self._seconds.put(old, enqueue_p99_ms=self._enqueues.pop(old).percentiles_ms()["p99"])
         return histogram
 
     def processed(self, at_s: float, e2e_ms: float | None) -> None:
@@ -430,7 +474,7 @@ class Timeline:
         """Count completions in their second; the histogram to rank them in, unless that second
         closed too long ago (late commits are counted, not ranked)."""
         second = max(0, int(at_s))
-        self._at(second).processed += count
+        self._seconds.add("processed", second, count)
         last = self._last_done
         if last is None or at_s > last:
             if last is not None and at_s - last >= GAP_S:
@@ -450,7 +494,7 @@ class Timeline:
         for second in [s for s in self._open if s < before]:
             histogram = self._open.pop(second)
             p = histogram.percentiles_ms()
-            self._at(second).percentiles = (p["p50"], p["p95"], p["p99"])
+            self._seconds.put(second, e2e_p50_ms=p["p50"], e2e_p95_ms=p["p95"], e2e_p99_ms=p["p99"])
             histogram.reset()
             self._spare.append(histogram)
 
@@ -459,33 +503,35 @@ class Timeline:
         with self._lock:
             self._close(before=math.inf)
             for second in list(self._enqueues):
-                self._at(second).enqueue_p99 = self._enqueues.pop(second).percentiles_ms()["p99"]
-            seconds = max(1, math.ceil(elapsed_s), len(self._seconds))
-            self._at(seconds - 1)
+                self._seconds.put(second, enqueue_p99_ms=self._enqueues.pop(second).percentiles_ms()["p99"])
+            columns = self._seconds
+            columns.reach(max(1, math.ceil(elapsed_s), columns.length) - 1)
             result = []
             arrived = done = 0
-            for index, s in enumerate(self._seconds):
-                arrived += s.arrived
-                done += s.processed
-                pulse, pooler = s.pulse, s.pooler
+            counted, number, figure = columns.columns, columns.number, columns.figure
+            for index in range(columns.length):
+                arrived += counted["arrived"][index]
+                done += counted["processed"][index]
                 result.append(
                     SecondSample(
                         index,
-                        s.arrived,
-                        s.processed,
+                        counted["arrived"][index],
+                        counted["processed"][index],
                         max(0, arrived - done),
-                        *s.percentiles,
-                        None if pulse is None else pulse.dead_tuples,
-                        s.offered,
-                        None if pulse is None else pulse.table_mb,
-                        None if pulse is None else pulse.autovacuums,
-                        None if pulse is None else pulse.snapshot_age_s,
-                        None if pulse is None else pulse.rss_mb,
-                        s.lost,
-                        None if pooler is None else pooler.waiting,
-                        None if pooler is None else pooler.longest_wait_ms,
-                        None if pooler is None else pooler.servers_active,
-                        s.enqueue_p99,
+                        figure("e2e_p50_ms", index),
+                        figure("e2e_p95_ms", index),
+                        figure("e2e_p99_ms", index),
+                        number("dead_tuples", index),
+                        number("offered", index),
+                        figure("table_mb", index),
+                        number("autovacuums", index),
+                        figure("snapshot_age_s", index),
+                        figure("rss_mb", index),
+                        counted["lost"][index],
+                        number("pooler_waiting", index),
+                        figure("pooler_wait_ms", index),
+                        number("pooler_servers", index),
+                        figure("enqueue_p99_ms", index),
                     )
                 )
             return result
