@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from pgmq_sim.actors.bells import Bell, Halt, Why
+from pgmq_sim.actors.bells import Halt, Why
 from pgmq_sim.actors.books import ProcessedCounter, WorkerBooks
 from pgmq_sim.actors.gate import ClaimGate
 from pgmq_sim.actors.outage import Outage
 from pgmq_sim.actors.ownership import Owners
-from pgmq_sim.actors.wakeup import Wakeup, WakeupSlot
+from pgmq_sim.actors.wakeup import Wakeup
 from pgmq_sim.db.claims import ClaimPort, SessionOpener
 from pgmq_sim.db.connection import is_connection_lost, server_reason
 from pgmq_sim.db.values import Claimed, SessionPlan
@@ -113,31 +113,53 @@ class WorkerPlan:
     opened: Callable[[], None] | None = None  # called once by each worker's first connect, done or not
 
 
-class WorkerConnection:
-    """A worker's connection: opened (retrying while the server is away), lost, ended by the server,
-    crashed on purpose, closed; what it held goes back, and a commit in doubt is settled. WorkerLoop
-    is the message's side of the same worker."""
+class WorkerLoop:
+    """One queue worker's life: connect, then claim-work-complete, reconnecting when lost; its
+    connection opened (retrying while the server is away), lost, ended by the server, crashed on
+    purpose, closed, what it held going back and a commit in doubt settled."""
 
-    stats: WorkerStats
-    owner: str
-    backend_pid: int | None
-    _plan: WorkerPlan
-    _halt: Halt
-    _bell: Bell
-    _wakeup: WakeupSlot
-    _own_pids: set[int]  # the process's workers' sessions (the claim book's)
-    _log: RunLog
-    _books: WorkerBooks
-    _timeline: Timeline
-    _rng: random.Random
-    _session: ClaimPort | None
-    _outage: Outage
-    _in_doubt: tuple[str, Claimed] | None
-    _crash_requested: bool
-    _claim_now: bool
-    _next: tuple[Claimed, ...]
-    _ended_in_a_row: int
-    _free_since: float | None
+    def __init__(
+        self,
+        stats: WorkerStats,
+        plan: WorkerPlan,
+        wakeup: Wakeup,
+        log: RunLog,
+        counter: ProcessedCounter,
+        timeline: Timeline,
+        halt: Halt,
+        rng: random.Random,
+    ) -> None:
+        self.stats = stats
+        self._plan = plan
+        self._halt = halt
+        self._bell = halt.bell()  # rung by the halt, a crash, the gate, a notification's credit
+        self._wakeup = wakeup.slot(stats.queue_type, self._bell)
+        self._own_pids = wakeup.book.own_pids
+        self._log = log
+        self._books = WorkerBooks(stats, timeline, counter, log, plan.clock)
+        self._timeline = timeline
+        self._rng = rng
+        self._session: ClaimPort | None = None
+        self._claim_now = True  # at the start, nothing says whether messages wait: claim
+        self._after_completion = False  # the last empty claim rode behind a completion
+        self._in_doubt: tuple[str, Claimed] | None = None  # (complete | fail, message) sent, no answer
+        self._crash_requested = False
+        self._index = worker_index(stats.name)
+        self.owner = plan.owners.new_token(stats.name)  # kept across reconnects, new after a crash
+        self._claim_s = 0.0  # the current message's claim, as measured when it was claimed
+        self._next: tuple[Claimed, ...] = ()  # claimed by the last completion's round trip
+        self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
+        self._ended_in_a_row = 0  # statements the server ended since one last answered
+        # since when this worker has been free (holding no message, not in a claim that will return
+        # one): the latency account's evidence of a free worker, sent with its next claim's journal row
+        self._free_since: float | None = None
+        self._parked = False
+        self._at_fallback = False  # the next claim is the type's fallback (no notification woke it)
+        self.backend_pid: int | None = None
+        timeout = plan.reconnect_timeout
+        self._outage = Outage(
+            stats, timeline, log, plan.clock, plan.dsn, timeout, halt, self._sleep, rng, plan.session.pooled
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Roll back what is open (a statement still running is cancelled first) and close."""
@@ -242,53 +264,6 @@ class WorkerConnection:
         """The old token's heartbeat stops (recovery takes its messages back); work on under a new one."""
         self._plan.owners.drop(self.owner)
         self.owner = self._plan.owners.new_token(self.stats.name)
-
-
-class WorkerLoop(WorkerConnection):
-    """One queue worker's life: connect, then claim-work-complete, reconnecting when lost."""
-
-    def __init__(
-        self,
-        stats: WorkerStats,
-        plan: WorkerPlan,
-        wakeup: Wakeup,
-        log: RunLog,
-        counter: ProcessedCounter,
-        timeline: Timeline,
-        halt: Halt,
-        rng: random.Random,
-    ) -> None:
-        self.stats = stats
-        self._plan = plan
-        self._halt = halt
-        self._bell = halt.bell()  # rung by the halt, a crash, the gate, a notification's credit
-        self._wakeup = wakeup.slot(stats.queue_type, self._bell)
-        self._own_pids = wakeup.book.own_pids
-        self._log = log
-        self._books = WorkerBooks(stats, timeline, counter, log, plan.clock)
-        self._timeline = timeline
-        self._rng = rng
-        self._session: ClaimPort | None = None
-        self._claim_now = True  # at the start, nothing says whether messages wait: claim
-        self._after_completion = False  # the last empty claim rode behind a completion
-        self._in_doubt: tuple[str, Claimed] | None = None  # (complete | fail, message) sent, no answer
-        self._crash_requested = False
-        self._index = worker_index(stats.name)
-        self.owner = plan.owners.new_token(stats.name)  # kept across reconnects, new after a crash
-        self._claim_s = 0.0  # the current message's claim, as measured when it was claimed
-        self._next: tuple[Claimed, ...] = ()  # claimed by the last completion's round trip
-        self._idle_at = time.perf_counter()  # when the session last went idle outside a transaction
-        self._ended_in_a_row = 0  # statements the server ended since one last answered
-        # since when this worker has been free (holding no message, not in a claim that will return
-        # one): the latency account's evidence of a free worker, sent with its next claim's journal row
-        self._free_since: float | None = None
-        self._parked = False
-        self._at_fallback = False  # the next claim is the type's fallback (no notification woke it)
-        self.backend_pid: int | None = None
-        timeout = plan.reconnect_timeout
-        self._outage = Outage(
-            stats, timeline, log, plan.clock, plan.dsn, timeout, halt, self._sleep, rng, plan.session.pooled
-        )  # fmt: skip
 
     def crash(self) -> None:
         """Die mid-work without cleaning up (a fault the run injects): the connection closes with
