@@ -200,7 +200,10 @@ WAL_FLUSH = (
     " last commits on a crash is acceptable; more workers only queue on the flush",
 )
 BLOCKERS_NAMED = 2  # the blockers an evidence names, most samples first
-SKIPPING_CLAIMS = ("indexed", "advisory")  # strategies whose claim skips what another worker holds
+# the built-in claims a fix for row-lock queues names: every built-in claim skips locked rows (read
+# from its SQL by designs/design.skips_locked; tests/test_designs.py holds it), these two also read
+# only each group's head or take a lock no other claim waits for
+SUGGESTED_CLAIMS = ("indexed", "advisory")
 
 
 def _wait_share(f: Figures, name: str) -> float | None:
@@ -248,7 +251,7 @@ def _locks(f: Figures) -> Found:
                 f"add SKIP LOCKED to the -next-msg claim's FOR UPDATE, or drop -next-msg for the {name} claim"
             )
         else:
-            others = [f"-claim {other}" for other in SKIPPING_CLAIMS if other != name]
+            others = [f"-claim {other}" for other in SUGGESTED_CLAIMS if other != name]
             how = f"use a claim that skips locked rows ({' or '.join(others)})"
         return MeasuredCause(Resource.LOCKS, evidence, f"claims queue behind each other's row locks: {how}")
     if own:  # the run's own sessions: the claim is not the cause, the holders are named
