@@ -78,14 +78,14 @@ def test_flags_the_path_to_the_server_rules_out_are_usage_errors(
     assert not (cli.workdir / "msg_queue.log").exists()
 
 
-@pytest.mark.integration
-def test_missing_and_unreadable_sql_files(cli: Cli) -> None:
-    assert_one_line_error(cli.run("-schema", "nope.sql"), 2, "nope.sql does not exist", "-schema")
-    (cli.workdir / "adir.sql").mkdir()
-    assert_one_line_error(cli.run("-schema", "adir.sql"), 2, "cannot read schema file", "adir.sql")
-    assert_one_line_error(cli.run("-next-msg", "gone.sql"), 2, "gone.sql does not exist", "-next-msg")
-    (cli.workdir / "empty.sql").write_text("  \n")
-    assert_one_line_error(cli.run("-next-msg", "empty.sql"), 2, "is empty")
+@pytest.mark.unit
+def test_missing_and_unreadable_sql_files(refuse: Refuse, tmp_path: Path) -> None:
+    assert_one_line_error(refuse("-schema", "nope.sql"), 2, "nope.sql does not exist", "-schema")
+    (tmp_path / "adir.sql").mkdir()
+    assert_one_line_error(refuse("-schema", "adir.sql"), 2, "cannot read schema file", "adir.sql")
+    assert_one_line_error(refuse("-next-msg", "gone.sql"), 2, "gone.sql does not exist", "-next-msg")
+    (tmp_path / "empty.sql").write_text("  \n")
+    assert_one_line_error(refuse("-next-msg", "empty.sql"), 2, "is empty")
 
 
 @pytest.mark.integration
@@ -139,9 +139,9 @@ def test_dsn_from_environment_is_used(cli: Cli, dsn: str) -> None:
     assert "embedded" not in result.stdout
 
 
-@pytest.mark.integration
-def test_unwritable_log_file(cli: Cli) -> None:
-    assert_one_line_error(cli.run("-logfile", "no/such/dir/run.log"), 2, "cannot write log file", "-logfile")
+@pytest.mark.unit
+def test_unwritable_log_file(refuse: Refuse) -> None:
+    assert_one_line_error(refuse("-logfile", "no/such/dir/run.log"), 2, "cannot write log file", "-logfile")
 
 
 @pytest.mark.integration
@@ -149,11 +149,11 @@ def test_too_many_workers_for_the_server(cli: Cli) -> None:
     assert_one_line_error(cli.run("-workers", "500"), 2, "-workers 500", "max_connections")
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 @pytest.mark.parametrize("flag", ["-json", "-plot"])
-def test_unwritable_result_file_is_refused_before_the_run(cli: Cli, flag: str) -> None:
-    assert_one_line_error(cli.run(flag, "no/such/dir/out"), 2, f"cannot write {flag} file", "writable")
-    assert not (cli.workdir / "msg_queue.log").exists()
+def test_unwritable_result_file_is_refused_before_the_run(refuse: Refuse, tmp_path: Path, flag: str) -> None:
+    assert_one_line_error(refuse(flag, "no/such/dir/out"), 2, f"cannot write {flag} file", "writable")
+    assert not (tmp_path / "msg_queue.log").exists()
 
 
 @pytest.mark.unit

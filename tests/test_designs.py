@@ -333,11 +333,11 @@ def test_a_claim_that_ranks_urgency_before_the_id_overtakes_and_the_cause_says_s
     assert "earliest unfinished message" in audit["fix"] and "head is locked" not in audit["fix"]
 
 
-@pytest.mark.integration
-def test_the_seed_table_refuses_what_it_cannot_hold(cli: Cli) -> None:
-    assert_one_line_error(cli.run("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
-    assert_one_line_error(cli.run("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
-    assert_one_line_error(cli.run("-fill-db 50 -archive"), 2, "-archive")
+@pytest.mark.unit
+def test_the_seed_table_refuses_what_it_cannot_hold(refuse: Refuse) -> None:
+    assert_one_line_error(refuse("-fill-db 50 -priority 1-3"), 2, "no priority and no due time")
+    assert_one_line_error(refuse("-claim indexed -fill-db 50 -delay 0.5:1-2"), 2, "-queue priority")
+    assert_one_line_error(refuse("-fill-db 50 -archive"), 2, "-archive")
 
 
 # A team's text key: 48 bits of milliseconds, then random hex; the customer inside a jsonb document.

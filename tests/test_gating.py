@@ -13,6 +13,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -456,14 +457,14 @@ def test_live_metrics_are_served_for_as_long_as_the_run_lasts(cli: Cli, runner: 
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)
 
 
-@pytest.mark.integration
-def test_a_taken_metrics_port_is_refused_before_the_run(cli: Cli) -> None:
+@pytest.mark.unit
+def test_a_taken_metrics_port_is_refused_before_the_run(refuse: Refuse) -> None:
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen()
         port = taken.getsockname()[1]
         assert_one_line_error(
-            cli.run(f"-fill-db 10 -metrics-port {port}"), 2, f"-metrics-port {port}", "free port"
+            refuse(f"-fill-db 10 -metrics-port {port}"), 2, f"-metrics-port {port}", "free port"
         )
 
 
@@ -480,17 +481,17 @@ def test_check_abort_ends_the_run_at_the_first_lost_connection(cli: Cli) -> None
     assert [c["passed"] for c in report["checks"]] == [False]
 
 
-@pytest.mark.integration
-def test_check_abort_without_a_check_it_can_act_on_is_refused(cli: Cli) -> None:
-    assert_one_line_error(cli.run("-fill-db 10 -check-abort"), 2, "-check-abort acts on -check lost")
+@pytest.mark.unit
+def test_check_abort_without_a_check_it_can_act_on_is_refused(refuse: Refuse) -> None:
+    assert_one_line_error(refuse("-fill-db 10 -check-abort"), 2, "-check-abort acts on -check lost")
 
 
-@pytest.mark.integration
-def test_a_baseline_of_other_settings_is_refused_before_the_run(cli: Cli) -> None:
-    (cli.workdir / "base.json").write_text(
+@pytest.mark.unit
+def test_a_baseline_of_other_settings_is_refused_before_the_run(refuse: Refuse, tmp_path: Path) -> None:
+    (tmp_path / "base.json").write_text(
         json.dumps({"settings": {"claim": "seed", "workers": 12}, "throughput_per_s": 1.0})
     )
     assert_one_line_error(
-        cli.run("-fill-db 10 -workers 3 -claim indexed -baseline base.json"),
+        refuse("-fill-db 10 -workers 3 -claim indexed -baseline base.json"),
         2, "-baseline base.json ran other settings", "claim: seed -> indexed", "pgmq-sim diff",
     )  # fmt: skip
