@@ -4,6 +4,8 @@ what the messages cost; the workers' logins are counted apart from the run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import psycopg
 
 from pgmq_sim.db.views import ServerViews
@@ -24,14 +26,14 @@ class Meters:
         views: ServerViews,
         server: Server,
         signals: Signals,
-        notes: list[str],
+        note: Callable[[str], None],
         tables: tuple[str, ...] = (),
     ) -> None:
         self._views = views
         self._tables = tables  # the queue's: their triggers are timed where the server counts them
         self._server = server
         self._signals = signals
-        self._notes = notes
+        self._note = note  # the run's: in the report and the log
         self.server_before: ServerCounters | None = None
         self.server_cpu_before: float | None = None
         self.client_before: CpuReading | None = None
@@ -96,5 +98,5 @@ class Meters:
         try:
             return call_bounded(self._views.counters, 30, self._signals, "server statistics")
         except (SimError, psycopg.Error) as exc:
-            self._notes.append(f"server statistics not read: {reason(exc, self._server.dsn)}")
+            self._note(f"server statistics not read: {reason(exc, self._server.dsn)}")
             return None

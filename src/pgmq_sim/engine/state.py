@@ -164,8 +164,15 @@ class RunState:
         self.producing: RateProducer | None = None  # the paced producer, once started
         self.chaos: list[FaultSpec] = parse_chaos(settings.chaos) if settings.chaos else []
         self.chaos += pressure_faults(settings.phases)
-        self.notes.extend(self.given.notes)
-        self.meters = Meters(self.views, self.server, self.signals, self.notes, self.db.shape.tables)
+        for line in self.given.notes:  # the plan's, said in the summary with the rest
+            self.note(line, screen=False)
+        self.meters = Meters(
+            self.views,
+            self.server,
+            self.signals,
+            lambda line: self.note(line, screen=False),
+            self.db.shape.tables,
+        )
 
     @property
     def settings(self) -> Settings:
@@ -196,7 +203,8 @@ class RunState:
 
     def note(self, line: str, *, screen: bool = True) -> None:
         """Something the person should know: in the report and the log, and on screen as it happens
-        unless `screen` is False (the summary shows every note at the end)."""
+        unless `screen` is False (the summary shows every note at the end). The one way a note is
+        recorded, from any part of the run."""
         self.notes.append(line)
         self.log.event(f"note: {line}")
         if screen:
