@@ -1,18 +1,26 @@
 """A run's state: every note, whichever part records it, goes one way (the report's list and the
-log, on screen unless kept for the summary)."""
+log, on screen unless kept for the summary); what the check established is a record set once."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import psycopg
 import pytest
 from builders import settings
 
+from pgmq_sim.actors.worker import session_plan
 from pgmq_sim.cli.plan import run_input
 from pgmq_sim.engine.bounded import Signals
+from pgmq_sim.engine.checking import team_timeouts
+from pgmq_sim.engine.preflight import Preflight
 from pgmq_sim.engine.state import RunState
+from pgmq_sim.model.facts import PathFacts
+from pgmq_sim.model.kinds import PoolerMode
+from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.result.observer import LiveFigures
+from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import Server
 
@@ -68,3 +76,35 @@ def test_the_plans_notes_and_the_meters_note_are_recorded_as_every_note_is(
     for note in state.notes:
         assert sum(line.endswith(f"note: {note}") for line in lines) == 1, (note, lines)
     assert not any("s3cret" in line for line in [*lines, *state.notes])
+
+
+@pytest.mark.unit
+def test_the_checks_record_is_made_once_and_holds_the_session_plan_it_was_made_from() -> None:
+    """A run's state has no record before the check passes (a refused or interrupted check leaves
+    none); the record cannot be changed once made, and its session plan keeps the role's statement
+    and lock timeouts that are on, no other."""
+    given = run_input(settings())
+    state = RunState(given, Server(DSN, "test", False), Screen(), RunLog("-"), Signals())
+    assert state.preflight is None
+    timeouts = ServerTimeouts(
+        "tester",
+        "nothing",
+        (
+            ServerSetting("statement_timeout", 3000, "3s", "user"),
+            ServerSetting("lock_timeout", 0, "0", "default"),
+            ServerSetting("idle_session_timeout", 1000, "1s", "database"),
+        ),
+    )
+    facts = PathFacts(PoolerMode.NONE, "no pooler", None, False, True, 170000)
+    team = team_timeouts(timeouts)
+    assert team == (("statement_timeout", 3000),)
+    state.preflight = preflight = Preflight(
+        RunPath(PoolerMode.NONE, True, (), facts),
+        timeouts,
+        session_plan(given.settings, given.design, team_timeouts=team),
+        spare_connections=12,
+    )
+    assert preflight.session.team_timeouts == team and preflight.pooler is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        preflight.spare_connections = 0  # type: ignore[misc]
+    assert state.preflight.spare_connections == 12

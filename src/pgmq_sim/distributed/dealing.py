@@ -22,9 +22,9 @@ def deal_workers(state: RunState, master: MasterRunner, members: list[Member], w
     settings, count = state.settings, len(members)
     if settings.workers < count:
         raise UsageError(f"-workers {settings.workers} is fewer than the {count} worker processes; give more")
-    assert state.runners is not None and state.session is not None
+    assert state.runners is not None and state.preflight is not None
     seeds = random.Random(state.rng.random())
-    session = asdict(state.session)
+    session = asdict(state.preflight.session)
     producing = deal_producers(state, count) if spreads(state, count) else [None] * count
     kept = kept_on_master(state) if settings.paced else None
     if kept is not None:

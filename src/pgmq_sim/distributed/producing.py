@@ -98,7 +98,8 @@ def deal_producers(state: RunState, processes: int) -> list[ProducerShare | None
     total = state.settings.producers
     counts = [total // processes + (1 if r < total % processes else 0) for r in range(processes)]
     shares = sum(1 for count in counts if count)
-    assert state.source is not None and state.path is not None
+    preflight = state.preflight
+    assert state.source is not None and preflight is not None
     state.source.ids_by_draw = True  # the master draws them again at the end, for what was cut off
     version, internal, gauss = state.source_rng.getstate()
     source_state = [version, list(internal), gauss]
@@ -119,8 +120,8 @@ def deal_producers(state: RunState, processes: int) -> list[ProducerShare | None
                 source_state,
                 state.design.enqueue.text,
                 str(evidence),
-                not state.path.transaction_pooled,
-                state.id_type,
+                not preflight.path.transaction_pooled,
+                preflight.id_type,
                 profile,
             )
         )

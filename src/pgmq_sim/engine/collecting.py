@@ -198,7 +198,12 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         faults = held_pauses(faults, census.holders)
     client = ClientCost(tuple(([state.meters.client] if state.meters.client else []) + state.process_cpu))
     server_reasons = reasons.counts()
-    faults = sorted(faults + reason_faults(server_reasons, state.timeouts), key=lambda f: f.at_s)
+    preflight = state.preflight  # None: the run was interrupted during the check
+    timeouts = preflight.timeouts if preflight is not None else None
+    faults = sorted(faults + reason_faults(server_reasons, timeouts), key=lambda f: f.at_s)
+    # the prepare's (pgqd's settings, the queues'), else what the check found
+    ticker = state.ticker if state.ticker is not None else preflight.ticker if preflight is not None else None
+    product = preflight.product if preflight is not None else None
     result = RunResult.from_stats(
         settings=settings,
         server=state.server.label,
@@ -206,13 +211,13 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         ordered=state.design.ordered,
         queue=state.design.as_json()
         | {"tables": list(state.db.shape.tables)}
-        | ({"ticker": state.ticker} if state.ticker is not None else {})
-        | ({"product": state.product} if state.product is not None else {})
+        | ({"ticker": ticker} if ticker is not None else {})
+        | ({"product": product} if product is not None else {})
         | {"claim_reads_from": list(source_functions(state.design.claim.text))},
         e2e_by_priority=end.by_priority,
         claim_skips_locked=state.design.skips_locked,
         server_reasons=server_reasons,
-        timeouts=state.timeouts,
+        timeouts=timeouts,
         census=state.census,
         latency=end.account,
         locks=census,
@@ -246,15 +251,15 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
         server_cost=end.server_cost,
         client=client,
         claims=_claims(state, parts, totals.finished, client, end.server_cost),
-        path=state.path,
+        path=preflight.path if preflight is not None else None,
         sweep=parts.goal.report(),
         bystander=state.bystander.result() if state.bystander else None,
         worker_backends_max=state.housekeeper.worker_backends_max if state.housekeeper else None,
         pooler=state.pooler_watch.view() if state.pooler_watch else None,
         waits=state.waits.profile() if settings.wait_sample_hz else None,
         wait_slices=state.waits.slices() if settings.wait_sample_hz else None,
-        spare_connections=state.spare_connections,
-        pool_server_room=state.pool_server_room,
+        spare_connections=preflight.spare_connections if preflight is not None else None,
+        pool_server_room=preflight.pool_server_room if preflight is not None else None,
         audit_skipped=end.skipped if settings.audit and verdict is None else None,
         live_audit=state.live_judge.record(end.judged_live) if state.live_judge is not None else None,
         limit_by_window=state.window_limits.stretches(),

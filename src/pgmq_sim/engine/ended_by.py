@@ -28,6 +28,5 @@ def name_the_ending(state: RunState) -> None:
         met(state, first[0], first[1])
     ending = state.ended_by
     if ending is not None and ending.reason.cause != Cause.OTHER:
-        state.error = ending_line(
-            ending, state.timeouts, run_shape(state.settings, state.design.skips_locked)
-        )
+        timeouts = state.preflight.timeouts if state.preflight is not None else None
+        state.error = ending_line(ending, timeouts, run_shape(state.settings, state.design.skips_locked))

@@ -19,10 +19,10 @@ LISTENER_WAIT_S = 30.0
 
 def crew_plan(state: RunState) -> CrewPlan:
     settings = state.settings
-    assert state.session is not None
+    assert state.preflight is not None
     return CrewPlan(
         state.server.dsn,
-        state.session,
+        state.preflight.session,
         settings.work,
         settings.reconnect_timeout,
         settings.fail_rate,

@@ -8,14 +8,13 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
 
 
-def refuse_foreign_owners(state: RunState, names: list[str]) -> None:
+def refuse_foreign_owners(state: RunState, names: list[str], role: str) -> None:
     """A table or function of the tool's that another role owns (an earlier run as a superuser made
     it) would stop the run halfway, 'permission denied': refused before anything changes, named
-    with its owner and the fix."""
+    with its owner and the fix. `role`: the run's."""
     owned = call_bounded(lambda: state.db.foreign_owners(names), 30, state.signals, "owner check", True)
     if owned:
         name, owner, kind = owned[0]
-        role = state.timeouts.role if state.timeouts is not None else "the run's role"
         more = f" (and {', '.join(n for n, _, _ in owned[1:])})" if len(owned) > 1 else ""
         raise UsageError(
             f"{kind} {name}{more} belongs to role {owner} (an earlier run as {owner} made it), and this"

@@ -19,7 +19,6 @@ from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
 from pgmq_sim.actors.ownership import BEAT_S
 from pgmq_sim.actors.producer import MessageSource
 from pgmq_sim.actors.threads import join_all
-from pgmq_sim.actors.worker import session_plan
 from pgmq_sim.db.claims import install_functions, try_claim
 from pgmq_sim.db.connection import is_connection_lost
 from pgmq_sim.db.pooler import PAUSE_TIMEOUT_S
@@ -48,16 +47,12 @@ SLOTS_KEPT = 3  # pool exhaustion's *0 leaves these free: the tool's own reading
 def prepare(state: RunState, parts: RunParts) -> None:
     """Install the queue in one transaction (a failure inside it changes nothing), then open the log.
     The run's record keeps whether it must drain, so `pgmq-sim audit` judges it as the run does."""
-    settings, design = state.settings, state.design
-    assert state.path is not None
-    on = state.timeouts.settings if state.timeouts is not None else ()
-    team = tuple((t.name, t.ms) for t in on if t.on and t.name in ("statement_timeout", "lock_timeout"))
-    state.session = session = session_plan(
-        settings, design, state.path.transaction_pooled, state.path.pooled, state.id_type, team
-    )
+    settings, design, preflight = state.settings, state.design, state.preflight
+    assert preflight is not None
+    session = preflight.session
     for writer in state.producers:
-        writer.prepared = not state.path.transaction_pooled
-        writer.id_type = state.id_type
+        writer.prepared = not preflight.path.transaction_pooled
+        writer.id_type = preflight.id_type
     recorded = settings.as_json() | {
         "drains": parts.goal.drains,
         "design": design.as_json() | {"claim_sql": design.claim.text},
@@ -65,7 +60,7 @@ def prepare(state: RunState, parts: RunParts) -> None:
     if not design.seed_table:  # what `pgmq-sim audit` needs to judge it again
         recorded["design"] |= {
             "pending_sql": design.pending and design.pending.text,
-            "keyed": state.id_type is not None,
+            "keyed": preflight.id_type is not None,
         }
     state.run_id = uuid.uuid4().hex
     record = (state.run_id, settings.fill_db, design.ordered, settings.audit, recorded)
@@ -158,10 +153,10 @@ def start(state: RunState, parts: RunParts) -> None:
 def start_housekeeping(state: RunState, parts: RunParts) -> None:
     """Recovery and sampling (a task on the run's loop), the pooler's watch and the fault schedule
     (threads of their own), wherever the workers run."""
-    settings = state.settings
-    assert state.path is not None
+    settings, preflight = state.settings, state.preflight
+    assert preflight is not None
     housekeeper = state.housekeeper = Housekeeper(
-        SampleSession(state.server.dsn, prepared=not state.path.transaction_pooled),
+        SampleSession(state.server.dsn, prepared=not preflight.path.transaction_pooled),
         state.db.shape,
         state.timeline,
         state.clock,
@@ -203,7 +198,7 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
                 retrying=settings.retrying,
             ),
             settings.retrying,
-            not state.path.pooled,  # a pooler may hand its session to another client
+            not preflight.path.pooled,  # a pooler may hand its session to another client
             state.clock,
             state.stop,
             state.errors.reporter("live audit"),
@@ -217,9 +212,9 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         )
         state.threads.append(state.live_judge)
         state.live_judge.start()
-    if state.pooler is not None:
+    if preflight.pooler is not None:
         state.pooler_watch = PoolerWatch(
-            state.pooler, state.timeline, state.clock, state.stop, state.errors.reporter("pooler watch")
+            preflight.pooler, state.timeline, state.clock, state.stop, state.errors.reporter("pooler watch")
         )
         state.threads.append(state.pooler_watch)
         state.pooler_watch.start()
@@ -237,7 +232,8 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
 
 def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
     rng = random.Random(state.rng.random())
-    server_faults = state.server_faults
+    server_faults, preflight = state.server_faults, state.preflight
+    assert preflight is not None
 
     def kill_connections(count: int) -> str:
         pids = pick(rng, state.views.worker_backends(), count)  # found on the server: any host's
@@ -248,9 +244,9 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
             shown = ", ".join(map(str, pids))
             raise SimError(f"nothing to kill: pid {shown} had ended or could not be ended")
         what = f"terminated {ended} worker backend(s): pid {', '.join(map(str, pids))}"
-        if state.path is not None and state.path.pooled:  # the pooler's, last serving a worker
+        if preflight.path.pooled:  # the pooler's, last serving a worker
             what += (
-                f"; server connections behind the {state.path.pooler} pooler: a worker notices only when"
+                f"; server connections behind the {preflight.path.pooler} pooler: a worker notices only when"
                 " it was in a transaction on one (see connections lost)"
             )
         return what
@@ -274,7 +270,7 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
         if kind == FaultKind.READERS:
             did = server_faults.readers(count, seconds, state.stop, tables, holding)
         elif kind == FaultKind.POOL_EXHAUSTION:
-            spare = max(0, (state.spare_connections or 0) - SLOTS_KEPT)  # *0: every spare slot
+            spare = max(0, (preflight.spare_connections or 0) - SLOTS_KEPT)  # *0: every spare slot
             if not count and not spare:
                 raise UsageError(
                     "no spare connection slot is known (behind a pooler, or none left but the tool's"
@@ -288,7 +284,7 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
         return f"{did}; dead tuples {before} -> {after}"
 
     def pooler(kind: FaultKind, seconds: float | None) -> str:
-        console = state.pooler
+        console = preflight.pooler
         assert console is not None  # the check refused pooler faults without -pooler-admin
         if kind == FaultKind.RECONNECT_POOLER:
             console.command("RECONNECT")
@@ -334,10 +330,11 @@ def halt(state: RunState, parts: RunParts) -> None:
             screen=False,
         )
     parts.carrier.close(state)
-    if state.pooler is not None:
-        state.pooler.close()
-    if state.pgqd is not None:
-        state.pgqd.stop()
+    preflight = state.preflight  # None: the check did not pass, and closed what it reached
+    if preflight is not None and preflight.pooler is not None:
+        preflight.pooler.close()
+    if preflight is not None and preflight.pgqd is not None:
+        preflight.pgqd.stop()
     state.log.flush()  # a write that fails now (a full disk) still ends the run as failed
     described = state.errors.describe(*state.dsns)
     if described is not None and state.outcome == Outcome.COMPLETED:

@@ -94,7 +94,7 @@ def execute(state: RunState, parts: RunParts) -> RunResult:
     state.log.on_failure(state.errors.reporter("log"))
     state.phase = parts.goal.describe
     try:
-        check(state, parts)
+        state.preflight = check(state, parts)
         phases.prepare(state, parts)
         parts.feed.produce(state)
         phases.start(state, parts)

@@ -15,15 +15,13 @@ from pgmq_sim.actors.books import ProcessedCounter
 from pgmq_sim.actors.bystander import Bystander
 from pgmq_sim.actors.chaos import FaultSchedule, FaultSpec, parse_chaos, pressure_faults
 from pgmq_sim.actors.housekeeping import Housekeeper, PoolerWatch
-from pgmq_sim.actors.pgqd import Pgqd
 from pgmq_sim.actors.producer import BatchWriter, MessageSource, ProducedBook
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.batches import evidence_for
 from pgmq_sim.db.faults import ServerFaults
-from pgmq_sim.db.pooler import PoolerConsole
 from pgmq_sim.db.queue import QueueDatabase
 from pgmq_sim.db.sessions import Sessions
-from pgmq_sim.db.values import Message, QueueShape, SessionPlan
+from pgmq_sim.db.values import Message, QueueShape
 from pgmq_sim.db.views import ServerViews
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.engine.accounting import LiveAccount
@@ -31,16 +29,15 @@ from pgmq_sim.engine.bounded import FirstError, Signals
 from pgmq_sim.engine.judging import LiveJudge
 from pgmq_sim.engine.loop import RunLoop
 from pgmq_sim.engine.meters import Meters
+from pgmq_sim.engine.preflight import Preflight
 from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.reasons import RunEnding
-from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.costs import ProcessCpu
 from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.holders import LockCensusTally
 from pgmq_sim.result.observer import RunObserver
-from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.result.stats import Timeline, WorkerStats
 from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.result.window_limits import WindowLimitTally
@@ -65,7 +62,8 @@ class RunInput:
 @dataclass
 class RunState:
     """Shared by the phases (on the main thread), the run's loop and its few threads (which only
-    append to lists, set events and write their own counters)."""
+    append to lists, set events and write their own counters). What the check established and the
+    run never changes is one record, `preflight` (engine/preflight); the rest changes as the run goes."""
 
     given: RunInput
     server: Server
@@ -99,17 +97,11 @@ class RunState:
     changed: bool = False  # the database has been changed: from now on, every end is reported
     runners: list[str] | None = None  # per worker, the process or host that ran it
     process_cpu: list[ProcessCpu] = field(default_factory=list)  # worker processes elsewhere
-    path: RunPath | None = None  # decided by the check
-    timeouts: ServerTimeouts | None = None  # the server's timeouts for the run's role, read by the check
-    spare_connections: int | None = None  # what the server and the role allow beyond the run's own
-    pool_server_room: int | None = None  # pooled: the slots left the pooler, its own included
-    census: ServerCensus | None = None  # the settings that shape the queue, read before the run
-    pooler: PoolerConsole | None = None  # -pooler-admin, reached by the check
-    session: SessionPlan | None = None  # what the workers' sessions run, decided by the prepare
-    id_type: str | None = None  # a folder design's own ids: their type, as its enqueue returns them
-    pgqd: Pgqd | None = None  # -queue pgq: the ticker started for the run (None: one already serves)
-    ticker: dict[str, Any] | None = None  # -queue pgq: the ticker's settings, for the report
-    product: dict[str, str] | None = None  # a built-in product's name and the version of its SQL run
+    preflight: Preflight | None = None  # what the check established, set once it passed; never changed
+    census: ServerCensus | None = None  # the settings that shape the queue: read by the prepare, once
+    # its tables exist (the check changes nothing, so it cannot read theirs)
+    ticker: dict[str, Any] | None = None  # -queue pgq: the ticker's settings and its queues', for the
+    # report: the prepare's, once pgqd started and the queues exist
     bystander: Bystander | None = None
     phase: Callable[[], str] = lambda: ""  # what the run is doing now (a sweep's step), for displays
     # a spread run (distributed/producing): starts the worker processes' producers at the run's zero

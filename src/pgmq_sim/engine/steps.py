@@ -229,7 +229,7 @@ def step_figures(
         ordering_bound_per_s=bound,
         groups=len(settings.queue_types) * settings.orders,
         waits=end.waits.minus(start.waits),
-        pooled=state.path is not None and state.path.pooled,
+        pooled=state.preflight is not None and state.preflight.path.pooled,
         claim_ms=claim_ms,
         complete_ms=complete_ms,
         work_ms=work_ms,

@@ -3,39 +3,42 @@ out nothing between ticks)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pgmq_sim.actors.pgqd import TICKER_PERIOD_S, Pgqd, pgqd_binary
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
 
 
-def find_ticker(state: RunState) -> None:
+def find_ticker(state: RunState) -> tuple[dict[str, Any] | None, Pgqd | None]:
     """-queue pgq: a ticker already serving the database is used (and said); else pgqd is started
-    for the run once the queues exist (refused here, before anything changes, without pgqd)."""
+    for the run once the queues exist (refused here, before anything changes, without pgqd).
+    Returned: the ticker serving (its report), or the pgqd to start."""
     database, tickers = call_bounded(state.db.pgq_ticker, 30, state.signals, "ticker check", True)
     if tickers:
-        state.ticker = {"started_by": "already serving the database", "sessions": tickers}
         state.note(
             f"pgq: a ticker already serves database {database} ({tickers} session(s) running"
             " pgq.ticker): it is used, and no pgqd is started"
         )
-        return
+        return {"started_by": "already serving the database", "sessions": tickers}, None
     if pgqd_binary() is None:
         raise UsageError(
             "-queue pgq needs a ticker (PgQ hands out nothing between ticks): install Debian's pgqd"
             " package, or run pgqd for this database yourself"
         )
-    state.pgqd = Pgqd(state.server.dsn, database)
+    return None, Pgqd(state.server.dsn, database)
 
 
 def start_ticker(state: RunState) -> None:
     """pgqd for the run (its settings and the queues' in the report)."""
-    if state.pgqd is not None:
-        call_bounded(state.pgqd.start, 30, state.signals, "starting pgqd")
-        state.ticker = state.pgqd.settings
-        state.log.event(
-            f"pgqd started for database {state.pgqd.database} (ticker period {TICKER_PERIOD_S:g} s)"
-        )
+    assert state.preflight is not None
+    pgqd = state.preflight.pgqd
+    state.ticker = state.preflight.ticker
+    if pgqd is not None:
+        call_bounded(pgqd.start, 30, state.signals, "starting pgqd")
+        state.ticker = pgqd.settings
+        state.log.event(f"pgqd started for database {pgqd.database} (ticker period {TICKER_PERIOD_S:g} s)")
     if state.ticker is not None:
         queues = call_bounded(state.db.pgq_queue_settings, 30, state.signals, "queue settings")
         state.ticker = state.ticker | {"queues": queues}

@@ -105,7 +105,9 @@ def diagnose_stall(state: RunState, behind: int = 0) -> None:
         return
     state.outcome = Outcome.STALLED
     served = {s.queue_type for s in state.stats}
-    pooled = state.path is not None and state.path.pooled
+    preflight = state.preflight
+    pooled = preflight is not None and preflight.path.pooled
+    timeouts = preflight.timeouts if preflight is not None else None
     views = state.views
 
     def inspect() -> tuple[frozenset[int], StallFacts]:
@@ -120,7 +122,7 @@ def diagnose_stall(state: RunState, behind: int = 0) -> None:
         return
     # what the server ended meanwhile first: a policy that cancels every claim is why none passed
     causes = reasons_since(
-        state.timeline.reasons.counts(), state.timeouts, state.elapsed - state.settings.stall_timeout
+        state.timeline.reasons.counts(), timeouts, state.elapsed - state.settings.stall_timeout
     )
     causes += explain_stall(facts, served, pooled, producers)
     if behind:
