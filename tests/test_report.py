@@ -28,6 +28,7 @@ from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.render.tracks import MOST_POINTS, Track
 from pgmq_sim.result.checks import CheckResult
+from pgmq_sim.result.costs import ClientCost, ProcessCpu
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
@@ -170,6 +171,18 @@ def test_a_run_report_leads_with_the_answer_and_fetches_nothing() -> None:
     assert re.search(r"<td>kill-connection</td><td class=\"n\">2</td>", html)
     # no latency split yet: no chart for it
     assert 'id="run-split"' not in html
+
+
+@pytest.mark.parametrize("cpu_s,limited", [(1.7, True), (1.68, False)])  # 85% of a core is the limit
+def test_the_client_is_judged_the_limit_in_its_own_place_in_the_document_and_the_report(
+    cpu_s: float, limited: bool
+) -> None:
+    client = ClientCost((ProcessCpu("local", cpu_s=cpu_s, elapsed_s=2.0, messages=500),))
+    doc = document(dataclasses.replace(result(), client=client))
+    assert doc["client"]["limited"] is limited
+    keys = ["cpu_s", "cpu_us_per_msg", "logins", "core_share_max", "limited", "processes"]
+    assert list(doc["client"]) == keys
+    assert ("the client was the limit" in run_report([doc], "test")) is limited
 
 
 def test_the_latency_split_draws_a_stacked_bar_per_cohort_and_type_when_the_result_carries_it() -> None:

@@ -87,7 +87,7 @@ def result_document(result: RunResult, verdict: RunVerdict) -> dict[str, Any]:
     """A result's JSON document: the result, and its verdicts (the limit, what hid the slowest, the
     workers' time, the advice)."""
     hidden = verdict.hidden
-    return run_json(result) | {
+    return run_json(result, verdict) | {
         "limit": verdict.limit.as_json(),
         "hidden": hidden.as_json() if hidden is not None else None,
         "cost": verdict.cost_json(),
@@ -98,8 +98,9 @@ def result_document(result: RunResult, verdict: RunVerdict) -> dict[str, Any]:
     }
 
 
-def run_json(r: RunResult) -> dict[str, Any]:
-    """A run's result as its JSON document's body (the limit and the advice are added beside it)."""
+def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
+    """A run's result as its JSON document's body, with the verdicts on a part of it in that part's
+    place (the limit and the advice are added beside it)."""
     return {
         "version": JSON_VERSION,
         "outcome": r.outcome,
@@ -154,7 +155,7 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "retries": r.retries.as_json() if r.retries else None,
         "oldest_snapshot": r.snapshot.as_json() if r.snapshot else None,
         "server_cost": r.server_cost.as_json() if r.server_cost else None,
-        "client": r.client.as_json(),
+        "client": _client_json(r, v),
         "claims": r.claims.as_json()
         | {"summary": claims_text(r.claims), "inflated_by_outside": inflated(r.claims)}
         if r.claims
@@ -174,6 +175,13 @@ def run_json(r: RunResult) -> dict[str, Any]:
         "notes": list(r.notes),
         "settings": r.settings.as_json(),
     }
+
+
+def _client_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
+    """The client's cost, and whether it set the pace (before its processes, where it always was)."""
+    measured = r.client.as_json()
+    processes = measured.pop("processes")
+    return measured | {"limited": v.client_limited, "processes": processes}
 
 
 def sweep_json(s: SweepResult) -> dict[str, Any]:

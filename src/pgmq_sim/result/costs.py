@@ -15,7 +15,6 @@ from pgmq_sim.model.facts import ServerCounters, StatementCounters
 from pgmq_sim.result.roles import RoleCosts, RoleTransactions, statement_shares
 
 TOP_STATEMENTS = 5
-CLIENT_LIMIT_SHARE = 0.85  # a Python process near one full core is its own limit (one GIL)
 
 
 def per_message(value: float | None, messages: int, scale: float = 1.0) -> float | None:
@@ -256,12 +255,6 @@ class ClientCost:
     def busiest(self) -> ProcessCpu | None:
         return max(self.processes, key=lambda p: p.core_share, default=None)
 
-    @property
-    def limited(self) -> bool:
-        """A process near a full core: with one GIL per process it cannot go faster."""
-        busiest = self.busiest
-        return busiest is not None and busiest.core_share >= CLIENT_LIMIT_SHARE
-
     def as_json(self) -> dict[str, Any]:
         busiest, logins = self.busiest, self.logins
         return {
@@ -269,7 +262,6 @@ class ClientCost:
             "cpu_us_per_msg": self.cpu_us_per_msg,
             "logins": logins.as_json() if logins else None,
             "core_share_max": round(busiest.core_share, 3) if busiest else None,
-            "limited": self.limited,
             "processes": [p.as_json() for p in self.processes],
         }
 

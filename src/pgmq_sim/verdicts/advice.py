@@ -12,6 +12,7 @@ from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MeasuredCause, ms_text
 from pgmq_sim.verdicts.drift import unvacuumed_at
 from pgmq_sim.verdicts.limits import Limit
+from pgmq_sim.verdicts.resources import client_limited
 
 Rule = Callable[[RunResult], str | None]
 
@@ -145,7 +146,7 @@ def client_starved(r: RunResult) -> str | None:
     if local is None or local.run_delay_s is None or local.elapsed_s <= 0 or r.processed < 100:
         return None
     waited = local.run_delay_s / local.elapsed_s  # thread-seconds per second
-    if waited < 0.5 or r.client.limited:
+    if waited < 0.5 or client_limited(r.client):
         return None
     return (
         f"the tool's threads waited {waited:.1f} s per second for a CPU: client and server share the"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from pgmq_sim.model.facts import NOTIFY_QUEUE
+from pgmq_sim.result.costs import ClientCost
 from pgmq_sim.result.waits import BlockerSeen, notify_lock_note
 from pgmq_sim.verdicts.cause import (
     MORE_WORKERS_CANNOT,
@@ -30,10 +31,17 @@ POOL_WAIT_SHARE = 0.2  # of the workers' time, waiting for a server connection
 SERVER_CPU_SHARE = 0.85  # of the server's cores
 CLAIM_BLOCKS = 200  # buffers read per message: a claim that scans, not one that seeks
 CLIENT_CORE_SHARE = 0.9  # of a core, the busiest client process's (one GIL per process)
+CLIENT_LIMIT_SHARE = 0.85  # of a core: a Python process this busy is its own limit (one GIL)
 OUTAGE_SHARE = 0.05  # of the run's time, the path down: the outage, not the queue, set the pace
 POLICY_SHARE = 0.05  # of the messages' attempts, sessions a server policy ended: the policy set the pace
 
 Found = MeasuredCause | None  # None: the resource did not bound the run
+
+
+def client_limited(client: ClientCost) -> bool:
+    """A client process near a full core: with one GIL per process it cannot go faster."""
+    busiest = client.busiest
+    return busiest is not None and busiest.core_share >= CLIENT_LIMIT_SHARE
 
 
 def client_cpu(f: Figures) -> Found:

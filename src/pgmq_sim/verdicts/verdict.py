@@ -17,6 +17,7 @@ from pgmq_sim.verdicts.episodes import Episode, episodes
 from pgmq_sim.verdicts.figures import run_figures
 from pgmq_sim.verdicts.hidden import HiddenAccount
 from pgmq_sim.verdicts.limits import Limit, limit_of, time_split, with_cost
+from pgmq_sim.verdicts.resources import client_limited
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class RunVerdict:
     cost: MeasuredCause | None = None  # a cause outside the run that inflated its costs
     enqueue: MeasuredCause | None = None  # what the slowest enqueues waited for
     episodes: tuple[Episode, ...] = ()  # the stretches clearly worse than the run's own baseline
+    client_limited: bool = False  # a client process near a full core: the tool set the pace
 
     def cost_json(self) -> dict[str, Any] | None:
         return None if self.cost is None else self.cost.as_json() | {"fix": self.cost.fix}
@@ -44,4 +46,13 @@ def judge_run(r: RunResult) -> RunVerdict:
     if r.enqueue is not None:
         enqueue = enqueue_cause(r.enqueue, figures.offered_per_s, figures.groups, figures.notifies)
     lines = tuple(advice(r, limit, cost))
-    return RunVerdict(limit, figures.hidden, lines, time_split(r), cost, enqueue, episodes(r, figures))
+    return RunVerdict(
+        limit,
+        figures.hidden,
+        lines,
+        time_split(r),
+        cost,
+        enqueue,
+        episodes(r, figures),
+        client_limited(r.client),
+    )
