@@ -221,13 +221,15 @@ def test_a_bystander_baseline_is_compared_only_when_it_is_like_for_like(
     before: float, after: float | None, beside: float, why: str | None
 ) -> None:
     from pgmq_sim.result.costs import BystanderResult
+    from pgmq_sim.verdicts.bystander import judge_bystander
 
     alone = (before + after) / 2 if after is not None else before
     result = BystanderResult(
         50, 500, 0, _p50(alone), _p50(beside), _p50(before), _p50(after) if after is not None else None
     )
-    reason = result.incomparable_because
+    judged = judge_bystander(result)
+    reason = judged.incomparable_because
     assert (reason is None) == (why is None), reason
     if why is not None:
         assert reason is not None and why in reason
-    assert result.as_json()["comparable"] == (why is None)
+    assert judged.as_json() == {"comparable": why is None, "incomparable_because": reason}

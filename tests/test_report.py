@@ -28,7 +28,7 @@ from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.render.tracks import MOST_POINTS, Track
 from pgmq_sim.result.checks import CheckResult
-from pgmq_sim.result.costs import ClientCost, ProcessCpu
+from pgmq_sim.result.costs import BystanderResult, ClientCost, ProcessCpu
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
@@ -261,6 +261,28 @@ def summary(run: RunResult, verbose: bool = False) -> list[str]:
     out = io.StringIO()
     print_summary(Console(file=out, width=120), run, judge_run(run), verbose)
     return out.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("after_ms,why", [(0.55, None), (1.5, "disagree: the server changed")])
+def test_a_bystanders_comparison_is_judged_once_and_shown_in_each_view(
+    after_ms: float, why: str | None
+) -> None:
+    def p50(ms: float) -> dict[str, float | None]:
+        return {"p50": ms, "p99": ms * 3}
+
+    bystander = BystanderResult(50, 500, 0, p50((0.5 + after_ms) / 2), p50(0.6), p50(0.5), p50(after_ms))
+    run = dataclasses.replace(result(), bystander=bystander)
+    doc = document(run)["bystander"]
+    measured = ["rate", "transactions", "errors", "latency_ms", "alone_latency_ms"]
+    assert list(doc) == [*measured, "alone_before_ms", "alone_after_ms", "comparable", "incomparable_because"]
+    assert doc["comparable"] is (why is None) and (doc["incomparable_because"] is None) is (why is None)
+    said = " ".join(" ".join(summary(run, verbose=True)).replace("│", " ").split())
+    html = run_report([document(run)], "test")
+    if why is None:
+        assert "; comparable" in said and "; comparable." in html
+    else:
+        assert f"not comparable: {doc['incomparable_because']}" in html and why in doc["incomparable_because"]
+        assert "not comparable: alone before (0.50 ms) and after (1.50 ms)" in said
 
 
 DAY_S = 86_400

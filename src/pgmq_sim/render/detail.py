@@ -65,7 +65,7 @@ def print_detail(
             "connections", escape(f"{result.connections_lost} lost, {result.reconnects} reconnects{causes}")
         )
     _bound_row(table, result)
-    _server_rows(table, result)
+    _server_rows(table, result, verdict)
     audit_rows(table, result)
     _failure_rows(table, result)
     _account_rows(table, result)
@@ -163,7 +163,7 @@ def _bound_row(table: Table, result: RunResult) -> None:
         table.add_row("ordering bound", text)
 
 
-def _server_rows(table: Table, result: RunResult) -> None:
+def _server_rows(table: Table, result: RunResult, verdict: RunVerdict) -> None:
     """What the server said: its timeouts, the table, a neighbour's latency, the cost."""
     if result.timeouts is not None and any(t.on for t in result.timeouts.settings):
         table.add_row("server timeouts", escape(result.timeouts.text()))
@@ -187,12 +187,12 @@ def _server_rows(table: Table, result: RunResult) -> None:
         b = result.bystander
         beside = "  ".join(f"{k} {ms(v)}" for k, v in b.beside_ms.items())
         alone = "  ".join(f"{k} {ms(v)}" for k, v in b.alone_ms.items())
-        why = b.incomparable_because
-        verdict = "comparable" if why is None else f"not comparable: {why}"
+        why = verdict.bystander.incomparable_because if verdict.bystander else None
+        compared = "comparable" if why is None else f"not comparable: {why}"
         table.add_row(
             "bystander ms",
             f"{beside} beside the queue; alone (before and after): {alone} ({b.rate:g}/s, {b.errors} errors);"
-            f" {verdict}",
+            f" {compared}",
         )
     if result.server_cost is not None:
         table.add_row("server cost", server_cost_text(result.server_cost))

@@ -168,7 +168,7 @@ def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
         "locks": r.locks.as_json() if r.locks else None,
         "sweep": sweep_json(r.sweep) if r.sweep else None,
         "phases": [p.as_json() for p in r.phases],
-        "bystander": r.bystander.as_json() if r.bystander else None,
+        "bystander": _bystander_json(r, v),
         "drift": r.drift.as_json() if r.drift else None,
         "checks": [c.as_json() for c in r.checks],
         "stall_causes": list(r.stall_causes),
@@ -182,6 +182,13 @@ def _client_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
     measured = r.client.as_json()
     processes = measured.pop("processes")
     return measured | {"limited": v.client_limited, "processes": processes}
+
+
+def _bystander_json(r: RunResult, v: RunVerdict) -> dict[str, Any] | None:
+    """The neighbour's latencies, then whether beside and alone compare."""
+    if r.bystander is None:
+        return None
+    return r.bystander.as_json() | (v.bystander.as_json() if v.bystander else {})
 
 
 def sweep_json(s: SweepResult) -> dict[str, Any]:

@@ -300,14 +300,10 @@ def run_delay_s() -> float | None:
     return total / 1e9
 
 
-BASELINES_AGREE = 0.3  # alone before and after within 30% (p50): the baseline is the server's own
-FASTER_BESIDE = 0.75  # beside below 75% of alone (p50): the alone windows were an idle machine's
-
-
 @dataclass(frozen=True)
 class BystanderResult:
-    """A neighbour's latency beside the queue, against alone (before the workers started and after
-    they stopped), and whether the two can be compared."""
+    """A neighbour's latency beside the queue, and alone (before the workers started and after they
+    stopped); whether the two can be compared is judged in verdicts/bystander."""
 
     rate: float
     transactions: int
@@ -316,23 +312,6 @@ class BystanderResult:
     beside_ms: dict[str, float | None]  # while the queue ran
     before_ms: dict[str, float | None] | None = None
     after_ms: dict[str, float | None] | None = None  # None: not measured (a stop, a lost server)
-
-    @property
-    def incomparable_because(self) -> str | None:
-        """Why beside and alone cannot be compared, or None when they can."""
-        before = (self.before_ms or {}).get("p50")
-        after = (self.after_ms or {}).get("p50")
-        alone, beside = self.alone_ms.get("p50"), self.beside_ms.get("p50")
-        if before is None or after is None or alone is None or beside is None:
-            return "alone was not measured both before and after the workers"
-        if abs(before - after) > BASELINES_AGREE * max(before, after):
-            return f"alone before ({before:.2f} ms) and after ({after:.2f} ms) disagree: the server changed"
-        if beside < FASTER_BESIDE * alone:
-            return (
-                f"faster beside the queue ({beside:.2f} ms) than alone ({alone:.2f} ms): on an idle"
-                " machine each transaction waits for a sleeping CPU to wake; compare the p99s"
-            )
-        return None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -343,6 +322,4 @@ class BystanderResult:
             "alone_latency_ms": self.alone_ms,
             "alone_before_ms": self.before_ms,
             "alone_after_ms": self.after_ms,
-            "comparable": self.incomparable_because is None,
-            "incomparable_because": self.incomparable_because,
         }

@@ -10,6 +10,7 @@ from typing import Any
 
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
+from pgmq_sim.verdicts.bystander import BystanderVerdict, judge_bystander
 from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.costs import cost_cause
 from pgmq_sim.verdicts.enqueue import enqueue_cause
@@ -30,6 +31,7 @@ class RunVerdict:
     enqueue: MeasuredCause | None = None  # what the slowest enqueues waited for
     episodes: tuple[Episode, ...] = ()  # the stretches clearly worse than the run's own baseline
     client_limited: bool = False  # a client process near a full core: the tool set the pace
+    bystander: BystanderVerdict | None = None  # whether the neighbour's beside and alone compare
 
     def cost_json(self) -> dict[str, Any] | None:
         return None if self.cost is None else self.cost.as_json() | {"fix": self.cost.fix}
@@ -55,4 +57,5 @@ def judge_run(r: RunResult) -> RunVerdict:
         enqueue,
         episodes(r, figures),
         client_limited(r.client),
+        None if r.bystander is None else judge_bystander(r.bystander),
     )
