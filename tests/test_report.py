@@ -28,6 +28,7 @@ from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.render.tracks import MOST_POINTS, Track
 from pgmq_sim.result.checks import CheckResult
+from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ProcessCpu
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
@@ -283,6 +284,25 @@ def test_a_bystanders_comparison_is_judged_once_and_shown_in_each_view(
     else:
         assert f"not comparable: {doc['incomparable_because']}" in html and why in doc["incomparable_because"]
         assert "not comparable: alone before (0.50 ms) and after (1.50 ms)" in said
+
+
+@pytest.mark.parametrize("server_ms", [None, 4.0])
+def test_the_documents_claims_say_where_their_costs_were_measured_after_the_figures(
+    server_ms: float | None,
+) -> None:
+    book = ClaimBook()
+    book.took[INDEX[ClaimReason.NOTIFIED]], book.empty[INDEX[ClaimReason.NOTIFIED]] = 500, 20
+    claims = dataclasses.replace(
+        ClaimAccount.of([book], 500, 10.0, 300.0, None, "c"), server_empty_ms=server_ms
+    )
+    doc = document(dataclasses.replace(result(), claims=claims))["claims"]
+    assert list(doc)[-4:] == ["without_outside", "sources", "summary", "inflated_by_outside"]
+    assert doc["sources"] == {
+        "client_s": "an empty claim's own CPU time on the loop (the worker's code from its wake-up to its"
+        " next wait, its round trips' sends and reads; the loop's dispatch apart), measured on one claim"
+        " in several and counted at their mean by reason",
+        "server": None if server_ms is None else "pg_stat_statements, the empty claims' share by count",
+    }
 
 
 DAY_S = 86_400

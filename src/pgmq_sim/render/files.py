@@ -18,6 +18,7 @@ from pgmq_sim.errors import SimError, UsageError
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.render.lines import claims_text
+from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.costs import inflated
 from pgmq_sim.verdicts.knee import (
@@ -157,7 +158,11 @@ def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
         "server_cost": r.server_cost.as_json() if r.server_cost else None,
         "client": _client_json(r, v),
         "claims": r.claims.as_json()
-        | {"summary": claims_text(r.claims), "inflated_by_outside": inflated(r.claims)}
+        | {
+            "sources": claims_sources(r.claims),
+            "summary": claims_text(r.claims),
+            "inflated_by_outside": inflated(r.claims),
+        }
         if r.claims
         else None,
         "path": r.path.as_json() if r.path else None,
@@ -174,6 +179,22 @@ def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
         "stall_causes": list(r.stall_causes),
         "notes": list(r.notes),
         "settings": r.settings.as_json(),
+    }
+
+
+CLIENT_SOURCE = (
+    "an empty claim's own CPU time on the loop (the worker's code from its wake-up to its next wait,"
+    " its round trips' sends and reads; the loop's dispatch apart), measured on one claim in several"
+    " and counted at their mean by reason"
+)
+SERVER_SOURCE = "pg_stat_statements, the empty claims' share by count"
+
+
+def claims_sources(claims: ClaimAccount) -> dict[str, str | None]:
+    """Where the claims' costs were measured, in words (the server's: only where it was read)."""
+    return {
+        "client_s": CLIENT_SOURCE,
+        "server": SERVER_SOURCE if claims.server_empty_ms is not None else None,
     }
 
 

@@ -89,10 +89,6 @@ class Sender:
     empty: int
     read_s: float
 
-    def name(self) -> str:
-        app = "ended before it was named" if self.application is None else f"app '{self.application}'"
-        return f"pid {self.pid} ({app})"
-
     def as_json(self) -> dict[str, Any]:
         return {
             "pid": self.pid,
@@ -288,14 +284,6 @@ class ClaimAccount:
                 if outside_s is not None
                 else None,
                 "server_statement_ms_outside": _round(self.server_outside_ms, 3),
-            },
-            "sources": {
-                "client_s": "an empty claim's own CPU time on the loop (the worker's code from its"
-                " wake-up to its next wait, its round trips' sends and reads; the loop's dispatch apart),"
-                " measured on one claim in several and counted at their mean by reason",
-                "server": "pg_stat_statements, the empty claims' share by count"
-                if self.server_empty_ms is not None
-                else None,
             },
         }
 

@@ -43,13 +43,19 @@ def inflation_text(claims: ClaimAccount) -> str | None:
     return said
 
 
+def sender_name(s: Sender) -> str:
+    """A session outside the run as a cause names it: its pid and its application, if it was read."""
+    app = "ended before it was named" if s.application is None else f"app '{s.application}'"
+    return f"pid {s.pid} ({app})"
+
+
 def senders_text(outside: tuple[Sender, ...]) -> str:
     """Who outside the run notified: one session, or many (say, an application connecting per
     request): their sum, their applications, and how many ended before they were named."""
     top = outside[0]
     if len(outside) == 1:
         return (
-            f"a session outside the run, {top.name()}, sent {top.notifications:,} notifications"
+            f"a session outside the run, {sender_name(top)}, sent {top.notifications:,} notifications"
             f" ({top.per_s:,.0f}/s) on the run's channel"
             + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
         )
@@ -60,7 +66,7 @@ def senders_text(outside: tuple[Sender, ...]) -> str:
     return (
         f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
         f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
-        f" {top.notifications:,} by {top.name()}"
+        f" {top.notifications:,} by {sender_name(top)}"
     )
 
 
@@ -74,7 +80,7 @@ def cost_cause(r: RunResult) -> MeasuredCause | None:
     outside = claims.outside
     one = len(outside) == 1
     many = f"the {len(outside)} sessions outside the run"
-    whom, them, own = (outside[0].name(), "it", "its") if one else (many, "them", "their")
+    whom, them, own = (sender_name(outside[0]), "it", "its") if one else (many, "them", "their")
     return MeasuredCause(
         Resource.NOTIFIER,
         evidence,
