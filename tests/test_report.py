@@ -11,6 +11,7 @@ import io
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +24,8 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.model.keys import KeyDistribution
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.render.files import result_document
+from pgmq_sim.render.lines import producer_text, trigger_text
+from pgmq_sim.render.pressure import recovery_text
 from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_report
 from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
@@ -30,7 +33,8 @@ from pgmq_sim.render.tracks import MOST_POINTS, Track
 from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ProcessCpu
-from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.phased import PhaseResult
+from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
 from pgmq_sim.verdicts.diff import compare, diff_json, setting_differences, worse
@@ -303,6 +307,25 @@ def test_the_documents_claims_say_where_their_costs_were_measured_after_the_figu
         " in several and counted at their mean by reason",
         "server": None if server_ms is None else "pg_stat_statements, the empty claims' share by count",
     }
+
+
+def test_the_views_say_the_producers_pace_its_triggers_and_a_phases_recovery() -> None:
+    kept = "1000 offered, 950 written on time (95%), 1000 by the end"
+    assert producer_text(ProducerFigures(1000, 950, 1000, 0)) == kept
+    behind = "1000 offered, 400 written on time (40%), 800 by the end"
+    stalled = "; nothing written in 3 s while messages were due"
+    assert producer_text(ProducerFigures(1000, 400, 800, 3)) == behind + stalled
+    calls = (("msg_queue_notify()", 3000, 63.0), ("idle()", 0, 0.0))
+    timed = SimpleNamespace(triggers=calls, triggers_untimed=None)  # what trigger_text reads of an account
+    assert trigger_text(timed) == "msg_queue_notify() 0.021 ms a call, 3,000 calls"
+    untimed = SimpleNamespace(triggers=(), triggers_untimed="track_functions is none")
+    assert trigger_text(untimed) == "triggers not timed: track_functions is none"
+    phase = PhaseResult(
+        "after", None, 30.0, 20.0, 100.0, 100.0, {}, 0, 0, None, None, None, "", None, None, None
+    )
+    assert recovery_text(phase) == ""
+    assert recovery_text(dataclasses.replace(phase, recovery_s=4.2, recovered=True)) == "recovered in 4 s"
+    assert recovery_text(dataclasses.replace(phase, recovered=False)) == "not recovered in 20 s"
 
 
 DAY_S = 86_400

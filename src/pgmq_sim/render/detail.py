@@ -27,6 +27,7 @@ from pgmq_sim.render.lines import (
     print_drift,
     print_sweep,
     processed_text,
+    producer_text,
     role_cost_text,
     server_cost_text,
     throughput_text,
@@ -50,7 +51,7 @@ def print_detail(
     table.add_row("processed", processed_text(result))
     table.add_row("messages/s", throughput_text(result))
     if result.producer is not None:
-        table.add_row("producer", result.producer.text())
+        table.add_row("producer", producer_text(result.producer))
     _latency_rows(table, result)
     claims = result.claims
     table.add_row("claims", escape(claims_text(claims)) if claims else f"{result.empty_claims} empty")

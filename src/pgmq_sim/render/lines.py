@@ -20,7 +20,7 @@ from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
-from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.window_limits import LimitStretch, usual
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.cause import cohort_text, ms_figure, ms_text
@@ -261,8 +261,24 @@ def enqueue_text(account: EnqueueAccount) -> str:
         if share >= 0.01
     )
     mean = account.mean_ms(account.slowest_parts_s, account.slowest_count)
-    triggers = account.trigger_text()
+    triggers = trigger_text(account)
     return f"{who}: {figures}; slowest 1% {ms_text(mean)}: {parts}" + (f"; {triggers}" if triggers else "")
+
+
+def trigger_text(account: EnqueueAccount) -> str:
+    """e.g. 'msg_queue_notify() 0.021 ms a call, 3,000 calls'."""
+    if account.triggers_untimed:
+        return f"triggers not timed: {account.triggers_untimed}"
+    timed = [(n, c, ms) for n, c, ms in account.triggers if c]
+    return "; ".join(f"{n} {ms / c:.3f} ms a call, {c:,} calls" for n, c, ms in timed)
+
+
+def producer_text(p: ProducerFigures) -> str:
+    """e.g. '1000 offered, 950 written on time (95%), 1000 by the end'."""
+    said = f"{p.offered} offered, {p.on_time} written on time ({p.on_time_share:.0%}), {p.written} by the end"
+    if p.stalled_s:
+        said += f"; nothing written in {p.stalled_s} s while messages were due"
+    return said
 
 
 def time_split_text(split: dict[str, float]) -> str:

@@ -16,6 +16,15 @@ def _number(value: float | int | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+def recovery_text(p: PhaseResult) -> str:
+    """After a pressure phase: whether the run came back to its baseline, and when ('' unmeasured)."""
+    if p.recovered is None:
+        return ""
+    if p.recovered:
+        return f"recovered in {p.recovery_s:.0f} s"
+    return f"not recovered in {p.seconds:.0f} s"
+
+
 def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) -> None:
     """A row per phase; with detail, each phase's waits, limit and faults below."""
     if not phases:
@@ -34,7 +43,7 @@ def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) 
             str(p.backlog_end),
             _number(p.dead_tuples_end),
             _number(p.table_mb_end),
-            escape(p.recovery_text() or (p.limit or "-")),
+            escape(recovery_text(p) or (p.limit or "-")),
         )
     console.print(table)
     if not detail:

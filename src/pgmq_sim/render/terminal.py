@@ -25,6 +25,7 @@ from pgmq_sim.render.lines import (
     print_drift_verdict,
     print_sweep,
     processed_text,
+    producer_text,
     throughput_text,
     window_limits_text,
 )
@@ -62,7 +63,7 @@ def print_summary(
     table.add_row("processed", processed_text(result))
     table.add_row("messages/s", throughput_text(result, SHORT_TYPES))
     if result.producer is not None and result.producer.on_time_share < KEPT_UP:
-        table.add_row("producer", result.producer.text())
+        table.add_row("producer", producer_text(result.producer))
     table.add_row("end-to-end ms", "  ".join(f"{k} {ms(v)}" for k, v in result.e2e_ms.items()))
     if result.enqueue is not None:
         table.add_row("enqueue ms", escape(enqueue_text(result.enqueue)))

@@ -184,13 +184,6 @@ class EnqueueAccount:
     triggers_untimed: str | None = None
     runners: tuple[tuple[str, int, int], ...] = ()  # spread over processes: runner, sessions, written
 
-    def trigger_text(self) -> str:
-        """e.g. 'msg_queue_notify() 0.021 ms a call, 3,000 calls'."""
-        if self.triggers_untimed:
-            return f"triggers not timed: {self.triggers_untimed}"
-        timed = [(n, c, ms) for n, c, ms in self.triggers if c]
-        return "; ".join(f"{n} {ms / c:.3f} ms a call, {c:,} calls" for n, c, ms in timed)
-
     @property
     def server_shares(self) -> dict[str, float] | None:
         """What the producer's sessions were seen doing while in a statement: each wait class's share

@@ -41,13 +41,6 @@ class PhaseResult:
     def p99_ms(self) -> float | None:
         return self.e2e_ms.get("p99")
 
-    def recovery_text(self) -> str:
-        if self.recovered is None:
-            return ""
-        if self.recovered:
-            return f"recovered in {self.recovery_s:.0f} s"
-        return f"not recovered in {self.seconds:.0f} s"
-
     def as_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "account"}
         return data | {"latency_account": self.account.as_json() if self.account is not None else None}

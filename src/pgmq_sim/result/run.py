@@ -112,15 +112,6 @@ class ProducerFigures:
     def on_time_share(self) -> float:
         return self.on_time / self.offered if self.offered else 1.0
 
-    def text(self) -> str:
-        said = (
-            f"{self.offered} offered, {self.on_time} written on time ({self.on_time_share:.0%}),"
-            f" {self.written} by the end"
-        )
-        if self.stalled_s:
-            said += f"; nothing written in {self.stalled_s} s while messages were due"
-        return said
-
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"on_time_share": round(self.on_time_share, 4)}
 
