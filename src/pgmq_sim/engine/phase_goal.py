@@ -23,9 +23,10 @@ from pgmq_sim.model.pressure import PhaseSpec
 from pgmq_sim.model.profiles import number_text
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.holders import LockCensus
-from pgmq_sim.result.phased import PhaseResult, recovery
+from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.verdicts.pressure import recovery
 
 ACCOUNT_TIMEOUT_S = 600.0
 

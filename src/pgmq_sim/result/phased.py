@@ -1,15 +1,13 @@
 """A run's phases as measured: each phase's figures from its own edges and seconds, the recovery
-after a pressure, and -suite pressure's scorecard rows read from the cells' runs."""
+after a pressure (as verdicts/pressure judged it), and -suite pressure's scorecard rows read from
+the cells' runs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgmq_sim.model.pressure import RECOVERY_HOLD_S, RECOVERY_P99_FACTOR
 from pgmq_sim.result.account import LatencyAccount
-from pgmq_sim.result.stats import SecondSample
 
 
 @dataclass(frozen=True)
@@ -44,26 +42,6 @@ class PhaseResult:
     def as_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "account"}
         return data | {"latency_account": self.account.as_json() if self.account is not None else None}
-
-
-def recovery(
-    samples: Sequence[SecondSample], start_s: float, end_s: float, backlog: int, p99_ms: float | None
-) -> float | None:
-    """Seconds from `start_s` until the backlog is back to `backlog` and each second's end-to-end
-    p99 within RECOVERY_P99_FACTOR of `p99_ms`, for RECOVERY_HOLD_S whole seconds in a row (or up to
-    the phase's end); None: not within [start_s, end_s)."""
-    bound = None if p99_ms is None else p99_ms * RECOVERY_P99_FACTOR
-    seconds = [s for s in samples if s.second >= int(start_s) and s.second + 1 <= end_s + 1e-9]
-    run = 0
-    for index, s in enumerate(seconds):
-        fine = s.backlog <= backlog and (
-            bound is None or (s.e2e_p99_ms is not None and s.e2e_p99_ms <= bound)
-        )
-        run = run + 1 if fine else 0
-        if run >= RECOVERY_HOLD_S or (fine and index == len(seconds) - 1):
-            first = seconds[index - run + 1]
-            return max(0.0, first.second - start_s)
-    return None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """-suite pressure's scorecard read from its cells' runs: per design and pressure, the audit, the
 figures under the pressure and the recovery after it; a pressure the server, the role or the path
 could not take is a skipped row with the reason, and one never applied a row `not injected` with
-its reason: neither is ever a pass."""
+its reason: neither is ever a pass. And whether, and when, a run recovered after a pressure."""
 
 from __future__ import annotations
 
@@ -9,11 +9,32 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from pgmq_sim.model.pressure import SUITE_PRESSURES
+from pgmq_sim.model.pressure import RECOVERY_HOLD_S, RECOVERY_P99_FACTOR, SUITE_PRESSURES
 from pgmq_sim.result.phased import SuiteCell
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.result.stats import SecondSample
 
 NOT_INJECTED = "not injected: "
+
+
+def recovery(
+    samples: Sequence[SecondSample], start_s: float, end_s: float, backlog: int, p99_ms: float | None
+) -> float | None:
+    """Seconds from `start_s` until the backlog is back to `backlog` and each second's end-to-end
+    p99 within RECOVERY_P99_FACTOR of `p99_ms`, for RECOVERY_HOLD_S whole seconds in a row (or up to
+    the phase's end); None: not within [start_s, end_s)."""
+    bound = None if p99_ms is None else p99_ms * RECOVERY_P99_FACTOR
+    seconds = [s for s in samples if s.second >= int(start_s) and s.second + 1 <= end_s + 1e-9]
+    run = 0
+    for index, s in enumerate(seconds):
+        fine = s.backlog <= backlog and (
+            bound is None or (s.e2e_p99_ms is not None and s.e2e_p99_ms <= bound)
+        )
+        run = run + 1 if fine else 0
+        if run >= RECOVERY_HOLD_S or (fine and index == len(seconds) - 1):
+            first = seconds[index - run + 1]
+            return max(0.0, first.second - start_s)
+    return None
 
 
 def suite_cell(result: RunResult) -> SuiteCell | None:
