@@ -17,6 +17,7 @@ from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.model.facts import lock_blocker
 from pgmq_sim.model.identity import Whose, whose
 from pgmq_sim.result.waits import BlockerSeen
+from pgmq_sim.verdicts.lock_holders import blocker_text
 
 HOGS = 10  # of max_connections 12: the pooler may open at most 2 server connections
 
@@ -114,7 +115,7 @@ def test_a_pooled_blocker_named_as_the_run_is_neither_outside_it_nor_said_to_be_
     row = (*head, "pgmq-sim housekeeper", "active", "tuple", "msg_queue", "", 0.1, "select 1", "", "")
     b = lock_blocker(row, transaction_pooled=True)
     assert b.ours
-    seen = BlockerSeen(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode, 1).text()
+    seen = blocker_text(BlockerSeen(b.pid, b.application, b.state, b.ours, b.lock, b.target, b.mode, 1))
     assert "whose transaction, not known" in seen and "outside the run" not in seen, seen
     assert "the run's own" not in seen, seen
     assert not lock_blocker((*head, "report job", *row[4:]), transaction_pooled=True).ours

@@ -14,7 +14,6 @@ from typing import Any
 
 from pgmq_sim.model.facts import LockBlocker, LockSample
 from pgmq_sim.model.identity import Whose
-from pgmq_sim.result.waits import notify_lock_note
 
 SHOWN = 5  # holders outside the run kept, most samples first
 
@@ -36,27 +35,6 @@ class HolderSeen:
     blocked: str = ""  # the run's sessions it was seen blocking (their application names)
     database: str = ""  # its database when not the run's
     blocking_on: str = ""  # what the run's sessions waited for ('the notification queue', a table)
-
-    @property
-    def what(self) -> str:
-        """e.g. '60 advisory locks', 'ExclusiveLock on msg_queue', '12 rows of the queue'."""
-        said = []
-        if self.advisory_max:
-            said.append(f"{self.advisory_max} advisory lock{'s' * (self.advisory_max != 1)}")
-        if self.relation:
-            said.append(self.relation)
-        if self.rows_max:
-            said.append(f"{self.rows_max} row{'s' * (self.rows_max != 1)} of the queue")
-        if self.blocked:
-            on = f" on {self.blocking_on}" if self.blocking_on and self.blocking_on != self.relation else ""
-            said.append(f"a lock{on} the run's {_sessions(self.blocked)} waited for")
-        return ", ".join(said) + notify_lock_note(self.blocking_on)
-
-    def text(self) -> str:
-        """e.g. 'pid 4242 (blocker; idle in transaction) held 60 advisory locks from 4.1 s to 29.0 s'."""
-        where = f"in database {self.database}" if self.database else ""
-        about = "; ".join(p for p in (self.application or "no application_name", where, self.state) if p)
-        return f"pid {self.pid} ({about}) held {self.what} from {self.first_s:.1f} s to {self.last_s:.1f} s"
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__) | {"first_s": round(self.first_s, 2), "last_s": round(self.last_s, 2)}
@@ -188,16 +166,6 @@ class LockCensusTally:
                 statistics.median(self._offsets) if self._offsets else None,
                 self._pool_holdings,
             )
-
-
-def _sessions(names: str) -> str:
-    """The run's sessions by their application names, in words: 'producer and 6 workers'."""
-    roles = [n.removeprefix("pgmq-sim ") for n in names.split(", ") if n]
-    workers = [r for r in roles if r[:1] == "w" and r[1:].isdigit()]
-    said = [r for r in roles if r not in workers]
-    if workers:
-        said.append(workers[0] if len(workers) == 1 else f"{len(workers)} workers")
-    return " and ".join(said)
 
 
 def _union(seen: str, more: str) -> str:

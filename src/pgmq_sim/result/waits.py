@@ -13,8 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.facts import NOTIFY_QUEUE, LockBlocker
-from pgmq_sim.model.identity import Whose
+from pgmq_sim.model.facts import LockBlocker
 
 # each class, and what it says in words
 CLASSES = {
@@ -50,13 +49,6 @@ def classify(state: str | None, wait_type: str, wait_event: str) -> str | None:
     return None
 
 
-def notify_lock_note(target: str) -> str:
-    """What a lock on the notification queue means, said wherever one is named."""
-    if target != NOTIFY_QUEUE:
-        return ""
-    return " (every notifying commit on the server takes this lock, whatever its database)"
-
-
 ROW_LOCKS = ("tuple", "transactionid")  # a row another transaction holds (locked, or being changed)
 
 
@@ -77,22 +69,6 @@ class BlockerSeen:
     @property
     def key(self) -> tuple[int, str, bool, str, str, str, str]:
         return self.pid, self.application, self.ours, self.lock, self.target, self.mode, self.database
-
-    def text(self) -> str:
-        """e.g. pid 4242 (report job; outside the run; idle in transaction) holding ExclusiveLock
-        on msg_queue."""
-        pooled = self.application.endswith(Whose.POOL)  # model/identity said so in its name
-        whose = "" if pooled else "the run's own" if self.ours else "outside the run"
-        where = f"in database {self.database}" if self.database else ""
-        about = "; ".join(
-            p for p in (self.application or "no application_name", whose, where, self.state) if p
-        )
-        said = (
-            f"pid {self.pid} ({about}) holding {self.mode} on {self.target}"
-            if self.mode
-            else f"pid {self.pid} ({about}) ahead in the queue for {self.target}"
-        )
-        return said + notify_lock_note(self.target)
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

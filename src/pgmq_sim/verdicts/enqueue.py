@@ -11,6 +11,7 @@ from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, ms_text, notify_fix
+from pgmq_sim.verdicts.lock_holders import blocker_text
 
 HELD_SHARE = 0.5  # the producer's samples on a lock from which more sessions would only queue on it
 BUSY_TARGET = 0.7  # a pool sized so its sessions are this busy at the offered rate keeps bursts short
@@ -114,7 +115,7 @@ def _locks(
         )
     foreign = [b for b in blockers if not b.ours]
     top = (foreign or list(blockers))[0]
-    evidence = f"{head} [{events}]: {top.text()}"
+    evidence = f"{head} [{events}]: {blocker_text(top)}"
     if top.target == NOTIFY_QUEUE:
         holders = len({b.pid for b in blockers if b.target == NOTIFY_QUEUE})
         evidence += f"; {holders} session(s) seen holding or ahead for it"

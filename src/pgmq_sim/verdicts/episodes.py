@@ -27,6 +27,7 @@ from pgmq_sim.verdicts.cause import (
     notify_fix,
 )
 from pgmq_sim.verdicts.figures import Figures, run_figures
+from pgmq_sim.verdicts.lock_holders import held_text, holder_text
 from pgmq_sim.verdicts.outages import HELD, POLICY, SERVER_ERROR, seen_around
 from pgmq_sim.verdicts.resources import WAIT_JUDGES
 
@@ -246,9 +247,11 @@ def _held(holder: HolderSeen, seen: int, figures: Figures | None) -> MeasuredCau
         fix = notify_fix(figures.notifies if figures is not None else False)
     else:
         fix = foreign_holder_fix(
-            holder.pid, holder.application, holder.what, "the run's sessions waited for it"
+            holder.pid, holder.application, held_text(holder), "the run's sessions waited for it"
         )
-    return MeasuredCause(Resource.LOCKS, f"{holder.text()} (in {holder.samples} census samples){others}", fix)
+    return MeasuredCause(
+        Resource.LOCKS, f"{holder_text(holder)} (in {holder.samples} census samples){others}", fix
+    )
 
 
 def _fault(faults: Sequence[Fault]) -> MeasuredCause:

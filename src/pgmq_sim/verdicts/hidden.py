@@ -27,6 +27,7 @@ from pgmq_sim.verdicts.cause import (
     foreign_holder_fix,
     ms_text,
 )
+from pgmq_sim.verdicts.lock_holders import held_text, holder_text
 
 EXCESS = 1.5  # a worker holding this many rows (or advisory locks) per message it may hold locks more
 WAKE_TRIPS = 3  # a notified wake-up: the enqueue's commit, the notification, the claim
@@ -114,7 +115,8 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str |
     for holder in r.locks.holders if r.locks else ():
         share = _window(hidden_s, holder.first_s, holder.last_s) / total
         if share > 0:
-            evidence = f"{holder.text()} (in {holder.samples} census samples){_empty_text(r, starved, '; ')}"
+            seen = f"{holder_text(holder)} (in {holder.samples} census samples)"
+            evidence = seen + _empty_text(r, starved, "; ")
             found.append(MeasuredCause(Resource.LOCKS, evidence, _holder_fix(holder), share=share))
     for fault in r.faults:
         if not fault.outage_s:
@@ -135,7 +137,7 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str |
 
 def _holder_fix(holder: HolderSeen) -> str:
     return foreign_holder_fix(
-        holder.pid, holder.application, holder.what, "the claims skip or wait for what it holds"
+        holder.pid, holder.application, held_text(holder), "the claims skip or wait for what it holds"
     )
 
 

@@ -25,6 +25,7 @@ from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.verdicts.cause import SEEN_MARGIN_S
+from pgmq_sim.verdicts.lock_holders import holder_text
 
 MET = "outage"  # the kind of a fault the run met rather than injected
 HELD = "lock held"  # a pause the run met while a session outside it held a lock of the queue's
@@ -233,7 +234,7 @@ def held_pauses(faults: Sequence[Fault], holders: Sequence[HolderSeen]) -> list[
             end = max(fault.at_s + fault.outage_s, fault.last_s or 0.0)  # one cause's pauses: their span
             holder = next((h for h in holders if seen_around(h, fault.at_s, end)), None)
             if holder is not None:
-                fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder.text()}")
+                fault = dataclasses.replace(fault, kind=HELD, detail=f"not injected: {holder_text(holder)}")
         out.append(fault)
     return out
 

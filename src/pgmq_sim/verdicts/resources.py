@@ -8,7 +8,7 @@ import math
 
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.costs import ClientCost
-from pgmq_sim.result.waits import BlockerSeen, notify_lock_note
+from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.verdicts.cause import (
     MORE_WORKERS_CANNOT,
     SEED_CLAIM_FIX,
@@ -20,6 +20,7 @@ from pgmq_sim.verdicts.cause import (
 )
 from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.figures import KEPT_UP, Figures
+from pgmq_sim.verdicts.lock_holders import blocker_text, held_text, holder_text, notify_lock_note
 from pgmq_sim.verdicts.outages import HELD, MET
 
 WORKERS_BUSY = 0.85  # the workers' mean busy share at which more work could not be taken (a run's
@@ -233,7 +234,9 @@ def _locks(f: Figures) -> Found:
     named = waits.blocker_samples
     foreign = [b for b in waits.blockers if not b.ours][:BLOCKERS_NAMED]
     own = [b for b in waits.blockers if b.ours]
-    said = [f"{b.text()} in {b.samples / named:.0%} of the samples that named a blocker" for b in foreign]
+    said = [
+        f"{blocker_text(b)} in {b.samples / named:.0%} of the samples that named a blocker" for b in foreign
+    ]
     if own:
         share = sum(b.samples for b in own) / named
         said.append(f"{_own(own)} in {share:.0%} of the samples that named a blocker")
@@ -393,13 +396,14 @@ def producer_held(f: Figures) -> Found:
     waited = f" (enqueue p99 {ms_text(p99)})" if p99 is not None else ""
     return MeasuredCause(
         Resource.LOCKS,
-        f"the producer wrote {f.arrived_share:.0%} of the offered messages on time{waited}: {holder.text()}",
+        f"the producer wrote {f.arrived_share:.0%} of the offered messages on time{waited}:"
+        f" {holder_text(holder)}",
         notify_fix(f.notifies)
         if holder.blocking_on == NOTIFY_QUEUE
         else foreign_holder_fix(
             holder.pid,
             holder.application,
-            holder.what,
+            held_text(holder),
             "the producer's inserts wait for it (a lock on the queue, or a row a foreign key of the queue"
             " points to)",
         ),
