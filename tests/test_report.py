@@ -36,9 +36,11 @@ from pgmq_sim.result.costs import BystanderResult, ClientCost, ProcessCpu
 from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
 from pgmq_sim.verdicts.diff import compare, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.hidden import HiddenAccount
+from pgmq_sim.verdicts.server_waits import lock_text, waits_text
 from pgmq_sim.verdicts.verdict import judge_run
 
 pytestmark = pytest.mark.unit
@@ -326,6 +328,19 @@ def test_the_views_say_the_producers_pace_its_triggers_and_a_phases_recovery() -
     assert recovery_text(phase) == ""
     assert recovery_text(dataclasses.replace(phase, recovery_s=4.2, recovered=True)) == "recovered in 4 s"
     assert recovery_text(dataclasses.replace(phase, recovered=False)) == "not recovered in 20 s"
+
+
+def test_the_servers_waits_are_said_by_class_with_their_lock_and_other_events() -> None:
+    counts = (("cpu", 120), ("locks", 60), ("other", 30), ("io", 1))  # io under 1%: left unsaid
+    others = (("Timeout:PgSleep", 20), ("IPC:SyncRep", 5), ("A:b", 3), ("C:d", 2))  # the first three
+    waits = WaitProfile(100, counts, (("tuple", 50), ("relation", 10)), (), others)
+    assert waits_text(waits) == (
+        "on CPU 57%, Lock (waiting on another transaction's row or lock) 28% [Lock: tuple 83%, relation 17%],"
+        " other waits 14% [Timeout:PgSleep 67%, IPC:SyncRep 17%, A:b 10%] (2.1 backends in a transaction on"
+        " average)"
+    )
+    assert waits_text(WaitProfile(0, (), (), (), ())) == "no backend was seen in a transaction"
+    assert lock_text(WaitProfile(50, (("client", 40),), (), (), ())) == ""
 
 
 DAY_S = 86_400

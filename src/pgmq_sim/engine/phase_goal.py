@@ -27,6 +27,7 @@ from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import SecondSample
 from pgmq_sim.verdicts.pressure import recovery
+from pgmq_sim.verdicts.server_waits import waits_text
 
 ACCOUNT_TIMEOUT_S = 600.0
 
@@ -122,7 +123,7 @@ def measure_phase(
         dead_tuples_end=dead[-1] if dead else state.timeline.last_dead_tuples(),
         dead_tuples_peak=max(dead) if dead else None,
         table_mb_end=sizes[-1] if sizes else None,
-        waits=waits.text(),
+        waits=waits_text(waits),
         wait_profile=limit.wait_profile,
         limit=limit.resource,
         limit_evidence=limit.evidence,

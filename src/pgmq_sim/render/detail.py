@@ -37,6 +37,7 @@ from pgmq_sim.render.lines import (
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import cohort_text, ms_text
+from pgmq_sim.verdicts.server_waits import waits_text
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 
@@ -81,7 +82,7 @@ def print_detail(
     if result.limit_by_window:
         table.add_row("limit by window", escape(window_limits_text(result.limit_by_window)))
     if result.waits is not None:
-        table.add_row("server waits", escape(result.waits.text()))
+        table.add_row("server waits", escape(waits_text(result.waits)))
     table.add_row("workers' time", escape(time_split_text(verdict.time_split)))
     for fault in result.faults:
         table.add_row("fault", escape(fault_text(fault)))

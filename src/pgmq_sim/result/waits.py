@@ -15,7 +15,7 @@ from typing import Any
 
 from pgmq_sim.model.facts import LockBlocker
 
-# each class, and what it says in words
+# each class, and its name in words (the views' and the verdicts' label for it)
 CLASSES = {
     "cpu": "on CPU",
     "locks": "Lock (waiting on another transaction's row or lock)",
@@ -129,30 +129,6 @@ class WaitProfile:
 
     def shares(self) -> dict[str, float]:
         return {name: round(self.share(name), 3) for name, _ in sorted(self.counts, key=lambda c: -c[1])}
-
-    def text(self) -> str:
-        if not self.busy:
-            return "no backend was seen in a transaction"
-        detail = {"locks": self.lock_text(), "other": self.other_text()}
-        parts = [
-            f"{CLASSES.get(name, name)} {share:.0%}" + (f" [{detail[name]}]" if detail.get(name) else "")
-            for name, share in self.shares().items()
-            if share >= 0.01
-        ]
-        return ", ".join(parts) + f" ({self.backends_busy:.1f} backends in a transaction on average)"
-
-    def other_text(self) -> str:
-        """e.g. 'Timeout:PgSleep 92%, IPC:SyncRep 8%' (each event's share of the other class's samples)."""
-        total = sum(n for _, n in self.other_events)
-        ranked = sorted(self.other_events, key=lambda e: -e[1])
-        return ", ".join(f"{event} {n / total:.0%}" for event, n in ranked[:3]) if total else ""
-
-    def lock_text(self) -> str:
-        """e.g. 'Lock: relation 96%, tuple 4%'."""
-        shares = self.lock_shares()
-        return (
-            "Lock: " + ", ".join(f"{event} {share:.0%}" for event, share in shares.items()) if shares else ""
-        )
 
     def as_json(self) -> dict[str, Any]:
         return {

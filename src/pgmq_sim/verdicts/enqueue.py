@@ -12,6 +12,7 @@ from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, ms_text, notify_fix
 from pgmq_sim.verdicts.lock_holders import blocker_text
+from pgmq_sim.verdicts.server_waits import lock_text, other_text
 
 HELD_SHARE = 0.5  # the producer's samples on a lock from which more sessions would only queue on it
 BUSY_TARGET = 0.7  # a pool sized so its sessions are this busy at the offered rate keeps bursts short
@@ -75,7 +76,7 @@ def enqueue_cause(
     kind = name.removeprefix("server:")
     waits = a.waits
     if kind == "locks" and waits is not None:
-        return _locks(head, share, waits.lock_text(), waits.blockers, run_notifies)
+        return _locks(head, share, lock_text(waits), waits.blockers, run_notifies)
     if kind == "wal-flush":
         return MeasuredCause(
             Resource.WAL_FLUSH,
@@ -95,7 +96,7 @@ def enqueue_cause(
         )
     return MeasuredCause(
         Resource.SERVER_WAITS,
-        f"{head}" + (f" ({waits.other_text()})" if waits is not None and kind == "other" else ""),
+        f"{head}" + (f" ({other_text(waits)})" if waits is not None and kind == "other" else ""),
         None,
         share,
     )

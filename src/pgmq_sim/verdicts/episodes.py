@@ -30,6 +30,7 @@ from pgmq_sim.verdicts.figures import Figures, run_figures
 from pgmq_sim.verdicts.lock_holders import held_text, holder_text
 from pgmq_sim.verdicts.outages import HELD, POLICY, SERVER_ERROR, seen_around
 from pgmq_sim.verdicts.resources import WAIT_JUDGES
+from pgmq_sim.verdicts.server_waits import waits_text
 
 WINDOWS_PER_RUN = 120  # a run is judged in about this many windows: a short run by the second, a
 # 40-minute soak by 20 s, a day by 12 minutes; a stretch shorter than half a window is not an episode
@@ -227,7 +228,7 @@ def episode_cause(
     looked = "no lock holder in the census, no fault, no connection lost"
     if r.locks is None:
         looked = "no lock census (-wait-sample-hz 0), no fault, no connection lost"
-    waits = f"; the server's waits in it: {window.text()}" if window is not None else ""
+    waits = f"; the server's waits in it: {waits_text(window)}" if window is not None else ""
     evidence = f"{looked}, the producer kept writing{waits}; {_flow(seconds)}"
     return MeasuredCause(Resource.UNEXPLAINED, evidence)
 

@@ -22,6 +22,7 @@ from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.figures import KEPT_UP, Figures
 from pgmq_sim.verdicts.lock_holders import blocker_text, held_text, holder_text, notify_lock_note
 from pgmq_sim.verdicts.outages import HELD, MET
+from pgmq_sim.verdicts.server_waits import lock_text, other_text
 
 WORKERS_BUSY = 0.85  # the workers' mean busy share at which more work could not be taken (a run's
 # start and a drained queue's tail lower the mean of workers that were saturated)
@@ -230,7 +231,7 @@ def _locks(f: Figures) -> Found:
     waits = f.waits
     evidence = f"the backends waited on locks {share:.0%} of their time in a transaction"
     if waits.lock_events:
-        evidence += f" ({waits.lock_text()})"
+        evidence += f" ({lock_text(waits)})"
     named = waits.blocker_samples
     foreign = [b for b in waits.blockers if not b.ours][:BLOCKERS_NAMED]
     own = [b for b in waits.blockers if b.ours]
@@ -266,9 +267,9 @@ def _locks(f: Figures) -> Found:
             how = f"use a claim that skips locked rows ({' or '.join(others)})"
         return MeasuredCause(Resource.LOCKS, evidence, f"claims queue behind each other's row locks: {how}")
     if own:  # the run's own sessions: the claim is not the cause, the holders are named
-        remains = f"{_own(own)} ({waits.lock_text() or 'Lock'})"
+        remains = f"{_own(own)} ({lock_text(waits) or 'Lock'})"
     else:
-        remains = f"{waits.lock_text() or 'Lock'} waits whose holder no sample named"
+        remains = f"{lock_text(waits) or 'Lock'} waits whose holder no sample named"
     lead = (
         "the claim already skips locked rows, so claims do not queue behind each other; "
         if f.claim_skips_locked
@@ -306,7 +307,7 @@ def _server_waits(f: Figures) -> Found:
     share = _wait_share(f, "other")
     if share is None or f.waits is None:
         return None
-    events = f.waits.other_text() or "waits not named"
+    events = other_text(f.waits) or "waits not named"
     top = events.split(" ", 1)[0]
     return MeasuredCause(
         Resource.SERVER_WAITS,
