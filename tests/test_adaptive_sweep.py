@@ -18,11 +18,11 @@ import pytest
 from conftest import Cli, Refuse, assert_one_line_error
 from rich.console import Console
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import StepResult, SweepResult, SweepSpec, parse_duration, slope_per_s
 from pgmq_sim.render.files import sweep_json
 from pgmq_sim.render.lines import print_sweep
-from pgmq_sim.verdicts.cause import ms_text
 from pgmq_sim.verdicts.knee import UNFINISHED_SHARE, headline, judge_step, knee_step, max_sustainable_per_s
 
 

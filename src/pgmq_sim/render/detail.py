@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.render.lines import (
     ACCOUNT_TYPES,
     NAMES,
@@ -36,7 +37,7 @@ from pgmq_sim.render.lines import (
 )
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import cohort_text, ms_text
+from pgmq_sim.verdicts.cause import cohort_text
 from pgmq_sim.verdicts.server_waits import waits_text
 from pgmq_sim.verdicts.verdict import RunVerdict
 

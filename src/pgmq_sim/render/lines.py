@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pgmq_sim.model.checks import number
+from pgmq_sim.model.durations import ms_figure, ms_text
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
@@ -23,7 +24,7 @@ from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.window_limits import LimitStretch, usual
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
-from pgmq_sim.verdicts.cause import cohort_text, ms_figure, ms_text
+from pgmq_sim.verdicts.cause import cohort_text
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.episodes import Episode
 from pgmq_sim.verdicts.knee import headline, limit_line

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.pressure import cell_label
 from pgmq_sim.render import charts
 from pgmq_sim.render.files import STDOUT, check_output_path, write_text
-from pgmq_sim.verdicts.cause import ms_text
 
 Doc = dict[str, Any]
 MANY_WORKERS = 24  # more than this, and the workers' table starts folded

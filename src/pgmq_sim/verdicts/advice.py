@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.identity import said, whose
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.cause import MeasuredCause, ms_text
+from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.drift import unvacuumed_at
 from pgmq_sim.verdicts.limits import Limit
 from pgmq_sim.verdicts.resources import client_limited

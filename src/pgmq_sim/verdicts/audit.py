@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.facts import AuditCounts, OrderFacts
 from pgmq_sim.model.locks import ClaimLocks, ClaimOrder
 from pgmq_sim.result.audit import AuditVerdict
-from pgmq_sim.verdicts.cause import ms_text
 
 SHOW = 5  # offending msg_ids listed per kind
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.result.account import PARTS, CohortSplit
 
 
@@ -90,19 +91,6 @@ MORE_WORKERS_CANNOT = (
     "more workers cannot help: spread the keys (more -orders, or split the hot key), or shorten the work:"
     " each group takes one message at a time"
 )
-
-
-def ms_figure(ms: float) -> str:
-    """Milliseconds to the precision their size deserves, no trailing zero: 0.42, 6, 12.3, 4,210 (a
-    table's cell, and the number in every sentence)."""
-    text = f"{ms:,.{0 if ms >= 100 else 1 if ms >= 10 else 2}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def ms_text(ms: float) -> str:
-    """A duration in a sentence: 0.42 ms, 12.3 ms, 312 ms, 21.8 s (one rule for every verdict and
-    view: a limit, the hidden time, an episode, the enqueue account)."""
-    return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms_figure(ms)} ms"
 
 
 def cohort_text(cohort: CohortSplit) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
-from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, ms_text, notify_fix
+from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, notify_fix
 from pgmq_sim.verdicts.lock_holders import blocker_text
 from pgmq_sim.verdicts.server_waits import lock_text, other_text
 

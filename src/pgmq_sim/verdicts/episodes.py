@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.holders import HolderSeen
@@ -23,7 +24,6 @@ from pgmq_sim.verdicts.cause import (
     MeasuredCause,
     Resource,
     foreign_holder_fix,
-    ms_text,
     notify_fix,
 )
 from pgmq_sim.verdicts.figures import Figures, run_figures

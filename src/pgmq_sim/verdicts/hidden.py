@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
@@ -25,7 +26,6 @@ from pgmq_sim.verdicts.cause import (
     MeasuredCause,
     Resource,
     foreign_holder_fix,
-    ms_text,
 )
 from pgmq_sim.verdicts.lock_holders import held_text, holder_text
 

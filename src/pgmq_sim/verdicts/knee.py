@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.search import GAIN_SHARE
 from pgmq_sim.model.sweep import StepResult, SweepResult
-from pgmq_sim.verdicts.cause import ms_text
 
 GROWTH_SHARE = 0.02  # a backlog slope above 2% of the offered rate, per second, is growth
 UNFINISHED_SHARE = 0.03  # a step that kept up leaves at most 3% of its arrivals (and one per worker)

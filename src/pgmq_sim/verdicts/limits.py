@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.result.account import CohortSplit
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import (
@@ -23,7 +24,6 @@ from pgmq_sim.verdicts.cause import (
     MeasuredCause,
     Resource,
     cohort_text,
-    ms_text,
 )
 from pgmq_sim.verdicts.ending import ended
 from pgmq_sim.verdicts.figures import Figures

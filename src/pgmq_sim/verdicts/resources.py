@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.costs import ClientCost
 from pgmq_sim.result.waits import BlockerSeen
@@ -15,7 +16,6 @@ from pgmq_sim.verdicts.cause import (
     MeasuredCause,
     Resource,
     foreign_holder_fix,
-    ms_text,
     notify_fix,
 )
 from pgmq_sim.verdicts.enqueue import enqueue_cause

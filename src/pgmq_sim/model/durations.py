@@ -1,0 +1,23 @@
+"""How a duration is said: one rule for every view and every verdict sentence (a limit, the hidden
+time, an episode, a fault's outage, the enqueue account, a table's cell), so 5,000 ms never reads
+"5000 ms" in one place and "5.00 s" in another. A time on the run's clock ("at 12.3 s") is a
+position, not a duration, and is said as such where it is used."""
+
+from __future__ import annotations
+
+
+def ms_figure(ms: float) -> str:
+    """Milliseconds to the precision their size deserves, no trailing zero: 0.42, 6, 12.3, 4,210 (a
+    table's cell, and the number in every sentence)."""
+    text = f"{ms:,.{0 if ms >= 100 else 1 if ms >= 10 else 2}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def ms_text(ms: float) -> str:
+    """A duration in a sentence: 0.42 ms, 12.3 ms, 312 ms, 4,210 ms, 21.8 s."""
+    return f"{ms / 1000:.1f} s" if ms >= 10_000 else f"{ms_figure(ms)} ms"
+
+
+def seconds_text(seconds: float) -> str:
+    """A duration measured in seconds, said by the same rule: 2.35 s reads 2,350 ms, 95 s 95.0 s."""
+    return ms_text(seconds * 1000)
