@@ -212,7 +212,7 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
         ),
     ),
     (advice.dead_tuples, result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ("50000 dead tuples",)),
-    (advice.head_of_line, result(retries=BLOCKING), ("type2/order 7", "4.5 s over 3 failures")),
+    (advice.head_of_line, result(retries=BLOCKING), ("type2/order 7", "4,500 ms over 3 failures")),
     (
         advice.client_starved,
         result(client=ClientCost((ProcessCpu("local", 1.0, 2.0, 1000, run_delay_s=3.0),))),
@@ -428,7 +428,7 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
             ),
         ),
         (
-            "the path was down 0.6 s of 2 s (30%): outage at 1.4 s out 0.6 s, not recovered by the end",
+            "the path was down 600 ms of 2,000 ms (30%): outage at 1.4 s out 600 ms, not recovered by the",
             "(not injected: the pooler held up to 6",
             "the producer wrote 25% of the offered messages on time",
         ),

@@ -32,7 +32,7 @@ def test_a_faults_outage_and_recovery_are_measured_from_the_timeline() -> None:
     assert kill.recovery_s == 1.7  # second 6 (60/s) is short of 90; second 7 (95/s) is back, ending at 8 s
     assert (met.kind, met.at_s, met.outage_s, met.connections_lost) == ("outage", 9.9, 0.7, 1)
     assert (reconnect.outage_s, reconnect.connections_lost, reconnect.recovery_s) == (0.0, 0, 0.5)
-    assert kill.effect() == "out 2.30 s, back to 100/s within 1.7 s, 2 connection(s) lost"
+    assert kill.effect() == "out 2,300 ms, back to 100/s within 1,700 ms, 2 connection(s) lost"
 
 
 def test_a_fault_never_back_to_its_rate_says_so() -> None:
@@ -41,7 +41,7 @@ def test_a_fault_never_back_to_its_rate_says_so() -> None:
     )
     assert (
         fault.recovery_s is None
-        and fault.effect() == "out 1.30 s, not back to 50/s by the end, 0 connection(s) lost"
+        and fault.effect() == "out 1,300 ms, not back to 50/s by the end, 0 connection(s) lost"
     )
 
 
@@ -95,8 +95,8 @@ def test_an_outage_the_runs_end_cuts_off_is_still_an_outage() -> None:
     assert "the producer wrote nothing for 3 s while messages were due" in met.detail, met.detail
     assert "the pooler held up to 5 client(s) waiting" in met.detail, met.detail
     assert met.effect() == (
-        "out 3.05 s, not recovered by the end of the run, 0 connection(s) lost; the pooler showed up to 5"
-        " client(s) waiting for a server connection (longest 2500 ms)"
+        "out 3,050 ms, not recovered by the end of the run, 0 connection(s) lost; the pooler showed up to 5"
+        " client(s) waiting for a server connection (longest 2,500 ms)"
     )
     assert met.as_json()["recovered"] is False
     (restart,) = fault_effects([Fault(7.0, "restart-server", "")], [(6.95, 10.0)], [], _cut_off(False), 10.0)

@@ -181,11 +181,12 @@ def test_met_outages_of_one_cause_are_one_row() -> None:
     terminated, closed = rows
     assert (terminated.count, terminated.at_s, terminated.last_s, terminated.outage_s) == (20, 0.2, 19.2, 6.0)
     assert terminated.connections_lost == 20 and "administrator's command" in terminated.detail
-    assert terminated.effect().startswith("x20 from 0.2 s to 19.2 s, out 6.00 s in all")
+    assert terminated.effect().startswith("x20 from 0.2 s to 19.2 s, out 6,000 ms in all")
     assert closed.count is None and "without a message from the server" in closed.detail
     limit = judge(_figures(faults=tuple(rows), elapsed_s=27.0))
-    assert limit.resource == "outage" and "outage x20 from 0.2 s to 19.2 s out 6.0 s in all" in limit.evidence
-    assert "the path was down 6.4 s of 27 s" in limit.evidence  # the row's seconds in all, beside the other's
+    assert limit.resource == "outage"
+    assert "outage x20 from 0.2 s to 19.2 s out 6,000 ms in all" in limit.evidence
+    assert "the path was down 6,400 ms of 27.0 s" in limit.evidence  # the row's in all, beside the other's
 
 
 POLICY = ReasonCount(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text, seconds_text
+
 
 @dataclass(frozen=True)
 class Fault:
@@ -57,9 +59,9 @@ class Fault:
             span = "" if self.count == 1 else f" from {self.at_s:.1f} s to {self.last_s or self.at_s:.1f} s"
             sessions = f" in {self.sessions} session(s)" if self.sessions is not None else ""
             return f"{self.count} time(s){span}{sessions}"
-        out = f"out {self.outage_s:.2f} s" if self.outage_s else "no pause in completions"
+        out = f"out {seconds_text(self.outage_s)}" if self.outage_s else "no pause in completions"
         if self.count is not None and self.count > 1:
-            out = f"{self.when()}, out {self.outage_s or 0:.2f} s in all"
+            out = f"{self.when()}, out {seconds_text(self.outage_s or 0)} in all"
         if self.open_at_end:
             back = "not recovered by the end of the run"
         elif self.rate_before is None:
@@ -67,12 +69,12 @@ class Fault:
         elif self.recovery_s is None:
             back = f"not back to {self.rate_before:g}/s by the end"
         else:
-            back = f"back to {self.rate_before:g}/s within {self.recovery_s:g} s"
+            back = f"back to {self.rate_before:g}/s within {seconds_text(self.recovery_s)}"
         text = f"{out}, {back}, {self.connections_lost} connection(s) lost"
         if self.pooler_waiting:
             text += (
                 f"; the pooler showed up to {self.pooler_waiting} client(s) waiting for a server connection"
-                f" (longest {self.pooler_wait_ms or 0:.0f} ms)"
+                f" (longest {ms_text(self.pooler_wait_ms or 0)})"
             )
         return text
 

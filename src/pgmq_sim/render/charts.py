@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.render.palette import EPISODE_COLOR, FAULT_COLORS, PALETTE, PERCENTILES, SPLIT_COLORS
 from pgmq_sim.render.tracks import Track, nan
 from pgmq_sim.result.waits import CLASSES
@@ -374,7 +375,10 @@ def split_chart(split: Doc, name: str = "latency-split") -> Chart:
             left = [a + b for a, b in zip(left, widths, strict=True)]
         for row, (_, cohort) in enumerate(rows):
             ax.annotate(
-                f" {float(cohort.get('e2e_ms') or 0.0):,.1f} ms", xy=(left[row], row), va="center", fontsize=7
+                f" {ms_text(float(cohort.get('e2e_ms') or 0.0))}",
+                xy=(left[row], row),
+                va="center",
+                fontsize=7,
             )
         ax.set_yticks(range(len(rows)), [label for label, _ in rows])
         ax.invert_yaxis()

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.durations import ms_text, seconds_text
 from pgmq_sim.render.lines import (
     ACCOUNT_TYPES,
     NAMES,
@@ -226,7 +226,7 @@ def _failure_rows(table: Table, result: RunResult) -> None:
         s = result.snapshot
         table.add_row(
             "oldest snapshot",
-            f"{s.held_s:.0f} s by pid {s.pid} ({s.application or '-'}), the same backend_xmin each"
+            f"{seconds_text(s.held_s)} by pid {s.pid} ({s.application or '-'}), the same backend_xmin each"
             f" second{'' if s.xmin_age is None else f', {s.xmin_age:,} transactions behind'}; dead tuples"
             f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
         )
@@ -235,8 +235,8 @@ def _failure_rows(table: Table, result: RunResult) -> None:
         table.add_row(
             "pooler",
             f"clients waiting for a server connection: up to {p.waiting_max}, longest"
-            f" {ms_text(p.longest_wait_ms)}, {p.waited_s:.2f} s in all; server connections active up to"
-            f" {p.servers_active_max} ({p.samples} samples)",
+            f" {ms_text(p.longest_wait_ms)}, {seconds_text(p.waited_s)} in all; server connections"
+            f" active up to {p.servers_active_max} ({p.samples} samples)",
         )
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pgmq_sim.model.checks import number
-from pgmq_sim.model.durations import ms_figure, ms_text
+from pgmq_sim.model.durations import ms_figure, ms_text, seconds_text
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
@@ -135,7 +135,7 @@ def fault_group_text(kind: str, faults: list[Fault]) -> str:
     text = f"{kind} x{len(faults)}, {first.at_s:.1f} s to {last.at_s:.1f} s: {first.detail} (the first)"
     out = sum(f.outage_s or 0.0 for f in faults)
     if any(f.connections_lost is not None for f in faults):
-        text += f"; out {out:.2f} s in all"
+        text += f"; out {seconds_text(out)} in all"
         if any(f.open_at_end for f in faults):
             text += "; not recovered by the end of the run"
     return text
@@ -173,7 +173,7 @@ def throughput_text(result: RunResult, most_types: int | None = None) -> str:
 
 def drift_not_judged(result: RunResult) -> str:
     return (
-        f"note: -drift: not judged: the run lasted {result.elapsed_s:.0f} s, and a drift needs"
+        f"note: -drift: not judged: the run lasted {seconds_text(result.elapsed_s)}, and a drift needs"
         f" {SHORT_DRIFT_S:.0f} s at one setting"
     )
 
@@ -302,7 +302,7 @@ def print_drift(console: Console, drift: DriftReport) -> None:
     console.print(table)
     facts = []
     if drift.snapshot_max_s is not None:
-        facts.append(f"oldest snapshot at most {drift.snapshot_max_s:.0f} s old")
+        facts.append(f"oldest snapshot at most {seconds_text(drift.snapshot_max_s)} old")
     if drift.autovacuums is not None:
         facts.append(f"autovacuum of the queue's table x{drift.autovacuums}")
     facts.append(drift.table_note)
@@ -353,7 +353,7 @@ def print_checks_verdict(console: Console, result: RunResult) -> None:
 
 def processed_text(result: RunResult) -> str:
     of = f" of {result.target}" if result.target is not None else ""
-    text = f"{result.processed}{of} in {result.elapsed_s:.2f} s ({result.produced} produced"
+    text = f"{result.processed}{of} in {seconds_text(result.elapsed_s)} ({result.produced} produced"
     if result.settings.duration is not None:
         text += f"; -duration {result.settings.duration:g} s"
         if result.audit is not None:
@@ -414,7 +414,7 @@ def client_text(result: RunResult) -> str:
     logins = client.logins
     if logins is not None and logins.count:
         text += (
-            f" once every worker had its session; {logins.count} logins took {logins.elapsed_s:.2f} s"
+            f" once every worker had its session; {logins.count} logins took {seconds_text(logins.elapsed_s)}"
             f" and {ms_text(logins.cpu_s * 1000 / logins.count)} of CPU each"
         )
     account = result.latency

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pgmq_sim.model.durations import seconds_text
 from pgmq_sim.render.lines import account_text, ms
 from pgmq_sim.result.phased import PhaseResult, SuiteCell
 
@@ -21,8 +22,8 @@ def recovery_text(p: PhaseResult) -> str:
     if p.recovered is None:
         return ""
     if p.recovered:
-        return f"recovered in {p.recovery_s:.0f} s"
-    return f"not recovered in {p.seconds:.0f} s"
+        return f"recovered in {seconds_text(p.recovery_s or 0)}"
+    return f"not recovered in {seconds_text(p.seconds)}"
 
 
 def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) -> None:
@@ -90,9 +91,9 @@ def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: floa
             recovery = (
                 "-"
                 if c.recovered is None
-                else f"{c.recovery_s:.0f} s"
+                else seconds_text(c.recovery_s or 0)
                 if c.recovered
-                else f"not in {phase_s:g} s"
+                else f"not in {seconds_text(phase_s)}"
             )
             table.add_row(
                 escape(c.pressure),

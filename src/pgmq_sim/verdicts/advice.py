@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.durations import ms_text, seconds_text
 from pgmq_sim.model.identity import said, whose
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MeasuredCause
@@ -90,7 +90,7 @@ def old_snapshot(r: RunResult) -> str | None:
     pooled = r.path is not None and r.path.transaction_pooled
     named = said(hold.application, whose(hold.application, "", True, pooled)) if hold.application else ""
     return (
-        f"a snapshot held for {hold.held_s:.0f} s by pid {hold.pid}"
+        f"a snapshot held for {seconds_text(hold.held_s)} by pid {hold.pid}"
         f" ({named or 'no application_name'}{behind})"
         f" kept vacuum from removing dead tuples ({hold.dead_tuples_before} -> {hold.dead_tuples_peak});"
         " end long transactions (commit per message); vacuum settings cannot help"
@@ -134,8 +134,8 @@ def head_of_line(r: RunResult) -> str | None:
         return None
     worst = r.retries.blocked_groups[0]
     return (
-        f"failing heads kept their groups waiting {r.retries.blocked_s_total:.1f} s in all"
-        f" (worst: {worst[0]}/order {worst[1]}, {worst[3]:.1f} s over {worst[2]} failures);"
+        f"failing heads kept their groups waiting {seconds_text(r.retries.blocked_s_total)} in all"
+        f" (worst: {worst[0]}/order {worst[1]}, {seconds_text(worst[3])} over {worst[2]} failures);"
         " ordered processing cannot pass a failing message: a smaller -backoff-ms or -max-attempts"
         " shortens the wait, a dead letter ends it"
     )

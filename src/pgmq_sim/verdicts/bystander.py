@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.durations import ms_text
 from pgmq_sim.result.costs import BystanderResult
 
 BASELINES_AGREE = 0.3  # alone before and after within 30% (p50): the baseline is the server's own
@@ -37,10 +38,10 @@ def incomparable_because(b: BystanderResult) -> str | None:
     if before is None or after is None or alone is None or beside is None:
         return "alone was not measured both before and after the workers"
     if abs(before - after) > BASELINES_AGREE * max(before, after):
-        return f"alone before ({before:.2f} ms) and after ({after:.2f} ms) disagree: the server changed"
+        return f"alone before ({ms_text(before)}) and after ({ms_text(after)}) disagree: the server changed"
     if beside < FASTER_BESIDE * alone:
         return (
-            f"faster beside the queue ({beside:.2f} ms) than alone ({alone:.2f} ms): on an idle"
+            f"faster beside the queue ({ms_text(beside)}) than alone ({ms_text(alone)}): on an idle"
             " machine each transaction waits for a sleeping CPU to wake; compare the p99s"
         )
     return None

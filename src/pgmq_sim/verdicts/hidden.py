@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.durations import ms_text, seconds_text
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
@@ -126,8 +126,8 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str |
             found.append(
                 MeasuredCause(
                     Resource.OUTAGE,
-                    f"{fault.kind} at {fault.at_s:.1f} s, out {fault.outage_s:.1f} s ({fault.detail}): the"
-                    " workers were free but could not claim",
+                    f"{fault.kind} at {fault.at_s:.1f} s, out {seconds_text(fault.outage_s)}"
+                    f" ({fault.detail}): the workers were free but could not claim",
                     "judge the queue from a run without the outage, and the outage by its recovery",
                     share=share,
                 )

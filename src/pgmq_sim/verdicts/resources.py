@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.durations import ms_text, seconds_text
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.costs import ClientCost
 from pgmq_sim.result.waits import BlockerSeen
@@ -94,11 +94,14 @@ def outage(f: Figures) -> Found:
         return None
     said = []
     for x in sorted(faults, key=lambda x: -(x.outage_s or 0))[:3]:
-        what = f"{x.kind} {x.when()} out {x.outage_s:.1f} s" + (" in all" if x.count else "")
+        what = f"{x.kind} {x.when()} out {seconds_text(x.outage_s or 0)}" + (" in all" if x.count else "")
         what += ", not recovered by the end of the run" if x.open_at_end else ""
         what += f" ({x.detail})" if x.kind == MET else ""
         said.append(what)
-    evidence = f"the path was down {down:.1f} s of {f.elapsed_s:.0f} s ({share:.0%}): " + "; ".join(said)
+    evidence = (
+        f"the path was down {seconds_text(down)} of {seconds_text(f.elapsed_s)} ({share:.0%}): "
+        + "; ".join(said)
+    )
     if f.arrived_share is not None and f.arrived_share < KEPT_UP:
         evidence += f"; the producer wrote {f.arrived_share:.0%} of the offered messages on time"
     if any(x.kind == MET for x in faults):
