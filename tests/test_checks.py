@@ -14,10 +14,12 @@ from test_advice import result
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
+from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.render.junit import junit_document
 from pgmq_sim.result.stats import SecondSample
-from pgmq_sim.verdicts.checks import judged, parse_checks
+from pgmq_sim.verdicts.checks import parse_checks
 from pgmq_sim.verdicts.drift import judge_drift
+from pgmq_sim.verdicts.verdict import judge_run
 
 RUN = "-fill-db 300 -workers 3 -orders 10 -work-ms 0-1 -claim indexed -poll-interval 0.02"
 
@@ -95,17 +97,36 @@ def test_a_drift_check_judges_its_trend_as_the_drift_verdict_does_noise_included
     assert noisy is not None and noisy.verdict == "stable"
     trend = noisy.trend("e2e_p99")
     assert trend is not None and trend.share_per_hour > 0.25 and trend.p > 0.01  # the bare estimate breaches
-    run = judged(dataclasses.replace(base, drift=noisy))
-    p99, throughput = run.checks
+    run = dataclasses.replace(base, timeline=tuple(_soak_p99(1)), elapsed_s=1500.0)
+    verdict = judge_run(run)  # the drift judged on the run's timeline, and the checks on that drift
+    assert verdict.drift == noisy
+    p99, throughput = verdict.checks
     assert p99.passed is None and p99.value is not None and p99.value > 25
     assert p99.not_judged is not None and p99.not_judged.startswith(f"noise: p = {trend.p:.2g}")
     assert "(the drift verdict: stable)" in p99.not_judged
-    assert throughput.passed is True and run.breached == () and run.exit_code == 0
+    assert throughput.passed is True and verdict.breached == () and verdict.exit_code == 0
     assert p99.as_json()["passed"] is None and p99.as_json()["not_judged"] == p99.not_judged
-    xml = ET.fromstring(junit_document([run]))
+    xml = ET.fromstring(junit_document([run], [verdict]))
     suite = xml.find("testsuite")
     assert suite is not None and suite.get("failures") == "0" and suite.get("skipped") == "1"
     rising = judge_drift(_soak_p99(0), 1500)
     assert rising is not None and rising.verdict == "drifting"
-    run = judged(dataclasses.replace(base, drift=rising))
-    assert run.checks[0].passed is False and run.checks[0].not_judged is None and run.exit_code == 4
+    run = dataclasses.replace(base, timeline=tuple(_soak_p99(0)), elapsed_s=1500.0)
+    verdict = judge_run(run)
+    assert verdict.drift == rising
+    assert (
+        verdict.checks[0].passed is False and verdict.checks[0].not_judged is None and verdict.exit_code == 4
+    )
+
+
+@pytest.mark.unit
+def test_the_exit_code_is_the_verdicts_an_audit_not_run_before_a_breach_and_a_failure_before_both() -> None:
+    """The outcome's code, turned to 1 by an audit asked for that did not run, else to 4 by a
+    breached check; a run that failed keeps its own code, and a check held leaves 0."""
+    breaching = parse_checks("throughput>=1000000")
+    assert judge_run(result(checks=breaching, audit=False)).exit_code == 4
+    assert judge_run(result(checks=parse_checks("lost==0"), audit=False)).exit_code == 0
+    assert judge_run(result(checks=breaching, audit=True)).exit_code == 1  # asked, none: 1 first
+    failed = dataclasses.replace(result(checks=breaching, audit=False), outcome=Outcome.SERVER_LOST)
+    verdict = judge_run(failed)
+    assert verdict.exit_code == 3 and [str(c.check) for c in verdict.breached] == ["throughput>=1000000"]

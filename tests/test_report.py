@@ -231,13 +231,15 @@ def test_a_comparison_shows_each_designs_checks_beside_its_audit() -> None:
     the report (a run that exits 4 says which designs breached)."""
     p99 = Check("e2e-p99", "<", 250, "ms")
     held, breached = CheckResult(p99, 120.0, True), CheckResult(p99, 900.0, False)
-    runs = [dataclasses.replace(result("indexed", 60), checks=(held,)),
-            dataclasses.replace(result("pgmq", 10), checks=(breached,))]  # fmt: skip
+    runs = [result("indexed", 60), result("pgmq", 10)]
+    verdicts = [dataclasses.replace(judge_run(runs[0]), checks=(held,)),
+                dataclasses.replace(judge_run(runs[1]), checks=(breached,))]  # fmt: skip
     console = Console(file=io.StringIO(), width=220)
-    print_comparison(console, runs)
+    print_comparison(console, runs, verdicts)
     rows = [line for line in console.file.getvalue().splitlines() if "indexed" in line or "pgmq" in line]
     assert "passed" in rows[0] and "failed: e2e-p99<250" in rows[1], rows
-    page = Page(run_report([document(r) for r in runs], "test", compare=True))
+    documents = [result_document(r, v) for r, v in zip(runs, verdicts, strict=True)]
+    page = Page(run_report(documents, "test", compare=True))
     assert [v for k, v in page.values if k == "checks"] == ["", "e2e-p99<250"]
 
 

@@ -43,7 +43,6 @@ from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.server import open_server
 from pgmq_sim.settings import Settings
-from pgmq_sim.verdicts.checks import judged
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.diff import compare as compare_runs
 from pgmq_sim.verdicts.pressure import scorecard, suite_json
@@ -131,7 +130,7 @@ def execute(scenario: Scenario) -> int:
                     if compare:
                         observer.say(f"cell {input_label(given)}")
                     try:
-                        result = judged(run_once(given, server, observer, log, signals, carrier))
+                        result = run_once(given, server, observer, log, signals, carrier)
                     except SimError as exc:
                         if not compare:
                             raise
@@ -214,7 +213,7 @@ def _report(
         print_scorecards(console, cells, settings.suite_seconds)
         console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
     elif compare:
-        print_comparison(console, results)
+        print_comparison(console, results, verdicts)
         console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
     worse_than_base: list[FigureChange] = []
     # a document costs the advice: made only for a file that holds it
@@ -237,10 +236,12 @@ def _report(
             **diff_json(differences, changes, worse_than_base),
         }
     suite = suite_json(cells, settings.suite_seconds) if cells is not None else None
-    errors = write_outputs(RUN, settings, Finished(results, documents, failed, compare, record, suite))
+    errors = write_outputs(
+        RUN, settings, Finished(results, verdicts, documents, failed, compare, record, suite)
+    )
     for error in errors:
         click.echo(f"pgmq-sim: error: {error}", err=True)
-    code = max([r.exit_code for r in results] + [1 if failed or errors else 0])
+    code = max([v.exit_code for v in verdicts] + [1 if failed or errors else 0])
     return CHECK_EXIT if code == 0 and worse_than_base else code
 
 

@@ -17,6 +17,7 @@ from pgmq_sim.render.plot import write_plot
 from pgmq_sim.render.report import run_report, write_report
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.settings import Settings
+from pgmq_sim.verdicts.verdict import RunVerdict
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Finished:
     """What a run leaves for its output files."""
 
     results: list[RunResult]
+    verdicts: list[RunVerdict]  # each result's, judged once
     documents: list[dict[str, Any]]  # each result's JSON document, made where a file holds them
     failed: list[dict[str, str]]  # comparison cells that ended in an error before running
     compare: bool
@@ -45,7 +47,7 @@ def plot_file(path: Path, done: Finished) -> None:
 
 def junit_file(path: Path, done: Finished) -> None:
     if done.results:
-        write_junit(path, done.results)
+        write_junit(path, done.results, done.verdicts)
 
 
 def report_file(path: Path, done: Finished) -> None:

@@ -34,7 +34,6 @@ from pgmq_sim.result.roles import RoleTransactions
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
-from pgmq_sim.verdicts.drift import judge_drift
 from pgmq_sim.verdicts.outages import fault_effects, held_pauses, reason_faults
 
 FIRST_ANSWER_S = 4.0  # below the connect timeout: a frozen server is told from a restarting one
@@ -272,9 +271,6 @@ def _result(state: RunState, parts: RunParts, end: EndReadings, db: QueueDatabas
             _untimed(state),
             tuple((runner, sessions, written) for runner, sessions, written, _ in state.enqueue_runners),
         ),
-        drift=None
-        if parts.goal.report() is not None or settings.rate_profile is not None or settings.phases
-        else judge_drift(timeline, state.elapsed, settings.drift, state.census),  # changes on purpose: none
     )
     result = dataclasses.replace(result, phases=parts.goal.phases(state, timeline))
     # the journal answered: each phase's and each sweep step's own account

@@ -93,8 +93,8 @@ def print_detail(
     print_phases(console, result.phases, detail=True)
     if result.sweep is not None:
         print_sweep(console, result.sweep)
-    if result.drift is not None:
-        print_drift(console, result.drift)
+    if verdict.drift is not None:
+        print_drift(console, verdict.drift)
     elif result.settings.drift:
         console.print(drift_not_judged(result))
     for note in result.notes:
@@ -103,8 +103,8 @@ def print_detail(
         console.print(f"[red]stall:[/] {escape(cause)}")
     for line in verdict.advice:
         console.print(f"[yellow]advice:[/] {escape(line)}")
-    if result.checks:
-        print_checks(console, result)
+    if verdict.checks:
+        print_checks(console, verdict.checks)
 
 
 def _design_rows(table: Table, result: RunResult) -> None:

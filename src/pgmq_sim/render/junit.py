@@ -8,14 +8,15 @@ from pathlib import Path
 from pgmq_sim.model.checks import number
 from pgmq_sim.render.files import write_text
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.verdicts.verdict import RunVerdict
 
 
-def junit_document(results: list[RunResult]) -> str:
+def junit_document(results: list[RunResult], verdicts: list[RunVerdict]) -> str:
     suites = ET.Element("testsuites", name="pgmq-sim")
-    for result in results:
+    for result, verdict in zip(results, verdicts, strict=True):
         cases: list[tuple[str, str | None, str]] = []  # (name, failure or None, what was measured)
         skipped: dict[str, str] = {}  # a check not judged: skipped, with why
-        for c in result.checks:
+        for c in verdict.checks:
             value = "not measured" if c.value is None else f"{number(c.value)} {c.check.unit}".rstrip()
             failure = None if c.passed is not False else f"{c.check}: {value}"
             cases.append((f"check {c.check}", failure, value))
@@ -49,5 +50,5 @@ def junit_document(results: list[RunResult]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def write_junit(path: Path, results: list[RunResult]) -> None:
-    write_text(path, junit_document(results), "-junit")
+def write_junit(path: Path, results: list[RunResult], verdicts: list[RunVerdict]) -> None:
+    write_text(path, junit_document(results, verdicts), "-junit")

@@ -16,6 +16,7 @@ from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord
+from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import REASONS, ClaimAccount, ClaimReason
 from pgmq_sim.result.costs import ServerCost
 from pgmq_sim.result.drift import DriftReport
@@ -25,6 +26,7 @@ from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.window_limits import LimitStretch, usual
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.cause import cohort_text
+from pgmq_sim.verdicts.checks import breached as breached_checks
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.episodes import Episode
 from pgmq_sim.verdicts.knee import headline, limit_line
@@ -317,12 +319,12 @@ def print_drift_verdict(console: Console, drift: DriftReport) -> None:
         console.print("[green]stable[/]: no figure drifts beyond its bound")
 
 
-def print_checks(console: Console, result: RunResult) -> None:
+def print_checks(console: Console, checks: tuple[CheckResult, ...]) -> None:
     """The -check thresholds, one row each, and the breached ones named on the last line."""
     table = Table(title="checks", title_justify="left")
     for column in ("", "check", "value", "bound"):
         table.add_column(column, justify="right" if column in ("value", "bound") else "left")
-    for c in result.checks:
+    for c in checks:
         value = "not measured" if c.value is None else f"{number(c.value)} {c.check.unit}".rstrip()
         if c.not_judged is not None:
             value += escape(f", not judged: {c.not_judged}")
@@ -331,12 +333,12 @@ def print_checks(console: Console, result: RunResult) -> None:
             mark, str(c.check), value, f"{c.check.op} {number(c.check.bound)} {c.check.unit}".rstrip()
         )
     console.print(table)
-    print_checks_verdict(console, result)
+    print_checks_verdict(console, checks)
 
 
-def print_checks_verdict(console: Console, result: RunResult) -> None:
-    breached = result.breached
-    unjudged = [c for c in result.checks if c.passed is None]
+def print_checks_verdict(console: Console, checks: tuple[CheckResult, ...]) -> None:
+    breached = breached_checks(checks)
+    unjudged = [c for c in checks if c.passed is None]
     aside = (
         f"; not judged (no breach): {', '.join(f'{c.check} ({c.not_judged})' for c in unjudged)}"
         if unjudged
@@ -347,8 +349,8 @@ def print_checks_verdict(console: Console, result: RunResult) -> None:
             f"[red]checks breached:[/] {', '.join(str(c.check) for c in breached)} (exit 4){escape(aside)}"
         )
     else:
-        passed = len(result.checks) - len(unjudged)
-        console.print(f"[green]checks passed:[/] {passed} of {len(result.checks)}{escape(aside)}")
+        passed = len(checks) - len(unjudged)
+        console.print(f"[green]checks passed:[/] {passed} of {len(checks)}{escape(aside)}")
 
 
 def processed_text(result: RunResult) -> str:

@@ -10,9 +10,10 @@ from rich.table import Table
 from pgmq_sim.render.lines import audit_cell, ms, print_sweep
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.knee import first_failing_per_s, knee_step, max_sustainable_per_s
+from pgmq_sim.verdicts.verdict import RunVerdict
 
 
-def print_comparison(console: Console, results: list[RunResult]) -> None:
+def print_comparison(console: Console, results: list[RunResult], verdicts: list[RunVerdict]) -> None:
     if any(r.sweep is not None for r in results):
         print_knees(console, results)
         return
@@ -29,15 +30,15 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
         "empty claims",
         "of bound",
         "audit",
-        *(("checks",) if any(r.checks for r in results) else ()),
+        *(("checks",) if any(v.checks for v in verdicts) else ()),
     )
     for column in columns:
         table.add_column(
             column, justify="left" if column in ("design", "wake-up", "tx", "audit", "checks") else "right"
         )
-    for r in results:
+    for r, v in zip(results, verdicts, strict=True):
         share = r.bound_share
-        checks = (checks_cell(r),) if "checks" in columns else ()
+        checks = (checks_cell(v),) if "checks" in columns else ()
         table.add_row(
             r.strategy,
             r.settings.wakeup,
@@ -55,11 +56,11 @@ def print_comparison(console: Console, results: list[RunResult]) -> None:
     console.print(table)
 
 
-def checks_cell(result: RunResult) -> str:
+def checks_cell(verdict: RunVerdict) -> str:
     """A design's -check thresholds in a side-by-side table: passed, or which it breached."""
-    breached = result.breached
+    breached = verdict.breached
     if not breached:
-        return "[green]passed[/]" if result.checks else "-"
+        return "[green]passed[/]" if verdict.checks else "-"
     return "[red]failed[/]: " + escape(", ".join(str(c.check) for c in breached))
 
 

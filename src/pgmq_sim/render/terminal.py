@@ -90,16 +90,16 @@ def print_summary(
     print_phases(console, result.phases, detail=False)
     if result.sweep is not None:  # its steps, what each step's failure was, its headline and limit
         print_sweep(console, result.sweep)
-    if result.drift is not None:
-        print_drift_verdict(console, result.drift)
+    if verdict.drift is not None:
+        print_drift_verdict(console, verdict.drift)
     elif result.settings.drift:
         console.print(drift_not_judged(result))
     _print_some(console, "note:", list(result.notes), SHORT_NOTES, "notes")
     for cause in result.stall_causes:
         console.print(f"[red]stall:[/] {escape(cause)}")
     _print_some(console, "[yellow]advice:[/]", list(verdict.advice), SHORT_ADVICE, "lines of advice")
-    if result.checks:
-        print_checks_verdict(console, result)
+    if verdict.checks:
+        print_checks_verdict(console, verdict.checks)
 
 
 def _print_some(console: Console, label: str, lines: list[str], most: int, what: str) -> None:

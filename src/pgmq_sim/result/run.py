@@ -11,16 +11,14 @@ from pgmq_sim.model.census import ServerCensus
 from pgmq_sim.model.events import Fault, PoolerView, SnapshotHold
 from pgmq_sim.model.facts import TableHealth
 from pgmq_sim.model.keys import KeyDistribution
-from pgmq_sim.model.kinds import CHECK_EXIT, Outcome
+from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.model.reasons import ReasonCount, RunEnding
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict, LiveAuditRecord
-from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
-from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult
@@ -157,8 +155,6 @@ class RunResult:
     complete_total_s: float = 0.0  # and their completions'
     spare_connections: int | None = None  # connections the server and role allowed beyond the run's
     pool_server_room: int | None = None  # pooled: the slots left the pooler, its own included
-    checks: tuple[CheckResult, ...] = ()  # -check, judged on this result
-    drift: DriftReport | None = None  # a long run's (or -drift's) trends, judged on this result
     queue: dict[str, Any] | None = None  # the queue design: its name, origin, folder, options, tables
     e2e_by_priority: dict[int, dict[str, float]] | None = None  # -priority: each level's percentiles
     claim_skips_locked: bool = False  # the claim passes over locked rows (SKIP LOCKED, a try-lock)
@@ -308,23 +304,6 @@ class RunResult:
     def work_bound_share(self) -> float | None:
         bound = self.work_bound_per_s
         return self.throughput_per_s / bound if bound else None
-
-    @property
-    def exit_code(self) -> int:
-        """The outcome's code; an audit that fails, or that was asked for and could not run, turns a 0
-        into 1, a breached -check into 4."""
-        code = self.outcome.exit_code
-        if code == 0 and self.audit is not None and not self.audit.passed:
-            return 1
-        if code == 0 and self.audit is None and self.settings.audit:
-            return 1
-        if code == 0 and self.breached:
-            return CHECK_EXIT
-        return code
-
-    @property
-    def breached(self) -> tuple[CheckResult, ...]:
-        return tuple(c for c in self.checks if c.passed is False)  # not judged: no breach
 
 
 _SEQUENCES = ("timeline", "stall_causes", "faults", "notes", "server_reasons")  # kept as tuples

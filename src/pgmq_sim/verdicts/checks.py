@@ -8,7 +8,6 @@ passes it silently.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import operator
 import re
@@ -20,6 +19,7 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import CHECK_FORMS, CHECK_PATTERN, Check
 from pgmq_sim.result.audit import LiveAudit
 from pgmq_sim.result.checks import CheckResult
+from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.settings import DRIFT_MIN_S, Settings
@@ -47,10 +47,17 @@ def _live_audit(attribute: str) -> Callable[[LiveReadings], float | None]:
     return lambda live: None if live.audit is None else float(getattr(live.audit, attribute))
 
 
+class Judged(NamedTuple):
+    """What a check reads: the result, and the drift judged on it (None: not judged)."""
+
+    result: RunResult
+    drift: DriftReport | None
+
+
 @dataclass(frozen=True)
 class Figure:
     unit: str
-    read: Callable[[RunResult], float | None]
+    read: Callable[[Judged], float | None]
     needs: Callable[[Settings], str | None] = lambda _s: None  # why the run cannot produce it
     # known while the run goes on, from the workers' counters or the live audit's closed windows
     # (None: not yet), and can only get worse: -check-abort acts on it
@@ -58,35 +65,40 @@ class Figure:
     live_when: Callable[[Settings], bool] = lambda _s: True  # whether this run reads it live
     # why the verdict this figure mirrors would not judge it (a trend in noise): the check is then
     # not judged either, and does not fail the run
-    unjudged: Callable[[RunResult], str | None] = lambda _r: None
+    unjudged: Callable[[Judged], str | None] = lambda _j: None
 
 
-def _latency(kind: str, pct: str) -> Callable[[RunResult], float | None]:
-    return lambda r: getattr(r, f"{kind}_ms").get(pct)
+def _measured(read: Callable[[RunResult], float | None]) -> Callable[[Judged], float | None]:
+    """A figure read from the result itself."""
+    return lambda judged: read(judged.result)
+
+
+def _latency(kind: str, pct: str) -> Callable[[Judged], float | None]:
+    return _measured(lambda r: getattr(r, f"{kind}_ms").get(pct))
 
 
 def _per_msg(value: float | None, r: RunResult) -> float | None:
     return None if value is None or r.processed <= 0 else value / r.processed
 
 
-def _server(attribute: str) -> Callable[[RunResult], float | None]:
-    return lambda r: None if r.server_cost is None else getattr(r.server_cost, attribute)
+def _server(attribute: str) -> Callable[[Judged], float | None]:
+    return _measured(lambda r: None if r.server_cost is None else getattr(r.server_cost, attribute))
 
 
-def _audit(attribute: str) -> Callable[[RunResult], float | None]:
-    return lambda r: None if r.audit is None else float(getattr(r.audit, attribute))
+def _audit(attribute: str) -> Callable[[Judged], float | None]:
+    return _measured(lambda r: None if r.audit is None else float(getattr(r.audit, attribute)))
 
 
-def _drift(figure: str) -> Callable[[RunResult], float | None]:
-    def read(r: RunResult) -> float | None:
-        trend = None if r.drift is None else r.drift.trend(figure)
+def _drift(figure: str) -> Callable[[Judged], float | None]:
+    def read(judged: Judged) -> float | None:
+        trend = None if judged.drift is None else judged.drift.trend(figure)
         return None if trend is None else trend.share_per_hour * 100
 
     return read
 
 
-def _drift_unjudged(figure: str) -> Callable[[RunResult], str | None]:
-    return lambda r: None if r.drift is None else unjudged(r.drift, figure)
+def _drift_unjudged(figure: str) -> Callable[[Judged], str | None]:
+    return lambda judged: None if judged.drift is None else unjudged(judged.drift, figure)
 
 
 def _needs_drift(s: Settings) -> str | None:
@@ -117,25 +129,31 @@ FIGURES: dict[str, Figure] = {
         for kind in ("e2e", "claim", "complete")
         for pct in ("p50", "p95", "p99", "max")
     },
-    "throughput": Figure("msg/s", lambda r: r.throughput_per_s),
+    "throughput": Figure("msg/s", _measured(lambda r: r.throughput_per_s)),
     "knee": Figure(
-        "msg/s", lambda r: None if r.sweep is None else max_sustainable_per_s(r.sweep), _needs_sweep
+        "msg/s",
+        _measured(lambda r: None if r.sweep is None else max_sustainable_per_s(r.sweep)),
+        _needs_sweep,
     ),
     "wal-per-msg": Figure("B", _server("wal_bytes_per_msg")),
     "commits-per-msg": Figure("", _server("commits_per_msg")),
     "server-cpu-per-msg": Figure("us", _server("cpu_us_per_msg")),
-    "client-cpu-per-msg": Figure("us", lambda r: r.client.cpu_us_per_msg),
-    "empty-per-msg": Figure("", lambda r: _per_msg(r.empty_claims, r)),
-    "dead-tuples": Figure("", lambda r: None if r.health is None else float(r.health.dead_tuples)),
+    "client-cpu-per-msg": Figure("us", _measured(lambda r: r.client.cpu_us_per_msg)),
+    "empty-per-msg": Figure("", _measured(lambda r: _per_msg(r.empty_claims, r))),
+    "dead-tuples": Figure("", _measured(lambda r: None if r.health is None else float(r.health.dead_tuples))),
     "lost": Figure(
-        "", lambda r: float(r.connections_lost), live=lambda live: float(live.counters.connections_lost)
+        "",
+        _measured(lambda r: float(r.connections_lost)),
+        live=lambda live: float(live.counters.connections_lost),
     ),
     "duplicates": Figure(
         "", _audit("duplicates"), _needs_audit, live=_live_audit("duplicated"), live_when=_live_asked
     ),
     "missing": Figure("", _audit("missing"), _needs_audit, live=_live_audit("lost"), live_when=_live_asked),
     "bystander-p99": Figure(
-        "ms", lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99"), _needs_bystander
+        "ms",
+        _measured(lambda r: None if r.bystander is None else r.bystander.beside_ms.get("p99")),
+        _needs_bystander,
     ),
     **{
         f"{name}-drift": Figure("%/h", _drift(figure), _needs_drift, unjudged=_drift_unjudged(figure))
@@ -171,15 +189,19 @@ def refuse_unproduced(checks: tuple[Check, ...], settings: Settings) -> None:
             raise UsageError(f"-check {check}: this run produces no {check.figure}; it needs {missing}")
 
 
-def evaluate(checks: tuple[Check, ...], result: RunResult) -> tuple[CheckResult, ...]:
-    """Each check judged as the verdict it mirrors judges its figure: one the verdict would not judge (a
-    drift's trend in noise) is not judged, neither passed nor breached."""
+def evaluate(
+    checks: tuple[Check, ...], result: RunResult, drift: DriftReport | None
+) -> tuple[CheckResult, ...]:
+    """Each check judged as the verdict it mirrors judges its figure (`drift`: the run's, judged on
+    it): one the verdict would not judge (a drift's trend in noise) is not judged, neither passed nor
+    breached."""
+    judged = Judged(result, drift)
     out = []
     for check in checks:
         figure = FIGURES[check.figure]
-        value = figure.read(result)
+        value = figure.read(judged)
         shown = None if value is None else round(value, 4)
-        why = figure.unjudged(result)
+        why = figure.unjudged(judged)
         if why is not None:
             out.append(CheckResult(check, shown, None, why))
             continue
@@ -202,9 +224,8 @@ def refuse_unwatchable(checks: tuple[Check, ...], settings: Settings) -> None:
         )
 
 
-def judged(result: RunResult) -> RunResult:
-    """The result with the run's -check thresholds judged on it."""
-    return dataclasses.replace(result, checks=evaluate(result.settings.checks, result))
+def breached(checks: tuple[CheckResult, ...]) -> tuple[CheckResult, ...]:
+    return tuple(c for c in checks if c.passed is False)  # not judged: no breach
 
 
 def live_breach(checks: tuple[Check, ...], readings: LiveReadings) -> Check | None:
