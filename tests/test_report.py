@@ -30,7 +30,6 @@ from pgmq_sim.render.report import check_report_path, diff_report, lookup, run_r
 from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.render.tracks import MOST_POINTS, Track
-from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ProcessCpu
 from pgmq_sim.result.phased import PhaseResult
@@ -38,6 +37,7 @@ from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.stats import SecondSample, WorkerStats
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
+from pgmq_sim.verdicts.checks import CheckResult
 from pgmq_sim.verdicts.diff import compare, diff_json, setting_differences, worse
 from pgmq_sim.verdicts.hidden import HiddenAccount
 from pgmq_sim.verdicts.server_waits import lock_text, waits_text

@@ -16,18 +16,18 @@ from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord
-from pgmq_sim.result.checks import CheckResult
 from pgmq_sim.result.claims import REASONS, ClaimAccount, ClaimReason
 from pgmq_sim.result.costs import ServerCost
-from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.roles import QUEUE_ROLES, Role, RoleCosts
 from pgmq_sim.result.run import ProducerFigures, RunResult
 from pgmq_sim.result.window_limits import LimitStretch, usual
 from pgmq_sim.settings import SHORT_DRIFT_S, Settings
 from pgmq_sim.verdicts.cause import cohort_text
+from pgmq_sim.verdicts.checks import CheckResult
 from pgmq_sim.verdicts.checks import breached as breached_checks
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
+from pgmq_sim.verdicts.drift import DriftReport
 from pgmq_sim.verdicts.episodes import Episode
 from pgmq_sim.verdicts.knee import headline, limit_line
 

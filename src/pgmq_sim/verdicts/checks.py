@@ -18,12 +18,10 @@ from typing import NamedTuple
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import CHECK_FORMS, CHECK_PATTERN, Check
 from pgmq_sim.result.audit import LiveAudit
-from pgmq_sim.result.checks import CheckResult
-from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.settings import DRIFT_MIN_S, Settings
-from pgmq_sim.verdicts.drift import unjudged
+from pgmq_sim.verdicts.drift import DriftReport, unjudged
 from pgmq_sim.verdicts.knee import max_sustainable_per_s
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
@@ -33,6 +31,27 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     ">": operator.gt,
 }
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a -check threshold came to: the value measured, and whether it held."""
+
+    check: Check
+    value: float | None  # None: not measured in this run
+    passed: bool | None  # None: not judged (the verdict it mirrors calls the figure noise), not breached
+    not_judged: str | None = None  # why, as the verdict says it
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "check": str(self.check),
+            "figure": self.check.figure,
+            "value": self.value,
+            "bound": self.check.bound,
+            "unit": self.check.unit,
+            "passed": self.passed,
+            "not_judged": self.not_judged,
+        }
 
 
 class LiveReadings(NamedTuple):

@@ -10,15 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.kinds import CHECK_EXIT
-from pgmq_sim.result.checks import CheckResult
-from pgmq_sim.result.drift import DriftReport
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.bystander import BystanderVerdict, judge_bystander
 from pgmq_sim.verdicts.cause import MeasuredCause
-from pgmq_sim.verdicts.checks import breached, evaluate
+from pgmq_sim.verdicts.checks import CheckResult, breached, evaluate
 from pgmq_sim.verdicts.costs import cost_cause
-from pgmq_sim.verdicts.drift import judge_drift
+from pgmq_sim.verdicts.drift import DriftReport, judge_drift
 from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.episodes import Episode, episodes
 from pgmq_sim.verdicts.figures import run_figures
