@@ -41,6 +41,7 @@ from pgmq_sim.render.side_by_side import print_comparison
 from pgmq_sim.render.terminal import print_summary
 from pgmq_sim.result.observer import RunObserver
 from pgmq_sim.result.run import RunResult
+from pgmq_sim.runlog import RunLog
 from pgmq_sim.server import open_server
 from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.diff import DEFAULT_FAIL_ON, FigureChange, diff_json, setting_differences, worse
@@ -114,11 +115,7 @@ def execute(scenario: Scenario) -> int:
 
         metrics = observer = MetricsObserver(settings.metrics_host, settings.metrics_port, observer)
         click.echo(f"pgmq-sim: live metrics at {metrics.url}", err=True)
-    compare = len(inputs) > 1  # -compare's cells, or -suite pressure's
-    results: list[RunResult] = []
-    verdicts: list[RunVerdict] = []  # each result's, judged once
-    failed: list[dict[str, str]] = []  # comparison cells that ended in an error before running
-    skipped: list[dict[str, str]] = []  # -suite pressure's cells whose pressure the path cannot take
+    cells = (ManyCells if len(inputs) > 1 else OneRun)(settings, observer, log, console)
     with signals_caught() as (signals, received):
         try:
             with open_server(settings.dsn) as server:
@@ -127,43 +124,18 @@ def execute(scenario: Scenario) -> int:
                 for given in inputs:
                     if signals.interrupt.is_set():
                         break
-                    if compare:
-                        observer.say(f"cell {input_label(given)}")
+                    cells.begin(given)
                     try:
                         result = run_once(given, server, observer, log, signals, carrier)
                     except SimError as exc:
-                        if not compare:
-                            raise
-                        # one broken comparison cell should not cost the others their results
-                        cell = {
-                            "strategy": given.design.label,
-                            "wakeup": given.settings.wakeup,
-                            "tx": given.settings.tx,
-                        } | ({"pressure": pressure_of(given)} if settings.suite else {})
-                        if settings.suite and isinstance(exc, FaultRefused):  # a row, not a failure
-                            skipped.append(cell | {"skipped": str(exc)})
-                            observer.say(f"note: {input_label(given)}: skipped: {exc}")
-                            log.event(f"note: {input_label(given)}: skipped: {exc}")
-                            continue
-                        failed.append(cell | {"error": str(exc)})
-                        click.echo(f"pgmq-sim: error: {input_label(given)}: {exc}", err=True)
+                        cells.refused(given, exc)
                         continue
-                    results.append(result)
-                    verdicts.append(judge_run(result))
-                    if not compare:
-                        print_summary(
-                            console, result, verdicts[-1], settings.verbose, given_outputs(RUN, settings)
-                        )
-                    if result.error:  # the summary says it too; stderr gets the one line
-                        where = f"{input_label(given)}: " if compare else ""
-                        click.echo(f"pgmq-sim: error: {where}{result.error}", err=True)
+                    cells.ran(given, result)
             record = scenario_record(scenario, effective(plan), settings.json_path)
-            code = _report(
-                settings, results, verdicts, (failed, skipped), console, compare, plan.baseline, record
-            )
+            code = _report(settings, cells, console, plan.baseline, record)
             if received:
                 code = SIGNAL_EXIT[signal.Signals(received[0])]
-            outcome = ", ".join(r.outcome for r in results) or "no run"
+            outcome = ", ".join(r.outcome for r in cells.results) or "no run"
             log.event(f"run end: {outcome}; exit {code}")
             return code
         except SimError as exc:  # refused before it changed anything: the log, once opened, says so
@@ -173,6 +145,83 @@ def execute(scenario: Scenario) -> int:
             log.close()
             if metrics is not None:
                 metrics.close()
+
+
+class OneRun:
+    """A command of one cell: its error ends the command, and its summary is printed as it ends."""
+
+    many = False
+
+    def __init__(self, settings: Settings, observer: RunObserver, log: RunLog, console: Console) -> None:
+        self.settings, self.observer, self.log, self.console = settings, observer, log, console
+        self.results: list[RunResult] = []
+        self.verdicts: list[RunVerdict] = []  # each result's, judged once
+        self.failed: list[dict[str, str]] = []  # cells that ended in an error before running
+        self.skipped: list[dict[str, str]] = []  # -suite pressure's cells the path cannot take
+
+    def begin(self, given: RunInput) -> None:
+        """A cell about to run."""
+
+    def refused(self, given: RunInput, exc: SimError) -> None:
+        raise exc
+
+    def ran(self, given: RunInput, result: RunResult) -> None:
+        self.results.append(result)
+        self.verdicts.append(judge_run(result))
+        self.shown(result)
+        if result.error:  # the summary says it too; stderr gets the one line
+            click.echo(f"pgmq-sim: error: {self.where(given)}{result.error}", err=True)
+
+    def shown(self, result: RunResult) -> None:
+        outputs = given_outputs(RUN, self.settings)
+        print_summary(self.console, result, self.verdicts[-1], self.settings.verbose, outputs)
+
+    def where(self, given: RunInput) -> str:
+        return ""
+
+    def print_table(self) -> dict[str, Any] | None:
+        """The table of the cells, after them (a suite's JSON)."""
+        return None
+
+
+class ManyCells(OneRun):
+    """-compare's designs or -suite pressure's cells: a cell's error is a row, not the end (one broken
+    cell should not cost the others their results), and one table shows them all at the end."""
+
+    many = True
+
+    def begin(self, given: RunInput) -> None:
+        self.observer.say(f"cell {input_label(given)}")
+
+    def refused(self, given: RunInput, exc: SimError) -> None:
+        suite = self.settings.suite is not None
+        cell = {"strategy": given.design.label, "wakeup": given.settings.wakeup, "tx": given.settings.tx}
+        cell |= {"pressure": pressure_of(given)} if suite else {}
+        if suite and isinstance(exc, FaultRefused):  # a row, not a failure
+            self.skipped.append(cell | {"skipped": str(exc)})
+            self.observer.say(f"note: {input_label(given)}: skipped: {exc}")
+            self.log.event(f"note: {input_label(given)}: skipped: {exc}")
+            return
+        self.failed.append(cell | {"error": str(exc)})
+        click.echo(f"pgmq-sim: error: {input_label(given)}: {exc}", err=True)
+
+    def shown(self, result: RunResult) -> None:
+        """Shown in the table at the end."""
+
+    def where(self, given: RunInput) -> str:
+        return f"{input_label(given)}: "
+
+    def print_table(self) -> dict[str, Any] | None:
+        settings, console = self.settings, self.console
+        suite = None
+        if settings.suite:
+            cells = scorecard(self.results, self.failed, self.skipped)
+            print_scorecards(console, cells, settings.suite_seconds)
+            suite = suite_json(cells, settings.suite_seconds)
+        else:
+            print_comparison(console, self.results, self.verdicts)
+        console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
+        return suite
 
 
 def effective(plan: RunPlan) -> dict[str, Any]:
@@ -197,24 +246,15 @@ def pressure_of(given: RunInput) -> str:
 
 def _report(
     settings: Settings,
-    results: list[RunResult],
-    verdicts: list[RunVerdict],
-    cells_not_run: tuple[list[dict[str, str]], list[dict[str, str]]],
+    cells: OneRun,
     console: Console,
-    compare: bool,
     baseline: dict[str, Any] | None,
     record: dict[str, Any],
 ) -> int:
     """Every output that can be written is; a failure of one (a full disk) is named, not fatal. The
     cells not run: those that failed (exit 1), and a suite's skipped (a row, not a failure)."""
-    failed, skipped = cells_not_run
-    cells = scorecard(results, failed, skipped) if settings.suite else None
-    if cells is not None:
-        print_scorecards(console, cells, settings.suite_seconds)
-        console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
-    elif compare:
-        print_comparison(console, results, verdicts)
-        console.print(escape(f"output: {outputs_text(settings, given_outputs(RUN, settings))}"))
+    results, verdicts, failed = cells.results, cells.verdicts, cells.failed
+    suite = cells.print_table()
     worse_than_base: list[FigureChange] = []
     # a document costs the advice: made only for a file that holds it
     needed = baseline is not None or needs_documents(RUN, settings)
@@ -235,9 +275,8 @@ def _report(
             "path": str(settings.baseline_path),
             **diff_json(differences, changes, worse_than_base),
         }
-    suite = suite_json(cells, settings.suite_seconds) if cells is not None else None
     errors = write_outputs(
-        RUN, settings, Finished(results, verdicts, documents, failed, compare, record, suite)
+        RUN, settings, Finished(results, verdicts, documents, failed, cells.many, record, suite)
     )
     for error in errors:
         click.echo(f"pgmq-sim: error: {error}", err=True)
