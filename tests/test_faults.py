@@ -20,6 +20,7 @@ from checks import assert_exactly_once_in_order, wait_for_handled, wait_until_qu
 from conftest import Cli
 
 from pgmq_sim.embedded.postgres import LocalPostgres
+from pgmq_sim.model.durations import seconds_text
 
 pytestmark = pytest.mark.faults
 
@@ -272,7 +273,8 @@ def test_an_outage_the_runs_end_cuts_off_is_reported_with_its_seconds_the_limit_
     ), (outage, doc["elapsed_s"])
     limit = doc["limit"]
     assert limit["resource"] == "outage", limit
-    assert f"out {outage['outage_s']:.1f} s, not recovered by the end of the run" in limit["evidence"], limit
+    said = f"out {seconds_text(outage['outage_s'])}, not recovered by the end of the run"
+    assert said in limit["evidence"], limit
     producer = doc["producer"]
     assert producer["offered"] >= 850 and producer["on_time"] <= producer["offered"] - 150, producer
     assert producer["stalled_s"] >= 1 and producer["written"] < producer["offered"], producer
