@@ -97,7 +97,9 @@ def test_procrastinate_a_lock_held_by_a_job_not_yet_due_is_named(cli: Cli) -> No
     named = [c for c in cohorts if c.get("not_due_head")]
     assert named, cohorts  # the jobs behind a job not yet due: their lock and that job named
     assert all(0 < c["not_due_head_ms"] <= c["ordering_ms"] + 0.001 for c in named), named
-    assert "held by msg_id" in named[0]["not_due_head"] and "group type" in named[0]["not_due_head"]
+    head = named[0]["not_due_head"]  # the head's group, its msg_id and due time, and one it held
+    assert head["queue_type"].startswith("type") and head["msg_id"] < head["held_msg_id"], head
+    assert 0 < head["due_s"] < doc["elapsed_s"], head
     slowest = split["overall"]["p99"]
     if doc["limit"]["resource"] in ("ordering", "due") and slowest.get("not_due_head"):  # the limit says it
         assert "behind a head not yet due: group type" in doc["limit"]["evidence"], doc["limit"]
@@ -140,11 +142,13 @@ def test_procrastinate_a_higher_priority_job_not_yet_due_holds_its_lock_and_is_n
     assert limit["resource"] == "ordering", limit  # was unexplained
     assert slowest["ordering_ms"] > slowest["hidden_ms"], slowest
     assert slowest["not_due_head_ms"] >= slowest["ordering_ms"] / 2, slowest
+    head = slowest["not_due_head"]  # the limit names the head the account measured
     named = re.search(
-        r"group type\d:\d+ held by msg_id \d+, not due until [\d.]+ s into the run", slowest["not_due_head"]
+        f"behind a head not yet due: group {head['queue_type']}:{head['order_id']} held by msg_id"
+        rf" {head['msg_id']}, not due until ([\d.]+) s into the run",
+        limit["evidence"],
     )
-    assert named is not None, slowest
-    assert f"behind a head not yet due: {named.group(0)}" in limit["evidence"], limit
+    assert named is not None and abs(float(named.group(1)) - head["due_s"]) <= 0.006, (head, limit)
     assert any("schedule later only what must wait" in line for line in doc["advice"]), doc["advice"]
 
 

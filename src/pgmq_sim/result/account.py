@@ -237,6 +237,28 @@ def _forget(times: TypeTime, groups: dict[int, GroupSpans], t: float) -> None:
 
 
 @dataclass(frozen=True)
+class NotDueHead:
+    """A group's head not yet due that held a message of its group behind it (procrastinate's lock
+    is held by a job scheduled later): the group, the head, its due time on the run's clock, and
+    the message that waited."""
+
+    queue_type: str
+    order_id: int
+    msg_id: int
+    due_s: float
+    held_msg_id: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "queue_type": self.queue_type,
+            "order_id": self.order_id,
+            "msg_id": self.msg_id,
+            "due_s": round(self.due_s, 3),
+            "held_msg_id": self.held_msg_id,
+        }
+
+
+@dataclass(frozen=True)
 class CohortSplit:
     """A cohort's mean split, in ms, and where in the run (seconds on the run's clock) its hidden
     time fell: seconds of hidden time summed over the cohort's messages, by second."""
@@ -250,7 +272,7 @@ class CohortSplit:
     hidden_by_second: tuple[tuple[int, float], ...] = ()
     claim_ms: float = 0.0
     not_due_head_ms: float = 0.0  # of ordering_ms: behind an earlier message of the group not yet due
-    not_due_head: str | None = None  # one such: "group type1:3 held by msg_id 17, not due until ..."
+    not_due_head: NotDueHead | None = None  # one such head, and a message it held
 
     @property
     def total_ms(self) -> float:
@@ -273,7 +295,10 @@ class CohortSplit:
         data: dict[str, Any] = {"messages": self.messages, "e2e_ms": round(self.total_ms, 3)}
         data |= {f"{part}_ms": round(self.part_ms(part), 3) for part in PARTS}
         if self.not_due_head is not None:
-            data |= {"not_due_head_ms": round(self.not_due_head_ms, 3), "not_due_head": self.not_due_head}
+            data |= {
+                "not_due_head_ms": round(self.not_due_head_ms, 3),
+                "not_due_head": self.not_due_head.as_json(),
+            }
         return data
 
 
@@ -283,15 +308,14 @@ class _Cohort:
         self.sums = dict.fromkeys(PARTS, 0.0)
         self.hidden: dict[int, float] = {}
         self.not_due = 0.0
-        self.head: str | None = None
+        self.head: NotDueHead | None = None
 
     def add(self, one: Split, placed: Hidden, journey: Journey, behind: NotDue) -> None:
         self.messages += 1
         if behind.head is not None and behind.head_due is not None:
             self.not_due += behind.seconds
-            self.head = (
-                f"group {journey.queue_type}:{journey.order_id} held by msg_id {behind.head}, not due until"
-                f" {behind.head_due:.2f} s into the run (msg_id {journey.msg_id} waited behind it)"
+            self.head = NotDueHead(
+                journey.queue_type, journey.order_id, behind.head, behind.head_due, journey.msg_id
             )
         for part, value in zip(PARTS, one, strict=True):
             self.sums[part] += value

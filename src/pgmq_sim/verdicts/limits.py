@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.durations import ms_text
-from pgmq_sim.result.account import CohortSplit
+from pgmq_sim.result.account import CohortSplit, NotDueHead
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import (
     MORE_WORKERS_CANNOT,
@@ -142,7 +142,9 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
             hot += f"; {f.achieved_per_s:.0f}/s is {share:.0%} of the ordering bound {bound:.0f}/s"
         fix = MORE_WORKERS_CANNOT
         if p99.not_due_head is not None:  # a head not yet due held its group (procrastinate's lock)
-            hot += f"; {ms_text(p99.not_due_head_ms)} of it behind a head not yet due: {p99.not_due_head}"
+            hot += (
+                f"; {ms_text(p99.not_due_head_ms)} of it behind a head not yet due: {_head(p99.not_due_head)}"
+            )
             if p99.not_due_head_ms >= p99.ordering_ms / 2:
                 fix = (
                     "a group's later messages wait for its head's due time: schedule later only what must"
@@ -157,7 +159,7 @@ def _from_account(f: Figures, p99: CohortSplit) -> MeasuredCause:
     if part == "due":
         held = (
             f"; {ms_text(p99.not_due_head_ms)} of their ordering behind a head not yet due:"
-            f" {p99.not_due_head}"
+            f" {_head(p99.not_due_head)}"
             if p99.not_due_head is not None
             else ""
         )
@@ -280,3 +282,10 @@ def time_split(r: RunResult) -> dict[str, float]:
         del split["waiting for a server connection"]
     split["idle"] = max(0.0, 1 - sum(split.values()))
     return {name: round(share, 3) for name, share in split.items()}
+
+
+def _head(head: NotDueHead) -> str:
+    return (
+        f"group {head.queue_type}:{head.order_id} held by msg_id {head.msg_id}, not due until"
+        f" {head.due_s:.2f} s into the run (msg_id {head.held_msg_id} waited behind it)"
+    )
