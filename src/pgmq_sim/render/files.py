@@ -20,15 +20,7 @@ from pgmq_sim.paths import describe_path
 from pgmq_sim.render.lines import claims_text
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.costs import inflated
-from pgmq_sim.verdicts.knee import (
-    first_failing_per_s,
-    headline,
-    knee_step,
-    limit_line,
-    max_sustainable_per_s,
-    resolution_reached,
-)
+from pgmq_sim.verdicts.knee import SweepVerdict
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 STDOUT = Path("-")
@@ -161,7 +153,7 @@ def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
         | {
             "sources": claims_sources(r.claims),
             "summary": claims_text(r.claims),
-            "inflated_by_outside": inflated(r.claims),
+            "inflated_by_outside": v.claims_inflated,
         }
         if r.claims
         else None,
@@ -171,7 +163,7 @@ def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
         "waits": r.waits.as_json() if r.waits else None,
         "latency_split": r.latency.as_json() if r.latency else None,
         "locks": r.locks.as_json() if r.locks else None,
-        "sweep": sweep_json(r.sweep) if r.sweep else None,
+        "sweep": sweep_json(r.sweep, v.sweep) if r.sweep and v.sweep else None,
         "phases": [p.as_json() for p in r.phases],
         "bystander": _bystander_json(r, v),
         "drift": v.drift.as_json() if v.drift else None,
@@ -212,7 +204,7 @@ def _bystander_json(r: RunResult, v: RunVerdict) -> dict[str, Any] | None:
     return r.bystander.as_json() | (v.bystander.as_json() if v.bystander else {})
 
 
-def sweep_json(s: SweepResult) -> dict[str, Any]:
+def sweep_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any]:
     """A sweep's steps, its knee and how the search went, as the JSON's `sweep`."""
     return {
         "spec": str(s.spec),
@@ -220,18 +212,18 @@ def sweep_json(s: SweepResult) -> dict[str, Any]:
         "step_s": s.step_s,
         "settle_s": s.settle_s,
         "slo": {"e2e_p99_ms": s.slo_p99_ms, "enqueue_p99_ms": s.slo_enqueue_p99_ms},
-        "max_sustainable_per_s": max_sustainable_per_s(s),
-        "first_failing_per_s": first_failing_per_s(s),
-        "knee_step": None if (knee := knee_step(s)) is None else knee.index + 1,
-        "headline": headline(s),
-        "limit": limit_line(s),
-        "confirmed": _confirmed_json(s),
-        "adaptive": _search_json(s),
+        "max_sustainable_per_s": v.max_sustainable_per_s,
+        "first_failing_per_s": v.first_failing_per_s,
+        "knee_step": None if v.knee is None else v.knee.index + 1,
+        "headline": v.headline,
+        "limit": v.limit,
+        "confirmed": _confirmed_json(s, v),
+        "adaptive": _search_json(s, v),
         "steps": [s.as_json() for s in s.steps],
     }
 
 
-def _confirmed_json(s: SweepResult) -> dict[str, Any] | None:
+def _confirmed_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any] | None:
     hold = s.hold
     if hold is None:
         return None
@@ -242,15 +234,15 @@ def _confirmed_json(s: SweepResult) -> dict[str, Any] | None:
         "holds": s.confirmed_holds,
         "e2e_p99_ms": s.hold_p99_ms,
         "slo_share": None if share is None else round(share, 3),
-        "verdict": "pass" if knee_step(s) is hold else "fail",
+        "verdict": "pass" if v.knee is hold else "fail",
     }
 
 
-def _search_json(s: SweepResult) -> dict[str, Any] | None:
+def _search_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any] | None:
     search = s.search
     if search is None:
         return None
-    reached = resolution_reached(s)
+    reached = v.resolution_reached
     return {
         "resolution": search.resolution,
         "resolution_reached": None if reached is None else round(reached, 4),

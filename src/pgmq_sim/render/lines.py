@@ -29,7 +29,7 @@ from pgmq_sim.verdicts.checks import breached as breached_checks
 from pgmq_sim.verdicts.drift import FIGURES as DRIFT_FIGURES
 from pgmq_sim.verdicts.drift import DriftReport
 from pgmq_sim.verdicts.episodes import Episode
-from pgmq_sim.verdicts.knee import headline, limit_line
+from pgmq_sim.verdicts.knee import SweepVerdict
 
 
 def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
@@ -429,7 +429,7 @@ def client_text(result: RunResult) -> str:
     return text + f"; share of a core: {shares}"
 
 
-def print_sweep(console: Console, sweep: SweepResult) -> None:
+def print_sweep(console: Console, sweep: SweepResult, verdict: SweepVerdict) -> None:
     slo = f"; SLO e2e p99 <= {sweep.slo_p99_ms:g} ms" if sweep.slo_p99_ms is not None else ""
     table = Table(
         title=f"sweep {sweep.spec}: {sweep.step_s:g} s steps, settle <= {sweep.settle_s:g} s{slo}",
@@ -473,10 +473,9 @@ def print_sweep(console: Console, sweep: SweepResult) -> None:
         said = "; ".join(part for part in (why, faults, left) if part)
         if said:
             console.print(f"step {step.index + 1}: {said}")
-    console.print(f"[bold]{headline(sweep)}[/]")
-    limit = limit_line(sweep)
-    if limit:
-        console.print(escape(limit))
+    console.print(f"[bold]{verdict.headline}[/]")
+    if verdict.limit:
+        console.print(escape(verdict.limit))
     for row in sweep.noise():
         p99s = [p for p in row["e2e_p99_ms"] if p is not None]
         spread = f"p99 {ms_text(min(p99s))} to {ms_text(max(p99s))}" if p99s else "no p99"

@@ -9,13 +9,12 @@ from rich.table import Table
 
 from pgmq_sim.render.lines import audit_cell, ms, print_sweep
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.verdicts.knee import first_failing_per_s, knee_step, max_sustainable_per_s
 from pgmq_sim.verdicts.verdict import RunVerdict
 
 
 def print_comparison(console: Console, results: list[RunResult], verdicts: list[RunVerdict]) -> None:
     if any(r.sweep is not None for r in results):
-        print_knees(console, results)
+        print_knees(console, results, verdicts)
         return
     table = Table(title="queue designs compared (one workload)", title_justify="left")
     columns = (
@@ -64,7 +63,7 @@ def checks_cell(verdict: RunVerdict) -> str:
     return "[red]failed[/]: " + escape(", ".join(str(c.check) for c in breached))
 
 
-def print_knees(console: Console, results: list[RunResult]) -> None:
+def print_knees(console: Console, results: list[RunResult], verdicts: list[RunVerdict]) -> None:
     """Each strategy's sweep, side by side: which claim design holds the SLO, up to what rate."""
     table = Table(
         title="max sustainable rate per design (one sweep each, one workload)", title_justify="left"
@@ -75,10 +74,10 @@ def print_knees(console: Console, results: list[RunResult]) -> None:
         table.add_column(
             column, justify="left" if column in ("design", "wake-up", "tx", "held", "audit") else "right"
         )
-    for r in results:
-        knee = knee_step(r.sweep) if r.sweep else None
-        best = max_sustainable_per_s(r.sweep) if r.sweep else None
-        failing = first_failing_per_s(r.sweep) if r.sweep else None
+    for r, v in zip(results, verdicts, strict=True):
+        knee = v.sweep.knee if v.sweep else None
+        best = v.sweep.max_sustainable_per_s if v.sweep else None
+        failing = v.sweep.first_failing_per_s if v.sweep else None
         hold = r.sweep.hold if r.sweep else None
         table.add_row(
             r.strategy,
@@ -92,6 +91,6 @@ def print_knees(console: Console, results: list[RunResult]) -> None:
             audit_cell(r),
         )
     console.print(table)
-    for r in results:
-        if r.sweep is not None:
-            print_sweep(console, r.sweep)
+    for r, v in zip(results, verdicts, strict=True):
+        if r.sweep is not None and v.sweep is not None:
+            print_sweep(console, r.sweep, v.sweep)

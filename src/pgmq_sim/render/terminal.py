@@ -32,7 +32,6 @@ from pgmq_sim.render.lines import (
 from pgmq_sim.render.pressure import print_phases
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import Resource
-from pgmq_sim.verdicts.costs import inflated
 from pgmq_sim.verdicts.figures import KEPT_UP
 from pgmq_sim.verdicts.verdict import RunVerdict
 
@@ -72,7 +71,7 @@ def print_summary(
     if result.connections_lost or result.reconnects:
         table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
     audit_rows(table, result, SHORT_CAUSES)
-    if result.claims is not None and inflated(result.claims):  # the limit's evidence names the cause
+    if result.claims is not None and verdict.claims_inflated:  # the limit's evidence names the cause
         table.add_row("claims", escape(claims_text(result.claims)))
     limit = verdict.limit
     table.add_row("limit", f"[bold]{limit.resource}[/]: {escape(limit.evidence)}")
@@ -88,8 +87,8 @@ def print_summary(
     table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     print_phases(console, result.phases, detail=False)
-    if result.sweep is not None:  # its steps, what each step's failure was, its headline and limit
-        print_sweep(console, result.sweep)
+    if result.sweep is not None and verdict.sweep is not None:  # its steps, failures, headline, limit
+        print_sweep(console, result.sweep, verdict.sweep)
     if verdict.drift is not None:
         print_drift_verdict(console, verdict.drift)
     elif result.settings.drift:

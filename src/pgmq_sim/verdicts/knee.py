@@ -6,6 +6,7 @@ headline that says so (model/sweep holds what the steps measured)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from pgmq_sim.model.durations import ms_text
 from pgmq_sim.model.search import GAIN_SHARE
@@ -15,6 +16,29 @@ GROWTH_SHARE = 0.02  # a backlog slope above 2% of the offered rate, per second,
 UNFINISHED_SHARE = 0.03  # a step that kept up leaves at most 3% of its arrivals (and one per worker)
 KEEP_UP_FLOOR = 0.5  # a step that finished less than half of what was offered failed, whatever else
 ENQUEUE_REASON = "enqueue p99"  # a step's reason when the enqueue half broke its SLO
+
+
+@dataclass(frozen=True)
+class SweepVerdict:
+    """A sweep's answer, judged once from its steps and read by every view."""
+
+    knee: StepResult | None
+    max_sustainable_per_s: float | None
+    first_failing_per_s: float | None
+    resolution_reached: float | None
+    headline: str
+    limit: str | None  # what bounded the queue at the step that shows it
+
+
+def judge_sweep(sweep: SweepResult) -> SweepVerdict:
+    return SweepVerdict(
+        knee=knee_step(sweep),
+        max_sustainable_per_s=max_sustainable_per_s(sweep),
+        first_failing_per_s=first_failing_per_s(sweep),
+        resolution_reached=resolution_reached(sweep),
+        headline=headline(sweep),
+        limit=limit_line(sweep),
+    )
 
 
 def judge_step(

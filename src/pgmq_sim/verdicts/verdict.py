@@ -15,12 +15,13 @@ from pgmq_sim.verdicts.advice import advice
 from pgmq_sim.verdicts.bystander import BystanderVerdict, judge_bystander
 from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.checks import CheckResult, breached, evaluate
-from pgmq_sim.verdicts.costs import cost_cause
+from pgmq_sim.verdicts.costs import cost_cause, inflated
 from pgmq_sim.verdicts.drift import DriftReport, judge_drift
 from pgmq_sim.verdicts.enqueue import enqueue_cause
 from pgmq_sim.verdicts.episodes import Episode, episodes
 from pgmq_sim.verdicts.figures import run_figures
 from pgmq_sim.verdicts.hidden import HiddenAccount
+from pgmq_sim.verdicts.knee import SweepVerdict, judge_sweep
 from pgmq_sim.verdicts.limits import Limit, limit_of, time_split, with_cost
 from pgmq_sim.verdicts.resources import client_limited
 
@@ -39,6 +40,8 @@ class RunVerdict:
     bystander: BystanderVerdict | None = None  # whether the neighbour's beside and alone compare
     drift: DriftReport | None = None  # a long run's (or -drift's) trends
     checks: tuple[CheckResult, ...] = ()  # -check, each threshold judged
+    sweep: SweepVerdict | None = None  # a sweep's knee, bracket, headline and limit
+    claims_inflated: bool = False  # a cause outside the run made its claims' costs, not the queue
 
     @property
     def breached(self) -> tuple[CheckResult, ...]:
@@ -74,6 +77,8 @@ def judge_run(r: RunResult) -> RunVerdict:
         bystander=None if r.bystander is None else judge_bystander(r.bystander),
         drift=drift,
         checks=checks,
+        sweep=None if r.sweep is None else judge_sweep(r.sweep),
+        claims_inflated=r.claims is not None and inflated(r.claims),
     )
 
 
