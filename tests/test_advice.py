@@ -30,7 +30,8 @@ from pgmq_sim.result.costs import ClientCost, ProcessCpu, ServerCost
 from pgmq_sim.result.holders import HolderSeen, LockCensus
 from pgmq_sim.result.run import RetryFigures, RunResult
 from pgmq_sim.result.serverpath import RunPath
-from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts import advice
 from pgmq_sim.verdicts.cause import Resource

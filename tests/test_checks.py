@@ -16,7 +16,7 @@ from pgmq_sim.errors import UsageError
 from pgmq_sim.model.checks import Check
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.render.junit import junit_document
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.verdicts.checks import parse_checks
 from pgmq_sim.verdicts.drift import judge_drift
 from pgmq_sim.verdicts.verdict import judge_run

@@ -22,7 +22,7 @@ from pgmq_sim.model.profiles import ConstantRate
 from pgmq_sim.model.skew import KeySkew, key_sampler
 from pgmq_sim.model.sweep import parse_slo
 from pgmq_sim.result.enqueues import EnqueueTally
-from pgmq_sim.result.stats import Timeline
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.result.waits import BlockerSeen, WaitProfile
 from pgmq_sim.verdicts.cause import Resource
 from pgmq_sim.verdicts.enqueue import enqueue_cause

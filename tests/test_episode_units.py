@@ -14,7 +14,8 @@ from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.model.kinds import Outcome
 from pgmq_sim.result.holders import HolderSeen, LockCensus
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.result.waits import SLICES_MOST, WaitTally
 from pgmq_sim.verdicts.episodes import EPISODE_FLOOR_MS, episodes, window_length
 from pgmq_sim.verdicts.verdict import judge_run

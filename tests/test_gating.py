@@ -25,9 +25,11 @@ from pgmq_sim.cli.command import main as cli_main
 from pgmq_sim.model.census import CensusSetting, ServerCensus, SlotCensus
 from pgmq_sim.model.facts import TablePulse
 from pgmq_sim.render.metrics import MetricsObserver, RunCollector
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.snapshots import SnapshotWatch
-from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.settings import parse_listen_address
 from pgmq_sim.verdicts.drift import judge_drift, least_squares
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from pgmq_sim.result.stats import LatencyHistogram
+from pgmq_sim.result.histogram import LatencyHistogram
 
 pytestmark = pytest.mark.unit
 

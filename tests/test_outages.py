@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from pgmq_sim.model.events import Fault
-from pgmq_sim.result.stats import SecondSample, Timeline
+from pgmq_sim.result.timeline import SecondSample, Timeline
 from pgmq_sim.verdicts.outages import fault_effects
 
 pytestmark = pytest.mark.unit

@@ -18,7 +18,7 @@ from pgmq_sim.embedded.postgres import LocalPostgres
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.pressure import PhasedRate, Pressure, parse_phases
 from pgmq_sim.model.profiles import ConstantRate
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.verdicts.pressure import recovery, scorecard
 
 PRESSURE_SESSIONS = (

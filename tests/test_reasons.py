@@ -16,7 +16,7 @@ from pgmq_sim.model.locks import ClaimOrder
 from pgmq_sim.model.reasons import Cause, ReasonCount, classify, ends_session
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts
 from pgmq_sim.result.reasons import ReasonTally
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.settings import WorkTime
 from pgmq_sim.verdicts.audit import judge_audit
 from pgmq_sim.verdicts.figures import Figures

@@ -34,7 +34,8 @@ from pgmq_sim.result.claims import INDEX, ClaimAccount, ClaimBook, ClaimReason
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ProcessCpu
 from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.run import ProducerFigures, RunResult
-from pgmq_sim.result.stats import SecondSample, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
 from pgmq_sim.verdicts.checks import CheckResult

@@ -18,7 +18,7 @@ from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.profiles import ConstantRate
 from pgmq_sim.model.skew import KeySkew, key_sampler
 from pgmq_sim.result.enqueues import EnqueueTally
-from pgmq_sim.result.stats import Timeline
+from pgmq_sim.result.timeline import Timeline
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 
 from pgmq_sim.model.facts import PoolerPulse
-from pgmq_sim.result.stats import PulseSample, Timeline
+from pgmq_sim.result.timeline import PulseSample, Timeline
 
 pytestmark = pytest.mark.unit
 

@@ -25,7 +25,8 @@ from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.db.wire import LoopTime
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.result.claims import ClaimBook
-from pgmq_sim.result.stats import Timeline, WorkerCounters, WorkerStats
+from pgmq_sim.result.stats import WorkerCounters, WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime
 

@@ -16,7 +16,7 @@ from pgmq_sim.actors.producer import Arrival, BatchWriter, MessageSource
 from pgmq_sim.db.values import Message
 from pgmq_sim.model.profiles import IDLE_WAIT_S, RateProfile
 from pgmq_sim.result.enqueues import EnqueueTally, EnqueueTimes
-from pgmq_sim.result.stats import Timeline
+from pgmq_sim.result.timeline import Timeline
 
 FOLD_S = 0.1  # how often the enqueues' times are folded into the tally and the timeline
 IDLE_S = 0.5  # a free session's longest wait between looks: the timer's session or a commit rings it

@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 
 from pgmq_sim.db.claims import Completion
 from pgmq_sim.db.values import Claimed
-from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.runlog import RunLog
 
 

@@ -18,7 +18,7 @@ import psycopg
 from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.db.connection import connect
 from pgmq_sim.result.costs import BystanderResult
-from pgmq_sim.result.stats import LatencyHistogram
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.sqlfiles import statement
 
 ROWS = 1000

@@ -24,7 +24,8 @@ from pgmq_sim.db.claims import ClaimPort, claim_sessions
 from pgmq_sim.db.connection import connect_async
 from pgmq_sim.db.values import SessionPlan
 from pgmq_sim.result.claims import ClaimBook
-from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, WorkTime
 

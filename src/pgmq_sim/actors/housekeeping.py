@@ -30,7 +30,7 @@ from pgmq_sim.model.events import PoolerView, SnapshotHold
 from pgmq_sim.model.facts import PoolerPulse
 from pgmq_sim.result.holders import LockCensusTally
 from pgmq_sim.result.snapshots import SnapshotWatch
-from pgmq_sim.result.stats import PulseSample, Timeline
+from pgmq_sim.result.timeline import PulseSample, Timeline
 from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.runlog import RunLog
 

@@ -20,7 +20,8 @@ from pgmq_sim.dsn import reason
 from pgmq_sim.errors import ServerLostError
 from pgmq_sim.model.backoff import Backoff, Stopped
 from pgmq_sim.model.reasons import Cause, ServerReason
-from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.runlog import RunLog
 
 RECONNECT_FIRST_S = 0.05

@@ -40,7 +40,8 @@ from pgmq_sim.db.values import Claimed, SessionPlan
 from pgmq_sim.designs.design import QueueDesign
 from pgmq_sim.model.kinds import SessionMode
 from pgmq_sim.model.reasons import ServerReason
-from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import MAX_WORKERS, Settings, WorkTime
 

@@ -40,8 +40,10 @@ from pgmq_sim.dsn import reason, redact
 from pgmq_sim.errors import ServerLostError, SimError
 from pgmq_sim.model.kinds import TxMode, WakeupMode
 from pgmq_sim.result.costs import CpuReading, Logins
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.reasons import ReasonTally
-from pgmq_sim.result.stats import LatencyHistogram, Timeline, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.runlog import RunLog
 from pgmq_sim.settings import WorkTime, queue_types
 

@@ -21,7 +21,8 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import ServerLostError, SimError
 from pgmq_sim.result.costs import ProcessCpu
 from pgmq_sim.result.enqueues import EnqueueTally
-from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.histogram import LatencyHistogram
+from pgmq_sim.result.stats import WorkerCounters
 
 
 @dataclass

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pgmq_sim.actors.worker import Assignment
-from pgmq_sim.result.stats import LatencyHistogram, WorkerStats
+from pgmq_sim.result.histogram import LatencyHistogram
+from pgmq_sim.result.stats import WorkerStats
 
 HELLO = "pgmq_hello"
 PLAN = "pgmq_plan"

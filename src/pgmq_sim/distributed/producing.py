@@ -37,8 +37,9 @@ from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.profiles import profile_data, profile_of
 from pgmq_sim.model.skew import INT4_MAX, KeySkew, hottest_share, key_sampler
 from pgmq_sim.result.enqueues import EnqueueTally
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.reasons import ReasonTally
-from pgmq_sim.result.stats import LatencyHistogram, Timeline
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.settings import Payload, queue_types
 
 GROUP_SPREAD = 1_000_003  # a prime: type and order both move a group's process

@@ -12,7 +12,8 @@ from flask import Response, request
 from locust.web import WebUI
 
 from pgmq_sim.engine.state import RunState
-from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.histogram import LatencyHistogram
+from pgmq_sim.result.stats import WorkerCounters
 
 TAB = "queue"
 

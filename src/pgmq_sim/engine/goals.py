@@ -8,7 +8,7 @@ from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import nothing_remains
 from pgmq_sim.result.phased import PhaseResult
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 
 DRAIN_GRACE_S = 2.0  # beyond the longest work time: a worker that does not finish is cut off
 

@@ -12,7 +12,7 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.result.phased import PhaseResult
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 
 
 class WorkerCarrier(Protocol):

@@ -25,7 +25,7 @@ from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.verdicts.pressure import recovery
 from pgmq_sim.verdicts.server_waits import waits_text
 

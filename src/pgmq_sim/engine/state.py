@@ -38,7 +38,8 @@ from pgmq_sim.result.costs import ProcessCpu
 from pgmq_sim.result.enqueues import EnqueueTally
 from pgmq_sim.result.holders import LockCensusTally
 from pgmq_sim.result.observer import RunObserver
-from pgmq_sim.result.stats import Timeline, WorkerStats
+from pgmq_sim.result.stats import WorkerStats
+from pgmq_sim.result.timeline import Timeline
 from pgmq_sim.result.waits import WaitTally
 from pgmq_sim.result.window_limits import WindowLimitTally
 from pgmq_sim.runlog import RunLog

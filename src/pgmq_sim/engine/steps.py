@@ -14,8 +14,9 @@ from pgmq_sim.model.skew import hottest_share
 from pgmq_sim.model.sweep import StepResult, slope_per_s
 from pgmq_sim.result.costs import CpuReading, ServerCost, per_message
 from pgmq_sim.result.enqueues import EnqueueTally
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.run import ordering_bound
-from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.result.waits import WaitProfile
 from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.figures import Figures, server_cpu

@@ -15,7 +15,8 @@ from pgmq_sim.model.profiles import IDLE_WAIT_S
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import MAX_STEPS, StepResult, SweepResult, SweepSpec
 from pgmq_sim.result.phased import PhaseResult
-from pgmq_sim.result.stats import SecondSample, WorkerCounters
+from pgmq_sim.result.stats import WorkerCounters
+from pgmq_sim.result.timeline import SecondSample
 
 TOP_UP_MIN = 500  # a workers sweep without -rate keeps at least this many messages waiting
 

@@ -15,8 +15,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from pgmq_sim.errors import UsageError
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.observer import LiveFigures, RunObserver
-from pgmq_sim.result.stats import LatencyHistogram, WorkerCounters
+from pgmq_sim.result.stats import WorkerCounters
 
 # the buckets' edges, counted in ms as the histograms are and shown in seconds (Prometheus's base unit)
 BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)

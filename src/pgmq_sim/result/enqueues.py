@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.result.stats import LatencyHistogram
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.waits import WaitProfile
 
 # an enqueue's times on the run's clock: sent, committed, ready (nothing of its group in flight), due

@@ -20,10 +20,12 @@ from pgmq_sim.result.audit import AuditVerdict, LiveAuditRecord
 from pgmq_sim.result.claims import ClaimAccount
 from pgmq_sim.result.costs import BystanderResult, ClientCost, ServerCost
 from pgmq_sim.result.enqueues import EnqueueAccount
+from pgmq_sim.result.histogram import LatencyHistogram
 from pgmq_sim.result.holders import LockCensus
 from pgmq_sim.result.phased import PhaseResult
 from pgmq_sim.result.serverpath import RunPath
-from pgmq_sim.result.stats import LatencyHistogram, SecondSample, WorkerCounters, WorkerStats
+from pgmq_sim.result.stats import WorkerCounters, WorkerStats
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.result.waits import WaitProfile, WaitSlices
 from pgmq_sim.result.window_limits import LimitStretch
 from pgmq_sim.settings import Settings

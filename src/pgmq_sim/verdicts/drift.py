@@ -25,7 +25,7 @@ from statistics import median
 from typing import Any
 
 from pgmq_sim.model.census import ServerCensus
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.settings import DRIFT_MIN_S, SHORT_DRIFT_S
 
 SIGNIFICANCE = 0.01

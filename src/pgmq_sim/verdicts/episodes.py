@@ -18,7 +18,7 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.verdicts.cause import (
     SEEN_MARGIN_S,
     MeasuredCause,

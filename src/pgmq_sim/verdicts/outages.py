@@ -23,7 +23,7 @@ from pgmq_sim.model.events import Fault
 from pgmq_sim.model.reasons import LABELS, Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.holders import HolderSeen
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.verdicts.cause import SEEN_MARGIN_S
 from pgmq_sim.verdicts.lock_holders import holder_text
 

@@ -12,7 +12,7 @@ from typing import Any
 from pgmq_sim.model.pressure import RECOVERY_HOLD_S, RECOVERY_P99_FACTOR, SUITE_PRESSURES
 from pgmq_sim.result.phased import SuiteCell
 from pgmq_sim.result.run import RunResult
-from pgmq_sim.result.stats import SecondSample
+from pgmq_sim.result.timeline import SecondSample
 
 NOT_INJECTED = "not injected: "
 
