@@ -18,7 +18,7 @@ import pytest
 from conftest import Cli, Refuse, assert_one_line_error
 from rich.console import Console
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import StepResult, SweepResult, SweepSpec, parse_duration, slope_per_s
 from pgmq_sim.render.files import sweep_json

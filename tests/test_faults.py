@@ -20,7 +20,7 @@ from checks import assert_exactly_once_in_order, wait_for_handled, wait_until_qu
 from conftest import Cli
 
 from pgmq_sim.embedded.postgres import LocalPostgres
-from pgmq_sim.model.durations import seconds_text
+from pgmq_sim.model.quantities import seconds_text
 
 pytestmark = pytest.mark.faults
 

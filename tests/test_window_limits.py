@@ -7,7 +7,7 @@ import pytest
 from builders import settings
 
 from pgmq_sim.engine.steps import due_between, offered_between
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.render.lines import window_limits_text
 from pgmq_sim.result.window_limits import WindowLimit, WindowLimitTally, usual
 

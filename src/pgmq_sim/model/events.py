@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text, seconds_text
+from pgmq_sim.model.quantities import ms_text, seconds_text
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.render.palette import EPISODE_COLOR, FAULT_COLORS, PALETTE, PERCENTILES, SPLIT_COLORS
 from pgmq_sim.render.tracks import Track, nan
 from pgmq_sim.result.waits import CLASSES

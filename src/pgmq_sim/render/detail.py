@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.model.durations import ms_text, seconds_text
+from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.render.lines import (
     ACCOUNT_TYPES,
     NAMES,

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.model.durations import seconds_text
+from pgmq_sim.model.quantities import seconds_text
 from pgmq_sim.render.lines import account_text, ms
 from pgmq_sim.result.phased import PhaseResult, SuiteCell
 

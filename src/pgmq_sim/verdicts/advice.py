@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgmq_sim.model.durations import ms_text, seconds_text
+from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.model.identity import said, whose
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MeasuredCause

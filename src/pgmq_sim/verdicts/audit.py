@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.facts import AuditCounts, OrderFacts
 from pgmq_sim.model.locks import ClaimLocks, ClaimOrder
 from pgmq_sim.result.audit import AuditVerdict

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.result.costs import BystanderResult
 
 BASELINES_AGREE = 0.3  # alone before and after within 30% (p50): the baseline is the server's own

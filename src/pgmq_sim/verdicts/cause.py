@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.result.account import PARTS, CohortSplit
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.holders import HolderSeen

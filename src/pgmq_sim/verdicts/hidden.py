@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text, seconds_text
+from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.model.kinds import WakeupMode
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult

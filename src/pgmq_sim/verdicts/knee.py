@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.search import GAIN_SHARE
 from pgmq_sim.model.sweep import StepResult, SweepResult
 

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.durations import ms_text
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.result.account import CohortSplit, NotDueHead
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import (

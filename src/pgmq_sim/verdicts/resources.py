@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from pgmq_sim.model.durations import ms_text, seconds_text
+from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.result.costs import ClientCost
 from pgmq_sim.result.waits import BlockerSeen
