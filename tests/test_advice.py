@@ -198,11 +198,11 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
     (
         advice.idle_workers,
         result(workers=12, groups=2, empty=5000),
-        ("5000 of 6000 claims", "more workers than groups"),
+        ("5,000 of 6,000 claims", "more workers than groups"),
     ),
     (advice.polling_latency, result(rate=100.0, e2e_ms=500), ("poll every 1 s", "-wakeup notify")),
     (advice.backlog_wait, result(e2e_ms=11_000), ("waiting in the prefilled backlog", "-rate R")),
-    (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9000")),
+    (advice.old_snapshot, result(snapshot=HELD), ("pid 4242", "report job", "100 -> 9,000")),
     (
         advice.autovacuum_off,
         UNVACUUMED,
@@ -212,7 +212,11 @@ TRIGGERS: list[tuple[Callable[[RunResult], str | None], RunResult, tuple[str, ..
             "turn autovacuum back on",
         ),
     ),
-    (advice.dead_tuples, result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)), ("50000 dead tuples",)),
+    (
+        advice.dead_tuples,
+        result(health=TableHealth(1_000, 50_000, 0, 0, 1, 1)),
+        ("50,000 dead tuples against 1,000 live",),
+    ),
     (advice.head_of_line, result(retries=BLOCKING), ("type2/order 7", "4,500 ms over 3 failures")),
     (
         advice.client_starved,
@@ -444,7 +448,7 @@ LIMITS: list[tuple[str, RunResult, tuple[str, ...], tuple[str, ...]]] = [
     (
         "server-policy",
         policed(),
-        ("idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3000 session(s)", "75%"),
+        ("idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3,000 session(s)", "75%"),
         ("use -tx split", "ALTER ROLE queue SET idle_in_transaction_session_timeout = '1s'"),
     ),
     (

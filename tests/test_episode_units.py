@@ -75,7 +75,7 @@ def test_an_episode_nothing_measured_explains_is_unexplained_never_none() -> Non
     (episode,) = episodes(soak(locks=LockCensus(4800, 0, ())))
     assert episode.cause.resource == "unexplained", episode
     assert "no lock holder in the census" in episode.cause.evidence
-    assert episode.cause.evidence.endswith("in it 112000 arrived, 112000 completed, the backlog 0 -> 0")
+    assert episode.cause.evidence.endswith("in it 112,000 arrived, 112,000 completed, the backlog 0 -> 0")
 
 
 def test_a_fault_in_the_stretch_is_its_cause_and_a_holder_seen_elsewhere_is_not() -> None:

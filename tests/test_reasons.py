@@ -201,7 +201,7 @@ def test_a_policy_and_the_statements_the_server_ended_are_one_row_each() -> None
     policy, deadlock = reason_faults((POLICY, deadlocks, crash), timeouts(IDLE_TX))
     assert (policy.kind, policy.count, policy.sessions) == ("server-policy", 3000, 3000)
     assert policy.detail.startswith("idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET)")
-    assert policy.effect() == "3000 time(s) from 0.1 s to 19.9 s in 3000 session(s)"
+    assert policy.effect() == "3,000 time(s) from 0.1 s to 19.9 s in 3,000 session(s)"
     assert (deadlock.kind, deadlock.count) == ("server-error", 4) and "a deadlock" in deadlock.detail
 
 
@@ -219,7 +219,7 @@ def test_a_policy_that_ended_the_runs_sessions_is_the_limit_before_an_outage() -
     limit = judge(_figures(policies=met, faults=(outage,)))
     assert limit.resource == "server-policy", limit
     assert (
-        "the server's idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3000 session(s)"
+        "the server's idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 3,000 session(s)"
         " of 2 workers (w1, w2) from 0.1 s to 19.9 s" in limit.evidence
     )
     assert "75% of the attempts" in limit.evidence

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.timeouts import set_where
 
 CENSUS = (
@@ -61,7 +62,7 @@ class SlotHolder:
 
     def said(self) -> str:
         app = f"application '{self.application}'" if self.application else "no application_name"
-        return f"{self.count} by {app} as role {self.role or '(not shown)'}"
+        return f"{count_text(self.count)} by {app} as role {self.role or '(not shown)'}"
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,15 @@ class SlotCensus:
             return "no other client session seen" + (f" of role {role}" if role else "")
         shown = ", ".join(h.said() for h in holders[:SHOWN_HOLDERS])
         rest = sum(h.count for h in holders[SHOWN_HOLDERS:])
-        more = f", {rest} more" if rest else ""
+        more = f", {count_text(rest)} more" if rest else ""
         unseen = sum(h.hidden for h in holders)
         hidden = (
-            f"; {unseen} of them shown by role and application only (this role has no pg_read_all_stats)"
+            f"; {count_text(unseen)} of them shown by role and application only (this role has no"
+            " pg_read_all_stats)"
             if unseen and not self.may_see_all
             else ""
         )
-        return f"{sum(h.count for h in holders)} client session(s): {shown}{more}{hidden}"
+        return f"{count_text(sum(h.count for h in holders))} client session(s): {shown}{more}{hidden}"
 
     def as_json(self) -> dict[str, Any]:
         return {

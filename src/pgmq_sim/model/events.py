@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.quantities import ms_text, seconds_text
+from pgmq_sim.model.quantities import count_text, ms_text, seconds_text
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Fault:
         """'at 3.0 s', or for a repeated cause 'x199 from 0.3 s to 199.0 s'."""
         if self.count is None or self.count == 1:
             return f"at {self.at_s:.1f} s"
-        return f"x{self.count} from {self.at_s:.1f} s to {self.last_s or self.at_s:.1f} s"
+        return f"x{count_text(self.count)} from {self.at_s:.1f} s to {self.last_s or self.at_s:.1f} s"
 
     def effect(self) -> str:
         """The fault's measured effect, in words ('' before it is measured)."""
@@ -57,8 +57,8 @@ class Fault:
             if self.count is None:  # not measured yet
                 return ""
             span = "" if self.count == 1 else f" from {self.at_s:.1f} s to {self.last_s or self.at_s:.1f} s"
-            sessions = f" in {self.sessions} session(s)" if self.sessions is not None else ""
-            return f"{self.count} time(s){span}{sessions}"
+            sessions = f" in {count_text(self.sessions)} session(s)" if self.sessions is not None else ""
+            return f"{count_text(self.count)} time(s){span}{sessions}"
         out = f"out {seconds_text(self.outage_s)}" if self.outage_s else "no pause in completions"
         if self.count is not None and self.count > 1:
             out = f"{self.when()}, out {seconds_text(self.outage_s or 0)} in all"
@@ -70,11 +70,11 @@ class Fault:
             back = f"not back to {self.rate_before:g}/s by the end"
         else:
             back = f"back to {self.rate_before:g}/s within {seconds_text(self.recovery_s)}"
-        text = f"{out}, {back}, {self.connections_lost} connection(s) lost"
+        text = f"{out}, {back}, {count_text(self.connections_lost)} connection(s) lost"
         if self.pooler_waiting:
             text += (
-                f"; the pooler showed up to {self.pooler_waiting} client(s) waiting for a server connection"
-                f" (longest {ms_text(self.pooler_wait_ms or 0)})"
+                f"; the pooler showed up to {count_text(self.pooler_waiting)} client(s) waiting for a server"
+                f" connection (longest {ms_text(self.pooler_wait_ms or 0)})"
             )
         return text
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from pgmq_sim.model.quantities import count_text
+
 
 class Cause(StrEnum):
     IDLE_IN_TRANSACTION = "idle-in-transaction-timeout"
@@ -196,7 +198,7 @@ class ReasonCount:
         queue = [w for w in self.workers if w.startswith("w") and w[1:].isdigit()]
         others = [w for w in self.workers if w not in queue]
         names = ", ".join(queue[:4]) + (", ..." if len(queue) > 4 else "")
-        said = [f"{len(queue)} worker{'s' if len(queue) != 1 else ''} ({names})"] if queue else []
+        said = [f"{count_text(len(queue))} worker{'s' if len(queue) != 1 else ''} ({names})"] if queue else []
         return ", ".join(said + others)
 
     def when(self) -> str:

@@ -10,9 +10,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from pgmq_sim.model.checks import number
-from pgmq_sim.model.quantities import ms_figure, ms_text, seconds_text
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
+from pgmq_sim.model.quantities import ms_figure, ms_text, seconds_text
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord

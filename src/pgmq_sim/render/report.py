@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import UsageError
-from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.pressure import cell_label
+from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.render import charts
 from pgmq_sim.render.files import STDOUT, check_output_path, write_text
 

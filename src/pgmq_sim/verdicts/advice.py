@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.model.identity import said, whose
+from pgmq_sim.model.quantities import count_text, ms_text, seconds_text
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MeasuredCause
 from pgmq_sim.verdicts.drift import unvacuumed_at
@@ -32,8 +32,8 @@ def idle_workers(r: RunResult) -> str | None:
     if not crowded or empty <= r.processed:
         return None
     return (
-        f"{empty} of {claims} claims found nothing: {', '.join(crowded)} have more workers"
-        " than groups, and a group takes one worker at a time; use fewer workers or more -orders"
+        f"{count_text(empty)} of {count_text(claims)} claims found nothing: {', '.join(crowded)} have more"
+        " workers than groups, and a group takes one worker at a time; use fewer workers or more -orders"
     )
 
 
@@ -70,7 +70,8 @@ def backlog_wait(r: RunResult) -> str | None:
         return None  # measured: the median waited for something else than busy workers (the limit says)
     return (
         f"end-to-end p50 {ms_text(e2e_p50)} is mostly time waiting in the prefilled backlog of"
-        f" {r.produced} messages, not service time; use -rate R to measure latency at a steady load"
+        f" {count_text(r.produced)} messages, not service time; use -rate R to measure latency at a steady"
+        " load"
     )
 
 
@@ -86,13 +87,14 @@ def old_snapshot(r: RunResult) -> str | None:
         or hold.dead_tuples_peak <= hold.dead_tuples_before + 1000
     ):
         return None
-    behind = f"; its xmin {hold.xmin_age:,} transactions behind" if hold.xmin_age is not None else ""
+    behind = "" if hold.xmin_age is None else f"; its xmin {count_text(hold.xmin_age)} transactions behind"
     pooled = r.path is not None and r.path.transaction_pooled
     named = said(hold.application, whose(hold.application, "", True, pooled)) if hold.application else ""
     return (
         f"a snapshot held for {seconds_text(hold.held_s)} by pid {hold.pid}"
         f" ({named or 'no application_name'}{behind})"
-        f" kept vacuum from removing dead tuples ({hold.dead_tuples_before} -> {hold.dead_tuples_peak});"
+        " kept vacuum from removing dead tuples"
+        f" ({count_text(hold.dead_tuples_before)} -> {count_text(hold.dead_tuples_peak)});"
         " end long transactions (commit per message); vacuum settings cannot help"
     )
 
@@ -122,7 +124,8 @@ def dead_tuples(r: RunResult) -> str | None:
         return None
     now = f" (now: {r.census.vacuum_thresholds()})" if r.census is not None else ""
     return (
-        f"{h.dead_tuples} dead tuples against {h.live_tuples} live: every claim steps over them;"
+        f"{count_text(h.dead_tuples)} dead tuples against {count_text(h.live_tuples)} live: every claim steps"
+        " over them;"
         f" vacuum the queue table more often (autovacuum_vacuum_scale_factor, autovacuum_naptime, or a"
         f" manual VACUUM){now}"
     )
@@ -135,7 +138,8 @@ def head_of_line(r: RunResult) -> str | None:
     worst = r.retries.blocked_groups[0]
     return (
         f"failing heads kept their groups waiting {seconds_text(r.retries.blocked_s_total)} in all"
-        f" (worst: {worst[0]}/order {worst[1]}, {seconds_text(worst[3])} over {worst[2]} failures);"
+        f" (worst: {worst[0]}/order {worst[1]}, {seconds_text(worst[3])} over {count_text(worst[2])}"
+        " failures);"
         " ordered processing cannot pass a failing message: a smaller -backoff-ms or -max-attempts"
         " shortens the wait, a dead letter ends it"
     )

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.facts import AuditCounts, OrderFacts
 from pgmq_sim.model.locks import ClaimLocks, ClaimOrder
+from pgmq_sim.model.quantities import count_text, ms_text
 from pgmq_sim.result.audit import AuditVerdict
 
 SHOW = 5  # offending msg_ids listed per kind
@@ -55,26 +55,28 @@ def judge_audit(
 def _problems(counts: AuditCounts, ordered: bool, complete: bool, at_least_once: bool) -> list[str]:
     found = []
     if counts.duplicates:
-        found.append(f"{counts.duplicates} duplicate(s){_eg(counts.duplicate_ids)}")
+        found.append(f"{count_text(counts.duplicates)} duplicate(s){_eg(counts.duplicate_ids)}")
     if counts.missing:
-        found.append(f"{counts.missing} missing{_eg(counts.missing_ids)}")
+        found.append(f"{count_text(counts.missing)} missing{_eg(counts.missing_ids)}")
     if complete and counts.left_behind:
-        found.append(f"{counts.left_behind} left behind in the queue")
+        found.append(f"{count_text(counts.left_behind)} left behind in the queue")
     if counts.early:
-        found.append(f"{counts.early} completed before their due time{_eg(counts.early_ids)}")
+        found.append(f"{count_text(counts.early)} completed before their due time{_eg(counts.early_ids)}")
     if counts.order_violations:
         what = "order violation(s)" if ordered else "out-of-order (unordered strategy)"
-        found.append(f"{counts.order_violations} {what}{_eg(counts.order_violation_ids)}")
+        found.append(f"{count_text(counts.order_violations)} {what}{_eg(counts.order_violation_ids)}")
     if counts.priority_overtakings is not None:  # the design's group order: by priority, then enqueue
         found.append(
             "order judged by priority, then enqueue order (the design's own promise, queue.toml"
-            f' order = "priority", as procrastinate\'s lock keeps it): {counts.priority_overtakings}'
+            f' order = "priority", as procrastinate\'s lock keeps it):'
+            f" {count_text(counts.priority_overtakings)}"
             " message(s) overtook an earlier one of their group by a higher priority, as promised, not a"
             " violation"
         )
     if at_least_once and counts.redelivered and counts.redelivered_ids:
         found.append(
-            f"{counts.redelivered} redelivered after their lease passed (at-least-once by design),"
+            f"{count_text(counts.redelivered)} redelivered after their lease passed (at-least-once by"
+            " design),"
             f"{_eg(counts.redelivered_ids)}"
         )
     return found
@@ -94,8 +96,8 @@ def _causes(
     if counts.early:
         causes.append(
             (
-                f"{counts.early} message(s) completed before their due time{_eg(counts.early_ids)}: the claim"
-                " took them before their not-before time ($5 of"
+                f"{count_text(counts.early)} message(s) completed before their due time"
+                f"{_eg(counts.early_ids)}: the claim took them before their not-before time ($5 of"
                 " enqueue.sql)",
                 "make the claim skip messages whose not-before time has not come (not_before <= now())",
             )
@@ -103,16 +105,17 @@ def _causes(
     if complete and counts.left_behind and counts.duplicates:
         causes.append(
             (
-                f"the run stopped at its count of completions with {counts.duplicates} of them second"
-                f" completions of a message: {counts.left_behind} message(s) were never processed",
+                f"the run stopped at its count of completions with {count_text(counts.duplicates)} of them"
+                f" second completions of a message: {count_text(counts.left_behind)} message(s) were never"
+                " processed",
                 "fix the duplicates first: each one stood in for a message left behind",
             )
         )
     if counts.missing:
         causes.append(
             (
-                f"{counts.missing} message(s) neither completed (no journal row), nor pending, nor"
-                f" dead-lettered{_eg(counts.missing_ids)}: their state changed without a"
+                f"{count_text(counts.missing)} message(s) neither completed (no journal row), nor pending,"
+                f" nor dead-lettered{_eg(counts.missing_ids)}: their state changed without a"
                 " completion the journal saw",
                 "change a message's state to finished only in its completion (complete.sql)",
             )
@@ -133,7 +136,7 @@ def _duplicates(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str
         told = f"; e.g. msg_id {example.msg_id} was completed by {first} and again by {again}, {when}"
     if locks is not None and not locks.row_lock and not locks.advisory:
         return (
-            f"{counts.duplicates} duplicate completion(s){told}; claim.sql takes {locks.said()}:"
+            f"{count_text(counts.duplicates)} duplicate completion(s){told}; claim.sql takes {locks.said()}:"
             " two transactions can select the same message, and the second updates it again once the"
             " first commits",
             "lock what the claim selects (FOR UPDATE SKIP LOCKED in its subquery) and re-check the"
@@ -142,13 +145,14 @@ def _duplicates(counts: AuditCounts, locks: ClaimLocks | None) -> tuple[str, str
     if overlapped:
         held = locks.said() if locks is not None else "a lock"
         return (
-            f"{counts.duplicates} duplicate completion(s){told}; claim.sql takes {held}, yet two"
+            f"{count_text(counts.duplicates)} duplicate completion(s){told}; claim.sql takes {held}, yet two"
             " transactions held one message at once: the lock is not on the row the update takes",
             "lock the very row the claim updates, and re-check its state in the update's WHERE",
         )
     return (
-        f"{counts.duplicates} duplicate completion(s){told}; no two claims of a message overlapped:"
-        " a message stayed claimable after a completion, or after a claim that waited on its lock",
+        f"{count_text(counts.duplicates)} duplicate completion(s){told}; no two claims of a message"
+        " overlapped: a message stayed claimable after a completion, or after a claim that waited on its"
+        " lock",
         "re-check the message's state in the claim's update, and take it out of the claim's reach"
         " in complete.sql",
     )
@@ -170,7 +174,7 @@ def _violations(counts: AuditCounts, locks: ClaimLocks | None, order: ClaimOrder
             f"; e.g. group ({v.queue_type}, order_id {v.order_id}): msg_id {v.msg_id} ({v.worker}) was"
             f" claimed {ms_text(v.early_s * 1000)} before msg_id {v.prev_msg_id} ({v.prev_worker}) committed"
         )
-    also = f" ({overtook} more overtook an earlier one still pending)" if overtook else ""
+    also = f" ({count_text(overtook)} more overtook an earlier one still pending)" if overtook else ""
     skipping = (
         " claim.sql skips locked rows, so a group whose head is in flight shows its next message instead"
         if locks is not None and locks.skip_locked
@@ -178,8 +182,8 @@ def _violations(counts: AuditCounts, locks: ClaimLocks | None, order: ClaimOrder
     )
     measured, ids_fix = _measured(counts.order_facts)
     return (
-        f"{total - overtook} message(s) claimed while an earlier one of their group was in flight (claimed,"
-        f" not yet completed){also}{told};{measured}{';' if measured else ''}{skipping}",
+        f"{count_text(total - overtook)} message(s) claimed while an earlier one of their group was in flight"
+        f" (claimed, not yet completed){also}{told};{measured}{';' if measured else ''}{skipping}",
         ids_fix
         or "claim only a group's head (the first unfinished message of its group), and skip the group"
         " when that head is locked",
@@ -197,7 +201,7 @@ def _overtaking(counts: AuditCounts, overtook: int, order: ClaimOrder | None) ->
             " after it"
         )
     rest = counts.order_violations - overtook
-    also = f" ({rest} more claimed while an earlier one was in flight)" if rest else ""
+    also = f" ({count_text(rest)} more claimed while an earlier one was in flight)" if rest else ""
     measured, ids_fix = _measured(counts.order_facts)
     guess = "; read from claim.sql's text (a guess, not measured):" if measured else ""
     if order is not None:
@@ -221,7 +225,8 @@ def _overtaking(counts: AuditCounts, overtook: int, order: ClaimOrder | None) ->
             " in flight)"
         )
     return (
-        f"{overtook} message(s) overtook an earlier message of their group while it was still pending"
+        f"{count_text(overtook)} message(s) overtook an earlier message of their group while it was still"
+        " pending"
         f" (claimed before it was, not while it was in flight){also}{told}{measured and ';'}{measured}{by}",
         ids_fix or fix,
     )
@@ -240,22 +245,25 @@ def _measured(facts: OrderFacts | None) -> tuple[str, str | None]:
         if same == inverted:
             when = "all enqueued within the same millisecond"
         elif facts.inverted_apart_ms < 1:
-            when = f"all enqueued less than 1 ms apart ({same} within the same millisecond)"
+            when = f"all enqueued less than 1 ms apart ({count_text(same)} within the same millisecond)"
         else:
             farthest = f"the farthest {ms_text(facts.inverted_apart_ms)} apart"
-            when = f"{same} of them enqueued within the same millisecond ({farthest})"
+            when = f"{count_text(same)} of them enqueued within the same millisecond ({farthest})"
         example = ""
         if len(facts.example) == 4:
             later, later_id, earlier, earlier_id = facts.example
             example = f"; e.g. msg_id {later} has id {later_id}, below msg_id {earlier}'s {earlier_id}"
-        found.append((inverted, f"the design's ids do not increase in enqueue order: {inverted} of {pairs}"
+        found.append((inverted, f"the design's ids do not increase in enqueue order: {count_text(inverted)}"
+                      f" of {count_text(pairs)}"
                       " pair(s) inverted (the later message's id sorts before the earlier one's),"
                       f" {when}{example}"))  # fmt: skip
     if facts.due_earlier:
-        found.append((facts.due_earlier, f"in {facts.due_earlier} of {pairs} pair(s) the later message was"
+        found.append((facts.due_earlier, f"in {count_text(facts.due_earlier)} of {count_text(pairs)} pair(s)"
+                      " the later message was"
                       " due before the earlier one"))  # fmt: skip
     if facts.ranked_higher:
-        found.append((facts.ranked_higher, f"in {facts.ranked_higher} of {pairs} pair(s) the later message"
+        found.append((facts.ranked_higher, f"in {count_text(facts.ranked_higher)} of {count_text(pairs)}"
+                      " pair(s) the later message"
                       " had the higher priority"))  # fmt: skip
     if not found:
         ids = "ids, " if facts.keyed else ""

@@ -4,6 +4,7 @@ A run's limit can be none while its costs are not the queue's: the limit's evide
 
 from __future__ import annotations
 
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.claims import ClaimAccount, Sender
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource
@@ -25,7 +26,8 @@ def inflation_text(claims: ClaimAccount) -> str | None:
         return None
     said = (
         senders_text(claims.outside)
-        + f": {claims.outside_empty:,} of {claims.empty_claims:,} empty claims were theirs"
+        + f": {count_text(claims.outside_empty)} of {count_text(claims.empty_claims)} empty claims"
+        + " were theirs"
     )
     without = claims.per_msg(claims.empty_claims - claims.outside_empty)
     if without is not None:
@@ -55,18 +57,18 @@ def senders_text(outside: tuple[Sender, ...]) -> str:
     top = outside[0]
     if len(outside) == 1:
         return (
-            f"a session outside the run, {sender_name(top)}, sent {top.notifications:,} notifications"
-            f" ({top.per_s:,.0f}/s) on the run's channel"
-            + (f", telling of {top.told:,} messages" if top.told != top.notifications else "")
+            f"a session outside the run, {sender_name(top)}, sent {count_text(top.notifications)}"
+            f" notifications ({top.per_s:,.0f}/s) on the run's channel"
+            + (f", telling of {count_text(top.told)} messages" if top.told != top.notifications else "")
         )
     apps = sorted({s.application for s in outside if s.application is not None})
     gone = sum(1 for s in outside if s.application is None)
     who = [f"application(s) {', '.join(repr(a) for a in apps)}"] if apps else []
-    who += [f"{gone} ended before they were named"] if gone else []
+    who += [f"{count_text(gone)} ended before they were named"] if gone else []
     return (
-        f"{len(outside)} sessions outside the run ({'; '.join(who)}) sent"
-        f" {sum(s.notifications for s in outside):,} notifications on the run's channel, the most"
-        f" {top.notifications:,} by {sender_name(top)}"
+        f"{count_text(len(outside))} sessions outside the run ({'; '.join(who)}) sent"
+        f" {count_text(sum(s.notifications for s in outside))} notifications on the run's channel, the"
+        f" most {count_text(top.notifications)} by {sender_name(top)}"
     )
 
 
@@ -79,7 +81,7 @@ def cost_cause(r: RunResult) -> MeasuredCause | None:
         return None
     outside = claims.outside
     one = len(outside) == 1
-    many = f"the {len(outside)} sessions outside the run"
+    many = f"the {count_text(len(outside))} sessions outside the run"
     whom, them, own = (sender_name(outside[0]), "it", "its") if one else (many, "them", "their")
     return MeasuredCause(
         Resource.NOTIFIER,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pgmq_sim.model.facts import StallFacts
+from pgmq_sim.model.quantities import count_text
 
 STRING_LITERAL = re.compile(r"'(?:[^']|'')*'?")
 
@@ -53,7 +54,10 @@ def explain_stall(
             causes.append(f"worker session(s) pid {', '.join(workers)} wait on {held}")
     for queue_type, count in facts.pending_by_type:
         if queue_type not in served_types:
-            causes.append(f"{count} pending message(s) of type '{queue_type}' but no worker serves that type")
+            causes.append(
+                f"{count_text(count)} pending message(s) of type '{queue_type}' but no worker serves that"
+                " type"
+            )
     by_xid = {s[4]: s for s in facts.lock_holders if s[4]}
     for queue_type, order_id, msg_id, time_tied, xmax in facts.heads:
         if queue_type not in served_types:

@@ -25,6 +25,7 @@ from statistics import median
 from typing import Any
 
 from pgmq_sim.model.census import ServerCensus
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.timeline import SecondSample
 from pgmq_sim.settings import DRIFT_MIN_S, SHORT_DRIFT_S
 
@@ -292,7 +293,8 @@ def judge_drift(
     ]
     if rose is not None:
         drifting.append(
-            f"a snapshot held {snapshot_max:.0f} s while dead tuples rose {rose[0]:,} -> {rose[1]:,}:"
+            f"a snapshot held {snapshot_max:.0f} s while dead tuples rose"
+            f" {count_text(rose[0])} -> {count_text(rose[1])}:"
             " vacuum could remove nothing behind it"
         )
     if autovacuum_off:
@@ -320,9 +322,9 @@ def unvacuumed_at(points: Sequence[tuple[float, int | None, float | None]], off:
     dead = [d for _, d, _ in points if d is not None]
     sized = [(t, mb) for t, _, mb in points if mb is not None]
     rose = (
-        f"dead tuples {dead[0]:,} -> {dead[-1]:,}"
+        f"dead tuples {count_text(dead[0])} -> {count_text(dead[-1])}"
         if len(dead) > 1
-        else f"{dead[0]:,} dead tuples"
+        else f"{count_text(dead[0])} dead tuples"
         if dead
         else "dead tuples not read"
     )

@@ -7,6 +7,7 @@ died: it is never `workers`, `polling` or `none`."""
 from __future__ import annotations
 
 from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.reasons import Cause, RunEnding, ServerReason
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.run import RunResult
@@ -67,7 +68,7 @@ def ended(r: RunResult) -> MeasuredCause | None:
     )
     met = next((m for m in r.server_reasons if m.cause == said.cause), None)
     if met is not None and met.count > 1:
-        evidence += f" ({met.count} time(s) in the run, from {met.first_s:.1f} s)"
+        evidence += f" ({count_text(met.count)} time(s) in the run, from {met.first_s:.1f} s)"
     if said.policy:
         return MeasuredCause(Resource.SERVER_POLICY, evidence, _fix(said, r.timeouts, shape))
     if said.cause in LOST or r.outcome != Outcome.FAILED:
@@ -85,6 +86,6 @@ def _stalled(r: RunResult, shape: RunShape) -> MeasuredCause | None:
     said = top.reason
     evidence = (
         f"no message passed in the last {r.settings.stall_timeout:g} s while {_cause(said, r.timeouts, True)}"
-        f" {top.count} time(s) ({said.text()}, {top.when()}, {top.who()})"
+        f" {count_text(top.count)} time(s) ({said.text()}, {top.when()}, {top.who()})"
     )
     return MeasuredCause(Resource.SERVER_POLICY, evidence, _fix(said, r.timeouts, shape))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.facts import NOTIFY_QUEUE
+from pgmq_sim.model.quantities import count_text, ms_text
 from pgmq_sim.result.enqueues import EnqueueAccount
 from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.verdicts.cause import MeasuredCause, Resource, foreign_holder_fix, notify_fix
@@ -40,7 +40,8 @@ def enqueue_cause(
     ):  # sessions enough for the rate at their usual round trip (all busy in an episode), or their round
         # trips held by a lock: the cause is what their round trips waited for
         busy_with, busy_share = max(a.server_shares.items(), key=lambda kv: kv[1])
-        who = "its one session was busy, its" if a.sessions == 1 else f"all {a.sessions} were busy, their"
+        all_busy = f"all {count_text(a.sessions)} were busy, their"
+        who = "its one session was busy, its" if a.sessions == 1 else all_busy
         head += f" while {who} round trips {busy_share:.0%} {a.part_text('server:' + busy_with)}"
         name = "server:" + busy_with
     if name == "session":
@@ -53,12 +54,12 @@ def enqueue_cause(
         if offered_per_s and round_trip_ms:
             want = max(a.sessions + 1, math.ceil(offered_per_s * round_trip_ms / 1000 / BUSY_TARGET))
             fix = (
-                f"-producers {want}: at {offered_per_s:g}/s and {ms_text(round_trip_ms)} a round trip, {want}"
-                f" sessions are {BUSY_TARGET:.0%} busy"
+                f"-producers {want}: at {offered_per_s:g}/s and {ms_text(round_trip_ms)} a round trip,"
+                f" {count_text(want)} sessions are {BUSY_TARGET:.0%} busy"
             )
         return MeasuredCause(Resource.PRODUCER, evidence, fix, share)
     if name == "group":
-        said = f" over {groups} groups" if groups else ""
+        said = f" over {count_text(groups)} groups" if groups else ""
         return MeasuredCause(
             Resource.ORDERING,
             f"{head}: an enqueue of a key waits for the key's last one to commit, as an application that"
@@ -104,7 +105,7 @@ def enqueue_cause(
 
 
 def _sessions(count: int) -> str:
-    return "the one producer session was" if count == 1 else f"all {count} producer sessions were"
+    return "the one producer session was" if count == 1 else f"all {count_text(count)} producer sessions were"
 
 
 def _locks(
@@ -120,7 +121,7 @@ def _locks(
     evidence = f"{head} [{events}]: {blocker_text(top)}"
     if top.target == NOTIFY_QUEUE:
         holders = len({b.pid for b in blockers if b.target == NOTIFY_QUEUE})
-        evidence += f"; {holders} session(s) seen holding or ahead for it"
+        evidence += f"; {count_text(holders)} session(s) seen holding or ahead for it"
         return MeasuredCause(Resource.LOCKS, evidence, notify_fix(run_notifies), share)
     if not top.ours:
         fix = foreign_holder_fix(top.pid, top.application, f"{top.mode or 'a lock'} on {top.target}",

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.quantities import ms_text
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.facts import NOTIFY_QUEUE
+from pgmq_sim.model.quantities import count_text, ms_text
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.result.timeline import SecondSample
@@ -202,13 +202,13 @@ def episode_cause(
         return _fault(faults)
     lost = sum(s.lost for s in seconds)
     if lost:
-        return MeasuredCause(Resource.OUTAGE, f"{lost} worker connection(s) lost in it")
+        return MeasuredCause(Resource.OUTAGE, f"{count_text(lost)} worker connection(s) lost in it")
     waiting = [s.pooler_waiting for s in seconds if s.pooler_waiting]
     if waiting:
         longest = max((s.pooler_wait_ms or 0.0) for s in seconds)
         return MeasuredCause(
             Resource.POOL,
-            f"the pooler held up to {max(waiting)} client(s) waiting for a server connection"
+            f"the pooler held up to {count_text(max(waiting))} client(s) waiting for a server connection"
             f" (the longest {ms_text(longest)}) in {len(waiting)} s of it",
         )
     window = r.wait_slices.between(from_s, to_s) if r.wait_slices is not None else None
@@ -223,7 +223,8 @@ def episode_cause(
         census = "the lock census saw no session holding what it waited for" if r.locks else "no lock census"
         return MeasuredCause(
             Resource.PRODUCER,
-            f"the producer wrote nothing in {len(unwritten)} s of it while {due} messages fell due; {census}",
+            f"the producer wrote nothing in {len(unwritten)} s of it while {count_text(due)} messages fell"
+            f" due; {census}",
         )
     looked = "no lock holder in the census, no fault, no connection lost"
     if r.locks is None:
@@ -236,14 +237,15 @@ def episode_cause(
 def _flow(seconds: Sequence[SecondSample]) -> str:
     """What went in and out meanwhile: e.g. '800 arrived, 310 completed, the backlog 2 -> 492'."""
     arrived, done = sum(s.arrived for s in seconds), sum(s.processed for s in seconds)
-    backlog = f"{seconds[0].backlog + done - arrived} -> {seconds[-1].backlog}"  # before its first second
-    return f"in it {arrived} arrived, {done} completed, the backlog {backlog}"
+    before = seconds[0].backlog + done - arrived  # before its first second
+    backlog = f"{count_text(before)} -> {count_text(seconds[-1].backlog)}"
+    return f"in it {count_text(arrived)} arrived, {count_text(done)} completed, the backlog {backlog}"
 
 
 def _held(holder: HolderSeen, seen: int, figures: Figures | None) -> MeasuredCause:
     """The holder seen most; the notification queue's lock is every notifier's, so its fix is
     notifying less, not ending one session."""
-    others = f"; {seen - 1} other session(s) seen holding locks then" if seen > 1 else ""
+    others = f"; {count_text(seen - 1)} other session(s) seen holding locks then" if seen > 1 else ""
     if holder.blocking_on == NOTIFY_QUEUE:
         fix = notify_fix(figures.notifies if figures is not None else False)
     else:
@@ -251,7 +253,7 @@ def _held(holder: HolderSeen, seen: int, figures: Figures | None) -> MeasuredCau
             holder.pid, holder.application, held_text(holder), "the run's sessions waited for it"
         )
     return MeasuredCause(
-        Resource.LOCKS, f"{holder_text(holder)} (in {holder.samples} census samples){others}", fix
+        Resource.LOCKS, f"{holder_text(holder)} (in {count_text(holder.samples)} census samples){others}", fix
     )
 
 
@@ -260,7 +262,7 @@ def _fault(faults: Sequence[Fault]) -> MeasuredCause:
     resource = {POLICY: Resource.SERVER_POLICY, SERVER_ERROR: Resource.ERROR, HELD: Resource.LOCKS}.get(
         first.kind, Resource.OUTAGE
     )
-    more = f"; {len(faults) - 1} more fault row(s) in it" if len(faults) > 1 else ""
+    more = f"; {count_text(len(faults) - 1)} more fault row(s) in it" if len(faults) > 1 else ""
     return MeasuredCause(resource, f"{first.kind} {first.when()}: {first.detail}{more}")
 
 

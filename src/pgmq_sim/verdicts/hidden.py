@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.model.kinds import WakeupMode
+from pgmq_sim.model.quantities import count_text, ms_text, seconds_text
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.cause import (
@@ -91,8 +91,9 @@ def hidden_account(r: RunResult) -> HiddenAccount | None:
             causes.append(MeasuredCause(cause.resource, cause.evidence, cause.fix, share=share))
             left -= share
     causes.sort(key=lambda c: -HiddenAccount.share(c))
-    looked = ["the lock census" + (f" ({r.locks.samples} samples)" if r.locks else ": not taken")]
-    looked += [f"{len([f for f in r.faults if f.outage_s])} outage(s)", f"the wake-up ({r.settings.wakeup})"]
+    looked = ["the lock census" + (f" ({count_text(r.locks.samples)} samples)" if r.locks else ": not taken")]
+    outages = sum(1 for f in r.faults if f.outage_s)
+    looked += [f"{count_text(outages)} outage(s)", f"the wake-up ({r.settings.wakeup})"]
     if r.settings.delay is not None:
         looked.append("due times")
     if r.settings.tx == "split" or (r.queue or {}).get("delivery") == "at-least-once":
@@ -115,7 +116,7 @@ def _seen(r: RunResult, hidden_s: dict[int, float], total: float, starved: str |
     for holder in r.locks.holders if r.locks else ():
         share = _window(hidden_s, holder.first_s, holder.last_s) / total
         if share > 0:
-            seen = f"{holder_text(holder)} (in {holder.samples} census samples)"
+            seen = f"{holder_text(holder)} (in {count_text(holder.samples)} census samples)"
             evidence = seen + _empty_text(r, starved, "; ")
             found.append(MeasuredCause(Resource.LOCKS, evidence, _holder_fix(holder), share=share))
     for fault in r.faults:
@@ -142,10 +143,10 @@ def _holder_fix(holder: HolderSeen) -> str:
 
 
 def _empty_text(r: RunResult, queue_type: str | None, lead: str) -> str:
-    """e.g. '; type1's claims came back empty 2480 times in the run' ('' for none)."""
+    """e.g. '; type1's claims came back empty 2,480 times in the run' ('' for none)."""
     empty = sum(w.empty_claims for w in r.workers if queue_type is None or w.queue_type == queue_type)
     whose = f"{queue_type}'s claims" if queue_type else "the workers' claims"
-    return f"{lead}{whose} came back empty {empty} times in the run" if empty else ""
+    return f"{lead}{whose} came back empty {count_text(empty)} times in the run" if empty else ""
 
 
 def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int) -> list[MeasuredCause]:
@@ -190,9 +191,9 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
             found.append(
                 MeasuredCause(
                     Resource.WAKEUP,
-                    f"{whose} fallback claim (once per {s.poll_interval:g} s) found messages {finds} times"
-                    " that no notification had woken a worker for (announced by no insert, or claimable"
-                    " only later: a group freed, a retry or a lease due)",
+                    f"{whose} fallback claim (once per {s.poll_interval:g} s) found messages"
+                    f" {count_text(finds)} times that no notification had woken a worker for (announced by no"
+                    " insert, or claimable only later: a group freed, a retry or a lease due)",
                     share=min(1.0, bound / per_msg, finds * bound / (per_msg * max(1, messages))),
                 )
             )
@@ -210,9 +211,9 @@ def _pervasive(r: RunResult, per_msg: float, starved: str | None, messages: int)
         found.append(
             MeasuredCause(
                 Resource.LEASE,
-                f"{retries.recovered} message(s) came back only once their lease ({s.lease:g} s) passed or"
-                f" their owner stopped ({retries.crashes} worker crash(es), {retries.lost_ownership}"
-                " completion(s) too late)",
+                f"{count_text(retries.recovered)} message(s) came back only once their lease ({s.lease:g} s)"
+                f" passed or their owner stopped ({count_text(retries.crashes)} worker crash(es),"
+                f" {count_text(retries.lost_ownership)} completion(s) too late)",
                 share=min(1.0, s.lease * 1000 / per_msg),
             )
         )
@@ -241,8 +242,8 @@ def _missed_by_claims(r: RunResult, per_msg: float, starved: str | None) -> Meas
     )
     return MeasuredCause(
         Resource.CLAIM_PLAN,
-        f"the slowest waited {per_msg / poll_ms:.1f} poll intervals each: {whose} came back empty {empty}"
-        f" times while messages they could take waited{read}",
+        f"the slowest waited {per_msg / poll_ms:.1f} poll intervals each: {whose} came back empty"
+        f" {count_text(empty)} times while messages they could take waited{read}",
         fix,
         share=1.0,
     )
@@ -256,15 +257,15 @@ def _own_claims(r: RunResult, starved: str | None) -> MeasuredCause | None:
         return None
     rows, advisory = census.rows_per_worker, census.advisory_per_worker
     if rows >= EXCESS * batch and rows >= 2:
-        what = f"{rows:.1f} rows of the queue (up to {census.worker_rows_max})"
+        what = f"{rows:.1f} rows of the queue (up to {count_text(census.worker_rows_max)})"
     elif advisory >= EXCESS * batch and advisory >= 2:
         what = f"{advisory:.1f} advisory locks"
     else:
         return None
     evidence = (
-        f"a worker holding a message held {what} on average in {census.worker_holdings} census"
-        f" samples, for {batch} message(s) a claim may return: each claim locks more than it returns,"
-        " and the other workers' claims skip what it holds" + _empty_text(r, starved, "; ")
+        f"a worker holding a message held {what} on average in {count_text(census.worker_holdings)}"
+        f" census samples, for {count_text(batch)} message(s) a claim may return: each claim locks more than"
+        " it returns, and the other workers' claims skip what it holds" + _empty_text(r, starved, "; ")
     )
     functions = (r.queue or {}).get("claim_reads_from") or []
     if functions:  # its locks are the function's: the claim's own text has none to change

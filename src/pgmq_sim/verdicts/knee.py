@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pgmq_sim.model.quantities import ms_text
+from pgmq_sim.model.quantities import count_text, ms_text
 from pgmq_sim.model.search import GAIN_SHARE
 from pgmq_sim.model.sweep import StepResult, SweepResult
 
@@ -71,7 +71,7 @@ def judge_step(
     if slo_enqueue_p99_ms is not None and enqueue_p99_ms is not None and enqueue_p99_ms > slo_enqueue_p99_ms:
         reasons.append(f"{ENQUEUE_REASON} {ms_text(enqueue_p99_ms)} > SLO {slo_enqueue_p99_ms:g} ms")
     if offered_per_s > 0 and slope > GROWTH_SHARE * offered_per_s and grown > allowance:
-        reasons.append(f"backlog grew {slope:.0f}/s to {backlog_end}")
+        reasons.append(f"backlog grew {slope:.0f}/s to {count_text(backlog_end)}")
     elif achieved_per_s is not None and offered_per_s > 0 and achieved_per_s < KEEP_UP_FLOOR * offered_per_s:
         reasons.append(f"achieved {achieved_per_s:.0f}/s of {offered_per_s:g}/s offered")
     return ("fail" if reasons else "pass"), tuple(reasons)
@@ -208,7 +208,7 @@ def _bracket_line(sweep: SweepResult) -> str:
     if knee is not None:
         return f"max sustainable {knee.setting:g} msg/s ({'; '.join(parts)})"
     held = any(s.purpose == "hold" and s.verdict == "pass" for s in sweep.steps)
-    return f"no rate held{f' {needed} times in a row' if held else ''}: {'; '.join(parts)}"
+    return f"no rate held{f' {count_text(needed)} times in a row' if held else ''}: {'; '.join(parts)}"
 
 
 def _held_text(sweep: SweepResult, hold: StepResult) -> str:
@@ -227,9 +227,9 @@ def _held_text(sweep: SweepResult, hold: StepResult) -> str:
             )
     needed = search.confirmations if search is not None else 1
     held = (
-        ("held" + (f" {count} x" if count > 1 else ""))
+        ("held" + (f" {count_text(count)} x" if count > 1 else ""))
         if knee_step(sweep) is hold
-        else f"held {count} of {needed} times"
+        else f"held {count_text(count)} of {count_text(needed)} times"
     )
     return f"{held} {hold.seconds:.0f} s {at}"
 

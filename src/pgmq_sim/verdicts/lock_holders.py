@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pgmq_sim.model.facts import NOTIFY_QUEUE
 from pgmq_sim.model.identity import Whose
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.holders import HolderSeen
 from pgmq_sim.result.waits import BlockerSeen
 
@@ -21,11 +22,11 @@ def held_text(h: HolderSeen) -> str:
     """e.g. '60 advisory locks', 'ExclusiveLock on msg_queue', '12 rows of the queue'."""
     said = []
     if h.advisory_max:
-        said.append(f"{h.advisory_max} advisory lock{'s' * (h.advisory_max != 1)}")
+        said.append(f"{count_text(h.advisory_max)} advisory lock{'s' * (h.advisory_max != 1)}")
     if h.relation:
         said.append(h.relation)
     if h.rows_max:
-        said.append(f"{h.rows_max} row{'s' * (h.rows_max != 1)} of the queue")
+        said.append(f"{count_text(h.rows_max)} row{'s' * (h.rows_max != 1)} of the queue")
     if h.blocked:
         on = f" on {h.blocking_on}" if h.blocking_on and h.blocking_on != h.relation else ""
         said.append(f"a lock{on} the run's {_sessions(h.blocked)} waited for")
@@ -60,5 +61,5 @@ def _sessions(names: str) -> str:
     workers = [r for r in roles if r[:1] == "w" and r[1:].isdigit()]
     said = [r for r in roles if r not in workers]
     if workers:
-        said.append(workers[0] if len(workers) == 1 else f"{len(workers)} workers")
+        said.append(workers[0] if len(workers) == 1 else f"{count_text(len(workers))} workers")
     return " and ".join(said)

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pgmq_sim.model.events import Fault
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.reasons import LABELS, Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.holders import HolderSeen
@@ -81,7 +82,7 @@ def fault_effects(
         lost = [t for t in losses if a <= t <= b]
         why = Counter(cause for t, cause in causes if a <= t <= b).most_common(1)
         cause = f" to {LABELS[why[0][0]]}" if why else ""
-        said = [f"{len(lost)} worker connection(s) lost{cause}"] if lost else []
+        said = [f"{count_text(len(lost))} worker connection(s) lost{cause}"] if lost else []
         key = [f"worker connections lost{cause}"] if lost else []  # what the outages of one row share
         if b - a >= MET_MIN_S and _waiting(samples, a, b):
             stalled = _stalled_s(samples, a, b)
@@ -90,7 +91,9 @@ def fault_effects(
                 key.append("the producer wrote nothing while messages were due")
             waiting = _pooler(samples, a, b)[0]
             if waiting:
-                said.append(f"the pooler held up to {waiting} client(s) waiting for a server connection")
+                said.append(
+                    f"the pooler held up to {count_text(waiting)} client(s) waiting for a server connection"
+                )
                 key.append("the pooler held clients waiting for a server connection")
         if said:
             fault = Fault(a, MET, "not injected: " + "; ".join(said))

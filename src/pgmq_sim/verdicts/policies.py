@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.reasons import Cause, ReasonCount
 from pgmq_sim.model.timeouts import ServerSetting, ServerTimeouts, shown_ms
 from pgmq_sim.settings import Settings
@@ -169,7 +170,11 @@ class PolicyMet:
         """'the server's idle_in_transaction_session_timeout = 5ms (ALTER ROLE queue SET) ended 686
         sessions of 4 workers from 0.0 s to 6.4 s (terminating connection due to ..., 25P03)'"""
         m = self.met
-        what = f"ended {m.lost} session(s)" if m.lost else f"canceled {m.count} statement(s)"
+        what = (
+            f"ended {count_text(m.lost)} session(s)"
+            if m.lost
+            else f"canceled {count_text(m.count)} statement(s)"
+        )
         return f"the server's {self.said} {what} of {m.who()} {m.when()} ({m.message}, {m.sqlstate})"
 
     def as_json(self) -> dict[str, Any]:
@@ -232,6 +237,6 @@ def reasons_since(
         what = timeouts.said(s) if timeouts is not None and s is not None else said.label
         lines.append(
             f"the server ended the run's {'sessions' if r.lost else 'statements'} meanwhile, for {what}:"
-            f" {said.text()}, {r.count} time(s) in the run, the last at {r.last_s:.1f} s"
+            f" {said.text()}, {count_text(r.count)} time(s) in the run, the last at {r.last_s:.1f} s"
         )
     return lines

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
-from pgmq_sim.model.quantities import ms_text, seconds_text
 from pgmq_sim.model.facts import NOTIFY_QUEUE
+from pgmq_sim.model.quantities import count_text, ms_text, seconds_text
 from pgmq_sim.result.costs import ClientCost
 from pgmq_sim.result.waits import BlockerSeen
 from pgmq_sim.verdicts.cause import (
@@ -72,7 +72,10 @@ def server_policy(f: Figures) -> Found:
     if share < POLICY_SHARE:
         return None
     evidence = "; ".join(p.evidence() for p in f.policies)
-    evidence += f"; {processed:.0f} message(s) processed: {share:.0%} of the attempts ended by {top.setting}"
+    evidence += (
+        f"; {count_text(round(processed))} message(s) processed: {share:.0%} of the attempts ended by"
+        f" {top.setting}"
+    )
     return MeasuredCause(Resource.SERVER_POLICY, evidence, top.fix)
 
 
@@ -121,7 +124,11 @@ def _pool(f: Figures) -> Found:
     if not f.pooled:
         return None
     servers = f.pool_servers or None  # none seen is not observed: a pulse may miss them all
-    seen = f"at most {servers} server connections" if servers else "server connections (not observed)"
+    seen = (
+        f"at most {count_text(servers)} server connections"
+        if servers
+        else "server connections (not observed)"
+    )
     if f.pool_wait_share is not None:
         if f.pool_wait_share < POOL_WAIT_SHARE:
             return None
@@ -140,7 +147,7 @@ def _pool(f: Figures) -> Found:
         if f.claim_ms < 2 * f.complete_ms or f.claim_ms < 0.5 * f.work_ms:
             return None
         evidence = (
-            f"{f.workers} workers shared {seen}, and the claim p50"
+            f"{count_text(f.workers)} workers shared {seen}, and the claim p50"
             f" {ms_text(f.claim_ms)} is mostly the wait for one (completion p50 {ms_text(f.complete_ms)})"
         )
     refused = _slots_refused(f, seen, evidence)
@@ -156,7 +163,8 @@ def _pool(f: Figures) -> Found:
         return MeasuredCause(
             Resource.POOL,
             evidence,
-            f"the pool is as large as the server's {f.server_cores} cores serve well: run {cap} workers",
+            f"the pool is as large as the server's {f.server_cores} cores serve well: run {count_text(cap)}"
+            " workers",
         )
     return MeasuredCause(
         Resource.POOL,
@@ -174,12 +182,15 @@ def _slots_refused(f: Figures, seen: str, evidence: str) -> Found:
     short = room is not None and room < f.workers
     if not short and not f.pooler_refused:
         return None
-    said = [f"{room} slot(s) were left for the pooler when the run began"] if short else []
+    said = []
+    if short and room is not None:
+        said.append(f"{count_text(room)} slot(s) were left for the pooler when the run began")
     said += [f"the pooler said: {f.pooler_refused}"] if f.pooler_refused else []
     held = f"; {f.slots}" if f.slots else ""
     return MeasuredCause(
         Resource.POOL,
-        f"{evidence}; the pooler held {seen} for {f.workers} workers, and the server refused it more:"
+        f"{evidence}; the pooler held {seen} for {count_text(f.workers)} workers, and the server refused it"
+        " more:"
         f" {'; '.join(said)}{held}",
         "the server's connection slots are taken, not the pool: reserve slots for the pooler's role"
         " (reserved_connections with pg_use_reserved_connections, PostgreSQL 16+, or a CONNECTION LIMIT"
@@ -363,28 +374,31 @@ def _workers(f: Figures) -> Found:
     if cap is not None and cap <= f.workers:
         if f.spare_connections is not None and f.spare_connections <= 0:
             fix = (
-                f"the server and the role allow no more connections than these {f.workers} workers and"
-                " the tool's own: raise max_connections (or the role's CONNECTION LIMIT), or put a pooler in"
-                " front, before adding workers"
+                "the server and the role allow no more connections than these"
+                f" {count_text(f.workers)} workers and the tool's own: raise max_connections (or the role's"
+                " CONNECTION LIMIT), or put a pooler in front, before adding workers"
             )
-        else:
+        else:  # the groups' cap: the connections' is above the workers
             fix = (
-                f"each of the {f.groups} groups has a worker already: more would wait for a group; spread"
-                " the keys (more -orders), or shorten the work"
+                f"each of the {count_text(cap)} groups has a worker already: more would wait for a"
+                " group; spread the keys (more -orders), or shorten the work"
             )
         return MeasuredCause(Resource.WORKERS, evidence, fix)
     target = f.offered_per_s if f.offered_per_s and not f.kept_up else None
     if target and f.service_ms:
         want = max(f.workers + 1, math.ceil(target * f.service_ms / 1000 / 0.8))  # 80% busy: bursts
-        fix = f"add workers: about {want} serve {target:g}/s at 80% busy"
+        fix = f"add workers: about {count_text(want)} serve {target:g}/s at 80% busy"
         if cap is not None and want > cap:
-            fix = f"add workers up to {cap}, {why} (about {want} would serve {target:g}/s at 80% busy)"
+            fix = (
+                f"add workers up to {count_text(cap)}, {why} (about {count_text(want)} would serve"
+                f" {target:g}/s at 80% busy)"
+            )
             if f.spare_connections is not None and cap == f.workers + f.spare_connections:
                 fix += ": raise max_connections, or put a pooler in front"
         return MeasuredCause(Resource.WORKERS, evidence, fix)
     fix = f"add workers: each adds about {1000 / f.service_ms:.0f}/s" if f.service_ms else "add workers"
     return MeasuredCause(
-        Resource.WORKERS, evidence, fix + (f", up to {cap}, {why}" if cap is not None else "")
+        Resource.WORKERS, evidence, fix + (f", up to {count_text(cap)}, {why}" if cap is not None else "")
     )
 
 
