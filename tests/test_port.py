@@ -208,8 +208,8 @@ def test_progress_bars_show_true_figures(cli: Cli) -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
     total = next(line for line in lines if line.strip().startswith("total"))
-    assert "3000/3000 100.0%" in total and "done" in total
+    assert "3,000/3,000 100.0%" in total and "done" in total
     busy = [int(m) for m in re.findall(r"busy (\d+)%", result.stderr)]
-    counts = [int(m) for m in re.findall(r"(\d+) msgs", result.stderr)]
+    counts = [int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) msgs", result.stderr)]
     assert len(busy) == len(counts) == 6 and all(b <= 100 for b in busy)
     assert sum(counts) == 3000

@@ -315,9 +315,9 @@ def test_the_documents_claims_say_where_their_costs_were_measured_after_the_figu
 
 
 def test_the_views_say_the_producers_pace_its_triggers_and_a_phases_recovery() -> None:
-    kept = "1000 offered, 950 written on time (95%), 1000 by the end"
+    kept = "1,000 offered, 950 written on time (95%), 1,000 by the end"
     assert producer_text(ProducerFigures(1000, 950, 1000, 0)) == kept
-    behind = "1000 offered, 400 written on time (40%), 800 by the end"
+    behind = "1,000 offered, 400 written on time (40%), 800 by the end"
     stalled = "; nothing written in 3 s while messages were due"
     assert producer_text(ProducerFigures(1000, 400, 800, 3)) == behind + stalled
     calls = (("msg_queue_notify()", 3000, 63.0), ("idle()", 0, 0.0))

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pgmq_sim.model.quantities import ms_text
+from pgmq_sim.model.quantities import count_text, ms_text
 from pgmq_sim.render.palette import EPISODE_COLOR, FAULT_COLORS, PALETTE, PERCENTILES, SPLIT_COLORS
 from pgmq_sim.render.tracks import Track, nan
 from pgmq_sim.result.waits import CLASSES
@@ -105,7 +105,7 @@ def _draw_faults(axes: Sequence[Any], faults: list[Doc]) -> None:
     for kind, times in by_kind.items():
         color = FAULT_COLORS.get(kind, "#7f7f7f")
         for index, ax in enumerate(axes):
-            label = f"fault: {kind} (x{len(times)})" if len(times) > 1 else f"fault: {kind}"
+            label = f"fault: {kind} (x{count_text(len(times))})" if len(times) > 1 else f"fault: {kind}"
             lines = ax.vlines(
                 times,
                 0,

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.model.quantities import ms_text, seconds_text
+from pgmq_sim.model.quantities import count_text, ms_text, seconds_text
 from pgmq_sim.render.lines import (
     ACCOUNT_TYPES,
     NAMES,
@@ -56,17 +56,18 @@ def print_detail(
         table.add_row("producer", producer_text(result.producer))
     _latency_rows(table, result)
     claims = result.claims
-    table.add_row("claims", escape(claims_text(claims)) if claims else f"{result.empty_claims} empty")
+    table.add_row(
+        "claims", escape(claims_text(claims)) if claims else f"{count_text(result.empty_claims)} empty"
+    )
     if result.connections_lost or result.reconnects:
         lost = [
-            f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{c.lost}"
+            f"{c.reason.label} ({c.sqlstate or 'no SQLSTATE'}) x{count_text(c.lost)}"
             for c in result.server_reasons
             if c.lost
         ]
         causes = f"; lost to {', '.join(lost)}" if lost else ""
-        table.add_row(
-            "connections", escape(f"{result.connections_lost} lost, {result.reconnects} reconnects{causes}")
-        )
+        lost_n, reconnects = count_text(result.connections_lost), count_text(result.reconnects)
+        table.add_row("connections", escape(f"{lost_n} lost, {reconnects} reconnects{causes}"))
     _bound_row(table, result)
     _server_rows(table, result, verdict)
     audit_rows(table, result)
@@ -121,7 +122,7 @@ def _design_rows(table: Table, result: RunResult) -> None:
             ),
         )
     elif result.settings.batch > 1:
-        table.add_row("batch", f"up to {result.settings.batch} messages per claim")
+        table.add_row("batch", f"up to {count_text(result.settings.batch)} messages per claim")
 
 
 def _latency_rows(table: Table, result: RunResult) -> None:
@@ -153,7 +154,7 @@ def _bound_row(table: Table, result: RunResult) -> None:
             share = result.keys.expected_hot_share
             what = f"hottest group {share:.1%} of messages: {groups:.1f} groups' worth"
         else:
-            what = f"{result.groups} groups"
+            what = f"{count_text(result.groups)} groups"
         claim, complete = result.claim_ms["p50"] or 0.0, result.complete_ms["p50"] or 0.0
         text = (
             f"{bound:.0f}/s ({what}, one message each per {ms_text(result.work_mean_ms)} work"
@@ -162,7 +163,8 @@ def _bound_row(table: Table, result: RunResult) -> None:
         text += f"; run reached {result.bound_share:.0%}"
         if worker_bound < bound:
             share = result.throughput_per_s / worker_bound
-            text += f"; {len(result.workers)} workers allow at most {worker_bound:.0f}/s ({share:.0%})"
+            workers = count_text(len(result.workers))
+            text += f"; {workers} workers allow at most {worker_bound:.0f}/s ({share:.0%})"
         table.add_row("ordering bound", text)
 
 
@@ -182,9 +184,9 @@ def _server_rows(table: Table, result: RunResult, verdict: RunVerdict) -> None:
         off = census.autovacuum_off() if census else None
         table.add_row(
             "table",
-            f"{h.live_tuples} live, {h.dead_tuples} dead tuples, {h.table_bytes // 1024} KiB"
-            f" + {h.index_bytes // 1024} KiB indexes, "
-            + (escape(f"autovacuum off: {off}") if off else f"autovacuum x{h.autovacuum_runs}"),
+            f"{count_text(h.live_tuples)} live, {count_text(h.dead_tuples)} dead tuples,"
+            f" {h.table_bytes // 1024} KiB + {h.index_bytes // 1024} KiB indexes, "
+            + (escape(f"autovacuum off: {off}") if off else f"autovacuum x{count_text(h.autovacuum_runs)}"),
         )
     if result.bystander is not None:
         b = result.bystander
@@ -194,8 +196,8 @@ def _server_rows(table: Table, result: RunResult, verdict: RunVerdict) -> None:
         compared = "comparable" if why is None else f"not comparable: {why}"
         table.add_row(
             "bystander ms",
-            f"{beside} beside the queue; alone (before and after): {alone} ({b.rate:g}/s, {b.errors} errors);"
-            f" {compared}",
+            f"{beside} beside the queue; alone (before and after): {alone}"
+            f" ({b.rate:g}/s, {count_text(b.errors)} errors); {compared}",
         )
     if result.server_cost is not None:
         table.add_row("server cost", server_cost_text(result.server_cost))
@@ -211,32 +213,32 @@ def _failure_rows(table: Table, result: RunResult) -> None:
         rt = result.retries
         table.add_row(
             "retries",
-            f"{rt.failed_attempts} failed attempts, {rt.dead_lettered} dead letters,"
-            f" {rt.recovered} recovered, {rt.crashes} worker crashes;"
+            f"{count_text(rt.failed_attempts)} failed attempts, {count_text(rt.dead_lettered)} dead letters,"
+            f" {count_text(rt.recovered)} recovered, {count_text(rt.crashes)} worker crashes;"
             f" heads blocked groups {rt.blocked_s_total:.1f} s",
         )
     if result.audit and result.audit.retrying:
         a = result.audit
         table.add_row(
             "attempts",
-            f"{a.attempts} attempts, {a.redelivered} redelivered, {a.dead_lettered} dead-lettered,"
-            f" {a.failed_attempts} failed",
+            f"{count_text(a.attempts)} attempts, {count_text(a.redelivered)} redelivered,"
+            f" {count_text(a.dead_lettered)} dead-lettered, {count_text(a.failed_attempts)} failed",
         )
     if result.snapshot and result.snapshot.held_s >= 1:
         s = result.snapshot
         table.add_row(
             "oldest snapshot",
             f"{seconds_text(s.held_s)} by pid {s.pid} ({s.application or '-'}), the same backend_xmin each"
-            f" second{'' if s.xmin_age is None else f', {s.xmin_age:,} transactions behind'}; dead tuples"
-            f" {s.dead_tuples_before} -> {s.dead_tuples_peak}",
+            f" second{'' if s.xmin_age is None else f', {count_text(s.xmin_age)} transactions behind'};"
+            f" dead tuples {count_text(s.dead_tuples_before)} -> {count_text(s.dead_tuples_peak)}",
         )
     if result.pooler is not None:
         p = result.pooler
         table.add_row(
             "pooler",
-            f"clients waiting for a server connection: up to {p.waiting_max}, longest"
+            f"clients waiting for a server connection: up to {count_text(p.waiting_max)}, longest"
             f" {ms_text(p.longest_wait_ms)}, {seconds_text(p.waited_s)} in all; server connections"
-            f" active up to {p.servers_active_max} ({p.samples} samples)",
+            f" active up to {count_text(p.servers_active_max)} ({count_text(p.samples)} samples)",
         )
 
 
@@ -251,9 +253,8 @@ def _account_rows(table: Table, result: RunResult) -> None:
             said = "; ".join(f"{NAMES[name]} {cohort_text(c)}" for name, c in sorted(cohorts.items()))
             table.add_row(f"  {queue_type}", escape(said))
         if len(slowest) > ACCOUNT_TYPES:
-            table.add_row(
-                "", f"({len(slowest) - ACCOUNT_TYPES} more types: the JSON's latency_split, or the -report)"
-            )
+            more = count_text(len(slowest) - ACCOUNT_TYPES)
+            table.add_row("", f"({more} more types: the JSON's latency_split, or the -report)")
 
 
 def _print_workers(console: Console, result: RunResult) -> None:
@@ -266,8 +267,14 @@ def _print_workers(console: Console, result: RunResult) -> None:
     for column in columns:
         workers.add_column(column, justify="left" if column in ("worker", "runner") else "right")
     for w in result.workers:
-        cells = [w.name, w.queue_type, str(w.processed), str(w.empty_claims), f"{w.busy_share:.0%}"]
-        cells.append(str(w.connections_lost))
+        cells = [
+            w.name,
+            w.queue_type,
+            count_text(w.processed),
+            count_text(w.empty_claims),
+            f"{w.busy_share:.0%}",
+        ]
+        cells.append(count_text(w.connections_lost))
         if len(runners) > 1:
             cells.insert(1, w.runner)
         workers.add_row(*cells)

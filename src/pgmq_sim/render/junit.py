@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from pgmq_sim.model.checks import number
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.render.files import write_text
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.verdict import RunVerdict
@@ -24,7 +25,7 @@ def junit_document(results: list[RunResult], verdicts: list[RunVerdict]) -> str:
                 skipped[f"check {c.check}"] = f"not judged: {c.not_judged}"
         if result.audit is not None:
             audit = result.audit
-            said = f"{audit.verdict}: {audit.processed} of {audit.expected} processed"
+            said = f"{audit.verdict}: {count_text(audit.processed)} of {count_text(audit.expected)} processed"
             failure = None if audit.passed else f"audit failed: {'; '.join(audit.problems)}"
             cases.append(("audit: exactly once, in order", failure, said))
         if result.outcome.exit_code != 0:

@@ -12,7 +12,7 @@ from rich.table import Table
 from pgmq_sim.model.checks import number
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
-from pgmq_sim.model.quantities import ms_figure, ms_text, seconds_text
+from pgmq_sim.model.quantities import count_text, ms_figure, ms_text, seconds_text
 from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord
@@ -37,7 +37,7 @@ def episodes_text(episodes: Sequence[Episode], most: int | None = None) -> str:
     shown = list(episodes if most is None else episodes[:most])
     lines = [e.text() for e in shown]
     if len(episodes) > len(shown):
-        lines.append(f"({len(episodes) - len(shown)} more: -v, or the -report)")
+        lines.append(f"({count_text(len(episodes) - len(shown))} more: -v, or the -report)")
     return "\n".join(lines)
 
 
@@ -52,17 +52,19 @@ def window_limits_text(stretches: Sequence[LimitStretch], most: int | None = Non
     windows = sum(s.windows for s in mine)
     other = [s for s in stretches if s.resource != common]
     if not other:
-        return f"{common} in every window ({windows})"
-    lines = [f"{common} in {share:.0%} of the run's time ({windows} windows); in the others:"]
+        return f"{common} in every window ({count_text(windows)})"
+    lines = [f"{common} in {share:.0%} of the run's time ({count_text(windows)} windows); in the others:"]
     shown = other if most is None else other[:most]
     for s in shown:
         p99 = f", p99 {ms_text(s.p99_ms)}" if s.p99_ms is not None else ""
         lines.append(
-            f"from {s.from_s:.0f} s to {s.to_s:.0f} s ({s.windows} window{'s' * (s.windows > 1)}{p99}):"
-            f" {s.resource}: {s.evidence}"
+            f"from {s.from_s:.0f} s to {s.to_s:.0f} s"
+            f" ({count_text(s.windows)} window{'s' * (s.windows > 1)}{p99}): {s.resource}: {s.evidence}"
         )
     if len(other) > len(shown):
-        lines.append(f"({len(other) - len(shown)} more: -v, the JSON's limit_by_window, or the -report)")
+        lines.append(
+            f"({count_text(len(other) - len(shown))} more: -v, the JSON's limit_by_window, or the -report)"
+        )
     return "\n".join(lines)
 
 
@@ -79,7 +81,7 @@ def audit_cell(r: RunResult) -> str:
     a = r.audit
     text = a.verdict if a.passed else "FAIL"
     if a.order_violations and not a.ordered:
-        text += f" ({a.order_violations} out of order: unordered)"
+        text += f" ({count_text(a.order_violations)} out of order: unordered)"
     return text
 
 
@@ -90,7 +92,8 @@ def audit_rows(table: Table, result: RunResult, causes: int | None = None) -> No
         if a.passed:
             delivery = "at least once" if a.at_least_once else "exactly once"
             order = "kept" if a.ordered else "not checked (unordered strategy)"
-            detail = "; ".join([f"{a.processed}/{a.expected} {delivery}, order {order}", *a.problems])
+            done = f"{count_text(a.processed)}/{count_text(a.expected)} {delivery}, order {order}"
+            detail = "; ".join([done, *a.problems])
         else:
             detail = "; ".join(a.problems)
         table.add_row("audit", f"{verdict}: {escape(detail)}")
@@ -98,7 +101,8 @@ def audit_rows(table: Table, result: RunResult, causes: int | None = None) -> No
         for cause in shown:
             table.add_row("audit cause", escape(cause))
         if len(shown) < len(a.causes):
-            table.add_row("audit cause", f"({len(a.causes) - len(shown)} more: -v, or the -report)")
+            more = count_text(len(a.causes) - len(shown))
+            table.add_row("audit cause", f"({more} more: -v, or the -report)")
         if result.live_audit is not None and result.live_audit.windows:
             table.add_row("live audit", escape(live_audit_text(result.live_audit)))
     elif result.settings.audit:
@@ -109,7 +113,7 @@ def audit_rows(table: Table, result: RunResult, causes: int | None = None) -> No
 def live_audit_text(live: LiveAuditRecord) -> str:
     """The windows the run judged as it went, and what its end judged."""
     seen = LiveAudit.of(live.windows)
-    failed = f"{seen.failed_windows} failed" if seen.failed_windows else "all passed"
+    failed = f"{count_text(seen.failed_windows)} failed" if seen.failed_windows else "all passed"
     end = (
         f"the end judged msg_id {live.end_from + 1:,} on"
         if live.end_from
@@ -117,8 +121,8 @@ def live_audit_text(live: LiveAuditRecord) -> str:
     )
     judged = sum(w.judged_s for w in live.windows)
     return (
-        f"{seen.windows} window(s) closed while the run went, every {live.every_s:g} s or less often"
-        f" (msg_id 1 to {seen.through:,}), {failed}, judging them took {judged:.1f} s; {end}"
+        f"{count_text(seen.windows)} window(s) closed while the run went, every {live.every_s:g} s or less"
+        f" often (msg_id 1 to {seen.through:,}), {failed}, judging them took {judged:.1f} s; {end}"
     )
 
 
@@ -133,8 +137,8 @@ def fault_group_text(kind: str, faults: list[Fault]) -> str:
     """One fault as the detail shows it; a repeated one as one line: how many, when, what it cost."""
     if len(faults) == 1:
         return fault_text(faults[0])
-    first, last = faults[0], faults[-1]
-    text = f"{kind} x{len(faults)}, {first.at_s:.1f} s to {last.at_s:.1f} s: {first.detail} (the first)"
+    first, last, times = faults[0], faults[-1], count_text(len(faults))
+    text = f"{kind} x{times}, {first.at_s:.1f} s to {last.at_s:.1f} s: {first.detail} (the first)"
     out = sum(f.outage_s or 0.0 for f in faults)
     if any(f.connections_lost is not None for f in faults):
         text += f"; out {seconds_text(out)} in all"
@@ -165,7 +169,7 @@ def files_text(result: RunResult) -> str:
 
 def throughput_text(result: RunResult, most_types: int | None = None) -> str:
     if most_types is not None and len(result.per_type) > most_types:
-        return f"{result.throughput_per_s:.1f} ({len(result.per_type)} types)"
+        return f"{result.throughput_per_s:.1f} ({count_text(len(result.per_type))} types)"
     per_type = ", ".join(
         f"{t} {n / result.elapsed_s:.0f}" if result.elapsed_s else f"{t} 0"
         for t, n in result.per_type.items()
@@ -237,15 +241,15 @@ def claims_text(claims: ClaimAccount) -> str:
     for reason in REASONS:
         n = claims.empty[reason.value]
         if reason == ClaimReason.NOTIFIED and outside:
-            parts.append(f"{outside:,} after notifications from outside the run")
+            parts.append(f"{count_text(outside)} after notifications from outside the run")
             n -= outside
             if n:
-                parts.append(f"{n:,} after the run's own")
+                parts.append(f"{count_text(n)} after the run's own")
         elif n:
-            parts.append(f"{n:,} {EMPTY_WORDS[reason]}")
+            parts.append(f"{count_text(n)} {EMPTY_WORDS[reason]}")
     per = claims.per_msg(empty)
     rate = f" ({per:.2f} per message)" if per is not None else ""
-    return f"{took:,} took messages, {empty:,} came back empty{rate}" + (
+    return f"{count_text(took)} took messages, {count_text(empty)} came back empty{rate}" + (
         f": {', '.join(parts)}" if parts else ""
     )
 
@@ -253,9 +257,9 @@ def claims_text(claims: ClaimAccount) -> str:
 def enqueue_text(account: EnqueueAccount) -> str:
     """e.g. '4 sessions, p50 0.61 p95 1.20 p99 2.31 max 9.80; slowest 1% 3.1 ms: on the server:
     WAL flush ... 55%, waiting for a free producer session 30%, ...'."""
-    who = "1 session" if account.sessions == 1 else f"{account.sessions} sessions"
+    who = "1 session" if account.sessions == 1 else f"{count_text(account.sessions)} sessions"
     if account.batch > 1:
-        who += f" (up to {account.batch} per transaction)"
+        who += f" (up to {count_text(account.batch)} per transaction)"
     figures = "  ".join(f"{k} {ms(v)}" for k, v in account.latency_ms.items())
     slowest = account.split(account.slowest_parts_s)
     parts = ", ".join(
@@ -273,12 +277,15 @@ def trigger_text(account: EnqueueAccount) -> str:
     if account.triggers_untimed:
         return f"triggers not timed: {account.triggers_untimed}"
     timed = [(n, c, ms) for n, c, ms in account.triggers if c]
-    return "; ".join(f"{n} {ms / c:.3f} ms a call, {c:,} calls" for n, c, ms in timed)
+    return "; ".join(f"{n} {ms / c:.3f} ms a call, {count_text(c)} calls" for n, c, ms in timed)
 
 
 def producer_text(p: ProducerFigures) -> str:
-    """e.g. '1000 offered, 950 written on time (95%), 1000 by the end'."""
-    said = f"{p.offered} offered, {p.on_time} written on time ({p.on_time_share:.0%}), {p.written} by the end"
+    """e.g. '1,000 offered, 950 written on time (95%), 1,000 by the end'."""
+    said = (
+        f"{count_text(p.offered)} offered, {count_text(p.on_time)} written on time ({p.on_time_share:.0%}),"
+        f" {count_text(p.written)} by the end"
+    )
     if p.stalled_s:
         said += f"; nothing written in {p.stalled_s} s while messages were due"
     return said
@@ -306,7 +313,7 @@ def print_drift(console: Console, drift: DriftReport) -> None:
     if drift.snapshot_max_s is not None:
         facts.append(f"oldest snapshot at most {seconds_text(drift.snapshot_max_s)} old")
     if drift.autovacuums is not None:
-        facts.append(f"autovacuum of the queue's table x{drift.autovacuums}")
+        facts.append(f"autovacuum of the queue's table x{count_text(drift.autovacuums)}")
     facts.append(drift.table_note)
     console.print("drift facts: " + escape("; ".join(facts)))
     print_drift_verdict(console, drift)
@@ -349,17 +356,20 @@ def print_checks_verdict(console: Console, checks: tuple[CheckResult, ...]) -> N
             f"[red]checks breached:[/] {', '.join(str(c.check) for c in breached)} (exit 4){escape(aside)}"
         )
     else:
-        passed = len(checks) - len(unjudged)
-        console.print(f"[green]checks passed:[/] {passed} of {len(checks)}{escape(aside)}")
+        passed = count_text(len(checks) - len(unjudged))
+        console.print(f"[green]checks passed:[/] {passed} of {count_text(len(checks))}{escape(aside)}")
 
 
 def processed_text(result: RunResult) -> str:
-    of = f" of {result.target}" if result.target is not None else ""
-    text = f"{result.processed}{of} in {seconds_text(result.elapsed_s)} ({result.produced} produced"
+    of = f" of {count_text(result.target)}" if result.target is not None else ""
+    text = (
+        f"{count_text(result.processed)}{of} in {seconds_text(result.elapsed_s)}"
+        f" ({count_text(result.produced)} produced"
+    )
     if result.settings.duration is not None:
         text += f"; -duration {result.settings.duration:g} s"
         if result.audit is not None:
-            text += f"; {result.audit.left_behind} left as backlog"
+            text += f"; {count_text(result.audit.left_behind)} left as backlog"
     return text + ")"
 
 
@@ -377,7 +387,7 @@ def server_cost_text(cost: ServerCost) -> str:
         _num(doc["rows_written_per_msg"], "rows written", 2),
         _num(doc["cpu_us_per_msg"], "us CPU", 0),
     ]
-    return "per message: " + ", ".join(p for p in parts if p) + f" ({cost.messages} messages)"
+    return "per message: " + ", ".join(p for p in parts if p) + f" ({count_text(cost.messages)} messages)"
 
 
 ROLE_NAMES = {Role.PRODUCER: "producer", Role.CONSUMERS: "consumers", Role.EMPTY_CLAIMS: "empty claims"}
@@ -416,15 +426,15 @@ def client_text(result: RunResult) -> str:
     logins = client.logins
     if logins is not None and logins.count:
         text += (
-            f" once every worker had its session; {logins.count} logins took {seconds_text(logins.elapsed_s)}"
-            f" and {ms_text(logins.cpu_s * 1000 / logins.count)} of CPU each"
+            f" once every worker had its session; {count_text(logins.count)} logins took"
+            f" {seconds_text(logins.elapsed_s)} and {ms_text(logins.cpu_s * 1000 / logins.count)} of CPU each"
         )
     account = result.latency
     if account is not None and account.live_cpu_s is not None and result.processed:
         per_msg_us = account.live_cpu_s * 1e6 / result.processed
         text += (
             f"; the latency account kept as the run went: {per_msg_us:.0f} us per message more,"
-            f" in a process of its own ({account.live_chunks} chunks)"
+            f" in a process of its own ({count_text(account.live_chunks)} chunks)"
         )
     return text + f"; share of a core: {shares}"
 
@@ -454,11 +464,11 @@ def print_sweep(console: Console, sweep: SweepResult, verdict: SweepVerdict) -> 
             num(step.achieved_per_s),
             ms(step.e2e_ms["p50"]),
             ms(step.e2e_ms["p99"]),
-            str(step.backlog_end),
+            count_text(step.backlog_end),
             num(step.backlog_slope_per_s),
             ms(step.claim_ms["p50"]),
-            str(step.empty_claims),
-            "-" if step.dead_tuples is None else str(step.dead_tuples),
+            count_text(step.empty_claims),
+            "-" if step.dead_tuples is None else count_text(step.dead_tuples),
             num(step.wal_bytes_per_msg),
             num(step.server_cpu_us_per_msg),
             num(step.client_cpu_us_per_msg),
@@ -469,7 +479,8 @@ def print_sweep(console: Console, sweep: SweepResult, verdict: SweepVerdict) -> 
     for step in sweep.steps:
         why = "; ".join(step.reasons)
         faults = f"faults in it: {', '.join(step.faults)}" if step.faults else ""
-        left = f"{step.backlog_left} messages still waiting after its settle" if step.backlog_left else ""
+        n = step.backlog_left
+        left = f"{count_text(n)} messages still waiting after its settle" if n else ""
         said = "; ".join(part for part in (why, faults, left) if part)
         if said:
             console.print(f"step {step.index + 1}: {said}")
@@ -481,6 +492,6 @@ def print_sweep(console: Console, sweep: SweepResult, verdict: SweepVerdict) -> 
         spread = f"p99 {ms_text(min(p99s))} to {ms_text(max(p99s))}" if p99s else "no p99"
         achieved = row["achieved_per_s"]
         console.print(
-            f"  {row['rate']:g} msg/s, {row['runs']} runs: {row['passed']} passed; {spread},"
-            f" achieved {min(achieved):.0f}-{max(achieved):.0f}/s"
+            f"  {row['rate']:g} msg/s, {count_text(row['runs'])} runs: {count_text(row['passed'])} passed;"
+            f" {spread}, achieved {min(achieved):.0f}-{max(achieved):.0f}/s"
         )

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.paths import describe_path
 from pgmq_sim.render.charts import WIDTH_IN, Chart, comparison_charts, run_charts, style
 from pgmq_sim.render.report import Doc, doc_label, load_text
@@ -32,7 +33,7 @@ def plot_charts(documents: Sequence[Doc], compare: bool) -> tuple[str, list[Char
     comparison's (its cells, their timelines, their knees)."""
     if compare:
         drawn = comparison_charts([(doc_label(doc), doc) for doc in documents])
-        title = f"pgmq-sim: {len(documents)} designs compared"
+        title = f"pgmq-sim: {count_text(len(documents))} designs compared"
     else:
         doc = documents[0]
         drawn = run_charts(doc, "run", doc_label(doc))

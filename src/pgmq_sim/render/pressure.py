@@ -8,13 +8,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pgmq_sim.model.quantities import seconds_text
+from pgmq_sim.model.quantities import count_text, seconds_text
 from pgmq_sim.render.lines import account_text, ms
 from pgmq_sim.result.phased import PhaseResult, SuiteCell
 
 
 def _number(value: float | int | None) -> str:
     return "-" if value is None else f"{value:g}"
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else count_text(value)
 
 
 def recovery_text(p: PhaseResult) -> str:
@@ -41,8 +45,8 @@ def print_phases(console: Console, phases: Sequence[PhaseResult], detail: bool) 
             f"{p.throughput_per_s:.0f}",
             ms(p.e2e_ms.get("p50")),
             ms(p.p99_ms),
-            str(p.backlog_end),
-            _number(p.dead_tuples_end),
+            count_text(p.backlog_end),
+            _count(p.dead_tuples_end),
             _number(p.table_mb_end),
             escape(recovery_text(p) or (p.limit or "-")),
         )
@@ -85,7 +89,7 @@ def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: floa
                 continue
             if c.not_injected is not None:  # its audit stands; nothing was under a pressure
                 said = "not injected" if c.audit in (None, "pass") else f"{c.audit}, not injected"
-                counts = (_number(c.lost), _number(c.duplicated), _number(c.out_of_order))
+                counts = (_count(c.lost), _count(c.duplicated), _count(c.out_of_order))
                 table.add_row(escape(c.pressure), said, *counts, *["-"] * 4, escape(c.not_injected))
                 continue
             recovery = (
@@ -98,13 +102,13 @@ def print_scorecards(console: Console, cells: Sequence[SuiteCell], phase_s: floa
             table.add_row(
                 escape(c.pressure),
                 c.audit or "not run",
-                _number(c.lost),
-                _number(c.duplicated),
-                _number(c.out_of_order),
+                _count(c.lost),
+                _count(c.duplicated),
+                _count(c.out_of_order),
                 _number(c.throughput_per_s),
                 ms(c.p99_ms),
                 recovery,
-                _number(c.dead_tuples_peak),
+                _count(c.dead_tuples_peak),
                 escape(_limit(c)),
             )
         console.print(table)

@@ -14,6 +14,7 @@ from collections import deque
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.audit import LiveAudit
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
@@ -33,10 +34,10 @@ def audit_text(audit: LiveAudit) -> str:
     """The live audit so far, once a window closed: 'ok 12,000 checked in 4 windows' or what failed."""
     if not audit.windows:
         return "waiting for its first window"
-    bad = [f"{n:,} {what}" for n, what in ((audit.lost, "lost"), (audit.duplicated, "duplicated"),
+    bad = [f"{count_text(n)} {what}" for n, what in ((audit.lost, "lost"), (audit.duplicated, "duplicated"),
            (audit.out_of_order, "out of order")) if n]  # fmt: skip
     verdict = "FAIL " + ", ".join(bad) if bad or audit.failed_windows else "ok"
-    return f"{verdict} {audit.checked:,} checked in {audit.windows} window(s)"
+    return f"{verdict} {count_text(audit.checked)} checked in {count_text(audit.windows)} window(s)"
 
 
 def eta_text(remaining: int, rate: float) -> str:
@@ -115,7 +116,7 @@ class RunProgress:
                 self._bars.update(
                     task,
                     completed=busy,
-                    note=f"{w.queue_type}  busy {busy:.0%}  {w.processed} msgs"
+                    note=f"{w.queue_type}  busy {busy:.0%}  {count_text(w.processed)} msgs"
                     f"  {w.processed / elapsed:.0f}/s",
                 )
         elif self._plain and now - self._last_plain >= PLAIN_EVERY_S:
@@ -125,21 +126,22 @@ class RunProgress:
     def summary(self, done: int, elapsed: float, rate: float) -> str:
         phase = self._phase()
         if self._target is not None:
-            text = f"{done}/{self._target} {floor_percent(done, self._target)}  {rate:.0f} msg/s"
-            text += f"  {elapsed:.0f} s  {eta_text(self._target - done, rate)}"
+            said = f"{count_text(done)}/{count_text(self._target)} {floor_percent(done, self._target)}"
+            text = f"{said}  {rate:.0f} msg/s  {elapsed:.0f} s  {eta_text(self._target - done, rate)}"
         else:
-            text = f"{done} processed  {rate:.0f} msg/s  {self._seconds(elapsed, '/')}"
+            text = f"{count_text(done)} processed  {rate:.0f} msg/s  {self._seconds(elapsed, '/')}"
         return text + (f"  {phase}" if phase else "") + "".join(f"  {said}" for said in self._judged())
 
     def line(self, done: int, elapsed: float, rate: float) -> str:
         backlog = max(0, self._produced() - done)
         phase = self._phase()
         if self._target is not None:
-            text = f"progress: {done}/{self._target} processed ({floor_percent(done, self._target)}),"
+            of = f"{count_text(done)}/{count_text(self._target)}"
+            text = f"progress: {of} processed ({floor_percent(done, self._target)}),"
             eta = eta_text(self._target - done, rate)
-            text += f" {rate:.0f} msg/s, backlog {backlog}, {elapsed:.0f} s, {eta}"
+            text += f" {rate:.0f} msg/s, backlog {count_text(backlog)}, {elapsed:.0f} s, {eta}"
         else:
-            text = f"progress: {done} processed, {rate:.0f} msg/s, backlog {backlog},"
+            text = f"progress: {count_text(done)} processed, {rate:.0f} msg/s, backlog {count_text(backlog)},"
             text += f" {self._seconds(elapsed, ' of ')}"
         return text + (f", {phase}" if phase else "") + "".join(f", {said}" for said in self._judged())
 

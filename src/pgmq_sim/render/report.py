@@ -19,7 +19,7 @@ from typing import Any
 
 from pgmq_sim.errors import UsageError
 from pgmq_sim.model.pressure import cell_label
-from pgmq_sim.model.quantities import ms_text
+from pgmq_sim.model.quantities import count_text, ms_text
 from pgmq_sim.render import charts
 from pgmq_sim.render.files import STDOUT, check_output_path, write_text
 
@@ -113,9 +113,9 @@ def load_text(doc: Doc) -> str:
     else:
         load = "prefilled"
     count = (
-        f"{s['fill_db']:,} messages"
+        f"{count_text(s['fill_db'])} messages"
         if s.get("fill_db") is not None
-        else f"{doc.get('produced', 0):,} produced"
+        else f"{count_text(doc.get('produced', 0))} produced"
     )
     duration = f", -duration {s['duration']:g} s" if s.get("duration") is not None else ""
     return f"{count}, {s.get('workers')} workers, work {s.get('work_ms')} ms, {load}{duration}"
@@ -224,9 +224,9 @@ def run_report(
     return _page(
         "compare.html.j2",
         version,
-        title=f"pgmq-sim: pressure scorecard, {len(cells)} cells"
+        title=f"pgmq-sim: pressure scorecard, {count_text(len(cells))} cells"
         if suite is not None
-        else f"pgmq-sim: {len(cells)} designs compared",
+        else f"pgmq-sim: {count_text(len(cells))} designs compared",
         cells=cells,
         failed=list(failed),
         **{

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.render.lines import audit_cell, ms, print_sweep
 from pgmq_sim.result.run import RunResult
 from pgmq_sim.verdicts.verdict import RunVerdict
@@ -47,7 +48,7 @@ def print_comparison(console: Console, results: list[RunResult], verdicts: list[
             ms(r.e2e_ms["p99"]),
             ms(r.claim_ms["p50"]),
             ms(r.claim_ms["p99"]),
-            str(r.empty_claims),
+            count_text(r.empty_claims),
             "-" if share is None else f"{share:.0%}",
             audit_cell(r),
             *checks,

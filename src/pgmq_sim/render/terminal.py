@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.markup import escape
 
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.render.detail import print_detail
 from pgmq_sim.render.lines import (
     audit_rows,
@@ -69,7 +70,8 @@ def print_summary(
     if result.latency is not None:
         table.add_row("where the time went", escape(latency_text(result)))
     if result.connections_lost or result.reconnects:
-        table.add_row("connections", f"{result.connections_lost} lost, {result.reconnects} reconnects")
+        lost, reconnects = count_text(result.connections_lost), count_text(result.reconnects)
+        table.add_row("connections", f"{lost} lost, {reconnects} reconnects")
     audit_rows(table, result, SHORT_CAUSES)
     if result.claims is not None and verdict.claims_inflated:  # the limit's evidence names the cause
         table.add_row("claims", escape(claims_text(result.claims)))
