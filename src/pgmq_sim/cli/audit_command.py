@@ -22,6 +22,7 @@ from pgmq_sim.db.values import QueueShape
 from pgmq_sim.dsn import DSN_ENV, check_dsn, reason, redact
 from pgmq_sim.engine.judging import counts_after_windows
 from pgmq_sim.errors import SimError, UsageError
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.render.files import STDOUT, check_output_path, write_json
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.verdicts.audit import SHOW, judge_audit
@@ -99,21 +100,23 @@ def _audit(dsn: str, json_path: Path | None, reconnect_timeout: float) -> AuditV
     )
     console = Console(highlight=False, markup=False, stderr=json_path == STDOUT)
     state = previous.outcome or "unfinished (no outcome recorded: the run was killed or is running)"
+    of = f" of {count_text(previous.target)}" if previous.target is not None else ""
     console.print(
         f"run {previous.run_id} started {previous.started_at:%Y-%m-%d %H:%M:%S}: {state};"
-        f" {produced} of {previous.target} produced"
+        f" {count_text(produced)}{of} produced"
     )
     if windows:
         failed = sum(not w.passed for w in windows)
         console.print(
             f"live audit: window(s) 1 to {len(windows)} (msg_id 1 to {windows[-1].hi:,}) judged"
-            f" while the run went, {f'{failed} failed' if failed else 'passed'}; msg_id"
+            f" while the run went, {f'{count_text(failed)} failed' if failed else 'passed'}; msg_id"
             f" {windows[-1].hi + 1:,} to {produced:,} judged now"
         )
     if why is not None:
         console.print(f"live audit: {why}")
-    detail = "; ".join(verdict.problems) or f"{verdict.processed}/{verdict.expected} processed exactly once"
-    console.print(f"audit {verdict.verdict}: {detail}; {verdict.left_behind} still pending")
+    done = f"{count_text(verdict.processed)}/{count_text(verdict.expected)} processed exactly once"
+    detail = "; ".join(verdict.problems) or done
+    console.print(f"audit {verdict.verdict}: {detail}; {count_text(verdict.left_behind)} still pending")
     for cause in verdict.causes:
         console.print(f"audit cause: {cause}")
     if json_path:

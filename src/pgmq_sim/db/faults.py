@@ -17,6 +17,7 @@ from pgmq_sim.db.connection import connect, limit_lock_waits
 from pgmq_sim.db.sessions import Sessions
 from pgmq_sim.dsn import reason
 from pgmq_sim.errors import SimError
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.sqlfiles import statement
 
 PRESSURE_NAME = "pressure"  # its sessions are "pgmq-sim pressure" in pg_stat_activity
@@ -124,7 +125,10 @@ class ServerFaults:
         holding(f"{len(pids)} reader(s), pid {', '.join(map(str, sorted(pids)))}")
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()) + 10)
-        said = f"{sum(scans)} repeatable-read scan(s) of {', '.join(tables)} by {len(pids)} session(s)"
+        said = (
+            f"{count_text(sum(scans))} repeatable-read scan(s) of {', '.join(tables)}"
+            f" by {count_text(len(pids))} session(s)"
+        )
         return said + (f"; {len(errors)} ended early: {errors[0]}" if errors else "")
 
     def take_slots(
@@ -145,9 +149,11 @@ class ServerFaults:
                 raise SimError(f"no session could be opened{refused}")
             pids = sorted(conn.info.backend_pid for conn in held)
             shown = ", ".join(map(str, pids[:10])) + (", ..." if len(pids) > 10 else "")
-            holding(f"{len(held)} of {count} idle session(s) held, pid {shown}{refused}")
+            holding(
+                f"{count_text(len(held))} of {count_text(count)} idle session(s) held, pid {shown}{refused}"
+            )
             stop.wait(seconds)
         finally:
             for conn in held:
                 conn.close()
-        return f"{len(held)} session(s) closed"
+        return f"{count_text(len(held))} session(s) closed"

@@ -28,6 +28,7 @@ import psycopg
 
 from pgmq_sim.db.account import MARGIN_S, Seen, read_chunk, read_late, read_live_chunk
 from pgmq_sim.db.connection import connect
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.running_account import RunningAccount
 
@@ -162,8 +163,8 @@ class AccountKeeper:
 
 def late_text(late: int) -> str:
     return (
-        f"{late} worker span(s) of free or claim time, placed by the worker's own timing, began more"
-        f" than {MARGIN_S:g} s before the cut-off they were journaled after"
+        f"{count_text(late)} worker span(s) of free or claim time, placed by the worker's own timing, began"
+        f" more than {MARGIN_S:g} s before the cut-off they were journaled after"
     )
 
 

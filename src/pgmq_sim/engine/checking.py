@@ -26,6 +26,7 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.ticker import find_ticker
 from pgmq_sim.errors import FaultRefused, UsageError
 from pgmq_sim.model.kinds import FaultKind, PoolerMode, TxMode, WakeupMode
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.timeouts import ServerTimeouts
 from pgmq_sim.result.serverpath import RunPath
 from pgmq_sim.verdicts.policies import conflicts, run_shape
@@ -95,9 +96,10 @@ def check(state: RunState, parts: RunParts) -> Preflight:
             else None
         )
         if previous is not None and not previous.finished:
+            of = f" of {count_text(previous.target)}" if previous.target is not None else ""
             state.note(
                 f"replacing the data of an unfinished run (started {previous.started_at:%Y-%m-%d %H:%M:%S},"
-                f" {previous.produced} of {previous.target} messages produced);"
+                f" {count_text(previous.produced)}{of} messages produced);"
                 " `pgmq-sim audit` checks such a queue before a new run replaces it"
             )
         capped = settings.groups_cap() if state.design.ordered else None
@@ -159,14 +161,15 @@ def check_connections(state: RunState, parts: RunParts, path: RunPath) -> tuple[
         if left is not None and needed > left >= needed - faults:  # the run fits, its faults do not
             kinds = ", ".join(sorted({str(f.kind) for f in state.chaos if f.kind.sessions(f.count)}))
             raise FaultRefused(
-                f"{kinds} needs {faults} session(s) of its own beside the run's {needed - faults}, but"
-                f" {whose} allows {left} more now ({slot_holders(state, own_role)}); ask for fewer, or"
-                " raise the limit"
+                f"{kinds} needs {count_text(faults)} session(s) of its own beside the run's"
+                f" {count_text(needed - faults)}, but {whose} allows {count_text(left)} more now"
+                f" ({slot_holders(state, own_role)}); ask for fewer, or raise the limit"
             )
         if left is not None and needed > left:
             raise UsageError(
-                f"-workers {settings.workers} needs {needed} connections (workers, producer,"
-                f" listener, fault sessions and the tool's own {own}) but {whose} allows {left} more now"
+                f"-workers {settings.workers} needs {count_text(needed)} connections (workers, producer,"
+                f" listener, fault sessions and the tool's own {own}) but {whose} allows {count_text(left)}"
+                " more now"
                 f" ({slot_holders(state, own_role)}); use fewer workers or raise max_connections"
             )
     return spare_connections, pool_server_room

@@ -25,6 +25,7 @@ from pgmq_sim.errors import SimError
 from pgmq_sim.model.facts import AuditCounts, TableHealth
 from pgmq_sim.model.kinds import Outcome, TxMode
 from pgmq_sim.model.locks import source_functions
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import AuditVerdict
 from pgmq_sim.result.claims import ClaimAccount
@@ -115,8 +116,8 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
         if written:
             where = "in flight" if state.producing is not None else "in flight or waiting in a process"
             state.note(
-                f"{len(written)} enqueue(s) {where} when the run stopped did not land, below one that"
-                f" did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending",
+                f"{count_text(len(written))} enqueue(s) {where} when the run stopped did not land, below one"
+                f" that did (msg_id {', '.join(map(str, written[:5]))}): written after the run, left pending",
                 screen=False,
             )
     produced = call_bounded(lambda: db.produced(settings.audit), 30, signals, "produced count")
@@ -125,7 +126,10 @@ def _read_end(state: RunState, parts: RunParts, db: QueueDatabase, end: EndReadi
     if settings.tx == TxMode.SPLIT and state.design.seed_table:  # held by stopped workers: back
         back = call_bounded(lambda: db.recover(0.0), 30, signals, "recovery")
         if back:
-            state.note(f"{len(back)} message(s) in progress at the end went back to pending", screen=False)
+            state.note(
+                f"{count_text(len(back))} message(s) in progress at the end went back to pending",
+                screen=False,
+            )
     end.health = call_bounded(db.table_health, COLLECT_TIMEOUT_S, signals, "table health")
     if settings.retrying:
         end.blocking = call_bounded(db.group_blocking, COLLECT_TIMEOUT_S, signals, "blocking")
@@ -304,8 +308,8 @@ def latency_account(state: RunState, db: QueueDatabase, census: LockCensus | Non
         compacted = state.live_judge.compacted if state.live_judge is not None else 0
         if compacted:  # what it read is gone from the journal: no account rather than a wrong one
             state.note(
-                f"latency account: {live.failed or 'not kept'}; {compacted} journal row(s) of the closed"
-                " windows were compacted (-compact-journal), so none is given"
+                f"latency account: {live.failed or 'not kept'}; {count_text(compacted)} journal row(s) of the"
+                " closed windows were compacted (-compact-journal), so none is given"
             )
             return None
         if live.failed is not None:

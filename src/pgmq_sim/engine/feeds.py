@@ -12,6 +12,7 @@ from pgmq_sim.engine.loop import poll
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.watching import check_answering
 from pgmq_sim.model.profiles import RateProfile
+from pgmq_sim.model.quantities import count_text
 
 
 class Prefill:
@@ -55,7 +56,9 @@ class Prefill:
         if state.signals.interrupt.is_set():
             raise InterruptedError("prefill")
         call_bounded(state.db.analyze, 120, state.signals, "ANALYZE")
-        state.log.event(f"prefilled {produced.committed} messages in {time.monotonic() - began:.2f} s")
+        state.log.event(
+            f"prefilled {count_text(produced.committed)} messages in {time.monotonic() - began:.2f} s"
+        )
 
     def start(self, state: RunState) -> None:
         pass
@@ -107,5 +110,5 @@ class Paced:
         return max(0, due - state.produced.committed)
 
     def describe(self) -> str:
-        who = "a producer" if self.sessions == 1 else f"{self.sessions} producer sessions"
+        who = "a producer" if self.sessions == 1 else f"{count_text(self.sessions)} producer sessions"
         return f" and {who} at {self.profile.describe()}"

@@ -29,6 +29,7 @@ from pgmq_sim.db.windows import (
 )
 from pgmq_sim.engine.accounting import LiveAccount
 from pgmq_sim.model.facts import AuditCounts
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.audit import AuditVerdict, AuditWindow, LiveAudit, LiveAuditRecord, after_windows
 from pgmq_sim.settings import Settings
 from pgmq_sim.verdicts.audit import SHOW
@@ -187,7 +188,8 @@ class LiveJudge(RunThread):
             return
         if late:
             self.compaction_stopped = (
-                f"{late} completion(s) of closed windows' messages came after they closed: the journal kept"
+                f"{count_text(late)} completion(s) of closed windows' messages came after they closed: the"
+                " journal kept"
             )
         self.compacted += gone
         self._compacted_to = upto
@@ -237,12 +239,14 @@ def counts_after_windows(
         if late:  # every closed window's message had finished: a completion after it is its second
             counts = dataclasses.replace(counts, duplicates=counts.duplicates + late)
             why = (
-                f"{late} completion(s) of a closed window's messages came after it closed: counted as"
-                f" duplicates, as {compacted} journal row(s) of the closed windows were compacted"
+                f"{count_text(late)} completion(s) of a closed window's messages came after it closed:"
+                f" counted as duplicates, as {count_text(compacted)} journal row(s) of the closed windows"
+                " were compacted"
             )
         elif not all(w.passed for w in windows):
             why = (
-                f"a window failed: {compacted} journal row(s) compacted before it, so its own evidence stands"
+                f"a window failed: {count_text(compacted)} journal row(s) compacted before it, so its own"
+                " evidence stands"
             )
         return counts, windows, why
     if not windows:
@@ -250,9 +254,13 @@ def counts_after_windows(
     elif not all(w.passed for w in windows):
         why = "a window failed: the whole run judged again, for every id"
     elif late:
-        why = f"{late} completion(s) of a closed window's messages came after it closed: judged again whole"
+        why = (
+            f"{count_text(late)} completion(s) of a closed window's messages came after it closed: judged"
+            " again whole"
+        )
     elif windows[-1].hi > expected:
-        why = f"the windows reach msg_id {windows[-1].hi}, past the {expected} produced: judged again whole"
+        produced = count_text(expected)
+        why = f"the windows reach msg_id {windows[-1].hi}, past the {produced} produced: judged again whole"
     else:
         rest = db.audit_rest(windows[-1].hi, expected, SHOW, retrying)
         return after_windows(rest.counts, [w.audit for w in windows]), windows, None

@@ -10,6 +10,7 @@ from pgmq_sim.actors.threads import RunThread
 from pgmq_sim.engine.loop import poll
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.model.kinds import TxMode, WakeupMode
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.claims import ClaimBook
 from pgmq_sim.result.stats import WorkerCounters
 
@@ -83,10 +84,12 @@ class LoopCarrier:
         except InterruptedError:
             return
         if not state.stop.is_set():
-            state.log.event(f"{len(crew.stats)} workers connected in {time.monotonic() - began:.2f} s")
+            state.log.event(
+                f"{count_text(len(crew.stats))} workers connected in {time.monotonic() - began:.2f} s"
+            )
 
     def describe(self, state: RunState) -> str:
-        return f"{state.settings.workers} workers"
+        return f"{count_text(state.settings.workers)} workers"
 
     def crash(self, state: RunState, names: list[str]) -> None:
         if self.crew is not None:

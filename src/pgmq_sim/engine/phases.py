@@ -34,6 +34,7 @@ from pgmq_sim.engine.ticker import start_ticker
 from pgmq_sim.errors import LockBusy, SimError, UsageError
 from pgmq_sim.model.keys import GroupTally
 from pgmq_sim.model.kinds import FaultKind, Outcome, TxMode, WakeupMode
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.skew import hottest_share, key_sampler
 from pgmq_sim.verdicts.audit import judge_audit
 
@@ -230,6 +231,11 @@ def start_housekeeping(state: RunState, parts: RunParts) -> None:
         state.schedule.start()
 
 
+def tuples_text(dead: int | None) -> str:
+    """The queue table's dead tuples as the timeline last read them, said as a count."""
+    return "not read" if dead is None else count_text(dead)
+
+
 def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
     rng = random.Random(state.rng.random())
     server_faults, preflight = state.server_faults, state.preflight
@@ -243,7 +249,7 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
         if not ended:
             shown = ", ".join(map(str, pids))
             raise SimError(f"nothing to kill: pid {shown} had ended or could not be ended")
-        what = f"terminated {ended} worker backend(s): pid {', '.join(map(str, pids))}"
+        what = f"terminated {count_text(ended)} worker backend(s): pid {', '.join(map(str, pids))}"
         if preflight.path.pooled:  # the pooler's, last serving a worker
             what += (
                 f"; server connections behind the {preflight.path.pooler} pooler: a worker notices only when"
@@ -281,7 +287,7 @@ def fault_actions(state: RunState, parts: RunParts) -> FaultActions:
             what = {FaultKind.LOCK_TABLE: "lock_queue", FaultKind.IDLE_IN_TX: "idle_in_tx"}
             did = server_faults.hold(what.get(kind, "hold_snapshot"), seconds, state.stop, tables, holding)
         after = state.timeline.last_dead_tuples()
-        return f"{did}; dead tuples {before} -> {after}"
+        return f"{did}; dead tuples {tuples_text(before)} -> {tuples_text(after)}"
 
     def pooler(kind: FaultKind, seconds: float | None) -> str:
         console = preflight.pooler
@@ -325,7 +331,7 @@ def halt(state: RunState, parts: RunParts) -> None:
         loop.close()
     if left or stuck:
         state.note(
-            f"{len(left) + len(stuck)} task(s) still waiting on the server were left behind:"
+            f"{count_text(len(left) + len(stuck))} task(s) still waiting on the server were left behind:"
             f" {', '.join(left + stuck)}",
             screen=False,
         )

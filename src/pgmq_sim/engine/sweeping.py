@@ -12,6 +12,7 @@ from pgmq_sim.engine.parts import RunParts
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.steps import Edge, StepSetting, measure_step
 from pgmq_sim.model.profiles import IDLE_WAIT_S
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.model.search import RateSearch, SearchOutcome, WorkersSearch, pass_bound
 from pgmq_sim.model.sweep import MAX_STEPS, StepResult, SweepResult, SweepSpec
 from pgmq_sim.result.phased import PhaseResult
@@ -83,7 +84,7 @@ class TopUp:
         return None  # not fixed
 
     def describe(self) -> str:
-        return f"a top-up keeping {self._level} messages waiting"
+        return f"a top-up keeping {count_text(self._level)} messages waiting"
 
 
 class SweepGoal:
@@ -220,7 +221,7 @@ class SweepGoal:
         state.log.event(
             f"sweep step {step.index + 1}: offered {step.offered_per_s:.0f}/s,"
             f" achieved {step.achieved_per_s:.0f}/s, e2e p99 {step.e2e_ms['p99']} ms,"
-            f" backlog {step.backlog_end}: {step.verdict}"
+            f" backlog {count_text(step.backlog_end)}: {step.verdict}"
             + (f" ({'; '.join(step.reasons)})" if step.reasons else "")
         )
         if self.search is not None:

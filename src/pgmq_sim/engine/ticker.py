@@ -9,6 +9,7 @@ from pgmq_sim.actors.pgqd import TICKER_PERIOD_S, Pgqd, pgqd_binary
 from pgmq_sim.engine.bounded import call_bounded
 from pgmq_sim.engine.state import RunState
 from pgmq_sim.errors import UsageError
+from pgmq_sim.model.quantities import count_text
 
 
 def find_ticker(state: RunState) -> tuple[dict[str, Any] | None, Pgqd | None]:
@@ -18,7 +19,7 @@ def find_ticker(state: RunState) -> tuple[dict[str, Any] | None, Pgqd | None]:
     database, tickers = call_bounded(state.db.pgq_ticker, 30, state.signals, "ticker check", True)
     if tickers:
         state.note(
-            f"pgq: a ticker already serves database {database} ({tickers} session(s) running"
+            f"pgq: a ticker already serves database {database} ({count_text(tickers)} session(s) running"
             " pgq.ticker): it is used, and no pgqd is started"
         )
         return {"started_by": "already serving the database", "sessions": tickers}, None

@@ -15,6 +15,7 @@ from pgmq_sim.engine.state import RunState
 from pgmq_sim.engine.sweeping import SweepGoal
 from pgmq_sim.model.facts import StallFacts
 from pgmq_sim.model.kinds import Outcome
+from pgmq_sim.model.quantities import count_text
 from pgmq_sim.result.observer import LiveFigures
 from pgmq_sim.result.stats import WorkerCounters
 from pgmq_sim.verdicts.checks import LiveReadings, live_breach
@@ -127,7 +128,9 @@ def diagnose_stall(state: RunState, behind: int = 0) -> None:
     causes += explain_stall(facts, served, pooled, producers)
     if behind:
         stalled_s = state.settings.stall_timeout
-        causes.insert(0, f"the producer wrote nothing for {stalled_s:g} s while {behind} messages were due")
+        causes.insert(
+            0, f"the producer wrote nothing for {stalled_s:g} s while {count_text(behind)} messages were due"
+        )
     state.causes = causes or ["no cause found in the queue or the server's lock views"]
 
 
