@@ -89,7 +89,7 @@ class LoopCarrier:
             )
 
     def describe(self, state: RunState) -> str:
-        return f"{count_text(state.settings.workers)} workers"
+        return f"{state.settings.workers} workers"  # the log's 'starting N workers': bench/ reads it as \d+
 
     def crash(self, state: RunState, names: list[str]) -> None:
         if self.crew is not None:
