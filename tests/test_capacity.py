@@ -12,6 +12,8 @@ import pytest
 from checks import assert_exactly_once_in_order
 from conftest import Cli, Refuse, assert_one_line_error
 
+from pgmq_sim.model.quantities import count_text
+
 FAST = "-claim indexed -poll-interval 0.02"
 
 
@@ -130,7 +132,7 @@ def test_a_timed_run_ends_on_time_and_leaves_its_backlog_as_backlog(cli: Cli, db
     assert pending > 50 and report["audit"]["left_behind"] == pending
     assert report["audit"]["verdict"] == "pass" and report["audit"]["missing"] == 0
     assert report["processed"] + pending == produced
-    assert f"{pending} left as backlog" in " ".join(result.stdout.split())
+    assert f"{count_text(pending)} left as backlog" in " ".join(result.stdout.split())
 
 
 @pytest.mark.integration

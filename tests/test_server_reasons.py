@@ -18,6 +18,8 @@ from conftest import Cli, assert_one_line_error
 from psycopg.conninfo import conninfo_to_dict
 from test_designs import OUTBOX, folder
 
+from pgmq_sim.model.quantities import count_text
+
 pytestmark = pytest.mark.integration
 
 
@@ -78,7 +80,7 @@ def test_an_idle_in_transaction_timeout_on_the_runs_role_is_read_before_and_is_t
     assert limit["resource"] == "server-policy", limit
     assert (
         f"the server's idle_in_transaction_session_timeout = 5ms (ALTER ROLE {name} SET) ended"
-        f" {met['count']} session(s) of 4 workers" in limit["evidence"]
+        f" {count_text(met['count'])} session(s) of 4 workers" in limit["evidence"]
     ), limit
     (row,) = doc["faults"]  # one row for the cause, no outage
     assert (row["kind"], row["count"], row["sessions"]) == ("server-policy", met["count"], met["count"])
