@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pgmq_sim.engine.accounting import LOOKBACK_MESSAGES, LOOKBACK_S, lookback_s
 from pgmq_sim.model.journeys import RUN, Journey
 from pgmq_sim.result.running_account import RunningAccount
 
@@ -57,3 +58,13 @@ def test_a_latency_falling_far_below_the_median_refuses_the_account() -> None:
     running = fed(lambda second, draw: (CHUNKS - second) * draw.uniform(0.3, 1.0))
     assert running.finish(60) is None
     assert running.moved == RUN  # the run's cohorts took messages left unsplit: said, not guessed
+
+
+def test_the_live_account_keeps_a_count_of_messages_not_a_rates_worth_of_seconds() -> None:
+    """What the process keeps is its lookback's messages' spans: at 3,000 msg/s, 30 s would be
+    90,000 messages; the lookback is the time 30,000 took, at most 30 s for a slow run."""
+    running = fed(lambda second, draw: 0.01)
+    assert running.messages == CHUNKS * PER_CHUNK  # the rate so far: every journey fed, counted
+    assert lookback_s(0, 0.0) == LOOKBACK_S  # nothing read yet
+    assert lookback_s(1_000, 100.0) == LOOKBACK_S  # 10 msg/s: 30,000 would take 3,000 s
+    assert lookback_s(300_000, 100.0) == pytest.approx(LOOKBACK_MESSAGES / 3_000)  # 10 s at 3,000/s

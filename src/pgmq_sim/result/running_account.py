@@ -158,6 +158,7 @@ class RunningAccount:
         self._counts: dict[str, dict[int, int]] = {RUN: {}}  # messages by bucket, of the run and each type
         self._skipped: dict[str, set[int]] = {}  # each scope's buckets with a message not split
         self.chunks = 0
+        self.messages = 0  # journeys fed
         self.longest_s = 0.0  # the longest time from enqueue to completion so far
         self.moved: str | None = None  # the scope a cohort of which took a message not split
 
@@ -195,6 +196,7 @@ class RunningAccount:
             )
         self._forgotten = max(self._forgotten, floor - KEPT_S)
         self.chunks += 1
+        self.messages += len(journeys)
         for queue_type in sorted({*by_type, *free, *claims, *self._types}):
             sweep = self._types.get(queue_type)
             if sweep is None:
