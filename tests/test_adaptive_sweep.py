@@ -160,7 +160,7 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
         "max sustainable 215 msg/s (225 fails, within 5%; held 30 s at p99 98 ms, 39% of the SLO; a step"
         " passed at p99 <= 138 ms, half the SLO's headroom over the unloaded 26 ms kept)"
     )
-    doc = sweep_json(sweep, judge_sweep(sweep))
+    doc = sweep_json(judge_sweep(sweep))
     assert doc["confirmed"]["slo_share"] == 0.392 and doc["adaptive"]["pass_p99_ms"] == 138
     # confirmed by three holds: the worst of them is how close it came
     search = dataclasses.replace(search, confirmations=3)
@@ -169,12 +169,12 @@ def test_a_search_step_passes_keeping_half_the_slos_headroom_and_the_hold_says_h
     )
     three = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, holds, search)
     assert "held 3 x 30 s at p99 up to 131 ms, 52% of the SLO" in headline(three), headline(three)
-    confirmed = sweep_json(three, judge_sweep(three))["confirmed"]
+    confirmed = sweep_json(judge_sweep(three))["confirmed"]
     assert (confirmed["holds"], confirmed["e2e_p99_ms"], confirmed["verdict"]) == (3, 131.0, "pass")
     below = dataclasses.replace(hold_at(200, 90.0), purpose="bisect")
     cut = SweepResult(SweepSpec.parse("rate=auto"), 10, 10, 250, (below, *holds[:2]), search)  # by a budget
     # not confirmed: no rate is called sustainable; the step that passed and the holds are said
-    assert knee_step(cut) is None and sweep_json(cut, judge_sweep(cut))["max_sustainable_per_s"] is None
+    assert knee_step(cut) is None and sweep_json(judge_sweep(cut))["max_sustainable_per_s"] is None
     assert headline(cut).startswith(
         "no rate held 3 times in a row: 200 msg/s passed its 30 s step at p99 90 ms,"
         " never held; 215 msg/s held 2 of 3 times 30 s at p99 up to 131 ms"
@@ -198,7 +198,7 @@ def test_a_repeated_rates_p99_spread_says_each_end_in_its_own_unit() -> None:
     steps = (step_at(0, 100, "bisect", "pass", 50.0, 2), step_at(1, 100, "bisect", "fail", 21_800.0, 2))
     sweep = SweepResult(SweepSpec.parse("rate=100"), 2, 2, 100, steps)
     console = Console(file=io.StringIO(), width=200)
-    print_sweep(console, sweep, judge_sweep(sweep))
+    print_sweep(console, judge_sweep(sweep))
     assert "100 msg/s, 2 runs: 1 passed; p99 50 ms to 21.8 s," in console.file.getvalue()
 
 

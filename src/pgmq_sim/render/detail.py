@@ -92,8 +92,8 @@ def print_detail(
     console.print(table)
     _print_workers(console, result)
     print_phases(console, result.phases, detail=True)
-    if result.sweep is not None and verdict.sweep is not None:
-        print_sweep(console, result.sweep, verdict.sweep)
+    if verdict.sweep is not None:
+        print_sweep(console, verdict.sweep)
     if verdict.drift is not None:
         print_drift(console, verdict.drift)
     elif result.settings.drift:

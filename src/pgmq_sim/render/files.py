@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pgmq_sim.errors import SimError, UsageError
-from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.paths import describe_path
 from pgmq_sim.render.lines import claims_text
 from pgmq_sim.result.claims import ClaimAccount
@@ -163,7 +162,7 @@ def run_json(r: RunResult, v: RunVerdict) -> dict[str, Any]:
         "waits": r.waits.as_json() if r.waits else None,
         "latency_split": r.latency.as_json() if r.latency else None,
         "locks": r.locks.as_json() if r.locks else None,
-        "sweep": sweep_json(r.sweep, v.sweep) if r.sweep and v.sweep else None,
+        "sweep": sweep_json(v.sweep) if v.sweep else None,
         "phases": [p.as_json() for p in r.phases],
         "bystander": _bystander_json(r, v),
         "drift": v.drift.as_json() if v.drift else None,
@@ -204,8 +203,9 @@ def _bystander_json(r: RunResult, v: RunVerdict) -> dict[str, Any] | None:
     return r.bystander.as_json() | (v.bystander.as_json() if v.bystander else {})
 
 
-def sweep_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any]:
+def sweep_json(v: SweepVerdict) -> dict[str, Any]:
     """A sweep's steps, its knee and how the search went, as the JSON's `sweep`."""
+    s = v.sweep
     return {
         "spec": str(s.spec),
         "kind": s.spec.kind,
@@ -217,13 +217,14 @@ def sweep_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any]:
         "knee_step": None if v.knee is None else v.knee.index + 1,
         "headline": v.headline,
         "limit": v.limit,
-        "confirmed": _confirmed_json(s, v),
-        "adaptive": _search_json(s, v),
+        "confirmed": _confirmed_json(v),
+        "adaptive": _search_json(v),
         "steps": [s.as_json() for s in s.steps],
     }
 
 
-def _confirmed_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any] | None:
+def _confirmed_json(v: SweepVerdict) -> dict[str, Any] | None:
+    s = v.sweep
     hold = s.hold
     if hold is None:
         return None
@@ -238,7 +239,8 @@ def _confirmed_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any] | None:
     }
 
 
-def _search_json(s: SweepResult, v: SweepVerdict) -> dict[str, Any] | None:
+def _search_json(v: SweepVerdict) -> dict[str, Any] | None:
+    s = v.sweep
     search = s.search
     if search is None:
         return None

@@ -13,7 +13,6 @@ from pgmq_sim.model.checks import number
 from pgmq_sim.model.events import Fault
 from pgmq_sim.model.journeys import MEDIAN, P99
 from pgmq_sim.model.quantities import count_text, ms_figure, ms_text, seconds_text
-from pgmq_sim.model.sweep import SweepResult
 from pgmq_sim.result.account import LatencyAccount
 from pgmq_sim.result.audit import LiveAudit, LiveAuditRecord
 from pgmq_sim.result.claims import REASONS, ClaimAccount, ClaimReason
@@ -439,7 +438,8 @@ def client_text(result: RunResult) -> str:
     return text + f"; share of a core: {shares}"
 
 
-def print_sweep(console: Console, sweep: SweepResult, verdict: SweepVerdict) -> None:
+def print_sweep(console: Console, verdict: SweepVerdict) -> None:
+    sweep = verdict.sweep
     slo = f"; SLO e2e p99 <= {sweep.slo_p99_ms:g} ms" if sweep.slo_p99_ms is not None else ""
     table = Table(
         title=f"sweep {sweep.spec}: {sweep.step_s:g} s steps, settle <= {sweep.settle_s:g} s{slo}",

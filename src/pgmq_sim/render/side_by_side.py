@@ -92,6 +92,6 @@ def print_knees(console: Console, results: list[RunResult], verdicts: list[RunVe
             audit_cell(r),
         )
     console.print(table)
-    for r, v in zip(results, verdicts, strict=True):
-        if r.sweep is not None and v.sweep is not None:
-            print_sweep(console, r.sweep, v.sweep)
+    for v in verdicts:
+        if v.sweep is not None:
+            print_sweep(console, v.sweep)

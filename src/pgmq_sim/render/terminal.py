@@ -89,8 +89,8 @@ def print_summary(
     table.add_row("output", escape(outputs_text(result.settings, written)))
     console.print(table)
     print_phases(console, result.phases, detail=False)
-    if result.sweep is not None and verdict.sweep is not None:  # its steps, failures, headline, limit
-        print_sweep(console, result.sweep, verdict.sweep)
+    if verdict.sweep is not None:  # its steps, what each step's failure was, its headline and limit
+        print_sweep(console, verdict.sweep)
     if verdict.drift is not None:
         print_drift_verdict(console, verdict.drift)
     elif result.settings.drift:

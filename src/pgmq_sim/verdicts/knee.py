@@ -20,8 +20,9 @@ ENQUEUE_REASON = "enqueue p99"  # a step's reason when the enqueue half broke it
 
 @dataclass(frozen=True)
 class SweepVerdict:
-    """A sweep's answer, judged once from its steps and read by every view."""
+    """A sweep's answer, judged once from its steps and read by every view, with the sweep it judged."""
 
+    sweep: SweepResult
     knee: StepResult | None
     max_sustainable_per_s: float | None
     first_failing_per_s: float | None
@@ -32,6 +33,7 @@ class SweepVerdict:
 
 def judge_sweep(sweep: SweepResult) -> SweepVerdict:
     return SweepVerdict(
+        sweep=sweep,
         knee=knee_step(sweep),
         max_sustainable_per_s=max_sustainable_per_s(sweep),
         first_failing_per_s=first_failing_per_s(sweep),
